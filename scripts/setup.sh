@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# One source of truth for what MRC lab needs on a Debian 12 machine (CI, Vagrant, a user's VM).
+# Idempotent: installs only what is missing, starts Open vSwitch (userspace datapath; the kernel
+# module is not needed), builds .venv with the system site packages (Mininet comes from Debian).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+
+need_root() {
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/setup.sh: must run as root (apt, Open vSwitch, network namespaces); try: sudo make setup" >&2
+    exit 1
+  fi
+}
+need_root
+
+APT_PACKAGES="mininet openvswitch-switch openvswitch-common nftables tcpdump tshark iproute2 ethtool
+iputils-ping python3-venv python3-dev python3-pip clang llvm libbpf-dev gcc-multilib make procps psmisc"
+
+missing=""
+for p in $APT_PACKAGES; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+  echo "setup: installing apt packages:$missing"
+  export DEBIAN_FRONTEND=noninteractive
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+# Open vSwitch: ovsdb-server + ovs-vswitchd, no kernel module (datapath_type=netdev everywhere).
+if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
+  echo "setup: starting Open vSwitch (userspace datapath)"
+  /usr/share/openvswitch/scripts/ovs-ctl start --no-ovs-vswitchd --system-id=random >/dev/null 2>&1 || true
+  /usr/share/openvswitch/scripts/ovs-ctl start --no-ovsdb-server --no-monitor >/dev/null 2>&1 || true
+  ovs-vsctl --timeout=10 show >/dev/null || { echo "setup: Open vSwitch did not start" >&2; exit 1; }
+fi
+
+# Python environment: Mininet is in the system Python, so the venv sees system site packages.
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import mininet" 2>/dev/null; then
+  rm -rf .venv
+  /usr/bin/python3 -m venv --system-site-packages .venv
+fi
+stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing Python dependencies into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e ".[dev]"
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
+
+# In-fabric trimming / ECN BPF object (issue 6): built from source, never committed.
+if [ -f emulation/bpf/Makefile ]; then
+  make -s -C emulation/bpf
+fi
+echo "setup: ok ($ROOT)"

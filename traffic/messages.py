@@ -1,0 +1,119 @@
+"""What MRC packets mean, independent of how they are encoded.
+
+The pure transport (sender, receiver, EV path health, NSCC) produces and consumes these
+objects; the wire codec (traffic/codec.py) turns them into bytes and back, and the Scapy
+layers (traffic/layers.py) define and check those bytes. Values are the OCP MRC 1.0 ones as
+quoted in the MRC paper's appendix and secondary sources; where a source does not fix a value
+the project's choice is marked "project choice".
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+
+class Opcode(IntEnum):
+    """BTH opcodes used by MRC (RDMA WRITE family mirrors RC 0x06..0x0B at base 0xC0)."""
+
+    WRITE_FIRST = 0xC6
+    WRITE_MIDDLE = 0xC7
+    WRITE_LAST = 0xC8
+    WRITE_LAST_IMM = 0xC9
+    WRITE_ONLY = 0xCA
+    WRITE_ONLY_IMM = 0xCB
+    ACK = 0xD1
+    EP_REQUEST = 0xD8
+    EP_RESPONSE = 0xD9
+    SACK = 0xDC
+    NACK = 0xDD
+    PROBE = 0xDE
+
+
+WRITE_OPCODES = frozenset(range(Opcode.WRITE_FIRST, Opcode.WRITE_ONLY_IMM + 1))
+IMM_OPCODES = frozenset((Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM))
+LAST_OPCODES = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM,
+                          Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM))
+
+
+class NackReason(IntEnum):
+    TRIMMED = 0x01
+    TRIMMED_LASTHOP = 0x02
+    NO_BITMAP = 0x06
+    NO_PKT_BUFFER = 0x07
+    NO_RESOURCE = 0x0A
+    PSN_OOR_WINDOW = 0x0B
+    UNEXP_EVENT = 0x19
+
+
+class SkipMode(IntEnum):
+    """SACK M field: what the sender should do with the reflected EV."""
+
+    NONE = 0
+    SKIP_ONCE = 1       # ECN echo: pass over this EV for a while
+    ALWAYS_SKIP = 2
+
+
+PROBE_QP = 0x2          # reserved QP for EV probes (OCP)
+PSN_MASK = 0xFFFFFF     # 24-bit PSN space
+SACK_BITMAP_BITS = 64
+
+
+@dataclass
+class DataPacket:
+    """One RDMA WRITE packet. Every packet carries RETH so it can be placed on arrival."""
+
+    dest_qp: int
+    psn: int
+    opcode: int
+    msn: int                    # message sequence number of the WRITE this packet belongs to
+    va: int                     # RETH virtual address of this packet's first payload byte
+    rkey: int
+    dma_len: int                # RETH length: bytes of the whole message (project choice)
+    payload: bytes | memoryview = b""
+    imm: int | None = None      # ImmDt on *_IMM opcodes
+    timestamp: int | None = None  # TSETH: sender's send time (ns), echoed for RTT
+    ack_req: bool = False
+    retransmit: bool = False    # a BTH reserved bit (project choice) so captures show retransmissions
+    ev: int = 0                 # entropy value (UDP sport + flow label)
+    ecn_ce: bool = False        # set by the receiver adapter from the (outer) IP header
+    trimmed: bool = False       # set by the receiver adapter when the payload was cut in-fabric
+
+
+@dataclass
+class Sack:
+    """Selective ACK: cumulative PSN plus a bitmap of what arrived beyond it."""
+
+    dest_qp: int
+    cum_psn: int                # every PSN < cum_psn (mod 2^24 window) has arrived
+    bitmap: int = 0             # bit i set: PSN (sack_base + i) arrived
+    sack_base: int = 0          # PSN of bitmap bit 0 (cum_psn + sack offset)
+    ev: int = 0                 # reflected EV of the packet that triggered this SACK
+    skip: int = SkipMode.NONE   # ECN echo
+    mpr: int = 8                # receiver's max PSN range, units of 128 PSNs
+    port_status: int = 0        # bit p set: receiver's NIC port p is up
+    echo_timestamp: int = 0     # TSETH of the triggering packet, echoed
+    ooo_count: int = 0          # out-of-order arrivals seen
+    window_penalty: int = 0
+    rx_bytes: int = 0           # bytes received on this QP (congestion block)
+
+
+@dataclass
+class Nack:
+    dest_qp: int
+    psn: int
+    reason: int
+    ev: int = 0
+    port_status: int = 0
+    echo_timestamp: int = 0
+
+
+@dataclass
+class Probe:
+    """EV probe on the reserved QP; the response reflects ev and the sequence number."""
+
+    ev: int
+    seq: int
+    timestamp: int = 0
+    response: bool = False
+    src_qp: int = 0             # the QP whose path health asked for this probe
+    port_status: int = 0
