@@ -45,8 +45,12 @@ fi
 stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   echo "setup: installing Python dependencies into .venv"
-  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e ".[dev]"
+  # pip's output is shown only when it fails (this machine's pip config warns on every package).
+  if ! out=$(.venv/bin/python -m pip install -q -e ".[dev]" 2>&1); then
+    echo "$out" >&2
+    echo "setup: pip install failed" >&2
+    exit 1
+  fi
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
