@@ -43,6 +43,10 @@ class NackReason(IntEnum):
     NO_RESOURCE = 0x0A
     PSN_OOR_WINDOW = 0x0B
     UNEXP_EVENT = 0x19
+    # Project choice for the single-path RoCE RC baseline (traffic/roce_rc.py): the RoCE AETH
+    # NAK "PSN sequence error" syndrome (0x60) carried in the same NACK message, so the
+    # baseline uses the same message types as MRC.
+    PSN_SEQ_ERR = 0x60
 
 
 class SkipMode(IntEnum):
@@ -77,6 +81,7 @@ class DataPacket:
     ev: int = 0                 # entropy value (UDP sport + flow label)
     ecn_ce: bool = False        # set by the receiver adapter from the (outer) IP header
     trimmed: bool = False       # set by the receiver adapter when the payload was cut in-fabric
+    trim_lasthop: bool = False  # trimmed at the last hop (receiver's downlink): NACK TRIMMED_LASTHOP
 
 
 @dataclass
@@ -95,6 +100,8 @@ class Sack:
     ooo_count: int = 0          # out-of-order arrivals seen
     window_penalty: int = 0
     rx_bytes: int = 0           # bytes received on this QP (congestion block)
+    path_ev: int = 0            # EV this SACK itself travels on (UDP sport + flow label); not in
+                                # the SACK header (ev above is the reflected forward EV)
 
 
 @dataclass
@@ -105,6 +112,7 @@ class Nack:
     ev: int = 0
     port_status: int = 0
     echo_timestamp: int = 0
+    path_ev: int = 0            # EV this NACK travels on (UDP sport + flow label); ev = reflected
 
 
 @dataclass
@@ -117,3 +125,5 @@ class Probe:
     response: bool = False
     src_qp: int = 0             # the QP whose path health asked for this probe
     port_status: int = 0
+    path_ev: int = 0            # EV this probe travels on: = ev for a request; the responder
+                                # sends the response back on the same EV (same plane and spine)

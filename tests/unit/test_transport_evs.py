@@ -1,0 +1,148 @@
+"""EV set and path health (traffic/evs.py) in isolation, with explicit times."""
+import random
+
+import pytest
+
+from emulation.topology import ev_plane
+from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
+
+
+def make(planes=2, spines=4, ev_count=16, backup_count=4, min_active=None, k=3, seed=1):
+    events = []
+    evs = EVSet(PathInfo(tuple(range(planes)), spines), random.Random(seed), qp=9,
+                ev_count=ev_count, backup_count=backup_count, min_active=min_active,
+                probe_period_ns=1000, probe_timeout_ns=500, probe_k=k, emit=events.append)
+    return evs, events
+
+
+def test_equal_per_plane_unique_and_interleaved():
+    evs, _ = make(planes=4, ev_count=128, backup_count=32)
+    planes = [ev_plane(ev) for ev in evs.rotation]
+    assert len(evs.rotation) == 128
+    assert all(planes.count(p) == 32 for p in range(4))
+    assert planes[:4] == [0, 1, 2, 3]          # consecutive packets alternate planes
+    assert len(set(ev & 0xFFFF for ev in evs.evs)) == len(evs.evs)  # unique entropy
+    assert all(len(b) == 8 for b in evs.backups.values())
+    assert all(evs.evs[ev].state == UNKNOWN for b in evs.backups.values() for ev in b)
+    assert evs.min_active == 32                 # default ev_count / 4
+
+
+def test_round_robin_visits_every_active_ev():
+    evs, _ = make()
+    picks = [evs.pick(0) for _ in range(len(evs.rotation))]
+    assert sorted(picks) == sorted(evs.rotation)
+
+
+def test_loss_marks_assumed_bad_at_once_and_same_plane_backup_replaces():
+    evs, events = make()
+    victim = evs.rotation[3]
+    plane = ev_plane(victim)
+    replacement = evs.mark_lost(victim, "timeout", 100)
+    assert evs.state(victim) == ASSUMED_BAD
+    assert replacement is not None and ev_plane(replacement) == plane
+    assert evs.rotation[3] == replacement and evs.state(replacement) == GOOD
+    assert victim not in evs.rotation
+    changes = [(e["ev"], e["old"], e["new"], e["reason"]) for e in events if e["event"] == "ev_state"]
+    assert changes == [(victim, GOOD, ASSUMED_BAD, "timeout"),
+                       (replacement, UNKNOWN, GOOD, "replacement")]
+    assert all(evs.pick(200) != victim for _ in range(50))
+
+
+def test_without_backup_slot_is_dropped_until_floor_then_kept():
+    evs, events = make(ev_count=8, backup_count=0, min_active=6)
+    victims = list(evs.rotation)
+    for ev in victims[:2]:
+        evs.mark_lost(ev, "sack_gap", 10)
+    assert len(evs.rotation) == 6 and evs.active_good_count() == 6
+    evs.mark_lost(victims[2], "sack_gap", 10)   # would leave 5 < floor: stays in rotation
+    assert evs.state(victims[2]) == ASSUMED_BAD
+    assert victims[2] in evs.rotation and len(evs.rotation) == 6
+    # every path dead: the rotation never empties, so the QP keeps trying (until its retry limit)
+    for ev in victims[3:]:
+        evs.mark_lost(ev, "timeout", 10)
+    assert len(evs.rotation) == 6 and evs.pick(20) is not None
+
+
+def test_probes_resurrect_after_k_consecutive_successes_and_failure_resets():
+    evs, events = make(k=3)
+    victim = evs.rotation[0]
+    evs.mark_lost(victim, "timeout", 0)
+    t = 0
+    results = [True, True, False, True, True, True]
+    for i, ok in enumerate(results):
+        t += 1000
+        due = evs.due_probes(t)
+        assert [ev for ev, _ in due] == [victim]
+        seq = due[0][1]
+        if ok:
+            assert evs.probe_response(seq, victim, t + 10)
+        else:
+            evs.expire_probes(t + 600)
+        if i < len(results) - 1:
+            assert evs.state(victim) == ASSUMED_BAD
+    assert evs.state(victim) == GOOD
+    probes = [e["ok"] for e in events if e["event"] == "probe"]
+    assert probes == results
+    # rotation was full (backup took the slot), so the resurrected EV waits in the backups
+    assert victim in evs.backups[ev_plane(victim)]
+    assert evs.due_probes(t + 10_000) == []
+
+
+def test_resurrected_ev_replaces_floor_kept_bad_ev_of_its_plane():
+    evs, _ = make(ev_count=4, backup_count=0, min_active=4, k=1)
+    a = evs.rotation[0]
+    b = evs.rotation[2]           # same plane as a (interleaved 0,1,0,1)
+    assert ev_plane(a) == ev_plane(b)
+    evs.mark_lost(a, "timeout", 0)   # floor: a stays in rotation as ASSUMED_BAD
+    assert a in evs.rotation
+    evs.mark_lost(b, "timeout", 0)
+    (ev, seq), = [x for x in evs.due_probes(1000) if x[0] == a]
+    evs.probe_response(seq, a, 1001)
+    assert evs.state(a) == GOOD and a in evs.rotation and b in evs.rotation
+
+
+def test_ecn_skip_keeps_state_and_expires():
+    evs, events = make(ev_count=4, backup_count=0)
+    target = evs.rotation[0]
+    evs.skip(target, until_ns=5000, now_ns=0)
+    assert evs.state(target) == GOOD
+    assert all(evs.pick(100) != target for _ in range(12))
+    assert target in [evs.pick(6000) for _ in range(4)]
+    assert [e for e in events if e["event"] == "ev_skip"][0]["until_ns"] == 5000
+
+
+def test_skip_once_passes_over_exactly_once():
+    evs, _ = make(ev_count=4, backup_count=0)
+    target = evs.rotation[0]
+    evs.skip_next_turn(target, 0)
+    first_round = [evs.pick(0) for _ in range(3)]
+    assert target not in first_round
+    assert evs.pick(0) == target and evs.state(target) == GOOD
+
+
+def test_plane_down_removes_plane_and_up_restores():
+    evs, _ = make()
+    assert evs.set_plane_local(1, False)
+    assert {ev_plane(evs.pick(0)) for _ in range(40)} == {0}
+    evs.set_plane_local(1, True)
+    evs.set_plane_peer(0, False)
+    assert {ev_plane(evs.pick(0)) for _ in range(40)} == {1}
+    evs.set_plane_peer(0, True)
+    assert {ev_plane(evs.pick(0)) for _ in range(40)} == {0, 1}
+
+
+def test_deny_and_allow():
+    evs, _ = make()
+    ev = evs.rotation[1]
+    evs.deny(ev, 0)
+    assert evs.state(ev) == DENIED and ev not in evs.rotation
+    assert ev not in [x for x, _ in evs.due_probes(10_000)]
+    evs.allow(ev, 20_000)
+    assert evs.state(ev) == ASSUMED_BAD
+
+
+def test_bad_arguments_raise_clearly():
+    with pytest.raises(ValueError, match="ev_count"):
+        EVSet(PathInfo((0, 1, 2), 2), random.Random(1), ev_count=2)
+    with pytest.raises(ValueError, match="planes"):
+        PathInfo((), 2)

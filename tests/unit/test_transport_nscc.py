@@ -1,0 +1,95 @@
+"""NSCC four-way response, quick adapt, window bounds, and the per-plane pacer."""
+import pytest
+
+from traffic.nscc import Nscc, NsccResponse, PlanePacer
+
+RTT = 1_000_000        # 1 ms base RTT
+RATE = 12_500_000      # 100 Mbit/s -> BDP 12_500 B
+
+
+def fresh(**kw):
+    cc = Nscc(base_rtt_ns=RTT, link_rate_Bps=RATE, mss=1000, initial_window_bdp=0.5, **kw)
+    return cc
+
+
+def test_no_ecn_low_delay_proportional_increase_scales_with_distance_to_target():
+    a, b = fresh(), fresh()
+    w = a.cwnd
+    assert a.on_ack(1000, RTT + 100_000, False, 0) == NsccResponse.PROPORTIONAL_INCREASE
+    assert b.on_ack(1000, RTT + 800_000, False, 0) == NsccResponse.PROPORTIONAL_INCREASE
+    assert a.cwnd - w == pytest.approx(1000 * 0.9)
+    assert b.cwnd - w == pytest.approx(1000 * 0.2)
+
+
+def test_no_ecn_high_delay_fair_increase():
+    cc = fresh()
+    w = cc.cwnd
+    assert cc.on_ack(1000, 3 * RTT, False, 0) == NsccResponse.FAIR_INCREASE
+    assert cc.cwnd - w == pytest.approx(1000 * 1000 / w)   # one MSS per window of ACKs
+
+
+def test_ecn_high_delay_multiplicative_decrease_once_per_rtt_and_bounded():
+    cc = fresh()
+    w = cc.cwnd
+    # delay = 2 RTT, target = RTT: factor = 1 - 0.8 * (2-1)/2 = 0.6
+    assert cc.on_ack(0, 3 * RTT, True, 0) == NsccResponse.MULTIPLICATIVE_DECREASE
+    assert cc.cwnd == pytest.approx(0.6 * w)
+    w2 = cc.cwnd
+    cc.on_ack(0, 3 * RTT, True, RTT // 2)        # same base RTT: no second decrease
+    assert cc.cwnd == pytest.approx(w2)
+    cc.on_ack(0, 3 * RTT, False, RTT // 2 + 1)   # fair increase in between
+    w3 = cc.cwnd
+    cc.on_ack(0, 4_500_000, True, RTT + 1)       # delay 3.5 RTT: 1-0.8*2.5/3.5 < 0.5 -> 0.5
+    assert cc.cwnd == pytest.approx(max(w3 * 0.5, cc.min_window))
+
+
+def test_ecn_low_delay_no_change():
+    cc = fresh()
+    w = cc.cwnd
+    assert cc.on_ack(1000, RTT + 10_000, True, 0) == NsccResponse.NO_CHANGE
+    assert cc.cwnd == w
+
+
+def test_window_capped_at_1_5_bdp_and_floored_at_mss():
+    cc = fresh()
+    for i in range(200):
+        cc.on_ack(5000, RTT, False, i * 1000)
+    assert cc.cwnd == pytest.approx(1.5 * RATE * RTT / 1e9)
+    for i in range(40):
+        cc.on_ack(0, 3 * RTT, True, (i + 1) * 10 * RTT)
+    assert cc.cwnd == cc.min_window == 1000
+
+
+def test_quick_adapt_on_loss_drops_to_achieved_once_per_rtt():
+    cc = Nscc(base_rtt_ns=RTT, link_rate_Bps=RATE, mss=1000, initial_window_bdp=1.5)
+    cc.on_ack(3000, RTT, False, 0)
+    cc.on_ack(1000, RTT, False, RTT + 1)         # new interval: previous one achieved 3000
+    assert cc.on_loss(RTT + 2)
+    assert cc.cwnd == pytest.approx(3000)
+    assert not cc.on_loss(RTT + 3)               # at most once per base RTT
+    assert cc.cwnd == pytest.approx(3000)
+
+
+def test_trimming_target_is_three_quarters_rtt():
+    cc = fresh(target_frac=0.75)
+    assert cc.target_ns == 750_000
+    assert cc.on_ack(1000, RTT + 800_000, False, 0) == NsccResponse.FAIR_INCREASE
+
+
+def test_md_factor_bound_validated():
+    with pytest.raises(ValueError, match="max_md"):
+        Nscc(base_rtt_ns=RTT, link_rate_Bps=RATE, mss=1000, max_md=0.7)
+
+
+def test_pacer_holds_rate_per_plane():
+    pacer = PlanePacer([0, 1], rate_Bps=1_000_000, burst_bytes=2000)   # 1 MB/s = 1 byte/us
+    sent = 0
+    t = 0
+    while t < 100_000_000:                       # 100 ms
+        if pacer.can_send(0, t):
+            pacer.consume(0, 1000, t)
+            sent += 1000
+        else:
+            t = pacer.next_send_ns(0, t)
+    assert 99_000 <= sent <= 103_000             # 100 KB in 100 ms plus one burst
+    assert pacer.can_send(1, t)                  # planes are independent

@@ -1,0 +1,378 @@
+"""Entropy-value (EV) set and path health of one MRC sender QP (pure: no sockets, time passed in).
+
+One EV = one exact physical path (emulation.topology.make_ev: plane, spine = T0 uplink, entropy).
+MRC sprays every packet on the next active EV and retires a path the moment it loses a packet,
+so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.md, OCP MRC 1.0):
+
+* The set is built at QP start: `ev_count` active EVs, the same number per plane
+  (ev_count // planes, remainder dropped), spine chosen at random inside the plane, entropy random
+  and unique; plus `backup_count` backup EVs (same split per plane, state UNKNOWN until used).
+* States GOOD / ASSUMED_BAD / DENIED / UNKNOWN (OCP). "Skip" is not a state: an ECN echo makes the
+  round robin pass over the EV until `until_ns`; a trimmed NACK makes it pass over it once.
+* `mark_lost(ev)`: loss without trim. The EV becomes ASSUMED_BAD at once and a backup EV from the
+  SAME plane takes its slot in the rotation. If the plane has no backup left the slot is dropped,
+  unless that would leave fewer than `min_active` GOOD EVs in the rotation: then (project choice)
+  the ASSUMED_BAD EV stays in the rotation and keeps carrying traffic, because concentrating all
+  traffic on fewer paths than the floor is worse than spraying over an unverified one; it is still
+  probed, and is swapped out as soon as a same-plane EV comes back GOOD. When every path is dead
+  the QP therefore keeps trying until its retry budget ends in a QP error (never a hang).
+* ASSUMED_BAD EVs are probed every `probe_period_ns`; `probe_k` consecutive successes make the EV
+  GOOD again (a failure resets the count). A resurrected EV refills its plane's rotation if the
+  plane is below quota, else replaces a floor-kept bad EV of its plane, else joins the backups.
+* Plane availability: local NIC port down, or the peer's port-status bitmap lacking plane p, takes
+  every EV of that plane out of use (states unchanged, they return when the plane comes back).
+* DENIED is set only from outside (controller denylist: `deny`/`allow`); denied EVs are not used
+  or probed.
+
+Every state change and skip is reported through `emit(event_dict)` using the project's event log
+schema (ev_state, ev_skip, probe); the caller adds "host".
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Callable
+
+from emulation.topology import ev_spine, make_ev
+
+GOOD = "GOOD"
+ASSUMED_BAD = "ASSUMED_BAD"
+DENIED = "DENIED"
+UNKNOWN = "UNKNOWN"
+EV_STATES = (GOOD, ASSUMED_BAD, DENIED, UNKNOWN)
+
+
+@dataclass(frozen=True)
+class PathInfo:
+    """What the sender needs to know about the fabric to build EVs: which planes, how many spines."""
+
+    planes: tuple[int, ...]
+    spines: int
+
+    def __post_init__(self) -> None:
+        if not self.planes:
+            raise ValueError("PathInfo.planes must list at least one plane")
+        if self.spines < 1:
+            raise ValueError(f"PathInfo.spines must be >= 1, got {self.spines}")
+
+    @classmethod
+    def from_topology(cls, topo) -> "PathInfo":
+        """Every plane and spine of an emulation.topology.Topology (all planes reach every host)."""
+        return cls(planes=tuple(range(topo.spec.planes)), spines=topo.spec.spines)
+
+
+@dataclass
+class EVInfo:
+    ev: int
+    plane: int
+    spine: int
+    state: str = UNKNOWN
+    in_rotation: bool = False
+    skip_until: int = 0           # ECN echo: pass over until this time
+    skip_once: bool = False       # trimmed NACK: pass over on the next turn
+    probe_successes: int = 0
+    next_probe_ns: int = 0
+
+
+@dataclass
+class _PendingProbe:
+    ev: int
+    sent_ns: int
+
+
+class EVSet:
+    """The EVs of one sender QP, their states, the round robin and the probe schedule."""
+
+    def __init__(self, paths: PathInfo, rng: random.Random, *, qp: int = 0,
+                 ev_count: int = 128, backup_count: int = 64, min_active: int | None = None,
+                 probe_period_ns: int = 5_000_000, probe_timeout_ns: int = 4_000_000,
+                 probe_k: int = 3, emit: Callable[[dict], None] | None = None):
+        planes = list(paths.planes)
+        per_plane = ev_count // len(planes)
+        if per_plane < 1:
+            raise ValueError(f"ev_count {ev_count} is smaller than the number of planes {len(planes)}")
+        if probe_k < 1:
+            raise ValueError(f"probe_k must be >= 1, got {probe_k}")
+        self.qp = qp
+        self.paths = paths
+        self.rng = rng
+        self.emit = emit or (lambda event: None)
+        self.quota = per_plane                      # rotation slots per plane
+        self.min_active = ev_count // 4 if min_active is None else min_active
+        self.probe_period_ns = int(probe_period_ns)
+        self.probe_timeout_ns = int(probe_timeout_ns)
+        self.probe_k = probe_k
+        self.evs: dict[int, EVInfo] = {}
+        self.backups: dict[int, list[int]] = {p: [] for p in planes}
+        self.plane_local_up = {p: True for p in planes}
+        self.plane_peer_up = {p: True for p in planes}
+        self._used_entropy: set[int] = set()
+        per_plane_lists = {}
+        for p in planes:
+            per_plane_lists[p] = [self._new_ev(p, GOOD) for _ in range(per_plane)]
+            for _ in range(backup_count // len(planes)):
+                self.backups[p].append(self._new_ev(p, UNKNOWN))
+        # Interleave planes so consecutive packets alternate planes.
+        self.rotation: list[int] = []
+        for i in range(per_plane):
+            for p in planes:
+                ev = per_plane_lists[p][i]
+                self.rotation.append(ev)
+                self.evs[ev].in_rotation = True
+        self._rr = 0
+        self._probe_seq = 0
+        self.pending_probes: dict[int, _PendingProbe] = {}
+
+    # ------------------------------------------------------------------ construction
+
+    def _new_ev(self, plane: int, state: str) -> int:
+        while True:
+            entropy = self.rng.randint(1, 0xFFFF)
+            if entropy not in self._used_entropy:
+                break
+        self._used_entropy.add(entropy)
+        ev = make_ev(plane, self.rng.randrange(self.paths.spines), entropy)
+        self.evs[ev] = EVInfo(ev=ev, plane=plane, spine=ev_spine(ev), state=state)
+        return ev
+
+    # ------------------------------------------------------------------ queries
+
+    def plane_usable(self, plane: int) -> bool:
+        return self.plane_local_up.get(plane, False) and self.plane_peer_up.get(plane, False)
+
+    def state(self, ev: int) -> str:
+        return self.evs[ev].state
+
+    def active(self) -> list[int]:
+        """EVs in the rotation on usable planes (what the round robin may pick)."""
+        return [ev for ev in self.rotation if self.plane_usable(self.evs[ev].plane)]
+
+    def active_good_count(self) -> int:
+        return sum(1 for ev in self.rotation
+                   if self.evs[ev].state == GOOD and self.plane_usable(self.evs[ev].plane))
+
+    def bad(self) -> list[int]:
+        return [e.ev for e in self.evs.values() if e.state == ASSUMED_BAD]
+
+    def usable_planes(self) -> list[int]:
+        return [p for p in self.paths.planes if self.plane_usable(p)]
+
+    # ------------------------------------------------------------------ selection
+
+    def pick(self, now_ns: int, exclude: int | None = None,
+             plane_ok: Callable[[int], bool] | None = None) -> int | None:
+        """Next EV of the round robin for a packet sent now, or None if no plane can take one.
+
+        Preference, in one pass over the rotation from the round-robin position: GOOD and not
+        skipped; then (second pass) anything usable except `exclude`. `plane_ok(plane)` lets the
+        caller refuse planes whose pacer has no tokens. Skip-once flags are consumed here.
+        """
+        n = len(self.rotation)
+        if n == 0:
+            return None
+        fallback = None
+        for i in range(n):
+            idx = (self._rr + i) % n
+            ev = self.rotation[idx]
+            info = self.evs[ev]
+            if ev == exclude or not self.plane_usable(info.plane):
+                continue
+            if plane_ok is not None and not plane_ok(info.plane):
+                continue
+            if info.skip_once:
+                info.skip_once = False
+                if fallback is None:
+                    fallback = idx
+                continue
+            if info.state != GOOD or info.skip_until > now_ns:
+                if fallback is None:
+                    fallback = idx
+                continue
+            self._rr = idx + 1
+            return ev
+        if fallback is not None:
+            self._rr = fallback + 1
+            return self.rotation[fallback]
+        return None
+
+    # ------------------------------------------------------------------ signals
+
+    def _set_state(self, info: EVInfo, new: str, reason: str, now_ns: int, **extra) -> None:
+        old = info.state
+        if old == new:
+            return
+        info.state = new
+        event = {"t_ns": now_ns, "event": "ev_state", "qp": self.qp, "ev": info.ev,
+                 "plane": info.plane, "old": old, "new": new, "reason": reason}
+        event.update(extra)
+        self.emit(event)
+
+    def skip(self, ev: int, until_ns: int, now_ns: int) -> None:
+        """ECN echo: keep the EV, pass over it until `until_ns`."""
+        info = self.evs.get(ev)
+        if info is None:
+            return
+        info.skip_until = max(info.skip_until, until_ns)
+        self.emit({"t_ns": now_ns, "event": "ev_skip", "qp": self.qp, "ev": ev,
+                   "plane": info.plane, "until_ns": info.skip_until})
+
+    def skip_next_turn(self, ev: int, now_ns: int) -> None:
+        """Trimmed NACK: congestion, not failure: pass over the EV once, never retire it."""
+        info = self.evs.get(ev)
+        if info is None:
+            return
+        info.skip_once = True
+        self.emit({"t_ns": now_ns, "event": "ev_skip", "qp": self.qp, "ev": ev,
+                   "plane": info.plane, "until_ns": now_ns, "once": True})
+
+    def mark_lost(self, ev: int, reason: str, now_ns: int) -> int | None:
+        """Loss without trim on `ev`: ASSUMED_BAD now, same-plane backup takes its slot.
+
+        Returns the replacement EV (None if none was put in its place).
+        """
+        info = self.evs.get(ev)
+        if info is None or info.state != GOOD:
+            return None
+        self._set_state(info, ASSUMED_BAD, reason, now_ns)
+        info.probe_successes = 0
+        info.next_probe_ns = now_ns + self.probe_period_ns
+        if not info.in_rotation:
+            return None
+        slot = self.rotation.index(ev)
+        backup = self._take_backup(info.plane)
+        if backup is not None:
+            self._put_in_slot(slot, backup, now_ns, reason="replacement", replaces=ev)
+            return backup
+        if self.active_good_count() >= self.min_active:
+            self.rotation.pop(slot)
+            info.in_rotation = False
+            if self._rr > slot:
+                self._rr -= 1
+        # else: floor reached: the EV stays in the rotation (see module docstring).
+        return None
+
+    def _take_backup(self, plane: int) -> int | None:
+        pool = self.backups.get(plane, [])
+        while pool:
+            ev = pool.pop(0)
+            if self.evs[ev].state in (GOOD, UNKNOWN):
+                return ev
+        return None
+
+    def _put_in_slot(self, slot: int, ev: int, now_ns: int, reason: str, replaces: int) -> None:
+        old = self.rotation[slot]
+        self.evs[old].in_rotation = False
+        self.rotation[slot] = ev
+        info = self.evs[ev]
+        info.in_rotation = True
+        info.skip_until = 0
+        info.skip_once = False
+        self._set_state(info, GOOD, reason, now_ns, replaces=replaces)
+
+    def _resurrect(self, info: EVInfo, now_ns: int) -> None:
+        self._set_state(info, GOOD, "probe_ok", now_ns)
+        if info.in_rotation:
+            return
+        in_plane = [i for i, ev in enumerate(self.rotation) if self.evs[ev].plane == info.plane]
+        if len(in_plane) < self.quota:
+            self.rotation.append(info.ev)
+            info.in_rotation = True
+            return
+        for slot in in_plane:
+            if self.evs[self.rotation[slot]].state == ASSUMED_BAD:
+                self._put_in_slot(slot, info.ev, now_ns, reason="probe_ok",
+                                  replaces=self.rotation[slot])
+                return
+        self.backups[info.plane].append(info.ev)
+
+    def deny(self, ev: int, now_ns: int) -> None:
+        """Controller denylist: never use or probe this EV."""
+        info = self.evs[ev]
+        self._set_state(info, DENIED, "denied", now_ns)
+        if info.in_rotation:
+            slot = self.rotation.index(ev)
+            backup = self._take_backup(info.plane)
+            if backup is not None:
+                self._put_in_slot(slot, backup, now_ns, reason="replacement", replaces=ev)
+            else:
+                self.rotation.pop(slot)
+                info.in_rotation = False
+
+    def allow(self, ev: int, now_ns: int) -> None:
+        """Lift a denial: the EV is treated like a failed one and must earn GOOD through probes."""
+        info = self.evs[ev]
+        if info.state == DENIED:
+            self._set_state(info, ASSUMED_BAD, "allowed", now_ns)
+            info.probe_successes = 0
+            info.next_probe_ns = now_ns
+
+    # ------------------------------------------------------------------ planes
+
+    def set_plane_local(self, plane: int, up: bool) -> bool:
+        """Local NIC port state; returns True if it changed."""
+        if plane not in self.plane_local_up or self.plane_local_up[plane] == up:
+            return False
+        self.plane_local_up[plane] = up
+        return True
+
+    def set_plane_peer(self, plane: int, up: bool) -> bool:
+        if plane not in self.plane_peer_up or self.plane_peer_up[plane] == up:
+            return False
+        self.plane_peer_up[plane] = up
+        return True
+
+    # ------------------------------------------------------------------ probes
+
+    def due_probes(self, now_ns: int) -> list[tuple[int, int]]:
+        """(ev, seq) of probes to send now: one per ASSUMED_BAD EV whose period elapsed."""
+        out = []
+        probing = {p.ev for p in self.pending_probes.values()}
+        for info in self.evs.values():
+            if (info.state == ASSUMED_BAD and info.next_probe_ns <= now_ns
+                    and info.ev not in probing and self.plane_usable(info.plane)):
+                self._probe_seq = (self._probe_seq + 1) & 0xFFFFFFFF
+                self.pending_probes[self._probe_seq] = _PendingProbe(info.ev, now_ns)
+                info.next_probe_ns = now_ns + self.probe_period_ns
+                out.append((info.ev, self._probe_seq))
+        return out
+
+    def probe_response(self, seq: int, ev: int, now_ns: int) -> bool:
+        """A probe came back; returns False if it was unknown/stale."""
+        pending = self.pending_probes.get(seq)
+        if pending is None or pending.ev != ev:
+            return False
+        del self.pending_probes[seq]
+        self._probe_result(pending.ev, True, now_ns - pending.sent_ns, now_ns)
+        return True
+
+    def expire_probes(self, now_ns: int) -> None:
+        for seq, pending in list(self.pending_probes.items()):
+            if now_ns - pending.sent_ns >= self.probe_timeout_ns:
+                del self.pending_probes[seq]
+                self._probe_result(pending.ev, False, None, now_ns)
+
+    def _probe_result(self, ev: int, ok: bool, rtt_ns: int | None, now_ns: int) -> None:
+        info = self.evs[ev]
+        self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp, "ev": ev, "ok": ok,
+                   "rtt_ns": rtt_ns})
+        if info.state != ASSUMED_BAD:
+            return
+        if not ok:
+            info.probe_successes = 0
+            return
+        info.probe_successes += 1
+        if info.probe_successes >= self.probe_k:
+            info.probe_successes = 0
+            self._resurrect(info, now_ns)
+
+    def next_probe_deadline(self) -> int | None:
+        times = [p.sent_ns + self.probe_timeout_ns for p in self.pending_probes.values()]
+        probing = {p.ev for p in self.pending_probes.values()}
+        times += [i.next_probe_ns for i in self.evs.values()
+                  if i.state == ASSUMED_BAD and i.ev not in probing and self.plane_usable(i.plane)]
+        return min(times) if times else None
+
+
+__all__ = ["EVSet", "EVInfo", "PathInfo", "GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN",
+           "EV_STATES"]
+
