@@ -1,0 +1,292 @@
+"""Pure model of the in-fabric virtual queue (emulation/bpf/trim.c): arithmetic and decisions.
+
+The BPF program at every switch egress port cannot see the real queue of userspace OVS + HTB, so
+it keeps a virtual one: bytes offered minus what the link rate has drained since the previous
+packet. This module is the same integer arithmetic and the same decisions in Python, so that
+configurations can be tried and the rules unit-tested without root; trim.c and this file must
+stay in step (the integration tests compare the kernel's output with `trim_frame`).
+
+Rules, per arriving packet of `pkt_len` bytes (all integers, as in the BPF program):
+  drain   = rate * (dt // 1e9) + rate * (dt % 1e9) // 1e9   (dt = now - last, 0 if the clock
+            went backwards; an idle gap of >= 1000 s drains everything)
+  queue   = max(0, vq - drain);  backlog = queue + pkt_len   (the queue as offered)
+  trim    if trimming is on, the packet is MRC data with payload to cut, and backlog > trim_bytes:
+          only its header bytes enter the queue;
+  drop    else if backlog > drop_bytes and the packet is not an already-trimmed MRC header:
+          nothing enters the queue (non-MRC traffic, MRC control, or MRC data with trimming off);
+  mark    if not dropped, ECN-capable (ECT(0)/ECT(1)), marking on, not a last-hop port and
+          backlog > ecn_min: CE with probability (backlog - min) / (max - min), 1 at >= max;
+          decided as rand_u32 < ((backlog - min) << 32) // (max - min)  (2**32 at >= max).
+  vq      = queue + enqueued bytes.
+"""
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass, field
+from typing import Callable
+
+# DSCPs the fabric writes on the outermost IPv6 header of a trimmed packet. Both come from the
+# RFC 2474 pool 3 (xxxx11: experimental / local use) so they cannot collide with a standard
+# marking; MRC senders use DSCP 0 for data. Receivers map them to NACK TRIMMED / TRIMMED_LASTHOP.
+DSCP_TRIMMED = 0x3B
+DSCP_TRIMMED_LASTHOP = 0x3F
+TRIMMED_DSCPS = frozenset((DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP))
+
+ECN_NOT_ECT = 0
+ECN_ECT1 = 1
+ECN_ECT0 = 2
+ECN_CE = 3
+
+NS_PER_S = 1_000_000_000
+MAX_DRAIN_SECONDS = 1000
+U32_MAX = 0xFFFFFFFF
+MAX_RATE_BYTES_PER_S = 12_500_000_000  # 100 Gbit/s keeps rate * (ns < 1e9) inside 64 bits
+
+ETH_HLEN = 14
+IPV6_HLEN = 40
+UDP_HLEN = 8
+BTH_LEN = 12
+METH_LEN = 4
+TSETH_LEN = 8
+RETH_LEN = 16
+IMMDT_LEN = 4
+ROCE_UDP_PORT = 4791
+WRITE_OPCODE_FIRST = 0xC6
+WRITE_OPCODE_LAST = 0xCB
+IMM_OPCODES = frozenset((0xC9, 0xCB))
+METH_FLAG_TSETH = 0x01
+
+
+def mrc_header_len(outer: bool = True, tseth: bool = False, imm: bool = False) -> int:
+    """Bytes a trimmed MRC data frame keeps: Eth+[outer IPv6]+IPv6+UDP+BTH+METH+[TSETH]+RETH+[ImmDt]."""
+    return (ETH_HLEN + (IPV6_HLEN if outer else 0) + IPV6_HLEN + UDP_HLEN + BTH_LEN + METH_LEN
+            + (TSETH_LEN if tseth else 0) + RETH_LEN + (IMMDT_LEN if imm else 0))
+
+
+class ConfigError(ValueError):
+    """A port configuration the virtual queue cannot run with; the message names the field."""
+
+
+@dataclass(frozen=True)
+class PortConfig:
+    """Per-port parameters of the virtual queue. Byte thresholds; rate in Mbit/s.
+
+    drop_bytes=None disables the hard drop threshold (the real HTB queue still drops).
+    """
+
+    rate_mbit: float
+    ecn_min_bytes: int
+    ecn_max_bytes: int
+    trim_bytes: int
+    last_hop: bool
+    mark: bool = True
+    trim: bool = True
+    drop_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rate_mbit, bool) or not isinstance(self.rate_mbit, (int, float)):
+            raise ConfigError(f"rate_mbit must be a number, got {self.rate_mbit!r}")
+        if not 0 < self.rate_bytes_per_s <= MAX_RATE_BYTES_PER_S:
+            raise ConfigError(f"rate_mbit must be > 0 and <= 100000, got {self.rate_mbit}")
+        for name in ("ecn_min_bytes", "ecn_max_bytes", "trim_bytes", "drop_bytes"):
+            value = getattr(self, name)
+            if name == "drop_bytes" and value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < U32_MAX:
+                raise ConfigError(f"{name} must be an integer 0..{U32_MAX - 1}, got {value!r}")
+        if self.ecn_min_bytes > self.ecn_max_bytes:
+            raise ConfigError(f"ecn_min_bytes ({self.ecn_min_bytes}) must not exceed "
+                              f"ecn_max_bytes ({self.ecn_max_bytes})")
+        for name in ("last_hop", "mark", "trim"):
+            if not isinstance(getattr(self, name), bool):
+                raise ConfigError(f"{name} must be true or false, got {getattr(self, name)!r}")
+
+    @property
+    def rate_bytes_per_s(self) -> int:
+        return int(self.rate_mbit * 1_000_000) // 8
+
+    @property
+    def drop_threshold(self) -> int:
+        return U32_MAX if self.drop_bytes is None else self.drop_bytes
+
+
+def default_port_config(rate_mbit: float, last_hop: bool, mark: bool = True,
+                        trim: bool = True) -> PortConfig:
+    """Thresholds as drain times of the port (0.5 ms / 2 ms ECN, 4 ms trim; at least a few MTUs).
+
+    Project choice for the ~1 ms RTT of the emulated fabric; scenarios may pass their own.
+    """
+    per_ms = int(rate_mbit * 1000) // 8
+    ecn_min = max(3000, per_ms // 2)
+    ecn_max = max(ecn_min + 3000, 2 * per_ms)
+    trim_bytes = max(ecn_max, 4 * per_ms, 15000)
+    return PortConfig(rate_mbit, ecn_min, ecn_max, trim_bytes, last_hop, mark, trim)
+
+
+def mark_threshold(backlog: int, cfg: PortConfig) -> int:
+    """CE is set when rand_u32 < this value (0 = never, 2**32 = always)."""
+    if backlog <= cfg.ecn_min_bytes:
+        return 0
+    if backlog >= cfg.ecn_max_bytes:
+        return 1 << 32
+    return ((backlog - cfg.ecn_min_bytes) << 32) // (cfg.ecn_max_bytes - cfg.ecn_min_bytes)
+
+
+def drain_bytes(rate_bytes_per_s: int, dt_ns: int) -> int:
+    secs, rem = divmod(dt_ns, NS_PER_S)
+    if secs >= MAX_DRAIN_SECONDS:
+        return (1 << 64) - 1
+    return rate_bytes_per_s * secs + rate_bytes_per_s * rem // NS_PER_S
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str          # "drop" | "trim" | "mark" | "pass" (trim wins over mark in the name)
+    marked: bool
+    trimmed: bool
+    dropped: bool
+    backlog: int         # queue as offered, including this packet
+    vq_after: int
+
+
+@dataclass
+class VirtualQueue:
+    """One port's virtual queue and counters; rng returns uniform 32-bit integers."""
+
+    config: PortConfig
+    rng: Callable[[], int] | None = None   # None: a seeded random.Random (reproducible)
+    vq_bytes: int = 0
+    last_ns: int = 0
+    counters: dict = field(default_factory=lambda: dict.fromkeys(
+        ("offered_packets", "offered_bytes", "marked", "trimmed", "trimmed_bytes_cut",
+         "dropped", "dropped_bytes", "mrc_data_packets"), 0))
+
+    def __post_init__(self) -> None:
+        if self.rng is None:
+            source = random.Random(0)
+            self.rng = lambda: source.getrandbits(32)
+        elif not callable(self.rng):
+            raise ConfigError("rng must be a callable returning a 32-bit integer")
+
+    def decide(self, pkt_len: int, now_ns: int, is_mrc_data: bool, ect: bool,
+               header_len: int | None = None) -> Decision:
+        """Account one packet and say what the port does with it.
+
+        header_len: bytes an MRC data packet keeps when trimmed (default: SRv6-encapsulated,
+        no TSETH, no ImmDt); a packet that is already only headers is never trimmed or dropped.
+        """
+        cfg = self.config
+        if header_len is None:
+            header_len = mrc_header_len(outer=True)
+        if is_mrc_data and header_len > pkt_len:
+            raise ValueError(f"header_len {header_len} exceeds pkt_len {pkt_len}: "
+                             "a truncated packet is not MRC data")
+        c = self.counters
+        c["offered_packets"] += 1
+        c["offered_bytes"] += pkt_len
+        dt = now_ns - self.last_ns if now_ns > self.last_ns else 0
+        self.last_ns = max(self.last_ns, now_ns)
+        drain = drain_bytes(cfg.rate_bytes_per_s, dt)
+        queue = self.vq_bytes - drain if self.vq_bytes > drain else 0
+        backlog = queue + pkt_len
+        header_only = is_mrc_data and header_len == pkt_len
+        trimmed = dropped = marked = False
+        enqueued = pkt_len
+        if is_mrc_data:
+            c["mrc_data_packets"] += 1
+        if cfg.trim and is_mrc_data and not header_only and backlog > cfg.trim_bytes:
+            trimmed, enqueued = True, header_len
+        elif not header_only and backlog > cfg.drop_threshold:
+            dropped, enqueued = True, 0
+        if not dropped and ect and cfg.mark and not cfg.last_hop:
+            threshold = mark_threshold(backlog, cfg)
+            if threshold:   # the RNG is drawn only above ecn_min, as in trim.c
+                marked = (self.rng() & U32_MAX) < threshold
+        self.vq_bytes = queue + enqueued
+        if marked:
+            c["marked"] += 1
+        if trimmed:
+            c["trimmed"] += 1
+            c["trimmed_bytes_cut"] += pkt_len - header_len
+        if dropped:
+            c["dropped"] += 1
+            c["dropped_bytes"] += pkt_len
+        action = ("drop" if dropped else "trim" if trimmed else "mark" if marked else "pass")
+        return Decision(action, marked, trimmed, dropped, backlog, self.vq_bytes)
+
+
+# ---------------------------------------------------------------- frames (same parse as trim.c)
+
+
+@dataclass(frozen=True)
+class FrameInfo:
+    ipv6: bool
+    ecn: int             # ECN bits of the outermost IPv6 header (0 if not IPv6)
+    dscp: int
+    inner_off: int       # offset of the IPv6 header carrying UDP (0 if none)
+    udp_off: int
+    mrc_data: bool
+    header_len: int      # bytes kept when trimmed (0 unless mrc_data)
+
+    @property
+    def ect(self) -> bool:
+        return self.ipv6 and self.ecn in (ECN_ECT1, ECN_ECT0)
+
+
+def parse_frame(frame: bytes) -> FrameInfo:
+    """Classify an Ethernet frame exactly as trim.c does (never raises on short or foreign frames)."""
+    none = FrameInfo(False, 0, 0, 0, 0, False, 0)
+    if len(frame) < ETH_HLEN + 8 or frame[12:14] != b"\x86\xdd" or frame[14] >> 4 != 6:
+        return none
+    tclass = ((frame[14] & 0x0F) << 4) | (frame[15] >> 4)
+    base = dict(ipv6=True, ecn=tclass & 3, dscp=tclass >> 2)
+    off = ETH_HLEN
+    nh = frame[off + 6]
+    if nh == 41:
+        off += IPV6_HLEN
+        if len(frame) < off + 8 or frame[off] >> 4 != 6:
+            return FrameInfo(**base, inner_off=0, udp_off=0, mrc_data=False, header_len=0)
+        nh = frame[off + 6]
+    udp = off + IPV6_HLEN
+    if nh != 17 or len(frame) < udp + UDP_HLEN + 1:
+        return FrameInfo(**base, inner_off=0, udp_off=0, mrc_data=False, header_len=0)
+    dport = struct.unpack_from("!H", frame, udp + 2)[0]
+    opcode = frame[udp + UDP_HLEN]
+    if dport != ROCE_UDP_PORT or not WRITE_OPCODE_FIRST <= opcode <= WRITE_OPCODE_LAST \
+            or len(frame) < udp + UDP_HLEN + BTH_LEN + 1:
+        return FrameInfo(**base, inner_off=off, udp_off=udp, mrc_data=False, header_len=0)
+    meth_flags = frame[udp + UDP_HLEN + BTH_LEN]
+    hdr = (udp + UDP_HLEN + BTH_LEN + METH_LEN + (TSETH_LEN if meth_flags & METH_FLAG_TSETH else 0)
+           + RETH_LEN + (IMMDT_LEN if opcode in IMM_OPCODES else 0))
+    if hdr > len(frame):
+        return FrameInfo(**base, inner_off=off, udp_off=udp, mrc_data=False, header_len=0)
+    return FrameInfo(**base, inner_off=off, udp_off=udp, mrc_data=True, header_len=hdr)
+
+
+def set_traffic_class(frame: bytes, dscp: int | None = None, ecn: int | None = None) -> bytes:
+    """Return frame with the outermost IPv6 DSCP and/or ECN bits replaced."""
+    out = bytearray(frame)
+    tclass = ((out[14] & 0x0F) << 4) | (out[15] >> 4)
+    if dscp is not None:
+        tclass = (dscp << 2) | (tclass & 3)
+    if ecn is not None:
+        tclass = (tclass & 0xFC) | ecn
+    out[14] = (out[14] & 0xF0) | (tclass >> 4)
+    out[15] = ((tclass << 4) & 0xF0) | (out[15] & 0x0F)
+    return bytes(out)
+
+
+def trim_frame(frame: bytes, last_hop: bool = False) -> bytes:
+    """What the fabric makes of an MRC data frame it trims: headers only, lengths fixed, UDP
+    checksum 0, outermost DSCP TRIMMED (TRIMMED_LASTHOP on a last hop), ECN bits unchanged."""
+    info = parse_frame(frame)
+    if not info.mrc_data:
+        raise ValueError("not an MRC data frame (IPv6[/IPv6]/UDP 4791/BTH opcode 0xC6..0xCB)")
+    hdr = info.header_len
+    out = bytearray(frame[:hdr])
+    if info.inner_off != ETH_HLEN:
+        struct.pack_into("!H", out, ETH_HLEN + 4, hdr - ETH_HLEN - IPV6_HLEN)
+    struct.pack_into("!H", out, info.inner_off + 4, hdr - info.inner_off - IPV6_HLEN)
+    struct.pack_into("!HH", out, info.udp_off + 4, hdr - info.udp_off, 0)
+    return set_traffic_class(bytes(out), dscp=DSCP_TRIMMED_LASTHOP if last_hop else DSCP_TRIMMED)

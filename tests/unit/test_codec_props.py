@@ -1,0 +1,219 @@
+"""Property tests: the fast codec and the Scapy layers agree byte for byte on random field values
+for every message kind, in both modes, in both directions (codec -> Scapy, Scapy -> codec)."""
+import dataclasses
+import ipaddress
+import zlib
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from scapy.layers.inet import UDP
+from scapy.layers.inet6 import IPv6
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from emulation.topology import FabricSpec, Topology, make_ev
+from traffic.codec import MODES, Codec
+from traffic.layers import BTH, METH, NACK, PROBE, RETH, SACK, TSETH, ImmDt
+from traffic.messages import (IMM_OPCODES, WRITE_OPCODES, DataPacket, Nack, Probe, Sack)
+
+TOPO = Topology(FabricSpec(planes=2, groups=3, spines=3, hosts_per_group=2))
+CODEC = Codec(TOPO)
+CODEC_WITH_CHECKSUM = Codec(TOPO, udp_checksum=True)
+PROPS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+u8, u16, u24, u32, u64 = (st.integers(0, (1 << b) - 1) for b in (8, 16, 24, 32, 64))
+
+
+@st.composite
+def routes(draw):
+    """(src host, dst host, plane, mode, a wire EV on that plane)."""
+    n = len(TOPO.hosts)
+    src = draw(st.integers(0, n - 1))
+    dst = draw(st.integers(0, n - 1).filter(lambda d: d != src))
+    plane = draw(st.integers(0, TOPO.spec.planes - 1))
+    mode = draw(st.sampled_from(MODES))
+    ev = make_ev(plane, draw(st.integers(0, TOPO.spec.spines - 1)), draw(st.integers(1, 0xFFFF)))
+    return src, dst, plane, mode, ev
+
+
+def evs():
+    return st.builds(make_ev, st.integers(0, 15), st.integers(0, 63), st.integers(1, 0xFFFF))
+
+
+@st.composite
+def data_packets(draw, ev):
+    opcode = draw(st.sampled_from(sorted(WRITE_OPCODES)))
+    return DataPacket(
+        dest_qp=draw(u24), psn=draw(u24), opcode=opcode, msn=draw(u24), va=draw(u64),
+        rkey=draw(u32), dma_len=draw(u32), payload=draw(st.binary(max_size=1100)),
+        imm=draw(u32) if opcode in IMM_OPCODES else None,
+        timestamp=draw(st.none() | u64), ack_req=draw(st.booleans()),
+        retransmit=draw(st.booleans()), ev=ev)
+
+
+@st.composite
+def sacks(draw, ev):
+    return Sack(dest_qp=draw(u24), cum_psn=draw(u24), bitmap=draw(u64), sack_base=draw(u32),
+                ev=draw(evs()), skip=draw(u8), mpr=draw(u8), port_status=draw(u8),
+                echo_timestamp=draw(u64), ooo_count=draw(u32), window_penalty=draw(u32),
+                rx_bytes=draw(u64), path_ev=ev)
+
+
+@st.composite
+def nacks(draw, ev):
+    return Nack(dest_qp=draw(u24), psn=draw(u24), reason=draw(u8), ev=draw(evs()),
+                port_status=draw(u8), echo_timestamp=draw(u64), path_ev=ev)
+
+
+@st.composite
+def probes(draw, ev):
+    return Probe(ev=draw(evs()), seq=draw(u32), timestamp=draw(u64), response=draw(st.booleans()),
+                 src_qp=draw(u32), port_status=draw(u8), path_ev=ev)
+
+
+@st.composite
+def messages(draw):
+    """(route, message, ecn codepoint)."""
+    route = draw(routes())
+    kind = draw(st.sampled_from((data_packets, sacks, nacks, probes)))
+    return route, draw(kind(route[4])), draw(st.integers(0, 3))
+
+
+def scapy_frame(route, msg, ecn):
+    """The frame built with the Scapy layers only (independent of the codec)."""
+    src, dst, plane, mode, ev = route
+    spine = (ev >> 22) & 0x3F
+    tc, fl = ecn, ev >> 16
+    src_addr, dst_addr = TOPO.nic_addr(src, plane), TOPO.nic_addr(dst, plane)
+    pkt = Ether(src=TOPO.nic_mac(src, plane), dst=TOPO.nic_mac(dst, plane), type=0x86DD)
+    if mode == "srv6":
+        pkt /= IPv6(tc=tc, fl=fl, src=src_addr, dst=TOPO.usid_container(src, dst, plane, spine))
+    pkt /= IPv6(tc=tc, fl=fl, src=src_addr, dst=dst_addr)
+    pkt /= UDP(sport=ev & 0xFFFF, dport=4791, chksum=0)
+    if isinstance(msg, DataPacket):
+        pkt /= BTH(opcode=msg.opcode, retransmit=int(msg.retransmit), dqpn=msg.dest_qp,
+                   ackreq=int(msg.ack_req), psn=msg.psn)
+        pkt /= METH(flags=int(msg.timestamp is not None), msn=msg.msn)
+        if msg.timestamp is not None:
+            pkt /= TSETH(timestamp=msg.timestamp)
+        pkt /= RETH(va=msg.va, rkey=msg.rkey, dmalen=msg.dma_len)
+        if msg.imm is not None:
+            pkt /= ImmDt(imm=msg.imm)
+        if msg.payload:
+            pkt /= Raw(bytes(msg.payload))
+    elif isinstance(msg, Sack):
+        pkt /= BTH(opcode=0xDC, dqpn=msg.dest_qp, psn=msg.cum_psn)
+        pkt /= SACK(cum_psn=msg.cum_psn, sack_base=msg.sack_base, bitmap=msg.bitmap, ev=msg.ev,
+                    skip=msg.skip, mpr=msg.mpr, port_status=msg.port_status,
+                    echo_ts=msg.echo_timestamp, ooo_count=msg.ooo_count,
+                    window_penalty=msg.window_penalty, rx_bytes=msg.rx_bytes)
+    elif isinstance(msg, Nack):
+        pkt /= BTH(opcode=0xDD, dqpn=msg.dest_qp, psn=msg.psn)
+        pkt /= NACK(reason=msg.reason, port_status=msg.port_status, ev=msg.ev,
+                    echo_ts=msg.echo_timestamp)
+    else:
+        pkt /= BTH(opcode=0xDE, dqpn=2, psn=msg.seq & 0xFFFFFF)
+        pkt /= PROBE(response=int(msg.response), port_status=msg.port_status, seq=msg.seq,
+                     ev=msg.ev, src_qp=msg.src_qp, timestamp=msg.timestamp)
+    return bytes(pkt)
+
+
+def ip(text):
+    return ipaddress.IPv6Address(text)
+
+
+def expected_decode(msg):
+    """What decode() must give back: the message plus the fields the receiver side fills."""
+    if isinstance(msg, DataPacket):
+        return dataclasses.replace(msg, payload=bytes(msg.payload))
+    return msg
+
+
+@PROPS
+@given(messages())
+def test_codec_and_scapy_build_identical_bytes(case):
+    route, msg, ecn = case
+    enc = CODEC.encoder(*route[:4])
+    assert enc.encode(msg, ecn=ecn) == scapy_frame(route, msg, ecn)
+
+
+@PROPS
+@given(messages())
+def test_scapy_dissects_codec_frames_to_the_message_fields(case):
+    route, msg, ecn = case
+    src, dst, plane, mode, ev = route
+    pkt = Ether(CODEC.encoder(src, dst, plane, mode).encode(msg, ecn=ecn))
+    outer, inner = pkt[IPv6], pkt[UDP].underlayer
+    assert (outer.nh == 41) == (mode == "srv6")
+    assert outer.tc & 3 == ecn and inner.fl == ev >> 16 and pkt[UDP].sport == ev & 0xFFFF
+    assert (ip(inner.src), ip(inner.dst)) == (ip(TOPO.nic_addr(src, plane)),
+                                              ip(TOPO.nic_addr(dst, plane)))
+    if mode == "srv6":
+        assert ip(outer.dst) == ip(TOPO.usid_container(src, dst, plane, (ev >> 22) & 0x3F))
+    bth = pkt[BTH]
+    assert bth.icrc == zlib.crc32(bytes(bth)[:-4])
+    if isinstance(msg, DataPacket):
+        assert (bth.opcode, bth.dqpn, bth.psn, bth.ackreq, bth.retransmit) == (
+            msg.opcode, msg.dest_qp, msg.psn, msg.ack_req, msg.retransmit)
+        assert pkt[METH].msn == msg.msn
+        assert (pkt[TSETH].timestamp if TSETH in pkt else None) == msg.timestamp
+        assert (pkt[RETH].va, pkt[RETH].rkey, pkt[RETH].dmalen) == (msg.va, msg.rkey, msg.dma_len)
+        assert (pkt[ImmDt].imm if ImmDt in pkt else None) == msg.imm
+        assert (pkt[Raw].load if Raw in pkt else b"") == bytes(msg.payload)
+    elif isinstance(msg, Sack):
+        s = pkt[SACK]
+        assert (bth.opcode, bth.dqpn, bth.psn) == (0xDC, msg.dest_qp, msg.cum_psn)
+        assert (s.cum_psn, s.sack_base, s.bitmap, s.ev, s.skip, s.mpr, s.port_status, s.echo_ts,
+                s.ooo_count, s.window_penalty, s.rx_bytes) == (
+            msg.cum_psn, msg.sack_base, msg.bitmap, msg.ev, msg.skip, msg.mpr, msg.port_status,
+            msg.echo_timestamp, msg.ooo_count, msg.window_penalty, msg.rx_bytes)
+    elif isinstance(msg, Nack):
+        n = pkt[NACK]
+        assert (bth.opcode, bth.dqpn, bth.psn) == (0xDD, msg.dest_qp, msg.psn)
+        assert (n.reason, n.port_status, n.ev, n.echo_ts) == (
+            msg.reason, msg.port_status, msg.ev, msg.echo_timestamp)
+    else:
+        p = pkt[PROBE]
+        assert (bth.opcode, bth.dqpn, bth.psn) == (0xDE, 2, msg.seq & 0xFFFFFF)
+        assert (p.response, p.port_status, p.seq, p.ev, p.src_qp, p.timestamp) == (
+            msg.response, msg.port_status, msg.seq, msg.ev, msg.src_qp, msg.timestamp)
+
+
+@PROPS
+@given(messages())
+def test_codec_decodes_scapy_frames_to_the_message(case):
+    route, msg, ecn = case
+    src, dst, plane, mode, ev = route
+    got, meta = CODEC.decode(scapy_frame(route, msg, ecn))
+    want = expected_decode(msg)
+    if isinstance(want, DataPacket):
+        want.ecn_ce = ecn == 3
+    assert got == want
+    assert (meta.src_host, meta.src_plane, meta.dst_host, meta.dst_plane) == (src, plane, dst, plane)
+    assert (meta.ev, meta.ecn_ce, meta.srv6, meta.trimmed) == (ev, ecn == 3, mode == "srv6", False)
+
+
+@PROPS
+@given(messages(), st.sampled_from(["bytes", "bytearray", "memoryview"]))
+def test_round_trip_from_any_buffer_type(case, kind):
+    route, msg, ecn = case
+    frame = CODEC.encoder(*route[:4]).encode(msg, ecn=ecn)
+    buf = {"bytes": bytes, "bytearray": bytearray, "memoryview": memoryview}[kind](frame)
+    got, _ = CODEC.decode(buf)
+    if isinstance(got, DataPacket):
+        got.payload = bytes(got.payload)
+    want = expected_decode(msg)
+    if isinstance(want, DataPacket):
+        want.ecn_ce = ecn == 3
+    assert got == want
+
+
+@PROPS
+@given(messages())
+def test_optional_udp_checksum_matches_scapy(case):
+    route, msg, ecn = case
+    frame = CODEC_WITH_CHECKSUM.encoder(*route[:4]).encode(msg, ecn=ecn)
+    pkt = Ether(frame)
+    sent = pkt[UDP].chksum
+    del pkt[UDP].chksum
+    assert sent == Ether(bytes(pkt))[UDP].chksum != 0

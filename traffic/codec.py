@@ -1,0 +1,462 @@
+"""Fast MRC wire codec: traffic/messages objects <-> full Ethernet frames, without Scapy per packet.
+
+API (everything else in this module is private):
+
+    codec = Codec(topology)                    # once per process; topology = emulation.topology.Topology
+    enc = codec.encoder(src_host, dst_host, plane, mode)   # mode "srv6" | "ecmp"; cached per key
+    frame: bytes = enc.encode(msg, ev=None, ecn=ECN_ECT0)
+        msg: messages.DataPacket | Sack | Nack | Probe.  ev: the wire EV (UDP sport = ev & 0xffff,
+        flow label(s) = ev >> 16; in srv6 mode the outer destination is the uSID container of
+        spine ev_spine(ev)); defaults to DataPacket.ev, or Sack/Nack/Probe.path_ev (the EV the
+        message travels on; if that is 0, their .ev = the reflected/probed EV in their body).
+        The EV's plane bits must equal the encoder's plane. ecn: the 2 ECN bits
+        written in every IPv6 header (ECT(0) by default so switches may mark CE).
+        Raises ValueError on a message that cannot be encoded (field out of range, imm on a
+        non-IMM opcode, ...).
+    msg, meta = codec.decode(frame)            # frame: bytes | bytearray | memoryview
+        meta: FrameMeta(src_host, src_plane, dst_host, dst_plane, src_addr, dst_addr, ev, ecn_ce,
+        srv6, trimmed, trim_lasthop, frame_len). DataPacket gets ev/ecn_ce/trimmed/trim_lasthop
+        filled from meta; Sack/Nack/Probe get path_ev = the wire EV.
+        A DataPacket's payload is a slice of `frame`: bytes in -> a bytes copy; memoryview in ->
+        a zero-copy view (copy it before reusing a receive buffer).
+        Raises only DecodeError; its .reason is one of DECODE_REASONS (count drops by it).
+    (the trimmer's reference model is emulation.vqueue.trim_frame; tests decode its output)
+
+Wire layout: see traffic/layers.py and the common brief (binding). Project decisions made here:
+- Trimmed packets: a WRITE frame that still holds every header through RETH/ImmDt but lost its
+  payload+ICRC decodes as trimmed=True with an empty payload (ICRC unchecked: it is gone). Two
+  trimmers exist: the tc BPF one (emulation/bpf/trim.c) cuts to the headers, fixes the lengths
+  (UDP length == headers exactly, no ICRC) and sets the outer DSCP to DSCP_TRIMMED or
+  DSCP_TRIMMED_LASTHOP (-> trim_lasthop=True); without one of those DSCPs such a frame is
+  "bad_length" (nothing else vouches for its headers). A plain truncation (OVS output max_len)
+  leaves the lengths alone, so the frame is shorter than its UDP length says. Headers cut ->
+  DecodeError("truncated"). Control packets (SACK/NACK/PROBE) are never trimmed.
+- UDP checksum: 0 by default. IPv6 normally forbids a zero UDP checksum (RFC 8200); RFC 6935/6936
+  allow it for tunnel-like encapsulations whose payload carries its own integrity check, which
+  is how RoCEv2 is deployed: the ICRC (here CRC-32 over BTH..payload) covers everything that
+  matters, and a trimmer need not fix a checksum. Our receivers read frames with AF_PACKET,
+  so the kernel's UDP stack never has to accept them. Codec(topology, udp_checksum=True) computes a correct checksum instead (cheap: one big-int
+  modulo), for tools that insist. The decoder ignores the UDP checksum (the ICRC decides).
+- Payload is not padded to 4 bytes (BTH pad count stays 0); the payload length comes from the
+  UDP length.
+- Destination MAC is the destination host's NIC MAC on that plane (the hosts' permanent
+  neighbour entries); switches forward on IPv6 only.
+"""
+from __future__ import annotations
+
+import ipaddress
+import struct
+import zlib
+from dataclasses import dataclass
+
+from emulation.topology import EV_PLANE_SHIFT, ROCE_UDP_PORT, Topology, ev_spine
+# Outer DSCPs the in-fabric trimmer writes (emulation/bpf/trim.c; vqueue is its pure model).
+from emulation.vqueue import DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS
+from traffic.messages import (IMM_OPCODES, PROBE_QP, PSN_MASK, WRITE_OPCODES, DataPacket, Nack,
+                              Opcode, Probe, Sack)
+
+MODES = ("srv6", "ecmp")
+ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
+HOP_LIMIT = 64
+
+DECODE_REASONS = (
+    "not_bytes",      # decode() was handed something that is not a buffer
+    "truncated",      # frame ends before a header it announces
+    "not_ipv6",       # ethertype or IP version is not IPv6
+    "not_udp",        # (inner) next header is not UDP (extension headers are not used)
+    "not_roce",       # UDP destination port != 4791
+    "bad_length",     # IPv6 / UDP / message lengths disagree
+    "bad_opcode",     # BTH opcode MRC does not use here
+    "bad_icrc",       # CRC-32 over BTH..payload does not match
+    "foreign_addr",   # source or destination address is not a NIC of this fabric
+    "malformed",      # anything else (should not happen; kept so decode never raises otherwise)
+)
+
+
+class DecodeError(ValueError):
+    """A frame that is not a valid MRC packet of this fabric. .reason is a DECODE_REASONS key."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class FrameMeta:
+    """What the headers around an MRC message say (the endpoint needs it; messages do not carry it)."""
+
+    src_host: int
+    src_plane: int
+    dst_host: int
+    dst_plane: int
+    src_addr: str
+    dst_addr: str
+    ev: int             # from UDP sport + inner flow label
+    ecn_ce: bool        # CE in the outermost IPv6 header (the one switches mark)
+    srv6: bool          # IPv6-in-IPv6 (source routed) frame
+    trimmed: bool       # a WRITE whose payload was cut in-fabric
+    trim_lasthop: bool  # ... by the receiver's last-hop port (outer DSCP_TRIMMED_LASTHOP)
+    frame_len: int
+
+
+# ------------------------------------------------------------------ layout constants
+
+ETH_LEN, IP6_LEN, UDP_LEN, BTH_LEN = 14, 40, 8, 12
+METH_LEN, TSETH_LEN, RETH_LEN, IMM_LEN, ICRC_LEN = 4, 8, 16, 4, 4
+ETHERTYPE_IPV6 = 0x86DD
+NH_IPV6, NH_UDP = 41, 17
+RETRANSMIT_BIT = 0x20       # BTH byte 4 (project choice)
+ACKREQ_BIT = 0x80000000     # in BTH word 8..11
+METH_TSETH = 0x01
+
+_U16 = struct.Struct("!H")
+_U32 = struct.Struct("!I")
+_U64 = struct.Struct("!Q")
+_IP6_HEAD = struct.Struct("!IH")          # version/tc/flow label word, payload length
+_IP6_FIRST8 = struct.Struct("!IHBB")      # + next header, hop limit
+_UDP = struct.Struct("!HHHH")
+_BTH = struct.Struct("!BBHII")            # opcode, se/m/pad/tver, pkey, byte4<<24|qp, ack<<31|psn
+_RETH = struct.Struct("!QII")
+_SACK = struct.Struct("!IIQIBBBBQIIQ")
+_NACK = struct.Struct("!BBHIQ")
+_PROBE = struct.Struct("!BBHIIIQ")
+SACK_LEN, NACK_LEN, PROBE_LEN = _SACK.size, _NACK.size, _PROBE.size
+
+_CONTROL_BODY = {Opcode.SACK: SACK_LEN, Opcode.NACK: NACK_LEN, Opcode.PROBE: PROBE_LEN}
+
+
+def _check(name: str, value, bits: int) -> None:
+    if not isinstance(value, int) or not 0 <= value < (1 << bits):
+        raise ValueError(f"{name}={value!r} does not fit {bits} bits")
+
+
+def _ones_sum(data) -> int:
+    """Internet ones'-complement sum of data, mod 0xFFFF: 2**16 == 1 (mod 0xFFFF), so the
+    big-endian integer of the bytes is congruent to the sum of its 16-bit words."""
+    n = int.from_bytes(data, "big")
+    if len(data) & 1:
+        n <<= 8
+    return n % 0xFFFF
+
+
+# ------------------------------------------------------------------ encoder
+
+
+class Encoder:
+    """Frames from one host NIC to another host's NIC on one plane in one mode.
+
+    Built once from a Scapy template (so the static header bytes are Scapy's), then each
+    encode() patches only the per-packet fields into a preallocated buffer.
+    """
+
+    def __init__(self, topo: Topology, src_host: int, dst_host: int, plane: int, mode: str,
+                 udp_checksum: bool = False):
+        from scapy.layers.inet import UDP
+        from scapy.layers.inet6 import IPv6
+        from scapy.layers.l2 import Ether
+
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if src_host == dst_host:
+            raise ValueError(f"source and destination are the same host {src_host}")
+        self.src_host, self.dst_host, self.plane, self.mode = src_host, dst_host, plane, mode
+        src_addr, dst_addr = topo.nic_addr(src_host, plane), topo.nic_addr(dst_host, plane)
+        template = Ether(src=topo.nic_mac(src_host, plane), dst=topo.nic_mac(dst_host, plane))
+        self.srv6 = mode == "srv6"
+        if self.srv6:
+            # One container per spine: the EV's spine bits pick the path.
+            self._containers = [ipaddress.IPv6Address(
+                topo.usid_container(src_host, dst_host, plane, s)).packed
+                for s in range(topo.spec.spines)]
+            template /= IPv6(src=src_addr, dst=topo.usid_container(src_host, dst_host, plane, 0),
+                             nh=NH_IPV6, hlim=HOP_LIMIT)
+        template /= IPv6(src=src_addr, dst=dst_addr, nh=NH_UDP, hlim=HOP_LIMIT)
+        template /= UDP(sport=1, dport=ROCE_UDP_PORT, chksum=0)
+        prefix = bytes(template)
+        self._outer_off = ETH_LEN
+        self._ip_off = ETH_LEN + (IP6_LEN if self.srv6 else 0)
+        self._udp_off = self._ip_off + IP6_LEN
+        self._bth_off = self._udp_off + UDP_LEN
+        assert len(prefix) == self._bth_off
+        self._buf = bytearray(prefix) + bytearray(2048)
+        self._view = memoryview(self._buf)
+        self._udp_checksum = udp_checksum
+        pseudo = (ipaddress.IPv6Address(src_addr).packed + ipaddress.IPv6Address(dst_addr).packed)
+        self._pseudo_sum = _ones_sum(pseudo) + NH_UDP
+
+    def encode(self, msg, ev: int | None = None, ecn: int = ECN_ECT0) -> bytes:
+        if isinstance(msg, DataPacket):
+            end = self._write_data(msg)
+        elif isinstance(msg, Sack):
+            end = self._write_sack(msg)
+        elif isinstance(msg, Nack):
+            end = self._write_nack(msg)
+        elif isinstance(msg, Probe):
+            end = self._write_probe(msg)
+        else:
+            raise ValueError(f"cannot encode {type(msg).__name__}: not an MRC message")
+        crc = zlib.crc32(self._view[self._bth_off:end])
+        _U32.pack_into(self._buf, end, crc)
+        end += ICRC_LEN
+        if ev is None:
+            ev = getattr(msg, "path_ev", 0) or msg.ev
+        self._write_ip_udp(ev, ecn, end - self._udp_off)
+        return bytes(self._view[:end])
+
+    def _room(self, end: int) -> None:
+        """Grow the buffer for an unusually large payload (rare; keeps encode() simple)."""
+        if end + ICRC_LEN > len(self._buf):
+            self._view.release()
+            self._buf.extend(bytearray(end + ICRC_LEN - len(self._buf) + 1024))
+            self._view = memoryview(self._buf)
+
+    def _write_ip_udp(self, ev: int, ecn: int, udp_len: int) -> None:
+        if not isinstance(ev, int) or not 0 <= ev <= 0xFFFFFFFF:
+            raise ValueError(f"ev={ev!r} is not a 32-bit entropy value")
+        if ev >> EV_PLANE_SHIFT != self.plane:
+            raise ValueError(f"ev {ev:#x} belongs to plane {ev >> EV_PLANE_SHIFT}, "
+                             f"this encoder sends on plane {self.plane}")
+        if ecn not in (0, 1, 2, 3):
+            raise ValueError(f"ecn={ecn!r} is not a 2-bit ECN codepoint")
+        buf = self._buf
+        word = 0x60000000 | ecn << 20 | (ev >> 16)
+        if self.srv6:
+            _IP6_HEAD.pack_into(buf, self._outer_off, word, udp_len + IP6_LEN)
+            dst_off = self._outer_off + 24
+            buf[dst_off:dst_off + 16] = self._containers[ev_spine(ev) % len(self._containers)]
+        _IP6_HEAD.pack_into(buf, self._ip_off, word, udp_len)
+        _UDP.pack_into(buf, self._udp_off, ev & 0xFFFF, ROCE_UDP_PORT, udp_len, 0)
+        if self._udp_checksum:
+            total = self._pseudo_sum + udp_len + _ones_sum(
+                self._view[self._udp_off:self._udp_off + udp_len])
+            _U16.pack_into(buf, self._udp_off + 6, 0xFFFF - total % 0xFFFF)
+
+    def _write_bth(self, opcode: int, flags4: int, qp: int, ackreq: bool, psn: int) -> None:
+        _check("dest_qp", qp, 24)
+        _check("psn", psn, 24)
+        _BTH.pack_into(self._buf, self._bth_off, opcode, 0, 0xFFFF, flags4 << 24 | qp,
+                       (ACKREQ_BIT if ackreq else 0) | psn)
+
+    def _write_data(self, m: DataPacket) -> int:
+        op = m.opcode
+        if op not in WRITE_OPCODES:
+            raise ValueError(f"DataPacket opcode {op!r} is not a WRITE opcode (0xC6..0xCB)")
+        has_imm = op in IMM_OPCODES
+        if has_imm != (m.imm is not None):
+            raise ValueError(f"imm must be set exactly on *_IMM opcodes (opcode {op:#x}, "
+                             f"imm {m.imm!r})")
+        _check("msn", m.msn, 24)
+        self._write_bth(op, RETRANSMIT_BIT if m.retransmit else 0, m.dest_qp, m.ack_req, m.psn)
+        buf = self._buf
+        off = self._bth_off + BTH_LEN
+        try:
+            if m.timestamp is not None:
+                _U32.pack_into(buf, off, METH_TSETH << 24 | m.msn)
+                _U64.pack_into(buf, off + METH_LEN, m.timestamp)
+                off += METH_LEN + TSETH_LEN
+            else:
+                _U32.pack_into(buf, off, m.msn)
+                off += METH_LEN
+            _RETH.pack_into(buf, off, m.va, m.rkey, m.dma_len)
+            off += RETH_LEN
+            if has_imm:
+                _U32.pack_into(buf, off, m.imm)
+                off += IMM_LEN
+        except struct.error as exc:
+            raise ValueError(f"DataPacket field out of range: {exc}") from None
+        end = off + len(m.payload)
+        self._room(end)
+        self._buf[off:end] = m.payload
+        return end
+
+    def _write_sack(self, m: Sack) -> int:
+        _check("cum_psn", m.cum_psn, 24)
+        self._write_bth(Opcode.SACK, 0, m.dest_qp, False, m.cum_psn)
+        off = self._bth_off + BTH_LEN
+        try:
+            _SACK.pack_into(self._buf, off, m.cum_psn, m.sack_base, m.bitmap, m.ev, m.skip,
+                            m.mpr, m.port_status, 0, m.echo_timestamp, m.ooo_count,
+                            m.window_penalty, m.rx_bytes)
+        except struct.error as exc:
+            raise ValueError(f"Sack field out of range: {exc}") from None
+        return off + SACK_LEN
+
+    def _write_nack(self, m: Nack) -> int:
+        self._write_bth(Opcode.NACK, 0, m.dest_qp, False, m.psn)
+        off = self._bth_off + BTH_LEN
+        try:
+            _NACK.pack_into(self._buf, off, m.reason, m.port_status, 0, m.ev, m.echo_timestamp)
+        except struct.error as exc:
+            raise ValueError(f"Nack field out of range: {exc}") from None
+        return off + NACK_LEN
+
+    def _write_probe(self, m: Probe) -> int:
+        _check("seq", m.seq, 32)
+        self._write_bth(Opcode.PROBE, 0, PROBE_QP, False, m.seq & PSN_MASK)
+        off = self._bth_off + BTH_LEN
+        try:
+            _PROBE.pack_into(self._buf, off, 1 if m.response else 0, m.port_status, 0, m.seq,
+                             m.ev, m.src_qp, m.timestamp)
+        except struct.error as exc:
+            raise ValueError(f"Probe field out of range: {exc}") from None
+        return off + PROBE_LEN
+
+
+# ------------------------------------------------------------------ decoder
+
+
+def _ip_udp_offsets(frame) -> tuple[int, int, bool]:
+    """(inner IPv6 offset, UDP offset, srv6) after checking Ethernet/IPv6/UDP framing."""
+    n = len(frame)
+    if n < ETH_LEN + IP6_LEN:
+        raise DecodeError("truncated", "shorter than Ethernet + IPv6")
+    if frame[12] != 0x86 or frame[13] != 0xDD:
+        raise DecodeError("not_ipv6", f"ethertype {frame[12]:02x}{frame[13]:02x}")
+    if frame[ETH_LEN] >> 4 != 6:
+        raise DecodeError("not_ipv6", "IP version is not 6")
+    nh = frame[ETH_LEN + 6]
+    ip = ETH_LEN
+    srv6 = False
+    if nh == NH_IPV6:
+        srv6 = True
+        ip = ETH_LEN + IP6_LEN
+        if n < ip + IP6_LEN:
+            raise DecodeError("truncated", "shorter than the inner IPv6 header")
+        if frame[ip] >> 4 != 6:
+            raise DecodeError("not_ipv6", "inner IP version is not 6")
+        nh = frame[ip + 6]
+    if nh != NH_UDP:
+        raise DecodeError("not_udp", f"next header {nh}")
+    return ip, ip + IP6_LEN, srv6
+
+
+class Codec:
+    """Encoders (cached) and the decoder for one fabric. See the module docstring for the API."""
+
+    def __init__(self, topo: Topology, udp_checksum: bool = False):
+        self.topo = topo
+        self.udp_checksum = udp_checksum
+        self._encoders: dict[tuple, Encoder] = {}
+        self._addrs: dict[bytes, tuple[int, int, str]] = {}
+        for h in topo.hosts:
+            for p in range(topo.spec.planes):
+                a = topo.nic_addr(h.index, p)
+                self._addrs[ipaddress.IPv6Address(a).packed] = (h.index, p, a)
+
+    def encoder(self, src_host: int, dst_host: int, plane: int, mode: str) -> Encoder:
+        key = (src_host, dst_host, plane, mode)
+        enc = self._encoders.get(key)
+        if enc is None:
+            enc = self._encoders[key] = Encoder(self.topo, src_host, dst_host, plane, mode,
+                                                self.udp_checksum)
+        return enc
+
+    def decode(self, frame):
+        """(message, FrameMeta) of one frame; raises only DecodeError."""
+        try:
+            return self._decode(frame)
+        except DecodeError:
+            raise
+        except TypeError as exc:
+            raise DecodeError("not_bytes", str(exc)) from None
+        except Exception as exc:  # a bug here must not kill an endpoint: count it instead
+            raise DecodeError("malformed", f"{type(exc).__name__}: {exc}") from None
+
+    def _decode(self, frame):
+        view = memoryview(frame)
+        n = len(frame)
+        ip, udp, srv6 = _ip_udp_offsets(frame)
+        if n < udp + UDP_LEN + BTH_LEN:
+            raise DecodeError("truncated", "shorter than UDP + BTH")
+        first_word = _U32.unpack_from(frame, ETH_LEN)[0]
+        ecn_ce = (first_word >> 20) & 3 == ECN_CE
+        dscp = (first_word >> 22) & 0x3F
+        word, plen = _IP6_HEAD.unpack_from(frame, ip)
+        sport, dport, udp_len, _ = _UDP.unpack_from(frame, udp)
+        if dport != ROCE_UDP_PORT:
+            raise DecodeError("not_roce", f"UDP port {dport}")
+        if udp_len != plen:
+            raise DecodeError("bad_length", f"UDP length {udp_len} != IPv6 payload {plen}")
+        if srv6 and _U16.unpack_from(frame, ETH_LEN + 4)[0] != plen + IP6_LEN:
+            raise DecodeError("bad_length", "outer IPv6 payload length != inner + 40")
+        src = self._addrs.get(bytes(frame[ip + 8:ip + 24]))
+        dst = self._addrs.get(bytes(frame[ip + 24:ip + 40]))
+        if src is None or dst is None:
+            raise DecodeError("foreign_addr", "address is not a NIC of this fabric")
+        ev = (word & 0xFFFF) << 16 | sport
+        bth = udp + UDP_LEN
+        end = udp + udp_len                       # where the ICRC ends per the lengths
+        short = n < end                           # trimmed (or cut) in flight
+        opcode, _, _, w4, w8 = _BTH.unpack_from(frame, bth)
+        qp, psn = w4 & 0xFFFFFF, w8 & 0xFFFFFF
+        off = bth + BTH_LEN
+        trimmed = trim_lasthop = False
+        if opcode in WRITE_OPCODES:
+            meth = _U32.unpack_from(frame, off)[0] if n >= off + METH_LEN else None
+            if meth is None:
+                raise DecodeError("truncated", "no METH")
+            has_ts = meth >> 24 & METH_TSETH
+            hdr_end = off + METH_LEN + (TSETH_LEN if has_ts else 0) + RETH_LEN + (
+                IMM_LEN if opcode in IMM_OPCODES else 0)
+            if n < hdr_end:
+                raise DecodeError("truncated", "data headers cut")
+            if end == hdr_end and dscp in TRIMMED_DSCPS:   # trimmed, lengths fixed by the trimmer
+                short = True
+            elif hdr_end + ICRC_LEN > end:
+                raise DecodeError("bad_length", "UDP length does not fit the data headers + ICRC")
+            off += METH_LEN
+            timestamp = None
+            if has_ts:
+                timestamp = _U64.unpack_from(frame, off)[0]
+                off += TSETH_LEN
+            va, rkey, dma_len = _RETH.unpack_from(frame, off)
+            off += RETH_LEN
+            imm = None
+            if opcode in IMM_OPCODES:
+                imm = _U32.unpack_from(frame, off)[0]
+                off += IMM_LEN
+            if short:
+                trimmed = True
+                trim_lasthop = dscp == DSCP_TRIMMED_LASTHOP
+                payload = frame[off:off]
+            else:
+                self._check_icrc(view, bth, end)
+                payload = frame[off:end - ICRC_LEN]
+            msg = DataPacket(dest_qp=qp, psn=psn, opcode=opcode, msn=meth & 0xFFFFFF, va=va,
+                             rkey=rkey, dma_len=dma_len, payload=payload, imm=imm,
+                             timestamp=timestamp, ack_req=bool(w8 & ACKREQ_BIT),
+                             retransmit=bool(w4 >> 24 & RETRANSMIT_BIT), ev=ev, ecn_ce=ecn_ce,
+                             trimmed=trimmed, trim_lasthop=trim_lasthop)
+        else:
+            body = _CONTROL_BODY.get(opcode)
+            if body is None:
+                raise DecodeError("bad_opcode", f"opcode {opcode:#x}")
+            if udp_len != UDP_LEN + BTH_LEN + body + ICRC_LEN:
+                raise DecodeError("bad_length", f"UDP length {udp_len} for opcode {opcode:#x}")
+            if short:
+                raise DecodeError("truncated", "control packet cut")
+            self._check_icrc(view, bth, end)
+            if opcode == Opcode.SACK:
+                (cum, base, bitmap, rev, skip, mpr, ports, _, echo, ooo, penalty,
+                 rx_bytes) = _SACK.unpack_from(frame, off)
+                msg = Sack(dest_qp=qp, cum_psn=cum & PSN_MASK, bitmap=bitmap, sack_base=base,
+                           ev=rev, skip=skip, mpr=mpr, port_status=ports, echo_timestamp=echo,
+                           ooo_count=ooo, window_penalty=penalty, rx_bytes=rx_bytes,
+                           path_ev=ev)
+            elif opcode == Opcode.NACK:
+                reason, ports, _, rev, echo = _NACK.unpack_from(frame, off)
+                msg = Nack(dest_qp=qp, psn=psn, reason=reason, ev=rev, port_status=ports,
+                           echo_timestamp=echo, path_ev=ev)
+            else:
+                flags, ports, _, seq, rev, src_qp, ts = _PROBE.unpack_from(frame, off)
+                msg = Probe(ev=rev, seq=seq, timestamp=ts, response=bool(flags & 1),
+                            src_qp=src_qp, port_status=ports, path_ev=ev)
+        meta = FrameMeta(src[0], src[1], dst[0], dst[1], src[2], dst[2], ev, ecn_ce, srv6,
+                         trimmed, trim_lasthop, n)
+        return msg, meta
+
+    @staticmethod
+    def _check_icrc(view, bth: int, end: int) -> None:
+        got = _U32.unpack_from(view, end - ICRC_LEN)[0]
+        if zlib.crc32(view[bth:end - ICRC_LEN]) != got:
+            raise DecodeError("bad_icrc")
