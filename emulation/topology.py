@@ -41,7 +41,11 @@ USID_HOST_BASE = 0x3000  # 0x3000 | host index within its group (last-hop downli
 
 # EV layout (32 bits, travels as UDP source port = low 16 bits, flow label = high 16 bits):
 #   bits 31..28 plane, 27..22 spine (T0 uplink index), 21..16 reserved 0, 15..0 entropy.
-# Entropy is never 0 so the UDP source port is never 0.
+# Entropy is never 0 so the UDP source port is never 0. Senders draw it from 0xC000..0xFFFF, the
+# range Linux's RoCEv2 stack uses for its entropy source ports (rdma_flow_label_to_udp_sport), so
+# capture tools never mistake an EV for a well-known port (53 -> DNS).
+ENTROPY_MIN = 0xC000
+ENTROPY_MAX = 0xFFFF
 EV_PLANE_SHIFT = 28
 EV_SPINE_SHIFT = 22
 
@@ -369,6 +373,11 @@ def make_ev(plane: int, spine: int, entropy: int) -> int:
     if not 1 <= entropy <= 0xFFFF:
         raise ValueError(f"entropy {entropy} must be 1..65535")
     return plane << EV_PLANE_SHIFT | spine << EV_SPINE_SHIFT | entropy
+
+
+def random_entropy(rng) -> int:
+    """An entropy value in the RoCEv2 source-port range; rng is a random.Random."""
+    return rng.randint(ENTROPY_MIN, ENTROPY_MAX)
 
 
 def ev_plane(ev: int) -> int:

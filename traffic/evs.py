@@ -33,7 +33,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from emulation.topology import ev_spine, make_ev
+from emulation.topology import random_entropy, ev_spine, make_ev
 
 GOOD = "GOOD"
 ASSUMED_BAD = "ASSUMED_BAD"
@@ -127,7 +127,7 @@ class EVSet:
 
     def _new_ev(self, plane: int, state: str) -> int:
         while True:
-            entropy = self.rng.randint(1, 0xFFFF)
+            entropy = random_entropy(self.rng)
             if entropy not in self._used_entropy:
                 break
         self._used_entropy.add(entropy)

@@ -42,7 +42,7 @@ from collections import deque
 from dataclasses import dataclass, fields
 from typing import Callable
 
-from emulation.topology import ev_plane, make_ev
+from emulation.topology import random_entropy, ev_plane, make_ev
 from traffic.evs import EVSet, PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,
                               WRITE_OPCODES, DataPacket, Nack, NackReason, Opcode, Probe, Sack,
@@ -743,7 +743,7 @@ class ReceiverQP:
                          "out_of_window": 0, "foreign": 0, "sacks": 0, "nacks": 0}
 
     def _random_ev(self, plane: int) -> int:
-        return make_ev(plane, self.rng.randrange(self.paths.spines), self.rng.randint(1, 0xFFFF))
+        return make_ev(plane, self.rng.randrange(self.paths.spines), random_entropy(self.rng))
 
     @property
     def completions(self) -> list[Completion]:

@@ -18,7 +18,7 @@ import random
 from collections import deque
 from typing import Callable
 
-from emulation.topology import make_ev
+from emulation.topology import random_entropy, make_ev
 from traffic.evs import PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, WRITE_OPCODES, DataPacket,
                               Nack, NackReason, Probe, Sack)
@@ -31,7 +31,7 @@ from traffic.reliability import (AccessError, Completion, MemoryRegistry, Messag
 def fixed_path(paths: PathInfo, qp_num: int, rng: random.Random) -> int:
     """The one EV of a RoCE QP: plane and spine fixed for the QP's life (hash-like choice)."""
     plane = paths.planes[qp_num % len(paths.planes)]
-    return make_ev(plane, rng.randrange(paths.spines), rng.randint(1, 0xFFFF))
+    return make_ev(plane, rng.randrange(paths.spines), random_entropy(rng))
 
 
 class RoceSenderQP:
