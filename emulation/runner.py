@@ -1,0 +1,543 @@
+"""`mrclab run experiments/<name>.toml [--transport mrc|roce|tcp|all] [--out results/]`.
+
+For each transport: build the fabric (routing per transport: mrc -> the scenario's routing,
+roce -> ecmp (optionally reconverging), tcp -> ecmp with dynamic reconvergence), start one
+worker per host in its namespace, capture host ports (headers only), apply the fault schedule
+through the controller's HTTP API at the right moments, show progress, and write
+
+    results/<name>-<stamp>/
+        scenario.toml                 copy of the scenario
+        summary.json                  comparison of the transports run (+ printed table)
+        <transport>/
+            summary.json              transport, verified, partial, iteration_times_ms,
+                                      fault_times_ns, recovery_ms, faults, goodput, ...
+            worker.json               the worker config
+            worker-h<n>.jsonl         worker event logs (iteration, goodput, ...)
+            worker-h<n>.stderr        worker stderr
+            faults-applied.jsonl      what the runner asked for and the controller's answers
+            faults.jsonl              the controller's fault log (copied from fabric/)
+            fabric/                   controller log, spec, fault log (Fabric's run_dir)
+            pcaps/h<n>-p<plane>.pcap  headers only (-s 128)
+            iterations.csv, goodput.csv
+
+Fault times: at_s counts from the start of the timed iterations (the first worker's
+warmup_done); at_iteration = N fires as soon as any rank has finished timed iteration N-1.
+Ctrl-C or a crash tears the fabric down (Fabric's context manager) and the summary is still
+written from the logs, with "partial": true.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import inspect
+import json
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from analysis import recovery
+from emulation import scenario as scenario_mod
+from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
+from traffic.comm import TRANSPORT_MODULES
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CAPTURE_SNAPLEN = 128
+POLL_S = 0.01
+
+
+# ---------------------------------------------------------------- worker config
+
+
+def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
+    """The JSON every worker reads (keys documented in traffic/worker.py)."""
+    topo = scn.topology
+    routing, _ = scn.routing_for(transport)
+    coll = scn.collective
+    hosts = [h.name for h in topo.hosts]
+    return {
+        "scenario": scn.name,
+        "transport": transport,
+        "world_size": len(hosts),
+        "hosts": hosts,
+        "collective": coll.kind,
+        "message_bytes": coll.message_bytes,
+        "iterations": coll.iterations,
+        "warmup": coll.warmup,
+        "qps_per_peer": coll.qps_per_peer,
+        "timeout_s": coll.timeout_s,
+        "incast_target": topo.host(coll.incast_target).index if coll.incast_target else 0,
+        "victim": [topo.host(v).index for v in coll.victim] if coll.victim else None,
+        "log_dir": str(log_dir),
+        "goodput_interval_ms": scn.goodput_interval_ms,
+        "fabric": scn.spec.to_dict(),
+        "routing": routing,
+        "trimming": scn.trimming,
+        "tcp": {"endpoints": [[[topo.nic_addr(h.index, p), scn.tcp_port]
+                               for p in range(scn.spec.planes)] for h in topo.hosts],
+                "connect_timeout_s": 30.0},
+        "mrc": {},
+    }
+
+
+# ---------------------------------------------------------------- log tailing
+
+
+class LogTail:
+    """Follows the workers' JSONL logs (complete lines only) and keeps what the runner needs."""
+
+    def __init__(self, paths: list[Path]):
+        self.paths = paths
+        self.offsets = {p: 0 for p in paths}
+        self.partial = {p: b"" for p in paths}
+        self.done_iters = {p: -1 for p in paths}
+        self.timed_start_ns: int | None = None
+        self.lock = threading.Lock()
+
+    def poll(self) -> None:
+        with self.lock:
+            for p in self.paths:
+                try:
+                    with open(p, "rb") as f:
+                        f.seek(self.offsets[p])
+                        chunk = f.read()
+                except FileNotFoundError:
+                    continue
+                self.offsets[p] += len(chunk)
+                data = self.partial[p] + chunk
+                *lines, self.partial[p] = data.split(b"\n")
+                for line in lines:
+                    try:
+                        ev = json.loads(line)
+                    except ValueError:
+                        continue
+                    if ev.get("event") == "iteration":
+                        self.done_iters[p] = max(self.done_iters[p], int(ev["iter"]))
+                    elif ev.get("event") == "phase" and ev.get("phase") == "warmup_done":
+                        t = int(ev["t_ns"])
+                        if self.timed_start_ns is None or t < self.timed_start_ns:
+                            self.timed_start_ns = t
+
+    def min_done(self) -> int:
+        return min(self.done_iters.values()) + 1
+
+    def max_done(self) -> int:
+        return max(self.done_iters.values()) + 1
+
+
+# ---------------------------------------------------------------- fault scheduling
+
+
+def post_fault(api_port: int, command: dict, timeout: float = 10.0) -> dict:
+    """POST /fault; returns the controller's JSON answer ({"ok": false, "error"} on HTTP 400)."""
+    req = urllib.request.Request(f"http://127.0.0.1:{api_port}/fault", method="POST",
+                                 data=json.dumps(command).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return json.loads(resp.read() or b"{}")
+    except urllib.error.HTTPError as exc:
+        try:
+            return json.loads(exc.read() or b"{}") | {"ok": False}
+        except ValueError:
+            return {"ok": False, "error": f"HTTP {exc.code}"}
+
+
+class FaultScheduler(threading.Thread):
+    """Applies the scenario's fault schedule at the right times; records every answer."""
+
+    def __init__(self, scn: Scenario, tail: LogTail, api_port: int, applied_path: Path):
+        super().__init__(daemon=True, name="fault-scheduler")
+        self.pending = list(enumerate(scn.faults))
+        self.tail = tail
+        self.api_port = api_port
+        self.applied_path = applied_path
+        self.applied: list[dict] = []
+        self.stop_event = threading.Event()
+        self.error: str | None = None
+
+    def due(self, entry) -> bool:
+        start = self.tail.timed_start_ns
+        if start is None:
+            return False
+        if entry.at_s is not None:
+            return time.monotonic_ns() >= start + entry.at_s * 1e9
+        return entry.at_iteration == 0 or self.tail.max_done() >= entry.at_iteration
+
+    def run(self) -> None:
+        try:
+            with open(self.applied_path, "a", buffering=1) as out:
+                while self.pending and not self.stop_event.is_set():
+                    self.tail.poll()
+                    for item in [x for x in self.pending if self.due(x[1])]:
+                        self.pending.remove(item)
+                        index, entry = item
+                        for command in entry.commands:
+                            asked = time.monotonic_ns()
+                            answer = post_fault(self.api_port, command)
+                            record = {"entry": index, "when": entry.when(), "asked_ns": asked,
+                                      "t_ns": answer.get("t_ns", asked), "ok": bool(answer.get("ok")),
+                                      "command": command}
+                            if not record["ok"]:
+                                record["error"] = answer.get("error", "no answer")
+                            self.applied.append(record)
+                            out.write(json.dumps(record) + "\n")
+                    self.stop_event.wait(POLL_S)
+        except Exception as exc:  # noqa: BLE001 - reported in the summary, never kills the run
+            self.error = f"fault scheduler failed: {exc!r}"
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(15)
+
+
+# ---------------------------------------------------------------- progress
+
+
+class Progress:
+    """Plain stderr progress bar (rewritten in place on a terminal, a line per 5 s otherwise)."""
+
+    def __init__(self, label: str, total: int):
+        self.label, self.total = label, total
+        self.tty = sys.stderr.isatty()
+        self.last_line = 0.0
+        self.started = time.monotonic()
+
+    def update(self, done: int, faults_done: int, faults_total: int) -> None:
+        now = time.monotonic()
+        if not self.tty and now - self.last_line < 5:
+            return
+        self.last_line = now
+        width = 30
+        filled = int(width * min(done, self.total) / max(1, self.total))
+        line = (f"[{self.label}] [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
+                f"iterations, faults {faults_done}/{faults_total}, {now - self.started:5.1f} s")
+        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n",
+              file=sys.stderr, flush=True)
+
+    def finish(self) -> None:
+        if self.tty:
+            print(file=sys.stderr, flush=True)
+
+
+# ---------------------------------------------------------------- one transport
+
+
+def transport_available(transport: str) -> str | None:
+    """None if the transport's module exists, else why not."""
+    module = TRANSPORT_MODULES[transport]
+    if importlib.util.find_spec(module) is None:
+        return f"transport {transport!r} needs {module}, which is not in this checkout yet"
+    return None
+
+
+def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
+    from emulation.fabric import Fabric  # needs mininet: imported only when a run starts
+
+    tdir.mkdir(parents=True, exist_ok=True)
+    (tdir / "pcaps").mkdir(exist_ok=True)
+    routing, convergence = scn.routing_for(transport)
+    config = worker_config(scn, transport, tdir)
+    (tdir / "worker.json").write_text(json.dumps(config, indent=2))
+    hosts = config["hosts"]
+    tail = LogTail([tdir / f"worker-{h}.jsonl" for h in hosts])
+    state = {"partial": True, "error": None, "exit_codes": {}, "applied": [], "scheduler_error": None}
+    fabric_kw = {}
+    if "trimming" in inspect.signature(Fabric).parameters:
+        fabric_kw["trimming"] = scn.trimming
+    scheduler = None
+    procs: list[subprocess.Popen] = []
+    stderr_files = []
+    try:
+        with Fabric(scn.spec, routing=routing, dynamic_convergence_s=convergence,
+                    run_dir=tdir / "fabric", **fabric_kw) as fab:
+            captures = []
+            if scn.capture:
+                for h in scn.topology.hosts:
+                    for p in range(scn.spec.planes):
+                        captures.append(fab.capture(h.index, p, tdir / "pcaps" / f"{h.name}-p{p}.pcap",
+                                                    snaplen=CAPTURE_SNAPLEN))
+            for rank, host in enumerate(hosts):
+                err = open(tdir / f"worker-{host}.stderr", "w")
+                stderr_files.append(err)
+                procs.append(fab.popen_in_host(
+                    rank, [sys.executable, "-m", "traffic.worker", "--config",
+                           str(tdir / "worker.json"), "--rank", str(rank)],
+                    cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
+            scheduler = FaultScheduler(scn, tail, fab.api_port, tdir / "faults-applied.jsonl")
+            scheduler.start()
+            _wait_workers(scn, transport, procs, tail, scheduler, state)
+            scheduler.stop()
+            for cap in captures:
+                cap.stop()
+            state["partial"] = False
+    except KeyboardInterrupt:
+        state["error"] = "interrupted (Ctrl-C)"
+        raise
+    except Exception as exc:  # noqa: BLE001 - the summary records it; the fabric is down
+        state["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        if scheduler is not None:
+            scheduler.stop()
+            state["applied"] = scheduler.applied
+            state["scheduler_error"] = scheduler.error
+        for p, host in zip(procs, hosts):
+            state["exit_codes"].setdefault(host, p.poll())
+        for f in stderr_files:
+            f.close()
+        fabric_log = tdir / "fabric" / "faults.jsonl"
+        if fabric_log.exists():
+            shutil.copy(fabric_log, tdir / "faults.jsonl")
+        summary = summarize(scn, transport, tdir, state)
+        (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
+    coll = scn.collective
+    deadline = time.monotonic() + 60 + (coll.warmup + coll.iterations) * coll.timeout_s
+    progress = Progress(transport, coll.iterations)
+    total_faults = len(scn.faults)
+    first_failure = None
+    try:
+        while True:
+            tail.poll()
+            codes = [p.poll() for p in procs]
+            progress.update(tail.min_done(), total_faults - len(scheduler.pending), total_faults)
+            if all(c is not None for c in codes):
+                break
+            if first_failure is None and any(c not in (None, 0) for c in codes):
+                first_failure = time.monotonic()
+            # a failed worker makes its peers fail by timeout; do not wait longer than that
+            grace = coll.timeout_s + 5
+            if time.monotonic() > deadline or (first_failure and time.monotonic() - first_failure > grace):
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                state["error"] = "workers killed: " + ("overall deadline passed"
+                                                       if time.monotonic() > deadline else
+                                                       "peers did not exit after a worker failed")
+            time.sleep(0.05)
+    finally:
+        progress.finish()
+    tail.poll()
+    state["exit_codes"] = {f"h{i}": p.returncode for i, p in enumerate(procs)}
+
+
+# ---------------------------------------------------------------- summary
+
+
+def read_events(path: Path) -> list[dict]:
+    out = []
+    try:
+        with open(path) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass  # a line cut by a crash
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
+    """summary.json of one transport, computed from the files (works on partial runs too)."""
+    topo = scn.topology
+    hosts = [h.name for h in topo.hosts]
+    coll = scn.collective
+    logs = {h: read_events(tdir / f"worker-{h}.jsonl") for h in hosts}
+    iters: dict[int, list[dict]] = {}
+    goodput: dict[str, list[tuple[int, int]]] = {}
+    errors, timed_start = [], None
+    for h, evs in logs.items():
+        goodput[h] = [(e["t_ns"], e["rx_bytes"]) for e in evs if e["event"] == "goodput"]
+        for e in evs:
+            if e["event"] == "iteration":
+                iters.setdefault(e["iter"], []).append(e)
+            elif e["event"] == "error":
+                errors.append(f"{h}: {e.get('reason')}")
+            elif e["event"] == "phase" and e.get("phase") == "warmup_done":
+                timed_start = e["t_ns"] if timed_start is None else min(timed_start, e["t_ns"])
+    complete = [i for i in sorted(iters) if len(iters[i]) == len(hosts)]
+    iteration_times_ms = [(max(e["end_ns"] for e in iters[i]) - min(e["start_ns"] for e in iters[i]))
+                          / 1e6 for i in complete]
+    all_verified = all(e["verified"] for evs in iters.values() for e in evs)
+    codes = state.get("exit_codes", {})
+    verified = (not state.get("partial") and len(complete) == coll.iterations and all_verified
+                and all(codes.get(h) == 0 for h in hosts))
+    traffic_end = max((e["end_ns"] for evs in iters.values() for e in evs), default=None)
+
+    # faults, grouped by schedule entry (a links= selector applies several commands at once)
+    applied = [a for a in state.get("applied", []) if a.get("ok")]
+    entries: dict[int, list[dict]] = {}
+    for a in applied:
+        entries.setdefault(a["entry"], []).append(a)
+    agg = recovery.aggregate_cumulative(goodput)
+    first_fault = min((a["t_ns"] for a in applied), default=None)
+    baseline = None
+    if timed_start is not None and agg:
+        baseline = recovery.steady_goodput_bps(
+            agg, timed_start, first_fault if first_fault is not None else (traffic_end or agg[-1][0]))
+    capacity: dict = {}
+    faults_out = []
+    ordered = sorted(entries.items(), key=lambda kv: kv[1][0]["t_ns"])
+    for k, (index, records) in enumerate(ordered):
+        for r in records:
+            capacity = recovery.apply_fault_to_capacity(topo, capacity, r["command"])
+        fraction = recovery.surviving_capacity_fraction(topo, capacity)
+        t_fault = records[0]["t_ns"]
+        until = ordered[k + 1][1][0]["t_ns"] if k + 1 < len(ordered) else traffic_end
+        expected = baseline * fraction if baseline else None
+        rec = None
+        if expected and until is not None and until > t_fault:
+            rec = recovery.recovery_time_ms(agg, t_fault, expected, until_ns=until)
+        first = records[0]["command"]
+        faults_out.append({"entry": index, "when": records[0]["when"], "t_ns": t_fault,
+                           "action": first.get("action"), "a": first.get("a"), "b": first.get("b"),
+                           "commands": len(records), "capacity_fraction": fraction,
+                           "expected_goodput_bps": expected, "recovery_ms": rec})
+    not_applied = [a for a in state.get("applied", []) if not a.get("ok")]
+    summary = {
+        "scenario": scn.name,
+        "transport": transport,
+        "routing": scn.routing_for(transport)[0],
+        "dynamic_convergence_s": scn.routing_for(transport)[1],
+        "collective": coll.kind,
+        "message_bytes": coll.message_bytes,
+        "qps_per_peer": coll.qps_per_peer,
+        "iterations_planned": coll.iterations,
+        "iterations_completed": len(complete),
+        "verified": verified,
+        "partial": bool(state.get("partial")),
+        "error": state.get("error") or state.get("scheduler_error"),
+        "worker_errors": errors,
+        "worker_exit_codes": codes,
+        "iteration_times_ms": iteration_times_ms,
+        "mean_iteration_ms": sum(iteration_times_ms) / len(iteration_times_ms) if iteration_times_ms else None,
+        "slowest_iteration_ms": max(iteration_times_ms, default=None),
+        "timed_start_ns": timed_start,
+        "traffic_end_ns": traffic_end,
+        "baseline_goodput_bps": baseline,
+        "fault_times_ns": [f["t_ns"] for f in faults_out],
+        "recovery_ms": [f["recovery_ms"] for f in faults_out],
+        "faults": faults_out,
+        "faults_failed": not_applied,
+        "faults_not_reached": len(scn.faults) - len(entries) - len({a["entry"] for a in not_applied}),
+        "recovery_definition": "analysis/recovery.py: goodput >= 90% of pre-fault steady goodput x "
+                               "surviving capacity fraction, sustained 500 ms, 100 ms windows",
+    }
+    _write_csvs(tdir, iters, complete, agg)
+    return summary
+
+
+def _write_csvs(tdir: Path, iters: dict, complete: list, agg: list) -> None:
+    with open(tdir / "iterations.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["iter", "host", "start_ns", "end_ns", "bytes", "verified"])
+        for i in sorted(iters):
+            for e in iters[i]:
+                w.writerow([i, e["host"], e["start_ns"], e["end_ns"], e["bytes"], e["verified"]])
+    with open(tdir / "goodput.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["t_ns", "rx_bytes_all_hosts"])
+        for t, b in agg:
+            w.writerow([int(t), int(b)])
+
+
+# ---------------------------------------------------------------- comparison + CLI
+
+
+def _fmt(value, digits=1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def comparison_table(summaries: list[dict]) -> str:
+    rows = [("transport", "verified", "mean iter ms", "slowest iter ms", "recovery ms")]
+    for s in summaries:
+        rec = s.get("recovery_ms") or []
+        rec_text = ", ".join("never" if r is None else f"{r:.0f}" for r in rec) or "-"
+        verified = "yes" if s.get("verified") else ("PARTIAL" if s.get("partial") else "NO")
+        rows.append((s["transport"], verified, _fmt(s.get("mean_iteration_ms")),
+                     _fmt(s.get("slowest_iteration_ms")), rec_text))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="mrclab run", description="Run a scenario (TOML) on the "
+                                     "emulated fabric for one or all transports.")
+    parser.add_argument("scenario", help="experiments/<name>.toml")
+    parser.add_argument("--transport", default="all", choices=TRANSPORTS + ("all",),
+                        help="one transport, or all listed in the scenario's [transport] names")
+    parser.add_argument("--out", default="results", help="parent directory of the run directory")
+    parser.add_argument("--validate-only", action="store_true",
+                        help="check the scenario and exit without starting anything")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        scn = scenario_mod.load(args.scenario)
+    except ScenarioError as exc:
+        print(f"mrclab run: {exc}", file=sys.stderr)
+        return 2
+    if args.validate_only:
+        print(f"{args.scenario}: ok ({len(scn.faults)} fault entries, transports "
+              f"{', '.join(scn.transports)})")
+        return 0
+    transports = scn.transports if args.transport == "all" else [args.transport]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    run_dir = Path(args.out) / f"{scn.name}-{stamp}"
+    suffix = 1
+    while run_dir.exists():
+        run_dir = Path(args.out) / f"{scn.name}-{stamp}-{suffix}"
+        suffix += 1
+    run_dir.mkdir(parents=True)
+    (run_dir / "scenario.toml").write_text(scn.text)
+    summaries, interrupted = [], False
+    for transport in transports:
+        tdir = run_dir / transport
+        missing = transport_available(transport)
+        if missing:
+            print(f"mrclab run: skipping {transport}: {missing}", file=sys.stderr)
+            tdir.mkdir(parents=True, exist_ok=True)
+            s = {"transport": transport, "verified": False, "partial": True, "error": missing,
+                 "recovery_ms": [], "mean_iteration_ms": None, "slowest_iteration_ms": None}
+            (tdir / "summary.json").write_text(json.dumps(s, indent=2))
+            summaries.append(s)
+            continue
+        print(f"mrclab run: {scn.name} over {transport} -> {tdir}", file=sys.stderr, flush=True)
+        try:
+            summaries.append(run_transport(scn, transport, tdir))
+        except KeyboardInterrupt:
+            interrupted = True
+            summaries.append(json.loads((tdir / "summary.json").read_text())
+                             if (tdir / "summary.json").exists() else
+                             {"transport": transport, "verified": False, "partial": True})
+            break
+    top = {"scenario": scn.name, "run_dir": str(run_dir), "partial": interrupted or any(
+        s.get("partial") for s in summaries), "transports": {
+        s["transport"]: {k: s.get(k) for k in ("verified", "partial", "error", "mean_iteration_ms",
+                                               "slowest_iteration_ms", "recovery_ms",
+                                               "fault_times_ns", "iterations_completed")}
+        for s in summaries}}
+    (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
+    print(comparison_table(summaries))
+    print(f"run directory: {run_dir}")
+    if interrupted:
+        print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)
+        return 130
+    return 0 if all(s.get("verified") for s in summaries) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

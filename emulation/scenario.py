@@ -1,0 +1,386 @@
+"""Scenario files (TOML): what fabric, which transports, which collective, which faults when.
+
+Validated completely before anything starts, so a typo fails in a second with the key and line
+instead of after a minute of fabric start-up. Schema (every key optional unless marked):
+
+    name = "demo"                       # default: the file's stem
+    description = "..."
+
+    [fabric]                            # emulation.topology.FabricSpec fields
+    planes = 2                          # groups, spines, hosts_per_group, host_link_mbit,
+    routing = "srv6"                    #   fabric_link_mbit; routing used by mrc: srv6|ecmp
+
+    [transport]
+    names = ["mrc", "roce", "tcp"]      # what `--transport all` runs (and the default)
+    tcp_reconvergence_s = 2.0           # ecmp dynamic reconvergence delay for tcp
+    roce_reconvergence_s = 2.0          # for roce; omit = static ecmp (no reconvergence)
+    tcp_port = 47000
+
+    [collective]
+    kind = "allreduce"                  # allreduce|reduce_scatter|allgather|alltoall|sendrecv|incast
+    message_bytes = 1048576             # per rank buffer, multiple of 4
+    iterations = 30                     # timed iterations (after warmup)
+    warmup = 2
+    qps_per_peer = 2
+    timeout_s = 60                      # per wait(): a stuck transport fails the worker
+    incast_target = "h0"                # incast only
+    victim = ["h1", "h2"]               # incast only: extra flow src -> dst
+
+    [options]
+    trimming = true                     # in-fabric packet trimming (mrc)
+    capture = true                      # tcpdump -s 128 on every host port
+    goodput_interval_ms = 10
+
+    [[faults]]                          # any number, applied in time order
+    at_s = 2.0                          # seconds after the timed iterations start, or
+    at_iteration = 10                   # when any rank starts timed iteration 10
+    action = "link_down"                # controller fault API action
+    a = "t0p0g0"                        # link ends (or a = switch for blackhole), or
+    b = "t1p0s0"
+    links = "host"                      # instead of a/b: every "host", "fabric" or "all" link
+    # action parameters (percent, direction, period_s, count, fraction, rate_mbit)
+"""
+from __future__ import annotations
+
+import math
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from emulation.topology import FabricSpec, SpecError, Topology
+
+TRANSPORTS = ("mrc", "roce", "tcp")
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")
+ROUTINGS = ("srv6", "ecmp")
+LINK_SELECTORS = ("host", "fabric", "all")
+FAULT_TIMING_KEYS = ("at_s", "at_iteration", "links")
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; the message names the file, line and key."""
+
+
+@dataclass
+class CollectiveSpec:
+    kind: str = "allreduce"
+    message_bytes: int = 1 << 20
+    iterations: int = 20
+    warmup: int = 2
+    qps_per_peer: int = 2
+    timeout_s: float = 60.0
+    incast_target: str | None = None
+    victim: list | None = None
+
+
+@dataclass
+class FaultEntry:
+    """One scheduled fault (a `links` selector is already expanded into one command per link)."""
+    at_s: float | None
+    at_iteration: int | None
+    commands: list[dict]               # POST /fault bodies, validated
+    line: int | None = None
+
+    def when(self) -> str:
+        return f"at_s={self.at_s}" if self.at_s is not None else f"at_iteration={self.at_iteration}"
+
+
+@dataclass
+class Scenario:
+    name: str
+    description: str
+    spec: FabricSpec
+    routing: str
+    transports: list[str]
+    tcp_reconvergence_s: float | None
+    roce_reconvergence_s: float | None
+    tcp_port: int
+    collective: CollectiveSpec
+    trimming: bool
+    capture: bool
+    goodput_interval_ms: float
+    faults: list[FaultEntry] = field(default_factory=list)
+    path: Path | None = None
+    text: str = ""
+
+    @property
+    def topology(self) -> Topology:
+        return Topology(self.spec)
+
+    def routing_for(self, transport: str) -> tuple[str, float | None]:
+        """(routing mode, dynamic reconvergence delay) the fabric runs with for a transport."""
+        if transport == "mrc":
+            return self.routing, None
+        if transport == "roce":
+            return "ecmp", self.roce_reconvergence_s
+        if transport == "tcp":
+            return "ecmp", self.tcp_reconvergence_s
+        raise ScenarioError(f"unknown transport {transport!r}; known: {', '.join(TRANSPORTS)}")
+
+
+# ---------------------------------------------------------------- locating keys in the text
+
+
+class _Locator:
+    """Line numbers of tables and keys (tomllib gives values, not positions)."""
+
+    def __init__(self, text: str):
+        self.lines = text.splitlines()
+
+    def table(self, name: str, occurrence: int = 0) -> int | None:
+        pattern = re.compile(r"^\s*\[\[?\s*" + re.escape(name) + r"\s*\]\]?\s*(#.*)?$")
+        seen = 0
+        for i, line in enumerate(self.lines):
+            if pattern.match(line):
+                if seen == occurrence:
+                    return i + 1
+                seen += 1
+        return None
+
+    def key(self, table: str | None, key: str, occurrence: int = 0) -> int | None:
+        start = 0
+        if table:
+            line = self.table(table, occurrence)
+            if line is None:
+                return None
+            start = line
+        pattern = re.compile(r"^\s*" + re.escape(key) + r"\s*=")
+        for i in range(start, len(self.lines)):
+            text = self.lines[i]
+            if re.match(r"^\s*\[", text):
+                break
+            if pattern.match(text):
+                return i + 1
+        return start or None
+
+
+class _Checker:
+    def __init__(self, source: str, text: str):
+        self.source = source
+        self.loc = _Locator(text)
+
+    def fail(self, where: str, message: str, line: int | None) -> None:
+        at = f"{self.source}:{line}" if line else self.source
+        raise ScenarioError(f"{at}: {where}: {message}")
+
+    def table(self, data: dict, name: str, known: tuple) -> dict:
+        value = data.get(name, {})
+        if not isinstance(value, dict):
+            self.fail(name, f"must be a table ([{name}]), got {type(value).__name__}",
+                      self.loc.key(None, name))
+        unknown = sorted(set(value) - set(known))
+        if unknown:
+            self.fail(f"[{name}] {unknown[0]}", f"unknown key; known keys: {', '.join(known)}",
+                      self.loc.key(name, unknown[0]))
+        return value
+
+    def get(self, tbl: dict, table: str, key: str, kind, default, *, lo=None, hi=None,
+            choices=None, occurrence: int = 0, display: str | None = None):
+        if key not in tbl:
+            return default
+        value = tbl[key]
+        where = display or f"[{table}] {key}"
+        line = self.loc.key(table, key, occurrence)
+        if kind is float:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+            value = float(value) if ok else value
+        elif kind is int:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+        else:
+            ok = isinstance(value, kind)
+        if not ok:
+            type_name = {float: "a number", int: "an integer", bool: "true or false",
+                         str: "a string", list: "a list"}.get(kind, str(kind))
+            self.fail(where, f"must be {type_name}, got {value!r}", line)
+        if choices is not None and value not in choices:
+            self.fail(where, f"must be one of {', '.join(map(str, choices))}, got {value!r}", line)
+        if lo is not None and value < lo or hi is not None and value > hi:
+            self.fail(where, f"must be between {lo} and {hi}, got {value!r}", line)
+        return value
+
+
+# ---------------------------------------------------------------- loading
+
+
+def load(path: str | Path) -> Scenario:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
+    return parse(text, source=str(path), default_name=path.stem, path=path)
+
+
+def parse(text: str, source: str = "<scenario>", default_name: str = "scenario",
+          path: Path | None = None) -> Scenario:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ScenarioError(f"{source}: not valid TOML: {exc}") from None
+    ck = _Checker(source, text)
+    top_known = ("name", "description", "fabric", "transport", "collective", "options", "faults")
+    unknown = sorted(set(data) - set(top_known))
+    if unknown:
+        ck.fail(unknown[0], f"unknown top-level key; known: {', '.join(top_known)}",
+                ck.loc.key(None, unknown[0]) or ck.loc.table(unknown[0]))
+    name = ck.get(data, "", "name", str, default_name, display="name")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", name):
+        ck.fail("name", f"use letters, digits, '-', '_' or '.', got {name!r}", ck.loc.key(None, "name"))
+    description = ck.get(data, "", "description", str, "", display="description")
+
+    # fabric
+    spec_keys = tuple(FabricSpec.__dataclass_fields__)
+    fab = ck.table(data, "fabric", spec_keys + ("routing",))
+    routing = ck.get(fab, "fabric", "routing", str, "srv6", choices=ROUTINGS)
+    spec_args = {k: v for k, v in fab.items() if k != "routing"}
+    try:
+        spec = FabricSpec.from_dict(spec_args)
+    except SpecError as exc:
+        bad = next((k for k in spec_args if str(exc).startswith(k)), None)
+        ck.fail(f"[fabric] {bad}" if bad else "[fabric]", str(exc),
+                ck.loc.key("fabric", bad) if bad else ck.loc.table("fabric"))
+    topo = Topology(spec)
+
+    # transport
+    tr = ck.table(data, "transport", ("names", "tcp_reconvergence_s", "roce_reconvergence_s",
+                                      "tcp_port"))
+    names = ck.get(tr, "transport", "names", list, list(TRANSPORTS))
+    for n in names:
+        if n not in TRANSPORTS:
+            ck.fail("[transport] names", f"unknown transport {n!r}; known: {', '.join(TRANSPORTS)}",
+                    ck.loc.key("transport", "names"))
+    if not names or len(set(names)) != len(names):
+        ck.fail("[transport] names", "must list each transport once, at least one",
+                ck.loc.key("transport", "names"))
+    tcp_rec = ck.get(tr, "transport", "tcp_reconvergence_s", float, 2.0, lo=0.0, hi=600.0)
+    roce_rec = ck.get(tr, "transport", "roce_reconvergence_s", float, None, lo=0.0, hi=600.0)
+    tcp_port = ck.get(tr, "transport", "tcp_port", int, 47000, lo=1024, hi=65535)
+
+    # collective
+    co = ck.table(data, "collective", tuple(CollectiveSpec.__dataclass_fields__))
+    coll = CollectiveSpec(
+        kind=ck.get(co, "collective", "kind", str, "allreduce", choices=COLLECTIVES),
+        message_bytes=ck.get(co, "collective", "message_bytes", int, 1 << 20, lo=4, hi=1 << 30),
+        iterations=ck.get(co, "collective", "iterations", int, 20, lo=1, hi=100000),
+        warmup=ck.get(co, "collective", "warmup", int, 2, lo=0, hi=1000),
+        qps_per_peer=ck.get(co, "collective", "qps_per_peer", int, 2, lo=1, hi=64),
+        timeout_s=ck.get(co, "collective", "timeout_s", float, 60.0, lo=0.1, hi=3600.0),
+        incast_target=ck.get(co, "collective", "incast_target", str, None),
+        victim=ck.get(co, "collective", "victim", list, None),
+    )
+    if coll.message_bytes % 4:
+        ck.fail("[collective] message_bytes", f"must be a multiple of 4 (float32), got "
+                f"{coll.message_bytes}", ck.loc.key("collective", "message_bytes"))
+    hosts = [h.name for h in topo.hosts]
+    if coll.kind == "incast":
+        coll.incast_target = coll.incast_target or hosts[0]
+        if coll.incast_target not in hosts:
+            ck.fail("[collective] incast_target", f"no host {coll.incast_target!r}; hosts are "
+                    f"{', '.join(hosts)}", ck.loc.key("collective", "incast_target"))
+        if coll.victim is not None:
+            v = coll.victim
+            line = ck.loc.key("collective", "victim")
+            if len(v) != 2 or any(x not in hosts for x in v) or v[0] == v[1]:
+                ck.fail("[collective] victim", f"must be [src, dst], two different hosts of "
+                        f"{', '.join(hosts)}, got {v!r}", line)
+            if v[1] == coll.incast_target:
+                ck.fail("[collective] victim", "the victim flow's destination must not be the "
+                        "incast target (it should share only part of the path)", line)
+    else:
+        for key in ("incast_target", "victim"):
+            if getattr(coll, key) is not None:
+                ck.fail(f"[collective] {key}", f"only used by kind = \"incast\"",
+                        ck.loc.key("collective", key))
+
+    # options
+    op = ck.table(data, "options", ("trimming", "capture", "goodput_interval_ms"))
+    trimming = ck.get(op, "options", "trimming", bool, True)
+    capture = ck.get(op, "options", "capture", bool, True)
+    goodput_ms = ck.get(op, "options", "goodput_interval_ms", float, 10.0, lo=1.0, hi=10000.0)
+
+    faults = _parse_faults(data.get("faults", []), ck, topo, coll)
+    return Scenario(name=name, description=description, spec=spec, routing=routing,
+                    transports=names, tcp_reconvergence_s=tcp_rec, roce_reconvergence_s=roce_rec,
+                    tcp_port=tcp_port, collective=coll, trimming=trimming, capture=capture,
+                    goodput_interval_ms=goodput_ms, faults=faults, path=path, text=text)
+
+
+def _fault_validator():
+    """controller.faults.validate(cmd, topo) if that module is there (it owns the rules)."""
+    try:
+        from controller import faults
+    except ImportError:
+        return None
+    return getattr(faults, "validate", None)
+
+
+def _parse_faults(entries, ck: _Checker, topo: Topology, coll: CollectiveSpec) -> list[FaultEntry]:
+    if not isinstance(entries, list):
+        ck.fail("faults", "must be an array of tables ([[faults]])", ck.loc.key(None, "faults"))
+    validate = _fault_validator()
+    out = []
+    for i, entry in enumerate(entries):
+        line = ck.loc.table("faults", i)
+        where = f"[[faults]] #{i + 1}"
+        if not isinstance(entry, dict):
+            ck.fail(where, "must be a table", line)
+
+        def key_line(key):
+            return ck.loc.key("faults", key, i) or line
+
+        has_s, has_it = "at_s" in entry, "at_iteration" in entry
+        if has_s == has_it:
+            ck.fail(where, "needs exactly one of at_s or at_iteration", line)
+        at_s = at_it = None
+        if has_s:
+            at_s = ck.get(entry, "faults", "at_s", float, None, lo=0.0, hi=86400.0,
+                          occurrence=i, display=f"{where} at_s")
+        else:
+            at_it = ck.get(entry, "faults", "at_iteration", int, None, lo=0,
+                           hi=coll.iterations - 1, occurrence=i, display=f"{where} at_iteration")
+        action = entry.get("action")
+        if not isinstance(action, str):
+            ck.fail(where, f"needs action = \"...\" (a string), got {action!r}", key_line("action"))
+        body = {k: v for k, v in entry.items() if k not in FAULT_TIMING_KEYS}
+        if "links" in entry:
+            selector = entry["links"]
+            if selector not in LINK_SELECTORS:
+                ck.fail(f"{where} links", f"must be one of {', '.join(LINK_SELECTORS)}, got "
+                        f"{selector!r}", key_line("links"))
+            if "a" in entry or "b" in entry:
+                ck.fail(where, "give either links = ... or a/b, not both", key_line("links"))
+            targets = [lk for lk in topo.links if selector == "all" or lk.kind == selector]
+            commands = [dict(body, a=lk.a, b=lk.b) for lk in targets]
+        else:
+            commands = [body]
+        checked = []
+        for cmd in commands:
+            checked.append(_check_command(cmd, topo, validate, ck, where, key_line))
+        out.append(FaultEntry(at_s=at_s, at_iteration=at_it, commands=checked, line=line))
+    return out
+
+
+def _check_command(cmd: dict, topo: Topology, validate, ck: _Checker, where: str, key_line) -> dict:
+    for end in ("a", "b"):
+        name = cmd.get(end)
+        if name is not None and name not in topo.node_names():
+            ck.fail(f"{where} {end}", f"no node {name!r} in this fabric ({topo.spec.planes} planes, "
+                    f"{topo.spec.groups} groups, {topo.spec.spines} spines, "
+                    f"{topo.spec.hosts_per_group} hosts per group)", key_line(end))
+    if validate is not None:
+        try:
+            return validate(cmd, topo)
+        except ValueError as exc:
+            ck.fail(where, str(exc), key_line("action"))
+    # fallback while controller/faults.py is absent: names and link existence only
+    if "b" in cmd:
+        try:
+            topo.link(cmd["a"], cmd["b"])
+        except KeyError as exc:
+            ck.fail(where, exc.args[0], key_line("b"))
+    return dict(cmd)
+
+
+def schedule_order(faults: list[FaultEntry]) -> list[FaultEntry]:
+    """Iteration-triggered entries keep file order among themselves; timed ones sort by time."""
+    return sorted(faults, key=lambda f: (f.at_s is None, f.at_s or 0.0, f.at_iteration or 0))

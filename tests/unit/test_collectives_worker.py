@@ -1,0 +1,62 @@
+"""The worker process end to end over TCP on 127.0.0.1: events, verification, exit codes."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.unit.test_collectives_tcp import free_ports
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def start_workers(tmp_path, world, **overrides):
+    ports = free_ports(world)
+    config = {"transport": "tcp", "world_size": world, "hosts": [f"h{i}" for i in range(world)],
+              "collective": "allreduce", "message_bytes": 40_000, "iterations": 5, "warmup": 1,
+              "qps_per_peer": 2, "timeout_s": 10, "log_dir": str(tmp_path / "logs"),
+              "goodput_interval_ms": 10,
+              "tcp": {"endpoints": [[["127.0.0.1", p]] for p in ports], "connect_timeout_s": 10}}
+    config.update(overrides)
+    path = tmp_path / "worker.json"
+    path.write_text(json.dumps(config))
+    return [subprocess.Popen([sys.executable, "-m", "traffic.worker", "--config", str(path),
+                              "--rank", str(r)], cwd=REPO, stderr=subprocess.PIPE, text=True)
+            for r in range(world)]
+
+
+def events(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+def test_workers_run_verify_and_log(tmp_path):
+    procs = start_workers(tmp_path, 3)
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    for r in range(3):
+        evs = events(tmp_path / "logs" / f"worker-h{r}.jsonl")
+        assert all(e["host"] == f"h{r}" and isinstance(e["t_ns"], int) for e in evs)
+        its = [e for e in evs if e["event"] == "iteration"]
+        assert [e["iter"] for e in its] == list(range(5))
+        assert all(e["verified"] and e["end_ns"] >= e["start_ns"] and e["transport"] == "tcp"
+                   for e in its)
+        goodput = [e for e in evs if e["event"] == "goodput"]
+        assert goodput and goodput[-1]["rx_bytes"] >= 6 * 2 * 2 * 40_000 // 3 - 24
+        assert [e["phase"] for e in evs if e["event"] == "phase"][-1] == "done"
+
+
+def test_bad_config_exits_4_with_a_clear_message(tmp_path):
+    procs = start_workers(tmp_path, 2, collective="broadcastx")
+    for p in procs:
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 4 and "unknown collective 'broadcastx'" in err
+
+
+def test_dead_peer_makes_the_worker_fail_not_hang(tmp_path):
+    procs = start_workers(tmp_path, 2, iterations=100000, message_bytes=4000)
+    import time
+    time.sleep(1.5)
+    procs[0].kill()
+    _, err = procs[1].communicate(timeout=30)
+    procs[0].communicate()
+    assert procs[1].returncode == 2 and "TRANSPORT ERROR" in err

@@ -1,0 +1,79 @@
+"""The one definition of recovery time, on synthetic goodput traces."""
+import pytest
+
+from analysis import recovery as R
+from emulation.topology import FabricSpec, Topology
+
+MS = 1_000_000
+
+
+def trace(rate_of_t_ms, end_ms, step_ms=10):
+    """Cumulative byte samples for a rate (bytes/s) given per millisecond."""
+    out, cum = [], 0.0
+    for t in range(0, end_ms + 1, step_ms):
+        out.append((t * MS, cum))
+        cum += rate_of_t_ms(t) * step_ms / 1000
+    return out
+
+
+def outage(start, stop, rate=1e6, after=1e6):
+    return lambda t: 0.0 if start <= t < stop else (rate if t < start else after)
+
+
+def test_outage_recovers_when_goodput_returns():
+    samples = trace(outage(1000, 1300), 4000)
+    rec = R.recovery_time_ms(samples, 1000 * MS, 1e6)
+    # exact answer 300 ms; the 100 ms window lets goodput count as back up to 10 ms early
+    assert 285 <= rec <= 300
+
+
+def test_no_disruption_means_zero_and_never_means_none():
+    assert R.recovery_time_ms(trace(lambda t: 1e6, 3000), 1000 * MS, 1e6) == 0.0
+    assert R.recovery_time_ms(trace(outage(1000, 99999), 3000), 1000 * MS, 1e6) is None
+
+
+def test_recovery_must_be_sustained():
+    # goodput comes back for 200 ms at 1300, drops again, and is back for good at 2000
+    def rate(t):
+        if t < 1000 or 1300 <= t < 1500 or t >= 2000:
+            return 1e6
+        return 0.0
+    rec = R.recovery_time_ms(trace(rate, 5000), 1000 * MS, 1e6)
+    assert 985 <= rec <= 1000
+
+
+def test_partial_goodput_counts_against_the_expected_rate():
+    samples = trace(outage(1000, 1200, after=0.8e6), 4000)
+    assert R.recovery_time_ms(samples, 1000 * MS, 1e6) is None          # 80% < 90%
+    assert R.recovery_time_ms(samples, 1000 * MS, 0.85e6) is not None   # >= 90% of 0.85
+
+
+def test_next_fault_bounds_the_evaluation():
+    samples = trace(outage(1000, 1800), 4000)
+    assert R.recovery_time_ms(samples, 1000 * MS, 1e6, until_ns=1500 * MS) is None
+
+
+def test_steady_goodput_and_aggregation():
+    a = trace(lambda t: 1e6, 2000)
+    b = [(t + 3 * MS, c * 2) for t, c in trace(lambda t: 1e6, 2000)]
+    agg = R.aggregate_cumulative({"h0": a, "h1": b})
+    steady = R.steady_goodput_bps(agg, 200 * MS, 1800 * MS)
+    assert steady == pytest.approx(3e6, rel=0.02)
+    with pytest.raises(ValueError):
+        R.recovery_time_ms(a, 0, 0)
+
+
+def test_surviving_capacity_of_the_narrowest_cut():
+    topo = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
+    assert R.surviving_capacity_fraction(topo, {}) == 1.0
+    state = R.apply_fault_to_capacity(topo, {}, {"action": "link_down", "a": "t0p0g0", "b": "t1p0s0"})
+    assert R.surviving_capacity_fraction(topo, state) == 0.75   # 3 of 4 uplinks of group 0
+    state = R.apply_fault_to_capacity(topo, state, {"action": "link_up", "a": "t1p0s0", "b": "t0p0g0"})
+    assert R.surviving_capacity_fraction(topo, state) == 1.0
+    state = R.apply_fault_to_capacity(topo, {}, {"action": "link_down", "a": "h0", "b": "t0p1g0"})
+    assert R.surviving_capacity_fraction(topo, state) == 0.5    # h0 keeps one of two NIC ports
+    state = R.apply_fault_to_capacity(topo, {}, {"action": "blackhole", "a": "t1p1s1"})
+    assert R.surviving_capacity_fraction(topo, state) == 0.75
+    small = R.apply_fault_to_capacity(topo, {}, {"action": "gray_loss", "a": "h0", "b": "t0p0g0",
+                                                 "percent": 1})
+    assert R.surviving_capacity_fraction(topo, small) == 1.0

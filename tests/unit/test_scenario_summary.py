@@ -1,0 +1,85 @@
+"""The runner's summary from worker logs and applied faults (no fabric needed)."""
+import json
+
+from emulation import scenario as S
+from emulation.runner import LogTail, summarize
+
+MS = 1_000_000
+TEXT = """
+[fabric]
+planes = 2
+[transport]
+names = ["tcp"]
+[collective]
+message_bytes = 4000
+iterations = 30
+[[faults]]
+at_s = 1.0
+action = "link_down"
+a = "t0p0g0"
+b = "t1p0s0"
+"""
+
+
+def write_logs(tdir, outage=(1000, 1400), iterations=30):
+    """4 hosts, 1 MB/s each, no traffic during `outage` (ms after start)."""
+    t0 = 10_000 * MS
+    for h in range(4):
+        lines = [{"t_ns": t0, "host": f"h{h}", "event": "phase", "phase": "warmup_done"}]
+        cum = 0
+        for ms in range(0, 3000, 10):
+            if not outage[0] <= ms < outage[1]:
+                cum += 10_000
+            lines.append({"t_ns": t0 + ms * MS, "host": f"h{h}", "event": "goodput", "rx_bytes": cum,
+                          "tx_bytes": cum, "rx_packets": 0, "tx_packets": 0, "retransmits": 0})
+        for i in range(iterations):
+            lines.append({"t_ns": t0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": "iteration",
+                          "collective": "allreduce", "transport": "tcp", "iter": i,
+                          "start_ns": t0 + i * 100 * MS, "end_ns": t0 + (i + 1) * 100 * MS - h,
+                          "bytes": 1, "verified": True})
+        (tdir / f"worker-h{h}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return t0
+
+
+def test_summary_reports_iterations_faults_and_recovery(tmp_path):
+    scn = S.parse(TEXT)
+    t0 = write_logs(tmp_path)
+    applied = [{"entry": 0, "when": "at_s=1.0", "t_ns": t0 + 1000 * MS, "ok": True,
+                "command": scn.faults[0].commands[0]}]
+    state = {"partial": False, "exit_codes": {f"h{i}": 0 for i in range(4)}, "applied": applied}
+    s = summarize(scn, "tcp", tmp_path, state)
+    assert s["verified"] is True and s["iterations_completed"] == 30
+    assert len(s["iteration_times_ms"]) == 30 and abs(s["iteration_times_ms"][0] - 100) < 0.01
+    assert s["fault_times_ns"] == [t0 + 1000 * MS]
+    assert abs(s["baseline_goodput_bps"] - 4e6) < 1e4
+    assert s["faults"][0]["capacity_fraction"] == 0.75
+    # back at 1400 ms; 90% of 0.75 x baseline is reached ~32 ms into the first full window
+    assert 355 <= s["recovery_ms"][0] <= 375
+    assert (tmp_path / "goodput.csv").exists() and (tmp_path / "iterations.csv").exists()
+
+
+def test_partial_or_failed_runs_are_not_verified(tmp_path):
+    scn = S.parse(TEXT)
+    write_logs(tmp_path, iterations=12)
+    s = summarize(scn, "tcp", tmp_path, {"partial": True, "exit_codes": {}, "applied": []})
+    assert s["verified"] is False and s["partial"] is True and s["iterations_completed"] == 12
+    write_logs(tmp_path)
+    s = summarize(scn, "tcp", tmp_path, {"partial": False, "applied": [],
+                                         "exit_codes": {"h0": 3, "h1": 0, "h2": 0, "h3": 0}})
+    assert s["verified"] is False
+
+
+def test_log_tail_reads_only_complete_lines(tmp_path):
+    path = tmp_path / "worker-h0.jsonl"
+    tail = LogTail([path])
+    tail.poll()
+    assert tail.max_done() == 0 and tail.timed_start_ns is None
+    with open(path, "w") as f:
+        f.write(json.dumps({"t_ns": 5, "event": "phase", "phase": "warmup_done"}) + "\n")
+        f.write('{"t_ns": 7, "event": "iteration", "iter": 0')
+        f.flush()
+        tail.poll()
+        assert tail.timed_start_ns == 5 and tail.max_done() == 0
+        f.write(', "verified": true}\n')
+    tail.poll()
+    assert tail.max_done() == 1

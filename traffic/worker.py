@@ -1,0 +1,179 @@
+"""One collective worker per host: `python -m traffic.worker --config FILE --rank N`.
+
+Runs inside the host's network namespace (the runner starts it with fab.popen_in_host). Builds
+the communicator of the configured transport, runs warm-up then timed iterations of the
+collective on float32 buffers with real reduction, checks every result against the exact
+expected value, and writes JSONL events (brief schema), one flushed line at a time, so a
+crashed or interrupted run keeps everything up to the failure.
+
+Config (JSON, one file for all ranks; rank comes from --rank):
+  transport        "tcp" | "mrc" | "roce"
+  world_size       number of ranks (= hosts)
+  hosts            host names by rank (["h0", "h1", ...]), used in every event's "host"
+  collective       allreduce | reduce_scatter | allgather | alltoall | sendrecv | incast
+  message_bytes    per-rank buffer size (multiple of 4)
+  iterations       timed iterations; warmup: untimed ones before them
+  qps_per_peer     QPs (connections) per peer; collectives stripe every chunk over them
+  timeout_s        per wait(): a stuck transport fails the worker instead of hanging
+  log_dir          events go to <log_dir>/worker-<host>.jsonl
+  goodput_interval_ms   period of goodput events (default 10)
+  incast_target, victim   incast only: target rank, [src rank, dst rank] or null
+  tcp              {"endpoints": [[[addr, port] per plane] per rank], "connect_timeout_s"}
+  fabric, routing, trimming, mrc   passed through for the MRC/RoCE transports
+Events: phase {phase: connecting|connected|warmup_done|done}, iteration, goodput, counters,
+error {reason}. Exit codes: 0 ok, 2 transport error, 3 result mismatch, 4 bad config.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from traffic import collectives
+from traffic.comm import CommError, create_communicator
+
+EXIT_OK, EXIT_TRANSPORT, EXIT_MISMATCH, EXIT_CONFIG = 0, 2, 3, 4
+REQUIRED_KEYS = ("transport", "world_size", "collective", "message_bytes", "iterations", "log_dir")
+
+
+class EventLog:
+    """JSONL event writer, thread-safe, flushed per line."""
+
+    def __init__(self, path: Path, host: str):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.file = open(path, "a", buffering=1)
+        self.host = host
+        self.lock = threading.Lock()
+
+    def write(self, event: str, **fields) -> None:
+        line = json.dumps({"t_ns": time.monotonic_ns(), "host": self.host, "event": event, **fields})
+        with self.lock:
+            if not self.file.closed:
+                self.file.write(line + "\n")
+                self.file.flush()
+
+    def close(self) -> None:
+        with self.lock:
+            self.file.close()
+
+
+class GoodputSampler(threading.Thread):
+    """Cumulative counters every interval (brief: goodput events every 10 ms)."""
+
+    def __init__(self, comm, log: EventLog, interval_s: float):
+        super().__init__(daemon=True, name="goodput")
+        self.comm, self.log, self.interval_s = comm, log, interval_s
+        self.stop_event = threading.Event()
+
+    def sample(self) -> None:
+        s = self.comm.stats()
+        self.log.write("goodput", rx_bytes=s["rx_bytes"], tx_bytes=s["tx_bytes"],
+                       rx_packets=s["rx_packets"], tx_packets=s["tx_packets"],
+                       retransmits=s["retransmits"])
+
+    def run(self) -> None:
+        next_t = time.monotonic()
+        while not self.stop_event.is_set():
+            self.sample()
+            next_t += self.interval_s
+            self.stop_event.wait(max(0.0, next_t - time.monotonic()))
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(2)
+        self.sample()
+
+
+def load_config(path: str, rank: int) -> dict:
+    config = json.loads(Path(path).read_text())
+    missing = [k for k in REQUIRED_KEYS if k not in config]
+    if missing:
+        raise ValueError(f"worker config {path} lacks key(s): {', '.join(missing)}")
+    if not 0 <= rank < int(config["world_size"]):
+        raise ValueError(f"--rank {rank} out of range for world_size {config['world_size']}")
+    if config["collective"] not in collectives.COLLECTIVES:
+        raise ValueError(f"unknown collective {config['collective']!r}; known: "
+                         f"{', '.join(collectives.COLLECTIVES)}")
+    if int(config["message_bytes"]) % 4:
+        raise ValueError(f"message_bytes must be a multiple of 4, got {config['message_bytes']}")
+    return config
+
+
+def run(config: dict, rank: int) -> int:
+    hosts = config.get("hosts") or [f"h{i}" for i in range(int(config["world_size"]))]
+    host = hosts[rank]
+    log = EventLog(Path(config["log_dir"]) / f"worker-{host}.jsonl", host)
+    transport = config["transport"]
+    kind = config["collective"]
+    n = int(config["message_bytes"]) // 4
+    iterations, warmup = int(config["iterations"]), int(config.get("warmup", 0))
+    qps = int(config.get("qps_per_peer", 1))
+    timeout_s = float(config.get("timeout_s", 60.0))
+    victim = tuple(config["victim"]) if config.get("victim") is not None else None
+    kw = dict(qps=qps, timeout_s=timeout_s, target=int(config.get("incast_target", 0)),
+              victim=victim)
+    sent_per_iter = collectives.bytes_moved(kind, n, int(config["world_size"]))
+    comm = sampler = None
+    try:
+        log.write("phase", phase="connecting", transport=transport, rank=rank)
+        comm = create_communicator(transport, rank, config)
+        log.write("phase", phase="connected")
+        sampler = GoodputSampler(comm, log, float(config.get("goodput_interval_ms", 10)) / 1000)
+        sampler.start()
+        for i in range(warmup):
+            ok, msg = collectives.run_and_verify(comm, kind, n, i, **kw)
+            if not ok:
+                return _mismatch(log, f"warm-up: {msg}")
+        log.write("phase", phase="warmup_done")
+        for i in range(iterations):
+            start = time.monotonic_ns()
+            ok, msg = collectives.run_and_verify(comm, kind, n, warmup + i, **kw)
+            end = time.monotonic_ns()
+            log.write("iteration", collective=kind, transport=transport, iter=i, start_ns=start,
+                      end_ns=end, bytes=sent_per_iter, verified=ok)
+            if not ok:
+                return _mismatch(log, msg)
+        sampler.stop()
+        log.write("counters", **comm.stats())
+        log.write("phase", phase="done")
+        return EXIT_OK
+    except CommError as exc:
+        log.write("error", reason=str(exc))
+        print(f"[{host}] TRANSPORT ERROR ({transport}): {exc}", file=sys.stderr, flush=True)
+        return EXIT_TRANSPORT
+    finally:
+        if sampler is not None and sampler.is_alive():
+            sampler.stop()
+        if comm is not None:
+            comm.close()
+        log.close()
+
+
+def _mismatch(log: EventLog, msg: str) -> int:
+    log.write("error", reason=f"result mismatch: {msg}")
+    print(f"\n{'!' * 72}\n[{log.host}] COLLECTIVE RESULT MISMATCH: {msg}\n{'!' * 72}",
+          file=sys.stderr, flush=True)
+    return EXIT_MISMATCH
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m traffic.worker", description=__doc__.split("\n")[0])
+    parser.add_argument("--config", required=True, help="worker config JSON")
+    parser.add_argument("--rank", required=True, type=int)
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config, args.rank)
+    except (OSError, ValueError) as exc:
+        print(f"worker: bad config: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    # SIGTERM from the runner: exit through the finally blocks (logs closed, sockets closed)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    return run(config, args.rank)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
