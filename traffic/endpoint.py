@@ -1,0 +1,555 @@
+"""The MRC endpoint: one process per host, ONE event loop for all its QPs.
+
+The pure QP objects (traffic/reliability.py for MRC, traffic/roce_rc.py for the RoCE baseline)
+decide what to send and when; this module only moves their messages between them and the NIC
+ports: codec (traffic/codec.py) + AF_PACKET sockets (traffic/packet_io.py) + timers + pacing.
+
+Loop (run_once): wait in poll() until a frame arrives, a QP deadline, the pacer, the port
+poll tick or the goodput tick; read every pending frame (preallocated buffer, recv_into),
+decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
+pacer. A frame that fails to decode, names an unknown QP or comes from the wrong peer is counted
+by reason and dropped; nothing a peer sends can raise out of the loop.
+
+Timers scale with the emulated RTT: at QP creation the endpoint measures the base RTT to the
+peer with probes (PROBE on QP 2 with src_qp 0, answered by the peer endpoint itself) and derives
+RTO, probe period and skip time from it (EndpointConfig.timers).
+
+Run as a process:  python -m traffic.endpoint --config FILE   (serves traffic/control.py).
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import random
+import select
+import signal
+import sys
+import time
+
+from emulation.topology import (Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev)
+from traffic.codec import Codec, DecodeError
+from traffic.endpoint_support import (MAX_DATA_OVERHEAD, ConfigError, Counters, EndpointConfig,
+                                      EventLog, Pacer)
+from traffic.evs import PathInfo
+from traffic.messages import DataPacket, Nack, Probe, Sack
+from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
+
+RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP owns them)
+TX_QUEUE_LIMIT = 8         # frames queued per port before QPs are asked for more (backpressure)
+RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
+
+
+class EndpointError(RuntimeError):
+    """A request to the endpoint that cannot be served (unknown QP, bad region, ...)."""
+
+
+class QueuePair:
+    """Endpoint record of one QP: the pure sender + receiver halves, its peer, completions.
+
+    For transport "mrc" the halves are reliability.SenderQP/ReceiverQP; for "roce" the
+    traffic/roce_rc.py ones (one fixed EV, go-back-N). Both halves share the QP number: data
+    and SACKs for this QP both arrive with dest_qp == qpn.
+    """
+
+    def __init__(self, qpn: int, peer: int, peer_qpn: int, transport: str, sender, receiver,
+                 base_rtt_ns: int):
+        self.qpn = qpn
+        self.peer = peer
+        self.peer_qpn = peer_qpn
+        self.transport = transport
+        self.sender = sender
+        self.receiver = receiver
+        self.base_rtt_ns = base_rtt_ns
+        self.send_completions: list = []
+        self.recv_completions: list = []
+        self.out: list = []                 # (message, plane) produced by on_data
+
+    @property
+    def error(self) -> str | None:
+        return self.sender.error
+
+    def on_data(self, msg, plane: int, now: int) -> bool:
+        before = self.receiver.counters["placed_bytes"]
+        self.out.extend(self.receiver.on_data(msg, now, plane))
+        comps = self.receiver.pop_completions()
+        if comps:
+            self.recv_completions.extend(comps)
+        return self.receiver.counters["placed_bytes"] != before
+
+    def on_sack(self, msg, plane: int, now: int) -> None:
+        self.sender.on_sack(msg, now)
+        self._collect()
+
+    def on_nack(self, msg, plane: int, now: int) -> None:
+        self.sender.on_nack(msg, now)
+        self._collect()
+
+    def on_probe_response(self, msg, plane: int, now: int) -> None:
+        pending = getattr(getattr(self.sender, "evs", None), "pending_probes", {})
+        p = pending.get(msg.seq)
+        if p is not None and p.ev == msg.ev:
+            self.sender.on_probe_response(msg, now)
+        else:
+            self.receiver.on_probe_response(msg, now)
+
+    def _collect(self) -> None:
+        comps = self.sender.pop_completions()
+        if comps:
+            self.send_completions.extend(comps)
+
+    def set_local_port(self, plane: int, up: bool, now: int) -> None:
+        self.sender.set_local_port(plane, up, now)
+        self.receiver.set_local_port(plane, up, now)
+
+    def poll(self, now: int) -> list:
+        out, self.out = self.out, []
+        d = self.sender.next_deadline(now)
+        if d is not None and d <= now:
+            out.extend(self.sender.poll(now))
+            self._collect()
+        d = self.receiver.next_deadline(now)
+        if d is not None and d <= now:
+            out.extend(self.receiver.poll(now))
+        return out
+
+    def next_deadline(self, now: int) -> int | None:
+        if self.out:
+            return now
+        a = self.sender.next_deadline(now)
+        b = self.receiver.next_deadline(now)
+        if a is None:
+            return b
+        return a if b is None else min(a, b)
+
+    def stats(self) -> dict:
+        return {"peer": self.peer, "transport": self.transport, "error": self.error,
+                "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
+
+
+class Endpoint:
+    """All QPs of one host. `ports` maps plane -> port object (PacketPort or a test double
+    with send(frame), recv() -> n into .buf, fileno(), is_up())."""
+
+    def __init__(self, config: EndpointConfig, ports: dict | None = None,
+                 clock=time.monotonic_ns, open_ports: bool = True):
+        self.config = config
+        self.clock = clock
+        self.host = config.host
+        self.topo = Topology(config.spec)
+        self.codec = Codec(self.topo)
+        self.log = EventLog(config.event_log, f"h{self.host}", clock)
+        self.counters = Counters()
+        if ports is None and open_ports:
+            from traffic.packet_io import PacketPort
+            ports = {p: PacketPort(host_intf(self.host, p), p) for p in config.planes}
+        self.ports = ports or {}
+        now = clock()
+        rate_bps = config.port_rate_mbit * 1e6     # QPs pace below this; this is a safety net
+        self.pacers = {p: Pacer(rate_bps, (config.pacing_burst_packets + 2) * 1600, now)
+                       for p in self.ports}
+        self.txq = {p: collections.deque() for p in self.ports}
+        self.port_up = {p: True for p in self.ports}
+        for p, port in self.ports.items():
+            self.port_up[p] = bool(port.is_up())
+        self.qps: dict[int, QueuePair] = {}
+        self.registry = MemoryRegistry()
+        self._seed = config.seed if config.seed is not None else time.monotonic_ns()
+        self._rtt_probe_seq = 0
+        self._rtt_probes: dict[int, int] = {}      # seq -> sent_ns
+        self.rtt_samples: dict[int, list[int]] = collections.defaultdict(list)  # peer -> ns
+        self._next_goodput = now
+        self._next_port_poll = now
+        self._poller = select.poll()
+        self._fd_plane = {}
+        for p, port in self.ports.items():
+            self._poller.register(port.fileno(), select.POLLIN)
+            self._fd_plane[port.fileno()] = p
+        self._extra_fds: dict[int, callable] = {}
+        self.on_turn = None                         # callable run after every loop turn
+        self.max_payload = self._max_payload()
+        self.closed = False
+
+    # ------------------------------------------------------------------ setup
+
+    def _max_payload(self) -> int:
+        cap = self.config.max_payload
+        for port in self.ports.values():
+            mtu = getattr(port, "mtu", None)
+            if callable(mtu):
+                try:
+                    cap = min(cap, mtu() + 14 - MAX_DATA_OVERHEAD)
+                except OSError:
+                    pass
+        return max(64, cap)
+
+    def register_mr(self, buf, rkey: int | None = None, va: int = 0):
+        """Register a writable buffer (bytearray, numpy array) for remote WRITEs at va..va+len."""
+        if isinstance(buf, int):
+            buf = bytearray(buf)
+        try:
+            return self.registry.register(buf, va=va, rkey=rkey)
+        except (ValueError, TypeError) as e:
+            raise EndpointError(f"cannot register memory region: {e}") from None
+
+    def qp_config(self, base_rtt_ns: int, overrides: dict | None = None) -> MRCConfig:
+        """MRCConfig for a new QP: endpoint timers (in base RTTs) + config.qp + overrides."""
+        cfg = self.config
+        header = MAX_DATA_OVERHEAD - (40 if cfg.routing == "ecmp" else 0) + 24
+        values = {"base_rtt_ns": base_rtt_ns, "mtu": self.max_payload,
+                  "rto_rtt_multiplier": cfg.rto_rtts, "probe_period_rtts": cfg.probe_period_rtts,
+                  "skip_rtts": cfg.skip_rtts, "rto_ns": cfg.rto_ns,
+                  "reorder_window_frac": cfg.reorder_rtts,
+                  "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
+                  "pacer_burst_packets": cfg.pacing_burst_packets, "header_overhead": header}
+        values.update(cfg.qp)
+        values.update(overrides or {})
+        try:
+            return MRCConfig(**values)
+        except TypeError as e:
+            raise EndpointError(f"bad QP setting: {e}") from None
+
+    def create_qp(self, qpn: int, peer: int, peer_qpn: int, transport: str = "mrc",
+                  base_rtt_ns: int | None = None, qp_overrides: dict | None = None) -> QueuePair:
+        """A QP to `peer` (host number); both ends must use matching (qpn, peer_qpn)."""
+        if qpn in self.qps:
+            raise EndpointError(f"QP {qpn:#x} already exists")
+        if not 0x10 <= qpn <= 0xFFFFFF or not 0x10 <= peer_qpn <= 0xFFFFFF:
+            raise EndpointError(f"QP numbers must be 0x10..0xffffff (low ones are reserved), "
+                                f"got {qpn:#x}/{peer_qpn:#x}")
+        try:
+            self.topo.host(peer)
+        except KeyError as e:
+            raise EndpointError(str(e)) from None
+        if peer == self.host:
+            raise EndpointError("a QP to the endpoint's own host is not supported")
+        if transport not in ("mrc", "roce"):
+            raise EndpointError(f"transport must be 'mrc' or 'roce', got {transport!r}")
+        if base_rtt_ns is None:
+            base_rtt_ns = self.measure_base_rtt(peer)
+        qcfg = self.qp_config(base_rtt_ns, qp_overrides)
+        planes = tuple(p for p in sorted(self.ports))
+        paths = PathInfo(planes=planes, spines=self.topo.spec.spines)
+        rng = random.Random(self._seed ^ (qpn << 8) ^ peer)
+
+        def emit(event: dict) -> None:
+            event = dict(event)
+            t = event.pop("t_ns", None)
+            name = event.pop("event")
+            self.log.emit(name, t_ns=t, **event)
+
+        if transport == "mrc":
+            sender = SenderQP(qpn, peer_qpn, qcfg, paths, rng, emit)
+            receiver = ReceiverQP(qpn, peer_qpn, qcfg, paths, rng, self.registry, emit)
+        else:
+            from traffic import roce_rc
+            sender, receiver = roce_rc.make_qp_halves(qpn, peer_qpn, qcfg, paths, rng,
+                                                      self.registry, emit)
+        qp = QueuePair(qpn, peer, peer_qpn, transport, sender, receiver, base_rtt_ns)
+        now = self.clock()
+        for plane, up in self.port_up.items():
+            if not up:
+                qp.set_local_port(plane, False, now)
+        self.qps[qpn] = qp
+        self.log.emit("qp", t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
+                      transport=transport, **self.config.timers(base_rtt_ns))
+        return qp
+
+    def post_write(self, qpn: int, data, remote_va: int, rkey: int, imm: int | None = None) -> int:
+        """Queue an RDMA WRITE(-with-IMM); returns the MSN. `data` must stay unchanged until
+        the send completion (it is referenced, not copied)."""
+        qp = self.qps.get(qpn)
+        if qp is None:
+            raise EndpointError(f"no QP {qpn:#x}")
+        try:
+            return qp.sender.post_write(data, remote_va, rkey, imm)
+        except (QPError, ValueError, TypeError) as e:
+            raise EndpointError(f"QP {qpn:#x}: {e}") from None
+
+    def add_fd(self, fd: int, callback) -> None:
+        """Watch another fd (control socket) in the same loop; callback() when readable."""
+        self._extra_fds[fd] = callback
+        self._poller.register(fd, select.POLLIN)
+
+    def remove_fd(self, fd: int) -> None:
+        if self._extra_fds.pop(fd, None) is not None:
+            self._poller.unregister(fd)
+
+    def local_port_status(self) -> int:
+        bits = 0
+        for p, up in self.port_up.items():
+            if up:
+                bits |= 1 << p
+        return bits
+
+    # ------------------------------------------------------------------ sending
+
+    def send_message(self, msg, plane: int, peer: int) -> bool:
+        """Encode one message to `peer` on `plane` and queue it on that port's pacer."""
+        if plane not in self.ports:
+            self.counters.drop("tx_no_port")
+            return False
+        ev = getattr(msg, "path_ev", 0) if not isinstance(msg, DataPacket) else msg.ev
+        if not ev:
+            ev = msg.ev
+        if not ev or ev_plane(ev) != plane:
+            ev = make_ev(plane, ev_spine(ev) % self.topo.spec.spines if ev else 0,
+                         ev_entropy(ev) or 1)
+        try:
+            frame = self.codec.encoder(self.host, peer, plane, self.config.routing).encode(msg, ev=ev)
+        except ValueError as e:
+            self.counters.drop("tx_encode_error")
+            self.log.emit("tx_error", qp=getattr(msg, "dest_qp", 0), reason=str(e))
+            return False
+        self.txq[plane].append(frame)
+        if isinstance(msg, DataPacket):
+            self.counters.tx_packets += 1
+            self.counters.tx_bytes += len(msg.payload)
+            if msg.retransmit:
+                self.counters.retransmitted += 1
+        return True
+
+    def _flush_tx(self, now: int) -> None:
+        for plane, q in self.txq.items():
+            if not q:
+                continue
+            pacer = self.pacers[plane]
+            port = self.ports[plane]
+            while q and pacer.can_send(now):
+                frame = q.popleft()
+                pacer.consume(len(frame) + 4)
+                if port.send(frame):
+                    self.counters.sent += 1
+                else:
+                    self.counters.send_failed += 1
+
+    # ------------------------------------------------------------------ receiving
+
+    def handle_frame(self, plane: int, frame, now: int | None = None) -> None:
+        """Receive path for one frame (bytes or a memoryview of the receive buffer).
+
+        Never raises: every reason to drop is counted in counters.dropped.
+        """
+        now = self.clock() if now is None else now
+        try:
+            msg, meta = self.codec.decode(frame)
+        except DecodeError as e:
+            self.counters.drop(e.reason)
+            return
+        try:
+            self._dispatch(plane, msg, meta, now)
+        except Exception as e:  # noqa: BLE001 - a peer's packet must never kill the endpoint
+            self.counters.drop("qp_rejected")
+            self.log.emit("rx_error", t_ns=now, reason=f"{type(e).__name__}: {e}")
+
+    def _dispatch(self, plane: int, msg, meta, now: int) -> None:
+        if meta.dst_host != self.host:
+            self.counters.drop("not_for_us")
+            return
+        if meta.src_plane != meta.dst_plane or meta.dst_plane != plane:
+            self.counters.drop("wrong_plane")
+            return
+        self.counters.received += 1
+        if isinstance(msg, Probe):
+            self._on_probe(plane, msg, meta, now)
+            return
+        qp = self.qps.get(msg.dest_qp)
+        if qp is None:
+            self.counters.drop("unknown_qp")
+            return
+        if meta.src_host != qp.peer:
+            self.counters.drop("foreign_peer")
+            return
+        if isinstance(msg, DataPacket):
+            self.counters.rx_packets += 1
+            if qp.on_data(msg, plane, now):
+                self.counters.rx_bytes += len(msg.payload)
+        elif isinstance(msg, Sack):
+            qp.on_sack(msg, plane, now)
+        elif isinstance(msg, Nack):
+            qp.on_nack(msg, plane, now)
+        else:
+            self.counters.drop("unexpected_message")
+
+    def _on_probe(self, plane: int, msg: Probe, meta, now: int) -> None:
+        if not msg.response:
+            reply = Probe(ev=msg.ev, seq=msg.seq, timestamp=msg.timestamp, response=True,
+                          src_qp=msg.src_qp, port_status=self.local_port_status(),
+                          path_ev=msg.path_ev)
+            self.send_message(reply, plane, meta.src_host)
+            return
+        if msg.src_qp == RTT_PROBE_QP:
+            sent = self._rtt_probes.pop(msg.seq, None)
+            if sent is None:
+                self.counters.drop("stale_probe")
+                return
+            self.rtt_samples[meta.src_host].append(now - sent)
+            return
+        qp = self.qps.get(msg.src_qp)
+        if qp is None or meta.src_host != qp.peer:
+            self.counters.drop("stale_probe")
+            return
+        qp.on_probe_response(msg, plane, now)
+
+    # ------------------------------------------------------------------ base RTT
+
+    def measure_base_rtt(self, peer: int, timeout_s: float = 0.5) -> int:
+        """Min RTT of a few probes to `peer` over every up plane (spread over spines).
+
+        Falls back to config.default_base_rtt_ns when nothing answers (peer not up yet):
+        the timers are then conservative, never zero.
+        """
+        if self.config.base_rtt_ns:
+            return self.config.base_rtt_ns
+        samples = self.rtt_samples[peer]
+        start = len(samples)
+        planes = [p for p, up in self.port_up.items() if up] or list(self.ports)
+        n = self.config.rtt_probe_count
+        # Several rounds: the first packets of a flow through userspace OVS take the slow
+        # (upcall) path and can be 100x slower than the steady state; the min is what counts.
+        for _round in range(3):
+            want = len(samples) + n
+            for i in range(n):
+                plane = planes[i % len(planes)]
+                spine = (i // len(planes)) % self.topo.spec.spines
+                ev = make_ev(plane, spine, 0x100 + i)
+                self._rtt_probe_seq = (self._rtt_probe_seq + 1) & 0xFFFFFFFF
+                now = self.clock()
+                self._rtt_probes[self._rtt_probe_seq] = now
+                self.send_message(Probe(ev=ev, seq=self._rtt_probe_seq, timestamp=now,
+                                        src_qp=RTT_PROBE_QP, path_ev=ev), plane, peer)
+                self._flush_tx(self.clock())
+            deadline = time.monotonic() + timeout_s
+            while len(samples) < want and time.monotonic() < deadline:
+                self.run_once(0.002)
+        got = samples[start:]
+        if not got:
+            self.log.emit("base_rtt", peer=peer, rtt_ns=None, samples=0,
+                          used_ns=self.config.default_base_rtt_ns)
+            return self.config.default_base_rtt_ns
+        rtt = min(got)
+        self.log.emit("base_rtt", peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
+        return rtt
+
+    # ------------------------------------------------------------------ loop
+
+    def _poll_ports(self, now: int) -> None:
+        for plane, port in self.ports.items():
+            up = bool(port.is_up())
+            if up != self.port_up[plane]:
+                self.port_up[plane] = up
+                self.log.emit("port", t_ns=now, plane=plane, up=up)
+                for qp in self.qps.values():
+                    qp.set_local_port(plane, up, now)
+
+    def _emit_goodput(self, now: int) -> None:
+        c = self.counters
+        self.log.emit("goodput", t_ns=now, rx_bytes=c.rx_bytes, tx_bytes=c.tx_bytes,
+                      rx_packets=c.rx_packets, tx_packets=c.tx_packets,
+                      retransmits=c.retransmitted)
+
+    def _queued(self) -> int:
+        return sum(len(q) for q in self.txq.values())
+
+    def _pump_qps(self, now: int) -> None:
+        """Ask QPs for due messages. The QPs pace themselves per plane (their PlanePacer at the
+        port rate); the endpoint's per-port pacer only smooths several QPs sharing a port."""
+        for qp in list(self.qps.values()):
+            d = qp.next_deadline(now)
+            if d is None or d > now:
+                continue
+            for msg, plane in qp.poll(now):
+                self.send_message(msg, plane, qp.peer)
+
+    def _next_wakeup(self, now: int) -> int:
+        wake = min(self._next_goodput, self._next_port_poll)
+        for plane, q in self.txq.items():
+            if q:
+                wake = min(wake, self.pacers[plane].next_send_ns(now))
+        for qp in self.qps.values():
+            d = qp.next_deadline(now)
+            if d is not None and d < wake:
+                wake = d
+        return wake
+
+    def run_once(self, max_wait_s: float = 0.01) -> None:
+        now = self.clock()
+        wake = min(self._next_wakeup(now), now + int(max_wait_s * 1e9))
+        timeout_ms = max(0, (wake - now) / 1e6)
+        events = self._poller.poll(timeout_ms) if timeout_ms > 0 else self._poller.poll(0)
+        for fd, _ in events:
+            plane = self._fd_plane.get(fd)
+            if plane is None:
+                cb = self._extra_fds.get(fd)
+                if cb is not None:
+                    cb()
+                continue
+            port = self.ports[plane]
+            for _ in range(RX_BATCH):
+                n = port.recv()
+                if not n:
+                    break
+                self.handle_frame(plane, port.view[:n], self.clock())
+        now = self.clock()
+        if now >= self._next_port_poll:
+            self._next_port_poll = now + int(self.config.port_poll_ms * 1e6)
+            self._poll_ports(now)
+        self._pump_qps(now)
+        self._flush_tx(now)
+        if now >= self._next_goodput:
+            self._next_goodput = now + int(self.config.goodput_interval_ms * 1e6)
+            self._emit_goodput(now)
+        if self.on_turn is not None:
+            self.on_turn()
+
+    def run_until(self, predicate, timeout_s: float | None = None) -> bool:
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while not predicate():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            self.run_once(0.01)
+        return True
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        now = self.clock()
+        self._emit_goodput(now)
+        final = self.counters.as_dict()
+        final["qps"] = {qpn: qp.stats() for qpn, qp in self.qps.items()}
+        self.log.emit("counters", t_ns=now, **final)
+        self.log.close()
+        for port in self.ports.values():
+            close = getattr(port, "close", None)
+            if close:
+                close()
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m traffic.endpoint",
+                                     description="MRC endpoint process of one host")
+    parser.add_argument("--config", required=True, help="endpoint config (JSON or TOML)")
+    args = parser.parse_args(argv)
+    try:
+        config = EndpointConfig.load(args.config)
+    except ConfigError as e:
+        print(f"endpoint: {e}", file=sys.stderr)
+        return 2
+    from traffic.control import ControlServer
+    ep = Endpoint(config)
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
+    server = ControlServer(ep, config.control_socket) if config.control_socket else None
+    try:
+        while not stop and not (server and server.shutdown_requested):
+            ep.run_once(0.05)
+    finally:
+        if server:
+            server.close()
+        ep.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,231 @@
+"""Pieces of the endpoint that hold no socket: configuration, JSONL event log, per-port pacer,
+counters. Kept apart from traffic/endpoint.py so they are unit-tested without root.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field, fields
+
+from emulation.topology import FabricSpec
+
+# Wire overhead of the largest data packet (SRv6 mode, TSETH and ImmDt present):
+# Ethernet 14 + outer IPv6 40 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + TSETH 8 + RETH 16 + ImmDt 4 + ICRC 4
+MAX_DATA_OVERHEAD = 150
+
+
+class ConfigError(ValueError):
+    """An endpoint config that cannot run; the message names the key."""
+
+
+@dataclass
+class EndpointConfig:
+    """Everything an endpoint process needs; loaded from JSON (or TOML) by `load`.
+
+    Timer values are in base RTTs because the emulated RTT (~1 ms through userspace OVS) is
+    three orders of magnitude above a real fabric's; absolute *_ns overrides win when set.
+    """
+
+    host: int
+    fabric: dict = field(default_factory=dict)      # FabricSpec.to_dict()
+    routing: str = "srv6"                           # srv6 | ecmp
+    event_log: str | None = None
+    control_socket: str | None = None
+    planes: list | None = None                      # NIC ports to open; default all planes
+    port_rate_mbit: float | None = None             # default: fabric host_link_mbit
+    pacing_fraction: float = 0.96                   # pace a bit under line rate (HTB shaping)
+    pacing_burst_packets: int = 4
+    max_payload: int = 1344                         # per-packet payload cap (MTU also caps it)
+    base_rtt_ns: int | None = None                  # None: measure with probes at QP creation
+    default_base_rtt_ns: int = 1_000_000            # used if probing gets no answer
+    rtt_probe_count: int = 8
+    rto_rtts: float = 12.0                          # CPU-starved 2-core VM: SACKs lag by ms
+    probe_period_rtts: float = 5.0
+    skip_rtts: float = 2.0
+    # SACK-gap loss needs a packet sent this many base RTTs later to have arrived: under load the
+    # userspace switches add queueing of several base RTTs that differs per path, and a tighter
+    # window retires healthy EVs (measured: ~900 false ASSUMED_BAD in a 16 MiB run at 0.5).
+    reorder_rtts: float = 3.0
+    rto_ns: int | None = None
+    probe_period_ns: int | None = None
+    skip_ns: int | None = None
+    port_poll_ms: float = 2.0
+    goodput_interval_ms: float = 10.0
+    seed: int | None = None                         # EV choice; None: from the clock
+    qp: dict = field(default_factory=dict)          # reliability.MRCConfig overrides
+
+    def __post_init__(self) -> None:
+        if isinstance(self.host, bool) or not isinstance(self.host, int) or self.host < 0:
+            raise ConfigError(f"host must be a non-negative integer, got {self.host!r}")
+        try:
+            self.spec = FabricSpec.from_dict(self.fabric) if self.fabric else FabricSpec()
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"fabric: {e}") from None
+        if self.host >= self.spec.num_hosts:
+            raise ConfigError(f"host {self.host} not in the fabric (hosts 0..{self.spec.num_hosts - 1})")
+        if self.routing not in ("srv6", "ecmp"):
+            raise ConfigError(f"routing must be 'srv6' or 'ecmp', got {self.routing!r}")
+        if self.planes is None:
+            self.planes = list(range(self.spec.planes))
+        if not isinstance(self.planes, list) or not self.planes or any(
+                isinstance(p, bool) or not isinstance(p, int) or not 0 <= p < self.spec.planes
+                for p in self.planes):
+            raise ConfigError(f"planes must be a non-empty list of plane numbers "
+                              f"0..{self.spec.planes - 1}, got {self.planes!r}")
+        for name in ("pacing_fraction", "rto_rtts", "reorder_rtts", "probe_period_rtts", "skip_rtts",
+                     "port_poll_ms", "goodput_interval_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        if self.pacing_fraction > 1.5:
+            raise ConfigError(f"pacing_fraction {self.pacing_fraction} is above 1.5x line rate")
+        for name in ("pacing_burst_packets", "max_payload", "default_base_rtt_ns", "rtt_probe_count"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if not 64 <= self.max_payload <= 9000:
+            raise ConfigError(f"max_payload must be 64..9000 bytes, got {self.max_payload}")
+        for name in ("base_rtt_ns", "rto_ns", "probe_period_ns", "skip_ns"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value <= 0):
+                raise ConfigError(f"{name} must be a positive integer (ns) or null, got {value!r}")
+        if self.port_rate_mbit is None:
+            self.port_rate_mbit = float(self.spec.host_link_mbit)
+        elif isinstance(self.port_rate_mbit, bool) or not isinstance(
+                self.port_rate_mbit, (int, float)) or self.port_rate_mbit <= 0:
+            raise ConfigError(f"port_rate_mbit must be a positive number, got {self.port_rate_mbit!r}")
+        if not isinstance(self.qp, dict):
+            raise ConfigError(f"qp must be a table of QP settings, got {self.qp!r}")
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "EndpointConfig":
+        if not isinstance(data, dict):
+            raise ConfigError(f"endpoint config must be a JSON object, got {type(data).__name__}")
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ConfigError(f"unknown endpoint config key(s): {', '.join(sorted(unknown))}; "
+                              f"known: {', '.join(sorted(known))}")
+        if "host" not in data:
+            raise ConfigError("endpoint config needs 'host' (the host number)")
+        return cls(**data)
+
+    @classmethod
+    def load(cls, path: str) -> "EndpointConfig":
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except OSError as e:
+            raise ConfigError(f"cannot read endpoint config {path}: {e}") from None
+        try:
+            if path.endswith(".toml"):
+                import tomllib
+                data = tomllib.loads(raw.decode())
+            else:
+                data = json.loads(raw)
+        except ValueError as e:
+            raise ConfigError(f"endpoint config {path} is not valid: {e}") from None
+        return cls.from_dict(data)
+
+    def timers(self, base_rtt_ns: int) -> dict:
+        """RTO, probe period and skip time for a measured base RTT (overrides win)."""
+        return {
+            "base_rtt_ns": base_rtt_ns,
+            "rto_ns": self.rto_ns or int(self.rto_rtts * base_rtt_ns),
+            "probe_period_ns": self.probe_period_ns or int(self.probe_period_rtts * base_rtt_ns),
+            "skip_ns": self.skip_ns or int(self.skip_rtts * base_rtt_ns),
+        }
+
+
+class EventLog:
+    """JSONL event log in the brief's schema, flushed per line so a crash keeps everything."""
+
+    def __init__(self, path: str | None, host: str, clock=time.monotonic_ns):
+        self.host = host
+        self.clock = clock
+        self._f = open(path, "a", buffering=1) if path else None
+        self.counts: dict[str, int] = {}
+
+    def emit(self, event: str, t_ns: int | None = None, **fields_) -> None:
+        self.counts[event] = self.counts.get(event, 0) + 1
+        if self._f is None:
+            return
+        record = {"t_ns": self.clock() if t_ns is None else t_ns, "host": self.host, "event": event}
+        record.update(fields_)
+        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+
+    def close(self) -> None:
+        if self._f is not None:
+            self._f.close()
+            self._f = None
+
+
+class Pacer:
+    """Token bucket per NIC port: userspace OVS drops bursts, so never exceed the port rate.
+
+    Tokens are bytes; `burst` bounds how far ahead a quiet port may get.
+    """
+
+    def __init__(self, rate_bps: float, burst_bytes: int, now_ns: int = 0):
+        if rate_bps <= 0:
+            raise ValueError(f"pacing rate must be positive, got {rate_bps}")
+        self.bytes_per_ns = rate_bps / 8e9
+        self.burst = float(burst_bytes)
+        self.tokens = float(burst_bytes)
+        self.last_ns = now_ns
+
+    def _refill(self, now_ns: int) -> None:
+        if now_ns > self.last_ns:
+            self.tokens = min(self.burst, self.tokens + (now_ns - self.last_ns) * self.bytes_per_ns)
+            self.last_ns = now_ns
+
+    def can_send(self, now_ns: int) -> bool:
+        self._refill(now_ns)
+        return self.tokens > 0
+
+    def consume(self, nbytes: int) -> None:
+        self.tokens -= nbytes        # may go negative: the next send waits for the debt
+
+    def next_send_ns(self, now_ns: int) -> int:
+        self._refill(now_ns)
+        if self.tokens > 0:
+            return now_ns
+        return now_ns + int(-self.tokens / self.bytes_per_ns) + 1
+
+
+class Counters:
+    """Endpoint-wide counters; `dropped` is keyed by reason (the `counters` event's payload)."""
+
+    def __init__(self):
+        self.sent = 0
+        self.received = 0
+        self.retransmitted = 0
+        self.tx_bytes = 0            # data payload bytes sent (incl. retransmissions)
+        self.rx_bytes = 0            # data payload bytes accepted
+        self.tx_packets = 0
+        self.rx_packets = 0
+        self.send_failed = 0
+        self.dropped: dict[str, int] = {}
+
+    def drop(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    @property
+    def dropped_malformed(self) -> int:
+        return sum(self.dropped.values())
+
+    def as_dict(self) -> dict:
+        return {
+            "sent": self.sent, "received": self.received, "retransmitted": self.retransmitted,
+            "tx_bytes": self.tx_bytes, "rx_bytes": self.rx_bytes,
+            "send_failed": self.send_failed,
+            "dropped_malformed": self.dropped_malformed, "dropped_by_reason": dict(self.dropped),
+        }
+
+
+def rss_bytes(pid: int | None = None) -> int:
+    """Resident set size of a process (for memory_bench), from /proc."""
+    with open(f"/proc/{pid or os.getpid()}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
