@@ -1,0 +1,86 @@
+"""Client of the controller's HTTP/JSON API (urllib only): used by the CLI, the runner, tests."""
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+
+
+class ControllerError(RuntimeError):
+    """The controller refused a request (status 400) or failed (5xx), or is unreachable."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class ControllerClient:
+    def __init__(self, port: int = 8787, host: str = "127.0.0.1", timeout_s: float = 15.0):
+        self.base = f"http://{host}:{port}"
+        self.timeout_s = timeout_s
+
+    def _request(self, method: str, path: str, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as err:
+            raw = err.read()
+            try:
+                message = json.loads(raw).get("error") or raw.decode(errors="replace")
+            except (ValueError, AttributeError):
+                message = raw.decode(errors="replace") or str(err)
+            raise ControllerError(f"{method} {path}: {message}", err.code) from None
+        except (urllib.error.URLError, OSError) as err:
+            raise ControllerError(f"controller at {self.base} unreachable ({method} {path}): "
+                                  f"{getattr(err, 'reason', err)}") from None
+
+    # -- endpoints
+
+    def health(self) -> dict:
+        return self._request("GET", "/health")
+
+    def register_hosts(self, pids: dict) -> dict:
+        """{"h0": pid of the host's shell, ...}: namespaces for host-side faults."""
+        return self._request("POST", "/hosts", pids)
+
+    def links(self) -> list:
+        return self._request("GET", "/links")
+
+    def fault(self, command: dict) -> dict:
+        """POST /fault; returns {"ok", "t_ns", "fault"}; raises ControllerError on 400/500."""
+        return self._request("POST", "/fault", command)
+
+    def faults(self) -> list:
+        return self._request("GET", "/faults")
+
+    def port_counters(self) -> dict:
+        return self._request("GET", "/counters/ports")
+
+    def flow_counters(self) -> dict:
+        return self._request("GET", "/counters/flows")
+
+    # -- conveniences
+
+    def link_down(self, a: str, b: str) -> dict:
+        return self.fault({"action": "link_down", "a": a, "b": b})
+
+    def link_up(self, a: str, b: str) -> dict:
+        return self.fault({"action": "link_up", "a": a, "b": b})
+
+    def wait_ready(self, timeout_s: float = 30.0, poll_s: float = 0.1) -> dict:
+        """Block until /health says ready (every switch connected, rules installed)."""
+        deadline = time.monotonic() + timeout_s
+        last = None
+        while time.monotonic() < deadline:
+            try:
+                last = self.health()
+                if last.get("ready"):
+                    return last
+            except ControllerError as err:
+                last = str(err)
+            time.sleep(poll_s)
+        raise ControllerError(f"controller not ready after {timeout_s} s; last health: {last}")

@@ -1,0 +1,293 @@
+"""Pure fault logic: validate a fault command against the Topology and build the exact commands
+(argv lists, or FlowRules for OpenFlow faults) that apply and clear it. Nothing runs here; the
+controller app executes what these functions return and checks every return code.
+
+Mechanisms (all verified on this project's kernel, which has no netem/RED):
+* link_down/link_up: `ip link set dev X down|up` on both ends (host ends inside the host's
+  network namespace via `nsenter -t PID -n`): both switches see a real port-status event.
+* gray_loss: an nftables netdev *egress* table per port and fault, `numgen random mod 10000 < N
+  drop` (0.01 % resolution); no carrier change, so no port-status signal.
+* ecn_mark: an nftables egress table, `limit rate over R bytes/second` then set CE in the
+  outermost IPv6 header, only on ECN-capable packets (ECT(0)/ECT(1)); Not-ECT is never marked.
+* degrade: change the rate of the port's HTB class (`tc class change`). Chosen over an OpenFlow
+  meter because the links are already shaped by HTB on both ends, a tc change takes effect at
+  once on the userspace datapath's veth ports, and it needs no change to the routing flows
+  (a meter would need a meter instruction on every rule that outputs to the port).
+* blackhole: a top-priority match-all drop flow on the switch (no port goes down).
+* flap: link_down/link_up repeated with a period, run by the app in a cancellable thread.
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from emulation.topology import Topology
+from controller.routing import (
+    KIND_FAULT_BLACKHOLE,
+    PRIO_FAULT_BLACKHOLE,
+    TABLE,
+    FlowRule,
+    make_cookie,
+)
+
+NFT_TABLE_PREFIX = "mrclab_"
+DIRECTIONS = ("a->b", "b->a", "both")
+MAX_FLAP_COUNT = 10000
+MIN_FLAP_PERIOD_S = 0.02
+DEGRADE_HTB_HANDLE = "7a"   # only used when the port has no HTB class of its own
+
+# action -> (required params, optional params with defaults); "a"/"b" handled separately.
+ACTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
+    "link_down": ((), {}),
+    "link_up": ((), {}),
+    "flap": (("period_s", "count"), {}),
+    "gray_loss": (("percent",), {"direction": "both"}),
+    "gray_loss_clear": ((), {"direction": "both"}),
+    "blackhole": ((), {}),
+    "blackhole_clear": ((), {}),
+    "degrade": (("fraction",), {"direction": "both"}),
+    "degrade_clear": ((), {"direction": "both"}),
+    "ecn_mark": (("rate_mbit",), {"direction": "both"}),
+    "ecn_clear": ((), {"direction": "both"}),
+}
+NODE_ONLY_ACTIONS = ("blackhole", "blackhole_clear")
+
+
+class FaultError(ValueError):
+    """A fault command that cannot be applied; the message says what is wrong."""
+
+
+# ---------------------------------------------------------------- validation
+
+
+def _number(cmd: dict, name: str) -> float:
+    value = cmd[name]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise FaultError(f"{cmd['action']}: {name} must be a number, got {value!r}")
+    return float(value)
+
+
+def validate(cmd, topo: Topology) -> dict:
+    """Check a fault command; return it normalized (defaults filled, numbers typed).
+    Raises FaultError naming the offending field."""
+    if not isinstance(cmd, dict):
+        raise FaultError(f"a fault command must be a JSON object, got {type(cmd).__name__}")
+    action = cmd.get("action")
+    if action not in ACTIONS:
+        raise FaultError(f"unknown action {action!r}; actions are {', '.join(ACTIONS)}")
+    required, optional = ACTIONS[action]
+    cmd = dict(cmd)
+    if action in NODE_ONLY_ACTIONS and "node" in cmd and "a" not in cmd:
+        cmd["a"] = cmd.pop("node")
+    node_fields = ("a",) if action in NODE_ONLY_ACTIONS else ("a", "b")
+    allowed = {"action", *node_fields, *required, *optional}
+    unknown = sorted(set(cmd) - allowed)
+    if unknown:
+        raise FaultError(f"{action}: unexpected parameter(s) {', '.join(unknown)}; "
+                         f"allowed: {', '.join(sorted(allowed - {'action'}))}")
+    missing = [n for n in (*node_fields, *required) if n not in cmd]
+    if missing:
+        raise FaultError(f"{action}: missing parameter(s) {', '.join(missing)}")
+    nodes = set(topo.node_names())
+    for n in node_fields:
+        if not isinstance(cmd[n], str) or cmd[n] not in nodes:
+            raise FaultError(f"{action}: unknown node {cmd[n]!r} in field {n!r}")
+    out = {"action": action, **{n: cmd[n] for n in node_fields}}
+    if action in NODE_ONLY_ACTIONS:
+        if cmd["a"] not in topo.switches:
+            raise FaultError(f"{action}: target {cmd['a']!r} is a host; a blackhole target must "
+                             f"be a switch (T0 or T1)")
+        return out
+    try:
+        topo.link(cmd["a"], cmd["b"])
+    except KeyError:
+        raise FaultError(f"{action}: no link between {cmd['a']!r} and {cmd['b']!r}") from None
+    for name, default in optional.items():
+        out[name] = cmd.get(name, default)
+    if "direction" in out and out["direction"] not in DIRECTIONS:
+        raise FaultError(f"{action}: direction must be one of {', '.join(DIRECTIONS)}, "
+                         f"got {out['direction']!r}")
+    if action == "flap":
+        period = _number(cmd, "period_s")
+        if period < MIN_FLAP_PERIOD_S or period > 3600:
+            raise FaultError(f"flap: period_s must be in {MIN_FLAP_PERIOD_S}..3600 s, got {period}")
+        count = cmd["count"]
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_FLAP_COUNT:
+            raise FaultError(f"flap: count must be an integer in 1..{MAX_FLAP_COUNT}, got {count!r}")
+        out.update(period_s=period, count=count)
+    elif action == "gray_loss":
+        percent = _number(cmd, "percent")
+        if not 0 <= percent <= 100:
+            raise FaultError(f"gray_loss: percent must be in 0..100, got {percent}")
+        out["percent"] = percent
+    elif action == "degrade":
+        fraction = _number(cmd, "fraction")
+        if not 0 < fraction <= 1:
+            raise FaultError(f"degrade: fraction must be in (0, 1], got {fraction}")
+        out["fraction"] = fraction
+    elif action == "ecn_mark":
+        rate = _number(cmd, "rate_mbit")
+        if not 0 < rate <= 100000:
+            raise FaultError(f"ecn_mark: rate_mbit must be in (0, 100000], got {rate}")
+        out["rate_mbit"] = rate
+    if action == "ecn_mark":
+        for sender, receiver in directed_pairs(out):
+            if receiver in {h.name for h in topo.hosts}:
+                raise FaultError(f"ecn_mark: {sender}->{receiver} is a last hop to a host; "
+                                 f"ECN marking models a switch queue, mark a fabric hop or "
+                                 f"the host's uplink direction instead")
+    return out
+
+
+def directed_pairs(fault: dict) -> list[tuple[str, str]]:
+    """(sender, receiver) pairs a directional fault acts on."""
+    a, b = fault["a"], fault["b"]
+    direction = fault.get("direction", "both")
+    return {"a->b": [(a, b)], "b->a": [(b, a)], "both": [(a, b), (b, a)]}[direction]
+
+
+# ---------------------------------------------------------------- where commands run
+
+
+def intf_of(topo: Topology, node: str, peer: str) -> str:
+    """Interface name of `node`'s end of the link to `peer`."""
+    link = topo.link(node, peer)
+    return link.a_intf if link.a == node else link.b_intf
+
+
+def is_host(topo: Topology, node: str) -> bool:
+    return node not in topo.switches
+
+
+def netns_prefix(topo: Topology, node: str, host_pids: dict) -> list[str]:
+    """[] for a switch end (root namespace); nsenter into the host's namespace otherwise."""
+    if not is_host(topo, node):
+        return []
+    pid = host_pids.get(node)
+    if pid is None:
+        raise FaultError(f"{node} is a host and its namespace is unknown: register host shell "
+                         f"PIDs with POST /hosts first")
+    return ["nsenter", "-t", str(int(pid)), "-n"]
+
+
+def egress_ports(topo: Topology, fault: dict, host_pids: dict) -> list[tuple[list[str], str]]:
+    """(namespace prefix, interface) of every egress port a directional fault touches."""
+    return [(netns_prefix(topo, sender, host_pids), intf_of(topo, sender, receiver))
+            for sender, receiver in directed_pairs(fault)]
+
+
+# ---------------------------------------------------------------- link state
+
+
+def link_set_commands(topo: Topology, a: str, b: str, up: bool, host_pids: dict) -> list[list[str]]:
+    """`ip link set dev X up|down` on both ends. A host end whose namespace is unknown is
+    skipped: taking the switch end down already drops the host's carrier."""
+    state = "up" if up else "down"
+    out = []
+    for node, peer in ((a, b), (b, a)):
+        if is_host(topo, node) and node not in host_pids:
+            continue
+        out.append(netns_prefix(topo, node, host_pids)
+                   + ["ip", "link", "set", "dev", intf_of(topo, node, peer), state])
+    return out
+
+
+def flap_schedule(period_s: float, count: int) -> list[tuple[float, bool]]:
+    """(offset from start in s, up?) steps: down for half a period, then up, `count` times."""
+    steps = []
+    for i in range(count):
+        steps.append((i * period_s, False))
+        steps.append((i * period_s + period_s / 2, True))
+    return steps
+
+
+# ---------------------------------------------------------------- nftables
+
+
+def nft_table_name(kind: str, intf: str) -> str:
+    """Unique per (fault kind, port): mrclab_loss_t0p0g0_e3."""
+    return NFT_TABLE_PREFIX + kind + "_" + re.sub(r"[^A-Za-z0-9]", "_", intf)
+
+
+def _nft_egress_script(table: str, intf: str, rule: str) -> str:
+    # "add table; delete table" makes re-applying replace the old fault atomically.
+    return (f"add table netdev {table}; delete table netdev {table}; "
+            f"add table netdev {table}; "
+            f"add chain netdev {table} egress {{ type filter hook egress device \"{intf}\" "
+            f"priority 0; policy accept; }}; "
+            f"add rule netdev {table} egress {rule}")
+
+
+def loss_threshold(percent: float) -> int:
+    """Packets with numgen random mod 10000 below this are dropped (0.01 % resolution)."""
+    return int(round(percent * 100))
+
+
+def gray_loss_commands(ns: list[str], intf: str, percent: float) -> list[list[str]]:
+    table = nft_table_name("loss", intf)
+    rule = f"numgen random mod 10000 < {loss_threshold(percent)} counter drop"
+    return [ns + ["nft", _nft_egress_script(table, intf, rule)]]
+
+
+def ecn_rate_bytes(rate_mbit: float) -> int:
+    return max(1, int(round(rate_mbit * 1_000_000 / 8)))
+
+
+def ecn_mark_commands(ns: list[str], intf: str, rate_mbit: float) -> list[list[str]]:
+    table = nft_table_name("ecn", intf)
+    rule = (f"meta protocol ip6 limit rate over {ecn_rate_bytes(rate_mbit)} bytes/second "
+            f"ip6 ecn != not-ect ip6 ecn set ce counter")
+    return [ns + ["nft", _nft_egress_script(table, intf, rule)]]
+
+
+def nft_clear_commands(ns: list[str], kind: str, intf: str) -> list[list[str]]:
+    return [ns + ["nft", f"delete table netdev {nft_table_name(kind, intf)}"]]
+
+
+# ---------------------------------------------------------------- tc (degrade)
+
+
+def tc_class_show_command(ns: list[str], intf: str) -> list[str]:
+    return ns + ["tc", "class", "show", "dev", intf]
+
+
+_HTB_CLASS = re.compile(r"^class htb (\S+) (?:root|parent (\S+))", re.M)
+
+
+def htb_leaf_classes(tc_output: str) -> list[str]:
+    """Class ids of the HTB leaf classes in `tc class show` output (classes nobody is parent of)."""
+    classes = _HTB_CLASS.findall(tc_output)
+    parents = {p for _, p in classes if p}
+    return [c for c, _ in classes if c not in parents]
+
+
+def mbit_arg(mbit: float) -> str:
+    return f"{max(1, int(round(mbit * 1000)))}kbit"
+
+
+def degrade_commands(ns: list[str], intf: str, leaf_classes: list[str], mbit: float) -> list[list[str]]:
+    """Set the port's HTB leaf classes to `mbit`; if it has none, add a root HTB of our own."""
+    if leaf_classes:
+        return [ns + ["tc", "class", "change", "dev", intf, "classid", c, "htb",
+                      "rate", mbit_arg(mbit), "burst", "15k"] for c in leaf_classes]
+    h = DEGRADE_HTB_HANDLE
+    return [ns + ["tc", "qdisc", "add", "dev", intf, "root", "handle", f"{h}:0", "htb", "default", "1"],
+            ns + ["tc", "class", "add", "dev", intf, "parent", f"{h}:0", "classid", f"{h}:1", "htb",
+                  "rate", mbit_arg(mbit), "burst", "15k"]]
+
+
+def degrade_clear_commands(ns: list[str], intf: str, leaf_classes: list[str], link_mbit: float,
+                           own_qdisc: bool) -> list[list[str]]:
+    if own_qdisc:
+        return [ns + ["tc", "qdisc", "del", "dev", intf, "root"]]
+    return degrade_commands(ns, intf, leaf_classes, link_mbit)
+
+
+# ---------------------------------------------------------------- OpenFlow faults
+
+
+def blackhole_rule(topo: Topology, switch: str) -> FlowRule:
+    """Match-all drop above every routing rule: the switch silently eats everything."""
+    sw = topo.switch(switch)
+    return FlowRule(TABLE, PRIO_FAULT_BLACKHOLE, {}, (),
+                    make_cookie(KIND_FAULT_BLACKHOLE, sw.plane, sw.tier, sw.index))
