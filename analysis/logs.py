@@ -1,0 +1,196 @@
+"""Endpoint/worker JSONL event logs and the controller fault log -> pandas DataFrames.
+
+Schema: the event-log schema of the project brief (every line {"t_ns", "host", "event", ...}).
+Logs are written by processes that may be killed mid-line, so loading is forgiving: every line
+that parses into an object with the required keys becomes a row; every other line is reported
+(file, line number, why) in `df.attrs["log_problems"]` and never raises.
+
+Also here: finding a run's pieces (transport dirs, scenario fabric spec, summary) because the
+loaders of pcap, metrics and the CLI all need the same answers.
+"""
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+
+from emulation.topology import FabricSpec, SpecError, Topology
+
+EVENT_REQUIRED = ("t_ns", "event")
+FAULT_REQUIRED = ("t_ns", "action")
+FAULT_LOG_NAMES = ("faults.jsonl", "fault.jsonl", "fault_log.jsonl", "faults.log")
+NOT_EVENT_LOGS = FAULT_LOG_NAMES + ("faults-applied.jsonl",)   # runner's request/answer log
+
+
+def read_jsonl(path, required=EVENT_REQUIRED) -> tuple[list[dict], list[str]]:
+    """(records, problems) of one JSONL file; a bad line is a problem, not an exception."""
+    records, problems = [], []
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        return [], [f"{path}: cannot read ({exc})"]
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            problems.append(f"{path.name}:{lineno}: not JSON ({exc.__class__.__name__}: "
+                            f"{str(exc)[:60]})")
+            continue
+        if not isinstance(obj, dict):
+            problems.append(f"{path.name}:{lineno}: not a JSON object")
+            continue
+        missing = [k for k in required if k not in obj]
+        if missing:
+            problems.append(f"{path.name}:{lineno}: missing {', '.join(missing)}")
+            continue
+        if not isinstance(obj["t_ns"], int) or isinstance(obj["t_ns"], bool):
+            problems.append(f"{path.name}:{lineno}: t_ns is not an integer")
+            continue
+        records.append(obj)
+    return records, problems
+
+
+def _frame(records: list[dict], problems: list[str], first: list[str]) -> pd.DataFrame:
+    df = pd.DataFrame.from_records(records) if records else pd.DataFrame(columns=first)
+    for c in first:
+        if c not in df.columns:
+            df[c] = pd.Series(dtype="object")
+    df = df[first + [c for c in df.columns if c not in first]]
+    if len(df):
+        df["t_ns"] = df["t_ns"].astype("int64")
+        df = df.sort_values("t_ns", kind="stable").reset_index(drop=True)
+    for c in ("host", "event", "action", "transport"):
+        if c in df.columns:
+            df[c] = df[c].astype("category")
+    df.attrs["log_problems"] = problems
+    return df
+
+
+def event_log_paths(run_dir) -> list[Path]:
+    """Endpoint/worker logs: the runner's worker-*.jsonl, else every *.jsonl that is not a
+    fault log."""
+    d = Path(run_dir)
+    workers = sorted(d.glob("worker-*.jsonl"))
+    return workers or sorted(p for p in d.glob("*.jsonl") if p.name not in NOT_EVENT_LOGS)
+
+
+def load_events(paths_or_dir) -> pd.DataFrame:
+    """All event lines of the given files (or of every event log in a directory), time-sorted.
+
+    A line without "host" gets the file's stem (h0.jsonl -> "h0")."""
+    if isinstance(paths_or_dir, (str, Path)) and Path(paths_or_dir).is_dir():
+        paths = event_log_paths(paths_or_dir)
+    elif isinstance(paths_or_dir, (str, Path)):
+        paths = [Path(paths_or_dir)]
+    else:
+        paths = [Path(p) for p in paths_or_dir]
+    records, problems = [], []
+    for p in paths:
+        recs, probs = read_jsonl(p, EVENT_REQUIRED)
+        for r in recs:
+            r.setdefault("host", p.stem)
+        records += recs
+        problems += probs
+    return _frame(records, problems, ["t_ns", "host", "event"])
+
+
+def find_fault_log(run_dir) -> Path | None:
+    for name in FAULT_LOG_NAMES:
+        p = Path(run_dir) / name
+        if p.is_file():
+            return p
+    return None
+
+
+def load_faults(path_or_dir) -> pd.DataFrame:
+    """The fault log ({"t_ns","action","a","b",...}) as a DataFrame; empty if there is none."""
+    p = Path(path_or_dir)
+    if p.is_dir():
+        p = find_fault_log(p)
+        if p is None:
+            return _frame([], [], ["t_ns", "action", "a", "b"])
+    recs, probs = read_jsonl(p, FAULT_REQUIRED)
+    return _frame(recs, probs, ["t_ns", "action", "a", "b"])
+
+
+def events_of(df: pd.DataFrame, name: str) -> pd.DataFrame:
+    """Rows of one event type with only the columns that event uses (others all-NaN dropped)."""
+    sub = df[df["event"] == name]
+    return sub.dropna(axis=1, how="all").reset_index(drop=True)
+
+
+# ---------------------------------------------------------------- run directory layout
+
+
+def resolve_run(path, results_root="results") -> Path:
+    """A run directory, or 'latest' = the most recently modified directory under results/."""
+    if str(path) == "latest":
+        root = Path(results_root)
+        runs = [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
+        if not runs:
+            raise FileNotFoundError(f"no run directory under {root.resolve()}; run an experiment "
+                                    f"first (mrclab run experiments/<name>.toml)")
+        return max(runs, key=lambda d: d.stat().st_mtime)
+    p = Path(path)
+    if not p.is_dir():
+        raise FileNotFoundError(f"run directory {p} does not exist")
+    return p
+
+
+def is_transport_dir(d: Path) -> bool:
+    """Holds one transport's data: event logs, or captures (directly or in pcaps/)."""
+    return bool(event_log_paths(d)) or any(d.glob("*.pcap")) or any(d.glob("pcaps/*.pcap"))
+
+
+def transport_dirs(run_dir) -> dict[str, Path]:
+    """{transport: dir}. A run has one subdirectory per transport (mrc/, roce/, tcp/); a
+    transport directory itself is accepted too (named after the directory)."""
+    run_dir = Path(run_dir)
+    if is_transport_dir(run_dir):
+        return {run_dir.name: run_dir}
+    return {d.name: d for d in sorted(run_dir.iterdir()) if d.is_dir() and is_transport_dir(d)}
+
+
+def load_summary(run_dir) -> dict:
+    p = Path(run_dir) / "summary.json"
+    try:
+        return json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def load_scenario(run_dir) -> dict:
+    """The scenario copy (scenario.toml or any *.toml in the dir or its parent); {} if none."""
+    d = Path(run_dir)
+    for cand in [d / "scenario.toml", *sorted(d.glob("*.toml")), d.parent / "scenario.toml",
+                 d.parent.parent / "scenario.toml"]:
+        if cand.is_file():
+            try:
+                return tomllib.loads(cand.read_text())
+            except (tomllib.TOMLDecodeError, OSError):
+                continue
+    return {}
+
+
+def run_topology(run_dir) -> Topology | None:
+    """Topology of the run's fabric from the scenario's [fabric] table (or summary's "fabric")."""
+    fabric = load_scenario(run_dir).get("fabric") or load_summary(run_dir).get("fabric")
+    if not isinstance(fabric, dict):
+        for spec_json in (Path(run_dir) / "fabric" / "spec.json", Path(run_dir).parent / "fabric" / "spec.json"):
+            try:
+                fabric = json.loads(spec_json.read_text())
+                break
+            except (OSError, json.JSONDecodeError):
+                continue
+    if not isinstance(fabric, dict):
+        return None
+    known = set(FabricSpec.__dataclass_fields__)
+    try:
+        return Topology(FabricSpec.from_dict({k: v for k, v in fabric.items() if k in known}))
+    except (SpecError, TypeError):
+        return None

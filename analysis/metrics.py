@@ -1,0 +1,420 @@
+"""Metrics of a run, from the packet table (analysis.pcap) and the event log (analysis.logs).
+
+Pure functions of DataFrames (no I/O) except `analyze_run`, which loads a run directory and
+computes everything the report, the notebook and the runner's summary show. Times are
+CLOCK_MONOTONIC ns; rates are Mbit/s (10^6 bit/s), the unit of the fabric's link rates.
+
+Bus bandwidth follows NCCL's definition (nccl-tests doc/PERFORMANCE.md): algbw = S / t with S the
+collective's buffer size in bytes and t its time; busbw = algbw * factor, where the factor makes
+the figure comparable to link speed: all_reduce 2(n-1)/n; reduce_scatter, all_gather and
+all_to_all (n-1)/n; broadcast, reduce and send/recv 1.
+
+Recovery time per fault uses the single definition in analysis.recovery (owned by the runner).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY",
+                "WRITE_ONLY_IMM")
+EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN")
+# Fault-log actions that are faults (the controller's API); other entries (e.g. port_status
+# notifications) stay in the raw log but are not drawn or measured as faults.
+FAULT_ACTIONS = ("link_down", "link_up", "flap", "gray_loss", "gray_loss_clear", "blackhole",
+                 "blackhole_clear", "degrade", "degrade_clear", "ecn_mark", "ecn_clear")
+BUSBW_FACTORS = {
+    "allreduce": lambda n: 2 * (n - 1) / n,
+    "reducescatter": lambda n: (n - 1) / n,
+    "allgather": lambda n: (n - 1) / n,
+    "alltoall": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "sendrecv": lambda n: 1.0,
+}
+
+
+# ---------------------------------------------------------------- basic formulas
+
+
+def jain_index(loads) -> float:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 = perfectly even, 1/n = all on one.
+    NaN for no values; 1.0 when every load is 0 (nothing to be unfair about)."""
+    x = np.asarray(list(loads), dtype=float)
+    if x.size == 0:
+        return float("nan")
+    sq = float((x * x).sum())
+    if sq == 0:
+        return 1.0
+    return float(x.sum() ** 2 / (x.size * sq))
+
+
+def _norm_collective(name: str) -> str:
+    return str(name).lower().replace("_", "").replace("-", "").replace(" ", "")
+
+
+def busbw_factor(collective: str, n: int) -> float:
+    key = _norm_collective(collective)
+    if key not in BUSBW_FACTORS:
+        raise ValueError(f"unknown collective {collective!r}; known: {', '.join(BUSBW_FACTORS)}")
+    if n < 1:
+        raise ValueError(f"world size must be >= 1, got {n}")
+    return BUSBW_FACTORS[key](n)
+
+
+def bus_bandwidth(nbytes, seconds, n: int, collective: str = "allreduce"):
+    """(algbw, busbw) in bytes/s (NCCL prints GB/s); vectorised over nbytes/seconds."""
+    algbw = np.asarray(nbytes, dtype=float) / np.asarray(seconds, dtype=float)
+    return algbw, algbw * busbw_factor(collective, n)
+
+
+# ---------------------------------------------------------------- packets
+
+
+def data_packets(pk: pd.DataFrame, direction: str | None = "rx") -> pd.DataFrame:
+    sel = pk["opname"].isin(DATA_OPNAMES)
+    if direction is not None:
+        sel &= pk["direction"] == direction
+    return pk[sel]
+
+
+def first_arrivals(pk: pd.DataFrame) -> pd.DataFrame:
+    """Received data packets minus duplicates (same transport/host/src/QP/PSN seen before) and
+    trimmed ones: what counts as delivered payload."""
+    rx = data_packets(pk, "rx")
+    rx = rx[~rx["trimmed"].astype(bool)] if "trimmed" in rx else rx
+    keys = [c for c in ("transport", "host", "src", "qp", "psn") if c in rx.columns]
+    return rx.loc[~rx.duplicated(subset=keys, keep="first")]
+
+
+def goodput_series(pk: pd.DataFrame, bin_ms: float = 10.0, by=("host",), t0_ns: int | None = None,
+                   unique: bool = True) -> pd.DataFrame:
+    """Delivered payload rate (Mbit/s) per time bin, one column per group of `by` (any of
+    transport, host, qp, plane, ev, ev_plane, ev_spine). Index: bin start, seconds from t0."""
+    rx = first_arrivals(pk) if unique else data_packets(pk, "rx")
+    if t0_ns is None:
+        t0_ns = int(pk["time_ns"].min()) if len(pk) else 0
+    bin_ns = int(bin_ms * 1e6)
+    if len(rx) == 0:
+        return pd.DataFrame(index=pd.Index([], name="t_s"))
+    b = (rx["time_ns"].to_numpy() - t0_ns) // bin_ns
+    bytes_ = rx["payload_len"].fillna(0).to_numpy(dtype=np.int64)
+    frame = pd.DataFrame({"bin": b, "bytes": bytes_})
+    by = list(by)
+    for c in by:
+        frame[c] = rx[c].astype(object).to_numpy()
+    table = frame.pivot_table(index="bin", columns=by or None, values="bytes", aggfunc="sum",
+                              fill_value=0) if by else frame.groupby("bin")["bytes"].sum().to_frame("all")
+    full = np.arange(0, int(b.max()) + 1)
+    table = table.reindex(full, fill_value=0)
+    table.index = pd.Index(full * bin_ns / 1e9, name="t_s")
+    return table * 8 / (bin_ns / 1e9) / 1e6
+
+
+def load_by(pk: pd.DataFrame, key, direction: str = "tx") -> pd.Series:
+    """Bytes sent (frame sizes of data packets) per plane / path: key 'plane', 'ev', or a list
+    such as ['ev_plane', 'ev_spine'] (a path = plane + T1)."""
+    tx = data_packets(pk, direction)
+    return tx.groupby(key, observed=True)["size"].sum().astype(np.int64)
+
+
+def load_balance(pk: pd.DataFrame) -> dict:
+    """Jain index over planes and over (plane, spine) paths of transmitted data bytes."""
+    planes = load_by(pk, "plane")
+    paths = load_by(pk, ["ev_plane", "ev_spine"])
+    return {"plane_bytes": planes.to_dict(), "plane_jain": jain_index(planes.values),
+            "path_bytes": {f"p{p}s{s}": int(v) for (p, s), v in paths.items()},
+            "path_jain": jain_index(paths.values)}
+
+
+def reordering(pk: pd.DataFrame) -> pd.DataFrame:
+    """Reordering distance per received data packet: how many PSNs below the highest PSN already
+    received on the same (host, src, qp) it arrives (0 = in order). Retransmissions excluded
+    (their lateness is recovery, not reordering)."""
+    rx = data_packets(pk, "rx")
+    rx = rx[~rx["retx"]]
+    keys = [c for c in ("transport", "host", "src", "qp") if c in rx.columns]
+    if len(rx) == 0:
+        return pd.DataFrame(columns=keys + ["psn", "distance"])
+    psn = rx["psn"].astype(np.int64)
+    highest = psn.groupby([rx[k].astype(object) for k in keys], sort=False).cummax()
+    out = rx[keys + ["time_ns"]].copy()
+    out["psn"] = psn.to_numpy()
+    out["distance"] = (highest - psn).to_numpy()
+    return out
+
+
+def packet_retransmissions(pk: pd.DataFrame) -> pd.DataFrame:
+    """Transmitted data packets with the retransmission flag, per transport/host/plane."""
+    tx = data_packets(pk, "tx")
+    keys = [c for c in ("transport", "host", "plane") if c in tx.columns]
+    g = tx.groupby(keys, observed=True)
+    return pd.DataFrame({"sent": g.size(), "retransmitted": g["retx"].sum()}).reset_index()
+
+
+# ---------------------------------------------------------------- events
+
+
+def _events(ev: pd.DataFrame, name: str) -> pd.DataFrame:
+    if len(ev) == 0 or "event" not in ev:
+        return pd.DataFrame()
+    return ev[ev["event"] == name].dropna(axis=1, how="all")
+
+
+def log_goodput_series(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = None,
+                       counter: str = "rx_bytes") -> pd.DataFrame:
+    """Rate (Mbit/s) per host from the endpoints' cumulative `goodput` events, resampled to bins."""
+    g = _events(ev, "goodput")
+    if len(g) == 0 or counter not in g:
+        return pd.DataFrame(index=pd.Index([], name="t_s"))
+    if t0_ns is None:
+        t0_ns = int(ev["t_ns"].min())
+    bin_ns = int(bin_ms * 1e6)
+    cols = {}
+    for host, h in g.groupby("host", observed=True):
+        h = h.sort_values("t_ns")
+        b = (h["t_ns"].to_numpy() - t0_ns) // bin_ns
+        last = pd.Series(h[counter].to_numpy(dtype=float), index=b).groupby(level=0).max()
+        cols[host] = last
+    table = pd.DataFrame(cols)
+    full = np.arange(int(table.index.min()), int(table.index.max()) + 1)
+    table = table.reindex(full).ffill().fillna(0).diff().clip(lower=0).fillna(0)
+    table.index = pd.Index(full * bin_ns / 1e9, name="t_s")
+    return table * 8 / (bin_ns / 1e9) / 1e6
+
+
+def retransmission_causes(ev: pd.DataFrame) -> pd.DataFrame:
+    """Count of `retransmit` events per host and reason (timeout, sack_gap, nack_trimmed, ...)."""
+    r = _events(ev, "retransmit")
+    if len(r) == 0:
+        return pd.DataFrame(columns=["host", "reason", "count"])
+    return (r.groupby(["host", "reason"], observed=True).size()
+            .rename("count").reset_index())
+
+
+def ev_state_intervals(ev: pd.DataFrame, end_ns: int | None = None) -> pd.DataFrame:
+    """One row per (host, qp, ev) stretch in one state: start_ns, end_ns, state, reason."""
+    s = _events(ev, "ev_state")
+    cols = ["host", "qp", "ev", "plane", "state", "start_ns", "end_ns", "reason"]
+    if len(s) == 0:
+        return pd.DataFrame(columns=cols)
+    if end_ns is None:
+        end_ns = int(ev["t_ns"].max())
+    s = s.sort_values("t_ns", kind="stable")
+    out = []
+    for (host, qp, e), grp in s.groupby(["host", "qp", "ev"], observed=True, sort=False):
+        t = grp["t_ns"].to_numpy()
+        ends = np.append(t[1:], max(end_ns, int(t[-1])))
+        for i, row in enumerate(grp.itertuples(index=False)):
+            out.append((host, int(qp), int(e), int(getattr(row, "plane", -1) if hasattr(row, "plane") else -1),
+                        row.new, int(t[i]), int(ends[i]), getattr(row, "reason", None)))
+    return pd.DataFrame(out, columns=cols)
+
+
+def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = None,
+                    end_ns: int | None = None) -> pd.DataFrame:
+    """EV x time-bin matrix of state codes (index of EV_STATES; NaN = no state known yet).
+    Rows are 'host/qp/ev' labels; a bin shows the worst state held during it."""
+    iv = ev_state_intervals(ev, end_ns)
+    if len(iv) == 0:
+        return pd.DataFrame()
+    t0 = int(ev["t_ns"].min()) if t0_ns is None else t0_ns
+    end = int(iv["end_ns"].max()) if end_ns is None else end_ns
+    bin_ns = int(bin_ms * 1e6)
+    nbins = max(1, int((end - t0) // bin_ns) + 1)
+    # a bin shows the worst state held in it: DENIED > ASSUMED_BAD > UNKNOWN > GOOD
+    severity = {"GOOD": 0, "UNKNOWN": 1, "ASSUMED_BAD": 2, "DENIED": 3}
+    rows, worst = {}, {}
+    for r in iv.itertuples(index=False):
+        label = f"{r.host}/qp{r.qp}/ev{r.ev:#010x}"
+        row = rows.setdefault(label, np.full(nbins, np.nan))
+        sev = worst.setdefault(label, np.full(nbins, -1))
+        a = int(max(0, (r.start_ns - t0) // bin_ns))
+        b = int(min(nbins - 1, max(a, (r.end_ns - 1 - t0) // bin_ns)))
+        state = r.state if r.state in EV_STATES else "UNKNOWN"
+        level = severity[state]
+        upd = sev[a:b + 1] < level
+        row[a:b + 1][upd] = EV_STATES.index(state)
+        sev[a:b + 1][upd] = level
+    m = pd.DataFrame(rows).T.sort_index()
+    m.columns = pd.Index(np.arange(nbins) * bin_ns / 1e9, name="t_s")
+    return m
+
+
+def iteration_times(ev: pd.DataFrame) -> pd.DataFrame:
+    """Collective iterations: one row per (transport, iter) with the slowest rank's duration
+    (a collective ends when its last rank ends) and bytes."""
+    it = _events(ev, "iteration")
+    cols = ["transport", "collective", "iter", "start_ns", "end_ns", "duration_s", "bytes", "ranks",
+            "verified"]
+    if len(it) == 0:
+        return pd.DataFrame(columns=cols)
+    it = it.copy()
+    if "transport" not in it:
+        it["transport"] = "?"
+    g = it.groupby(["transport", "collective", "iter"], observed=True)
+    out = g.agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"), bytes=("bytes", "max"),
+                ranks=("host", "nunique"),
+                verified=("verified", lambda v: bool(pd.Series(v).fillna(False).astype(bool).all())))
+    out["duration_s"] = (out["end_ns"] - out["start_ns"]) / 1e9
+    return out.reset_index()[cols]
+
+
+def iteration_bandwidth(iters: pd.DataFrame, world_size: int | None = None) -> pd.DataFrame:
+    """iteration_times plus algbw/busbw (bytes/s, NCCL definition) per iteration."""
+    out = iters.copy()
+    if len(out) == 0:
+        out["algbw_Bps"] = out["busbw_Bps"] = []
+        return out
+    algs, buses = [], []
+    for r in out.itertuples(index=False):
+        n = world_size or int(r.ranks)
+        try:
+            a, b = bus_bandwidth(r.bytes, r.duration_s, n, r.collective)
+        except ValueError:
+            a, b = float(r.bytes) / r.duration_s, float("nan")
+        algs.append(float(a))
+        buses.append(float(b))
+    out["algbw_Bps"] = algs
+    out["busbw_Bps"] = buses
+    return out
+
+
+# ---------------------------------------------------------------- recovery
+
+
+def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
+                       counter: str = "rx_bytes", **kw) -> pd.DataFrame:
+    """Recovery time (ms) of every fault, by analysis.recovery's definition (imported, never
+    redefined here): cumulative delivered bytes = the hosts' `goodput` events summed
+    (recovery.aggregate_cumulative); expected rate = pre-fault steady goodput x the surviving
+    capacity fraction after the fault (recovery.surviving_capacity_fraction over the fault log
+    applied in order); evaluation ends at the next fault. recovery_ms is NaN when the goodput
+    never recovers (the definition's None). kw go to recovery.recovery_time_ms."""
+    from analysis import recovery
+    cols = ["t_ns", "action", "a", "b", "expected_mbit", "recovery_ms", "recovered"]
+    g = _events(ev, "goodput")
+    if len(faults) == 0 or len(g) == 0 or counter not in g:
+        return pd.DataFrame(columns=cols)
+    per_host = {str(h): list(zip(x["t_ns"].astype(float), x[counter].astype(float)))
+                for h, x in g.groupby("host", observed=True)}
+    samples = recovery.aggregate_cumulative(per_host)
+    faults = faults.sort_values("t_ns", kind="stable").reset_index(drop=True)
+    first_t = float(faults["t_ns"].iloc[0])
+    steady = recovery.steady_goodput_bps(samples, samples[0][0] if samples else 0, first_t)
+    capacity: dict = {}
+    rows = []
+    for i, f in faults.iterrows():
+        fault = {k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
+        if topology is not None:
+            capacity = recovery.apply_fault_to_capacity(topology, capacity, fault)
+            fraction = recovery.surviving_capacity_fraction(topology, capacity)
+        else:
+            fraction = 1.0
+        until = float(faults["t_ns"].iloc[i + 1]) if i + 1 < len(faults) else None
+        expected = steady * fraction if steady else None
+        rec = None
+        if expected and expected > 0:
+            rec = recovery.recovery_time_ms(samples, float(f["t_ns"]), expected, until_ns=until, **kw)
+        rows.append((int(f["t_ns"]), f.get("action"), f.get("a"), f.get("b"),
+                     (expected or float("nan")) * 8 / 1e6,
+                     float("nan") if rec is None else rec, rec is not None))
+    return pd.DataFrame(rows, columns=cols)
+
+
+# ---------------------------------------------------------------- a whole run
+
+
+@dataclass
+class TransportData:
+    name: str
+    directory: Path
+    packets: pd.DataFrame
+    events: pd.DataFrame
+    faults: pd.DataFrame
+    summary: dict
+    problems: list[str] = field(default_factory=list)
+    topology: object = None     # emulation.topology.Topology of the run's fabric, if known
+
+
+@dataclass
+class RunAnalysis:
+    run_dir: Path
+    transports: dict[str, TransportData]
+    t0_ns: int
+    bin_ms: float
+    summary: dict
+
+    def all_faults(self) -> pd.DataFrame:
+        frames = [t.faults.assign(transport=n) for n, t in self.transports.items() if len(t.faults)]
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+            columns=["t_ns", "action", "a", "b", "transport"])
+
+
+def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
+    """Load every transport of a run directory (captures, event logs, fault log, summary)."""
+    from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
+    from analysis.pcap import load_captures
+    run_dir = Path(run_dir)
+    transports = {}
+    starts = []
+    for name, d in transport_dirs(run_dir).items():
+        pk = load_captures(d, transport=name)
+        events = load_events(d)
+        raw_faults = load_faults(d)
+        faults = raw_faults[raw_faults["action"].isin(FAULT_ACTIONS)].reset_index(drop=True)
+        faults.attrs = dict(raw_faults.attrs)
+        problems = list(events.attrs.get("log_problems", [])) + list(faults.attrs.get("log_problems", []))
+        for rep in pk.attrs.get("pcap_reports", []):
+            problems += [f"{Path(rep['path']).name}: {p}" for p in rep.get("problems", [])]
+        transports[name] = TransportData(name, d, pk, events, faults, load_summary(d), problems,
+                                         run_topology(d) or run_topology(run_dir))
+        for df, col in ((pk, "time_ns"), (events, "t_ns")):
+            if len(df):
+                starts.append(int(df[col].min()))
+    t0 = min(starts) if starts else 0
+    return RunAnalysis(run_dir, transports, t0, bin_ms, load_summary(run_dir))
+
+
+def transport_metrics(td: TransportData, t0_ns: int, bin_ms: float = 10.0) -> dict:
+    """Headline numbers of one transport (the comparison table's row)."""
+    row: dict = {"transport": td.name}
+    gp = log_goodput_series(td.events, bin_ms, t0_ns)
+    if gp.shape[1] == 0:
+        gp = goodput_series(td.packets, bin_ms, by=("host",), t0_ns=t0_ns)
+    total = gp.sum(axis=1) if gp.shape[1] else pd.Series(dtype=float)
+    row["goodput_mean_mbit"] = float(total.mean()) if len(total) else float("nan")
+    row["goodput_p5_mbit"] = float(total.quantile(0.05)) if len(total) else float("nan")
+    world = td.summary.get("world_size") if isinstance(td.summary, dict) else None
+    it = iteration_bandwidth(iteration_times(td.events), world_size=world)
+    row["iterations"] = int(len(it))
+    row["iter_median_ms"] = float(it["duration_s"].median() * 1e3) if len(it) else float("nan")
+    row["iter_p99_ms"] = float(it["duration_s"].quantile(0.99) * 1e3) if len(it) else float("nan")
+    row["busbw_median_mbit"] = float(it["busbw_Bps"].median() * 8 / 1e6) if len(it) else float("nan")
+    rc = retransmission_causes(td.events)
+    row["retransmits"] = int(rc["count"].sum()) if len(rc) else 0
+    pr = packet_retransmissions(td.packets) if len(td.packets) else pd.DataFrame()
+    row["retx_packets_captured"] = int(pr["retransmitted"].sum()) if len(pr) else 0
+    if len(td.packets):
+        lb = load_balance(td.packets)
+        row["plane_jain"] = lb["plane_jain"]
+        row["path_jain"] = lb["path_jain"]
+        ro = reordering(td.packets)
+        row["reorder_p99"] = float(ro["distance"].quantile(0.99)) if len(ro) else float("nan")
+    rec = recovery_per_fault(td.faults, td.events, td.topology) if len(td.faults) else pd.DataFrame()
+    if len(rec):
+        first = rec.iloc[0]
+        row["recovery_first_fault_ms"] = float(first["recovery_ms"])
+        row["recovery_max_ms"] = float(rec["recovery_ms"].max())
+        row["faults_not_recovered"] = int((~rec["recovered"].astype(bool)).sum())
+    row["problems"] = len(td.problems)
+    return row
+
+
+def compare_transports(run: RunAnalysis) -> pd.DataFrame:
+    """Side-by-side table, one row per transport."""
+    rows = [transport_metrics(td, run.t0_ns, run.bin_ms) for td in run.transports.values()]
+    return pd.DataFrame(rows).set_index("transport") if rows else pd.DataFrame()
