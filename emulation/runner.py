@@ -241,6 +241,10 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
 
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / "pcaps").mkdir(exist_ok=True)
+    # tcpdump stamps packets with the wall clock; logs use CLOCK_MONOTONIC. Two readings taken
+    # back to back let analysis put pcap times on the monotonic axis (analysis.pcap.ClockOffset).
+    (tdir / "clock.json").write_text(json.dumps(
+        {"monotonic_ns": time.monotonic_ns(), "realtime_ns": time.time_ns()}))
     routing, convergence = scn.routing_for(transport)
     config = worker_config(scn, transport, tdir)
     (tdir / "worker.json").write_text(json.dumps(config, indent=2))
@@ -409,6 +413,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "routing": scn.routing_for(transport)[0],
         "dynamic_convergence_s": scn.routing_for(transport)[1],
         "collective": coll.kind,
+        "world_size": len(scn.topology.hosts),
         "message_bytes": coll.message_bytes,
         "qps_per_peer": coll.qps_per_peer,
         "iterations_planned": coll.iterations,
