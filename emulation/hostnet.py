@@ -1,0 +1,149 @@
+"""Host and link configuration as plain argv lists (pure: no Mininet, no subprocess).
+
+Why lists: every command the fabric runs is built here, so unit tests can check exactly what would
+be executed without root, and the fabric can run each one checked (raise with the command and its
+stderr), instead of Mininet's habit of logging tc failures and carrying on.
+
+Host networking contract (see the brief): host n has one interface per plane h{n}-p{plane} with MAC
+topology.nic_mac and address topology.nic_addr/64 (no DAD), a route for the plane prefix, permanent
+neighbours for every other host on the plane (the fabric carries no ND), checksum offload off (the
+userspace OVS datapath does not complete partial checksums), and no IPv6 autoconfiguration noise.
+"""
+from __future__ import annotations
+
+import ipaddress
+
+from emulation.topology import USID_LOCATOR, Topology, plane_prefix
+
+# Link options Mininet's TCLink accepts that need sch_netem / RED, which this kernel lacks.
+NETEM_OPTIONS = ("delay", "jitter", "loss", "enable_ecn", "enable_red", "max_queue_size")
+
+# HTB handle used on every fabric interface (root qdisc 5:, one class 5:1 carrying everything).
+HTB_HANDLE = "5:"
+HTB_CLASS = "5:1"
+
+
+class LinkOptionError(ValueError):
+    """A link option this emulator cannot honour; the message says what to use instead."""
+
+
+def validate_link_options(options: dict | None) -> None:
+    """Reject netem-style options up front: silently ignoring them would fake an experiment."""
+    for key in sorted(options or {}):
+        if key in NETEM_OPTIONS:
+            raise LinkOptionError(
+                f"link option {key!r} needs sch_netem/RED, which this kernel does not have "
+                f"(userspace OVS, no netem). Inject loss with the fault API instead: "
+                f"`mrclab link loss A B PERCENT` / POST /fault {{\"action\": \"gray_loss\"}}; "
+                f"ECN marking with `mrclab link ecn`; rates come from --host-mbit/--fabric-mbit.")
+        raise LinkOptionError(f"unknown link option {key!r}; link rates are set by the fabric spec "
+                              f"(host_link_mbit, fabric_link_mbit)")
+
+
+def _sysctl(key: str, value: int | str) -> list[str]:
+    return ["sysctl", "-q", "-w", f"{key}={value}"]
+
+
+def namespace_sysctl_argvs() -> list[list[str]]:
+    """Namespace-wide IPv6 defaults of a host: no router advertisements, no autoconf, no DAD."""
+    out = []
+    for scope in ("all", "default"):
+        out += [
+            _sysctl(f"net.ipv6.conf.{scope}.accept_ra", 0),
+            _sysctl(f"net.ipv6.conf.{scope}.autoconf", 0),
+            _sysctl(f"net.ipv6.conf.{scope}.accept_dad", 0),
+            _sysctl(f"net.ipv6.conf.{scope}.dad_transmits", 0),
+            _sysctl(f"net.ipv6.conf.{scope}.router_solicitations", 0),
+        ]
+    return out
+
+
+def intf_quiet_sysctl_argvs(intf: str) -> list[list[str]]:
+    """Per-interface: no link-local address (addr_gen_mode 1), so no DAD/RS/MLD from it."""
+    return [
+        _sysctl(f"net.ipv6.conf.{intf}.accept_ra", 0),
+        _sysctl(f"net.ipv6.conf.{intf}.autoconf", 0),
+        _sysctl(f"net.ipv6.conf.{intf}.accept_dad", 0),
+        _sysctl(f"net.ipv6.conf.{intf}.dad_transmits", 0),
+        _sysctl(f"net.ipv6.conf.{intf}.router_solicitations", 0),
+        _sysctl(f"net.ipv6.conf.{intf}.addr_gen_mode", 1),
+    ]
+
+
+def offload_off_argv(intf: str) -> list[str]:
+    return ["ethtool", "-K", intf, "tx", "off", "rx", "off"]
+
+
+def usid_block() -> str:
+    """The SRv6 uSID locator block (fcbb:bb00::/32) as a prefix."""
+    return f"{ipaddress.IPv6Address(USID_LOCATOR << 96)}/32"
+
+
+def usid_blackhole_argv() -> list[str]:
+    """Hosts are not SRv6 nodes: drop uSID-addressed packets silently. Without this the kernel
+    answers every source-routed packet that reaches it with ICMPv6 "no route" (rate limited),
+    stray traffic that shows up in port counters and captures."""
+    return ["ip", "-6", "route", "replace", "blackhole", usid_block()]
+
+
+def host_argvs(topo: Topology, n: int) -> list[list[str]]:
+    """Every command (run inside host n's namespace, in order) that configures host n."""
+    host = topo.host(n)
+    out = namespace_sysctl_argvs()
+    out.append(usid_blackhole_argv())
+    for plane in range(topo.spec.planes):
+        intf = f"{host.name}-p{plane}"
+        out.append(["ip", "link", "set", "dev", intf, "down"])
+        out += intf_quiet_sysctl_argvs(intf)
+        out.append(["ip", "addr", "flush", "dev", intf])
+        out.append(["ip", "link", "set", "dev", intf, "address", topo.nic_mac(n, plane)])
+        out.append(["ip", "link", "set", "dev", intf, "up"])
+        out.append(["ip", "-6", "addr", "add", f"{topo.nic_addr(n, plane)}/64", "dev", intf,
+                    "nodad"])
+        out.append(["ip", "-6", "route", "replace", plane_prefix(plane), "dev", intf])
+        for other in topo.hosts:
+            if other.index == n:
+                continue
+            out.append(["ip", "-6", "neigh", "replace", topo.nic_addr(other.index, plane),
+                        "lladdr", topo.nic_mac(other.index, plane), "dev", intf,
+                        "nud", "permanent"])
+        out.append(offload_off_argv(intf))
+    return out
+
+
+def switch_intf_argvs(intf: str) -> list[list[str]]:
+    """Switch-side veth ends live in the root namespace: keep the root kernel off them."""
+    return [
+        _sysctl(f"net.ipv6.conf.{intf}.disable_ipv6", 1),
+        offload_off_argv(intf),
+    ]
+
+
+def htb_argvs(intf: str, mbit: float) -> list[list[str]]:
+    """HTB shaping of one interface's egress to `mbit` (what TCIntf does for bw=, minus netem)."""
+    if mbit <= 0:
+        raise ValueError(f"rate of {intf} must be positive, got {mbit} Mbit/s")
+    rate = f"{mbit:g}mbit"
+    # Burst of at least 10 full frames, so a 100 Mbit/s link is not limited by timer granularity.
+    burst = max(15000, int(mbit * 1e6 / 8 / 1000))
+    return [
+        ["tc", "qdisc", "replace", "dev", intf, "root", "handle", HTB_HANDLE, "htb",
+         "default", "1"],
+        ["tc", "class", "replace", "dev", intf, "parent", HTB_HANDLE, "classid", HTB_CLASS,
+         "htb", "rate", rate, "ceil", rate, "burst", str(burst), "cburst", str(burst)],
+    ]
+
+
+def set_controller_argv(bridges: list[str], target: str) -> list[str]:
+    """One ovs-vsctl transaction pointing every bridge at the controller."""
+    argv = ["ovs-vsctl", "--timeout=20"]
+    for br in bridges:
+        argv += ["--", "set-controller", br, target]
+    for br in bridges:
+        # Reconnect fast (default backoff is 8 s) so a restarted controller takes over quickly.
+        argv += ["--", "set", "controller", br, "max_backoff=1000"]
+    return argv
+
+
+def ofport_query_argv(intf: str) -> list[str]:
+    return ["ovs-vsctl", "--timeout=10", "get", "Interface", intf, "ofport"]

@@ -1,0 +1,97 @@
+"""`mrclab fabric --check` in both routing modes (subprocess), cleanup after a SIGKILLed fabric
+process (by `mrclab clean` and by the next Fabric start), the fabric lock. No fabric is held
+by this module between tests (each test needs the lock itself)."""
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from emulation import cleanup
+from emulation.fabric import Fabric
+from emulation.topology import FabricSpec
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+MRCLAB = [sys.executable, "-m", "emulation.cli"]
+TINY = FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)
+
+
+def assert_nothing_left():
+    left = cleanup.find_leftovers()
+    assert left.empty(), left.describe()
+    links = cleanup.root_links()
+    assert not [n for n in links if cleanup.is_our_switch_intf(n) or cleanup.is_our_switch(n)]
+
+
+@pytest.mark.parametrize("routing", ["srv6", "ecmp"])
+def test_mrclab_fabric_check_exits_0(routing):
+    run = subprocess.run(MRCLAB + ["fabric", "--planes", "2", "--groups", "2", "--spines", "2",
+                                   "--hosts", "2", "--routing", routing, "--check"],
+                         cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = [l for l in run.stdout.splitlines() if l.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fabric check ok: " + routing), run.stdout
+    assert_nothing_left()
+
+
+KILLED_FABRIC = """
+import sys, time
+from emulation.fabric import Fabric
+from emulation.topology import FabricSpec
+with Fabric(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)) as fab:
+    fab.popen_in_host(0, ["sleep", "600"])
+    print("up", flush=True)
+    time.sleep(600)
+"""
+
+
+def start_and_kill_fabric() -> cleanup.Leftovers:
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_FABRIC], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "up", proc.stderr.read() if proc.poll() is not None else line
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    time.sleep(0.5)
+    left = cleanup.find_leftovers()
+    assert left.bridges and left.controller_pid, left.describe()
+    return left
+
+
+def test_cleanup_after_sigkill_by_mrclab_clean():
+    left = start_and_kill_fabric()
+    run = subprocess.run(MRCLAB + ["clean"], cwd=REPO, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "t0p0g0" in run.stdout
+    assert_nothing_left()
+    for pid in [left.controller_pid, *left.host_shells, *left.namespace_pids]:
+        assert not os.path.exists(f"/proc/{pid}") or cleanup._is_zombie(pid), pid
+
+
+def test_cleanup_after_sigkill_by_next_fabric():
+    start_and_kill_fabric()
+    with Fabric(TINY) as fab:
+        fab.cmd_in_host(0, ["ping", "-6", "-c", "1", "-W", "2", fab.topo.nic_addr(1, 0)])
+    assert_nothing_left()
+
+
+def test_lock_timeout_names_holder():
+    from emulation.fabric import FabricLockTimeout, acquire_fabric_lock, release_fabric_lock
+    fd = acquire_fabric_lock(timeout_s=300)
+    try:
+        code = ("from emulation.fabric import acquire_fabric_lock\n"
+                "acquire_fabric_lock(timeout_s=0.5)\n")
+        run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
+                             text=True, timeout=60)
+        assert run.returncode != 0
+        assert f"held by pid {os.getpid()}" in run.stderr and "FabricLockTimeout" in run.stderr
+    finally:
+        release_fabric_lock(fd)

@@ -1,0 +1,97 @@
+"""mrclab argument handling: bad input -> clear message, exit 2; missing modules don't break it."""
+import pytest
+
+from emulation import cli
+
+
+def run(capsys, *argv):
+    try:
+        rc = cli.main(list(argv))
+    except SystemExit as e:
+        rc = e.code
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_no_subcommand_is_usage_error(capsys):
+    rc, _, err = run(capsys)
+    assert rc == 2 and "required" in err
+
+
+@pytest.mark.parametrize("argv", [
+    ["fabric", "--planes", "0"], ["fabric", "--planes", "two"], ["fabric", "--routing", "ospf"],
+    ["link", "loss", "t0p0g0", "t1p0s0", "lots"], ["link", "explode", "a", "b"],
+    ["link", "loss", "a", "b", "5", "--direction", "sideways"], ["link", "down", "t0p0g0"],
+    ["clear-all"],
+])
+def test_argument_errors_exit_2(capsys, argv):
+    rc, _, err = run(capsys, *argv)
+    assert rc == 2
+    assert "error" in err
+
+
+def test_spec_out_of_range_names_field(capsys):
+    rc, _, err = run(capsys, "fabric", "--planes", "9", "--check")
+    assert rc == 2 and "planes must be between 1 and 8" in err
+
+
+def test_netem_flags_explained(capsys):
+    rc, _, err = run(capsys, "fabric", "--delay", "10ms")
+    assert rc == 2 and "netem" in err and "gray_loss" in err
+
+
+def test_unknown_bench(capsys):
+    rc, _, err = run(capsys, "bench", "warp")
+    assert rc == 2 and "unknown benchmark 'warp'" in err and "codec" in err
+
+
+def test_missing_module_not_available(capsys, monkeypatch):
+    monkeypatch.setitem(cli.DISPATCH, "run", "emulation.no_such_module_xyz:main")
+    rc, _, err = run(capsys, "run", "x.toml")
+    assert rc == 2 and "not available yet: emulation.no_such_module_xyz" in err
+
+
+def test_missing_function_not_available(capsys, monkeypatch):
+    monkeypatch.setitem(cli.BENCHES, "codec", "emulation.topology:no_such_bench")
+    rc, _, err = run(capsys, "bench", "codec")
+    assert rc == 2 and "not available yet: emulation.topology:no_such_bench" in err
+
+
+def test_dispatch_passes_argv_and_exit_code(capsys, monkeypatch, tmp_path):
+    mod = tmp_path / "mrclab_fake_cli_mod.py"
+    mod.write_text("seen = []\ndef main(argv):\n    seen.append(argv)\n    return 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli.DISPATCH, "analyze", "mrclab_fake_cli_mod:main")
+    rc, _, _ = run(capsys, "analyze", "results/x", "--plots")
+    import mrclab_fake_cli_mod
+    assert rc == 3 and mrclab_fake_cli_mod.seen == [["results/x", "--plots"]]
+
+
+def test_bench_all_runs_available_and_reports_missing(capsys, monkeypatch, tmp_path):
+    (tmp_path / "mrclab_fake_bench.py").write_text(
+        "calls = []\ndef a(argv):\n    calls.append('a')\n    print('figure a')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cli, "BENCHES", {"a": "mrclab_fake_bench:a",
+                                         "b": "mrclab_missing_bench_xyz:b"})
+    rc, out, err = run(capsys, "bench", "all")
+    assert rc == 0 and "figure a" in out and "not available yet: b" in err
+
+
+def test_import_error_inside_module_is_not_masked(monkeypatch, tmp_path):
+    (tmp_path / "mrclab_broken_mod.py").write_text("import mrclab_dependency_missing_xyz\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError):
+        cli.resolve("mrclab_broken_mod:main")
+
+
+def test_fault_bodies():
+    p = cli.build_parser()
+    body = cli._fault_body(p.parse_args(["link", "loss", "t0p0g0", "t1p0s0", "5",
+                                         "--direction", "a->b"]))
+    assert body == {"action": "gray_loss", "a": "t0p0g0", "b": "t1p0s0", "percent": 5.0,
+                    "direction": "a->b"}
+    assert cli._fault_body(p.parse_args(["link", "blackhole", "t1p0s0"])) == \
+        {"action": "blackhole", "a": "t1p0s0"}
+    assert cli._fault_body(p.parse_args(["link", "clear", "ecn", "t0p0g0", "t1p0s0"])) == \
+        {"action": "ecn_clear", "a": "t0p0g0", "b": "t1p0s0"}
+    assert cli._fault_body(p.parse_args(["link", "flap", "a", "b", "--count", "2"]))["count"] == 2
