@@ -228,6 +228,78 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
     return fig
 
 
+def victim_goodput_figure(run: m.RunAnalysis):
+    """Incast: goodput of the victim flow (worker log at its destination) per transport, with
+    the trimming option of each transport's run in the legend. None when there is no victim."""
+    from analysis import trimming as tr
+    series = {}
+    for name, td in run.transports.items():
+        v = tr.victim_goodput(td.directory, bin_ms=100.0, t0_ns=run.t0_ns)
+        if v is not None and len(v["series"]):
+            series[name] = v
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(10, 4))
+    for name, v in series.items():
+        t = (run.transports[name].summary or {}).get("trimming") or {}
+        opt = "trim+mark" if t.get("trim") else ("mark" if t.get("mark") else "no trimming")
+        mean = "-" if v["mean_mbit"] is None else f"{v['mean_mbit']:.1f}"
+        ax.plot(v["series"].index, v["series"].values, drawstyle="steps-post", lw=1.4,
+                color=TRANSPORT_COLORS.get(name),
+                label=f"{name} ({opt}): mean {mean} Mbit/s")
+    first = next(iter(series.values()))
+    ax.set(title=f"Incast victim flow {first['src']} -> {first['dst']}: goodput (100 ms bins)",
+           xlabel="time since run start (s)", ylabel="goodput (Mbit/s)")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper right", fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def trim_figure(run: m.RunAnalysis):
+    """Per switch port: marked and trimmed packets (left), and per transport: trims, NACKs,
+    retransmissions by cause and ASSUMED_BAD transitions (right). None without counters."""
+    from analysis import trimming as tr
+    ports = {n: tr.port_table(tr.load_trim_counters(td.directory))
+             for n, td in run.transports.items()}
+    ports = {n: p for n, p in ports.items() if len(p)}
+    if not ports:
+        return None
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.5), gridspec_kw={"width_ratios": [3, 2]})
+    names = sorted(set().union(*(set(p["port"]) for p in ports.values())))
+    busy = [p for p in names if any(int(df.loc[df["port"] == p, ["marked", "trimmed"]].sum().sum())
+                                    for df in ports.values())] or names[:8]
+    x = np.arange(len(busy))
+    width = 0.8 / (2 * len(ports))
+    for i, (name, df) in enumerate(ports.items()):
+        d = df.set_index("port").reindex(busy).fillna(0)
+        color = TRANSPORT_COLORS.get(name)
+        ax1.bar(x + (2 * i) * width, d["marked"], width, color=color, alpha=0.5,
+                label=f"{name} marked")
+        ax1.bar(x + (2 * i + 1) * width, d["trimmed"], width, color=color, hatch="//",
+                label=f"{name} trimmed")
+    ax1.set_xticks(x + 0.4 - width / 2, busy, rotation=60, ha="right", fontsize=7)
+    ax1.set(title="Switch egress ports with marks or trims", ylabel="packets")
+    ax1.legend(fontsize=7)
+    rows = []
+    for name, td in run.transports.items():
+        s = td.summary or {}
+        rc = s.get("retransmits_by_reason") or {}
+        rows.append((name, s.get("trimmed") or 0, s.get("nacks_sent") or 0,
+                     rc.get("nack_trimmed", 0), rc.get("timeout", 0), s.get("ev_assumed_bad") or 0))
+    labels = ["trimmed", "NACKs sent", "retx nack_trimmed", "retx timeout", "ASSUMED_BAD (fwd)"]
+    x2 = np.arange(len(labels))
+    w2 = 0.8 / max(1, len(rows))
+    for i, row in enumerate(rows):
+        ax2.bar(x2 + i * w2, row[1:], w2, color=TRANSPORT_COLORS.get(row[0]), label=row[0])
+    ax2.set_xticks(x2 + 0.4 - w2 / 2, labels, rotation=30, ha="right", fontsize=8)
+    ax2.set(title="Per transport", ylabel="count")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
 def figures(run: m.RunAnalysis) -> dict:
     """name -> Figure for every figure of a run."""
     out = {"goodput": goodput_figure(run)}
@@ -239,6 +311,10 @@ def figures(run: m.RunAnalysis) -> dict:
     first = next(iter(run.transports.values()), None)
     out["topology"] = topology_figure(first.topology if first else None,
                                       first.faults if first else None)
+    for name, make in (("trimming", trim_figure), ("victim_goodput", victim_goodput_figure)):
+        fig = make(run)
+        if fig is not None:
+            out[name] = fig
     return out
 
 

@@ -44,6 +44,23 @@ def write_report(run: m.RunAnalysis, figure_paths: dict, out_path) -> Path:
         f = faults.copy()
         f["t_s"] = (f["t_ns"] - run.t0_ns) / 1e9
         parts.append("<h2>Fault log</h2>" + _table(f.drop(columns=["t_ns"]).drop_duplicates()))
+    from analysis import trimming as tr
+    trim_rows = tr.comparison_rows([{"transport": n, **(td.summary or {})}
+                                    for n, td in run.transports.items()
+                                    if (td.summary or {}).get("trimming") is not None])
+    if len(trim_rows):
+        parts.append("<h2>In-fabric trimming and queue-based ECN</h2><p>Switch-port counters "
+                     "(trim_counters.json), NACKs and EV health from the endpoint logs; the "
+                     "victim flow's goodput from its destination's worker log.</p>"
+                     + _table(trim_rows.astype(object).where(trim_rows.notna(), None)
+                              .map(lambda v: json.dumps(v) if isinstance(v, dict) else v),
+                              "{:.1f}"))
+        for name, td in run.transports.items():
+            ports = tr.port_table(tr.load_trim_counters(td.directory))
+            busy = ports[(ports["marked"] > 0) | (ports["trimmed"] > 0) | (ports["dropped"] > 0)]
+            if len(ports):
+                parts.append(f"<h3>{html.escape(name)}: ports that marked, trimmed or dropped "
+                             f"({len(busy)} of {len(ports)})</h3>" + _table(busy.set_index("port")))
     rec_rows = []
     for name, td in run.transports.items():
         rec = m.recovery_per_fault(td.faults, td.events, td.topology)

@@ -65,6 +65,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("GET", "/faults"): lambda: b.faults(),
             ("GET", "/counters/ports"): lambda: b.port_counters(),
             ("GET", "/counters/flows"): lambda: b.flow_counters(),
+            ("GET", "/counters/trim"): lambda: b.trim_counters(),
             ("POST", "/hosts"): lambda: b.register_hosts(self._body()),
             ("POST", "/fault"): lambda: b.fault(self._body()),
         }

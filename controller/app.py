@@ -28,6 +28,7 @@ from emulation.topology import FabricSpec, Topology
 LOG = logging.getLogger("mrclab.controller")
 COMMAND_TIMEOUT_S = 10.0
 OPENFLOW_TIMEOUT_S = 5.0
+CLEANUP_TIMEOUT_S = 5.0
 
 
 def run_checked(argv: list[str]) -> str:
@@ -215,6 +216,24 @@ class FabricController:
     def flow_counters(self) -> dict:
         return self._require_openflow().flow_stats()
 
+    def trim_counters(self) -> dict:
+        """Per switch egress port counters of the trimming program (emulation/trimming.py reads
+        its BPF maps; this process runs in the root namespace, where the switch ports are)."""
+        from emulation import trimming
+        try:
+            return trimming.fabric_counters(self.topo)
+        except trimming.TrimmingError as err:
+            raise CommandError(str(err)) from None
+
+    def bpf_marker_state(self, intf: str) -> str:
+        """'active' if the trimming program (with its queue-based ECN) is on intf, else 'missing'."""
+        from emulation import trimming
+        try:
+            trimming.prog_id(intf)
+            return "active"
+        except trimming.TrimmingError:
+            return "missing"
+
     def _require_openflow(self):
         if self.openflow is None:
             raise TimeoutError("OpenFlow side not running")
@@ -312,11 +331,25 @@ class FabricController:
         self._clear_directional(f, "gray_loss", one)
 
     def _do_ecn_mark(self, f):
+        notes = []
+
         def one(ns, intf, s, r):
+            # The queue-based marker is the BPF program (emulation/trimming.py); this nftables
+            # rate marker is only the fallback where BPF is unavailable: say which case this is.
+            bpf = self.bpf_marker_state(intf) if not ns else "missing"
+            if bpf == "active":
+                note = (f"ecn_mark on {intf}: the in-fabric BPF virtual-queue marker is active "
+                        f"there; adding the nftables rate marker (fallback) on top of it")
+            else:
+                note = (f"ecn_mark on {intf}: no in-fabric BPF marker on this port; using the "
+                        f"nftables rate marker as the fallback")
+            LOG.warning("%s", note)
+            notes.append(note)
             for argv in F.ecn_mark_commands(ns, intf, f["rate_mbit"]):
                 self.run(argv)
             self.active[("ecn_mark", s, r)] = {"rate_mbit": f["rate_mbit"]}
         self._directional(f, "ecn_mark", one)
+        return {"marker": "nftables-fallback", "notes": notes}
 
     def _do_ecn_clear(self, f):
         def one(ns, intf, s, r):
@@ -627,16 +660,32 @@ def main(argv=None) -> int:
     LOG.info("API on 127.0.0.1:%d, OpenFlow on 127.0.0.1:%d, routing %s",
              api.port, args.of_port, args.routing)
 
-    def _stop(signum, frame):
-        raise SystemExit(0)
-    signal.signal(signal.SIGTERM, _stop)
+    stopping = threading.Lock()
+
+    def _cleanup_and_exit(code: int) -> None:
+        """clear_all + api.stop, then os._exit: os-ken's run_apps cannot be unwound from a
+        signal (its hub threads have no kill()), so nothing after this may depend on it."""
+        if not stopping.acquire(blocking=False):
+            return
+        worker = threading.Thread(target=lambda: (controller.clear_all(), api.stop()),
+                                  daemon=True, name="mrclab-shutdown")
+        worker.start()
+        worker.join(CLEANUP_TIMEOUT_S)
+        if worker.is_alive():
+            LOG.error("cleanup did not finish within %.0f s; exiting anyway", CLEANUP_TIMEOUT_S)
+        else:
+            LOG.info("controller stopped")
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: _cleanup_and_exit(0))
     try:
         AppManager.run_apps([__name__])
-    except (KeyboardInterrupt, SystemExit):
+    except KeyboardInterrupt:
         pass
-    finally:
-        controller.clear_all()
-        api.stop()
+    _cleanup_and_exit(0)
     return 0
 
 

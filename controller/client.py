@@ -63,6 +63,11 @@ class ControllerClient:
     def flow_counters(self) -> dict:
         return self._request("GET", "/counters/flows")
 
+    def trim_counters(self) -> dict:
+        """{switch egress interface: {offered_packets, marked, trimmed, dropped, ...}} of the
+        in-fabric trimming program ({} when the fabric runs without it)."""
+        return self._request("GET", "/counters/trim")
+
     # -- conveniences
 
     def link_down(self, a: str, b: str) -> dict:

@@ -6,6 +6,7 @@ Other engineers and other sessions share this machine, so nothing here matches b
   * Mininet host shells `bash ... -is mininet:h{n}` whose network namespace holds an h{n}-p{k}
     interface, plus every process still living in such a namespace (it would keep it alive);
   * nftables tables named mrclab_* in the root namespace;
+  * the trimming tc BPF program (emulation/trimming.py) on those switch-side veths;
   * the controller whose pid is in /run/mrclab/controller.pid, if it still is a controller.app.
 The name predicates are pure functions so unit tests can prove they never match foreign names.
 """
@@ -237,6 +238,9 @@ def clean(verbose: bool = False) -> Leftovers:
         _run(argv)
     # Userspace bridges leave a tap named after the bridge; veths may outlive a crashed run.
     links = set(root_links())
+    # A crashed trimming run may have left its tc BPF program on our switch ports: take it off
+    # first (only our interfaces; deleting the veth would drop it too, this makes it explicit).
+    detach_trim_programs(sorted(i for i in links if is_our_switch_intf(i)))
     for name in found.bridges + [i for i in links if is_our_switch_intf(i)]:
         if name in links:
             _run(["ip", "link", "del", "dev", name], check=False)
@@ -252,6 +256,22 @@ def clean(verbose: bool = False) -> Leftovers:
     if verbose:
         print(f"mrclab clean: removed {found.describe()}")
     return found
+
+
+def detach_trim_programs(intfs: list[str]) -> list[str]:
+    """Remove the trimming program (emulation/trimming.py) from these interfaces of ours; returns
+    the ones it was on. Best effort: a port that vanished meanwhile is skipped."""
+    from emulation import trimming
+    done = []
+    for intf in intfs:
+        if not is_our_switch_intf(intf):
+            raise ValueError(f"refusing to touch {intf!r}: not an MRC lab switch port")
+        try:
+            if trimming.detach(intf):
+                done.append(intf)
+        except trimming.TrimmingError:
+            continue
+    return done
 
 
 def write_state(state: dict) -> None:

@@ -8,6 +8,12 @@ Why built by hand instead of a Mininet Topo + TCLink: OpenFlow port numbers must
 (TCLink logs them and carries on; netem does not exist on this kernel). All argv lists come from
 emulation.hostnet; this module only runs them, checked.
 
+In-fabric trimming / virtual-queue ECN (issue 6, Fabric(trimming=...)): when on, every switch
+egress port gets trimming.port_qdisc_commands (HTB where trimmed headers overtake full packets)
+instead of the plain HTB, and the BPF program (emulation/bpf/trim.c) once the switches are up; at
+teardown the per-port counters are written to <run_dir>/trim_counters.json and the programs are
+detached. Off (the default) is exactly the fabric without it.
+
 One fabric per machine at a time: an exclusive flock on /run/mrclab/fabric.lock, held for the whole
 lifetime, so concurrent test sessions wait instead of tearing down each other's switches.
 """
@@ -26,7 +32,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from emulation import cleanup, hostnet
+from emulation import cleanup, hostnet, trimming as trim_mod
 from emulation.topology import FabricSpec, Topology
 
 LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
@@ -153,12 +159,14 @@ class Fabric:
     def __init__(self, spec: FabricSpec | Topology, routing: str = "srv6",
                  dynamic_convergence_s: float | None = None, run_dir: str | Path | None = None,
                  link_options: dict | None = None, of_port: int = OF_PORT,
-                 api_port: int = API_PORT, ready_timeout_s: float = 60.0):
+                 api_port: int = API_PORT, ready_timeout_s: float = 60.0,
+                 trimming=None):
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
             raise ValueError(f"dynamic_convergence_s must be >= 0, got {dynamic_convergence_s}")
         hostnet.validate_link_options(link_options)
+        self.trimming = trim_mod.trimming_options(trimming)   # None = off; raises on bad input
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -173,6 +181,7 @@ class Fabric:
         self._children: list[subprocess.Popen] = []
         self._old_handlers: dict = {}
         self._tmpdir = None
+        self._trim_attached = False
 
     # ------------------------------------------------------------ public helpers
 
@@ -277,6 +286,7 @@ class Fabric:
         self._configure_hosts()
         self._configure_switch_intfs()
         self._shape_links()
+        self._attach_trimming()
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
                                                 f"tcp:127.0.0.1:{self.of_port}"),
                     what="pointing bridges at the controller")
@@ -349,19 +359,70 @@ class Fabric:
                 for argv in hostnet.switch_intf_argvs(intf):
                     run_checked(argv, what=f"configuring {intf}")
 
+    def _switch_port_qdisc(self, intf: str, mbit: float) -> list[list[str]]:
+        if self.trimming is not None:
+            return trim_mod.port_qdisc_commands(intf, mbit)
+        return hostnet.htb_argvs(intf, mbit)
+
     def _shape_links(self) -> None:
-        """HTB on both ends of every link (host ends inside the host namespace)."""
+        """HTB on both ends of every link (host ends inside the host namespace); switch ends
+        get the header-priority HTB when trimming is on."""
         for link in self.topo.links:
             if link.kind == "host":
                 n = self.topo.host(link.a).index
                 for argv in hostnet.htb_argvs(link.a_intf, link.mbit):
                     self.cmd_in_host(n, argv)
-                for argv in hostnet.htb_argvs(link.b_intf, link.mbit):
+                for argv in self._switch_port_qdisc(link.b_intf, link.mbit):
                     run_checked(argv, what=f"shaping {link.b_intf}")
             else:
                 for intf in (link.a_intf, link.b_intf):
-                    for argv in hostnet.htb_argvs(intf, link.mbit):
+                    for argv in self._switch_port_qdisc(intf, link.mbit):
                         run_checked(argv, what=f"shaping {intf}")
+
+    def _attach_trimming(self) -> None:
+        """BPF virtual queue on every switch egress port (root namespace), when asked for."""
+        if self.trimming is None:
+            return
+        self._trim_attached = True   # from here on teardown detaches (also after a failure)
+        try:
+            applied = trim_mod.attach_fabric(self.topo, self.trimming.mark, self.trimming.trim)
+        except (trim_mod.TrimmingError, ValueError) as e:
+            raise FabricError(f"attaching the trimming program: {e}") from None
+        (self.run_dir / "trimming.json").write_text(json.dumps(
+            {"mark": self.trimming.mark, "trim": self.trimming.trim,
+             "ports": {intf: {"rate_mbit": c.rate_mbit, "ecn_min_bytes": c.ecn_min_bytes,
+                              "ecn_max_bytes": c.ecn_max_bytes, "trim_bytes": c.trim_bytes,
+                              "last_hop": c.last_hop, "mark": c.mark, "trim": c.trim}
+                       for intf, c in applied.items()}}, indent=1))
+
+    def trim_counters(self) -> dict:
+        """{switch egress interface: counters} of the trimming program ({} when off)."""
+        if not self._trim_attached:
+            return {}
+        return trim_mod.fabric_counters(self.topo)
+
+    def _finish_trimming(self) -> list[str]:
+        """Counters snapshot into run_dir, then detach; returns errors (teardown goes on)."""
+        if not self._trim_attached:
+            return []
+        errors = []
+        try:
+            per_port = trim_mod.fabric_counters(self.topo)
+            if self.run_dir is not None and per_port:
+                snapshot = {"t_ns": time.monotonic_ns(),
+                            "mark": self.trimming.mark, "trim": self.trimming.trim,
+                            "totals": trim_mod.counter_totals(per_port,
+                                                              trim_mod.last_hop_ports(self.topo)),
+                            "ports": per_port}
+                (self.run_dir / "trim_counters.json").write_text(json.dumps(snapshot, indent=1))
+        except Exception as e:  # noqa: BLE001 - reported, teardown continues
+            errors.append(f"reading trim counters failed: {e}")
+        try:
+            trim_mod.detach_fabric(self.topo)
+        except Exception as e:  # noqa: BLE001
+            errors.append(f"detaching the trimming program failed: {e}")
+        self._trim_attached = False
+        return errors
 
     # ------------------------------------------------------------ teardown
 
@@ -376,6 +437,8 @@ class Fabric:
                 except subprocess.TimeoutExpired:
                     errors.append(f"child pid {proc.pid} did not exit")
             self._children = []
+            if self.net is not None:
+                errors += self._finish_trimming()
             if self.controller_proc is not None:
                 if self.controller_proc.poll() is None:
                     self.controller_proc.terminate()

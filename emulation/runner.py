@@ -42,6 +42,7 @@ import urllib.request
 from pathlib import Path
 
 from analysis import recovery
+from analysis import trimming as trim_analysis
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic.comm import TRANSPORT_MODULES
@@ -253,7 +254,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     state = {"partial": True, "error": None, "exit_codes": {}, "applied": [], "scheduler_error": None}
     fabric_kw = {}
     if "trimming" in inspect.signature(Fabric).parameters:
-        fabric_kw["trimming"] = scn.trimming
+        fabric_kw["trimming"] = scn.trimming_for(transport)
     scheduler = None
     procs: list[subprocess.Popen] = []
     stderr_files = []
@@ -297,6 +298,9 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         fabric_log = tdir / "fabric" / "faults.jsonl"
         if fabric_log.exists():
             shutil.copy(fabric_log, tdir / "faults.jsonl")
+        trim_snapshot = tdir / "fabric" / "trim_counters.json"   # written by Fabric's teardown
+        if trim_snapshot.exists():
+            shutil.copy(trim_snapshot, tdir / "trim_counters.json")
         summary = summarize(scn, transport, tdir, state)
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
@@ -437,6 +441,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "recovery_definition": "analysis/recovery.py: goodput >= 90% of pre-fault steady goodput x "
                                "surviving capacity fraction, sustained 500 ms, 100 ms windows",
     }
+    summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
     _write_csvs(tdir, iters, complete, agg)
     return summary
 
@@ -463,13 +468,18 @@ def _fmt(value, digits=1) -> str:
 
 
 def comparison_table(summaries: list[dict]) -> str:
-    rows = [("transport", "verified", "mean iter ms", "slowest iter ms", "recovery ms")]
+    trim_cols = any("trimming" in s for s in summaries)   # summaries of runs since issue 6
+    rows = [("transport", "verified", "mean iter ms", "slowest iter ms", "recovery ms")
+            + (("marked", "trimmed", "NACKs", "ASSUMED_BAD", "victim_Mbit/s") if trim_cols else ())]
     for s in summaries:
         rec = s.get("recovery_ms") or []
         rec_text = ", ".join("never" if r is None else f"{r:.0f}" for r in rec) or "-"
         verified = "yes" if s.get("verified") else ("PARTIAL" if s.get("partial") else "NO")
+        trim = (tuple("-" if s.get(k) is None else str(s[k])
+                      for k in ("marked", "trimmed", "nacks_sent", "ev_assumed_bad"))
+                + (_fmt(s.get("victim_goodput_mbit")),)) if trim_cols else ()
         rows.append((s["transport"], verified, _fmt(s.get("mean_iteration_ms")),
-                     _fmt(s.get("slowest_iteration_ms")), rec_text))
+                     _fmt(s.get("slowest_iteration_ms")), rec_text) + trim)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -533,8 +543,13 @@ def main(argv: list[str] | None = None) -> int:
         s.get("partial") for s in summaries), "transports": {
         s["transport"]: {k: s.get(k) for k in ("verified", "partial", "error", "mean_iteration_ms",
                                                "slowest_iteration_ms", "recovery_ms",
-                                               "fault_times_ns", "iterations_completed")}
-        for s in summaries}}
+                                               "fault_times_ns", "iterations_completed")
+                             + trim_analysis.SUMMARY_KEYS}
+        for s in summaries},
+        "trimming_option": scn.trimming,
+        "trimming_note": "[options] trimming: queue-based ECN marking on every switch port for "
+                         "every transport, trimming for mrc only" if scn.trimming else
+                         "[options] trimming = false: plain HTB switch ports, no marking, no trimming"}
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
     print(comparison_table(summaries))
     print(f"run directory: {run_dir}")

@@ -117,6 +117,17 @@ class Scenario:
             return "ecmp", self.tcp_reconvergence_s
         raise ScenarioError(f"unknown transport {transport!r}; known: {', '.join(TRANSPORTS)}")
 
+    def trimming_for(self, transport: str) -> dict | None:
+        """What the fabric's switch ports do for a transport when [options] trimming = true
+        (None when false: plain HTB, no BPF program). Queue-based ECN marking for every
+        transport; trimming only for MRC, whose receivers NACK trimmed packets: to the RoCE
+        baseline a trimmed packet is just a loss, and TCP is never trimmed (not UDP 4791)."""
+        if transport not in TRANSPORTS:
+            raise ScenarioError(f"unknown transport {transport!r}; known: {', '.join(TRANSPORTS)}")
+        if not self.trimming:
+            return None
+        return {"mark": True, "trim": transport == "mrc"}
+
 
 # ---------------------------------------------------------------- locating keys in the text
 

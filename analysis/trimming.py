@@ -1,0 +1,199 @@
+"""In-fabric trimming and queue-based ECN in a run: switch-port counters, NACKs, EV health, and
+the incast victim flow's goodput (issue 6).
+
+Inputs per transport directory (written by the runner / fabric / endpoints):
+  trim_counters.json   {"mark", "trim", "totals", "ports": {switch egress intf: counters}}
+  endpoint-h<n>.jsonl  endpoint event log: ev_state, retransmit {reason}, final counters with
+                       per-QP sender/receiver counters (receiver "nacks" = NACKs sent,
+                       "trimmed" = trimmed packets received; sender "nacks" = NACKs received)
+  worker-h<n>.jsonl    worker log: goodput {rx_bytes cumulative}; the victim flow's destination
+                       receives nothing else in an incast, so its rx_bytes is the victim's goodput
+  worker.json          collective, incast_target, victim [src rank, dst rank], hosts
+Pure functions over parsed data, plus small loaders; used by the runner's summary, the report
+and the figures.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+
+CONGESTION_REASONS_NOT_FAILURE = ("nack_trimmed",)
+
+
+def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if not any(w.encode() in line for w in wanted):
+                    continue
+                try:
+                    ev = json.loads(line)
+                except ValueError:
+                    continue   # a line cut by a crash
+                if ev.get("event") in wanted:
+                    out.append(ev)
+    except FileNotFoundError:
+        pass
+    return out
+
+
+def load_trim_counters(tdir) -> dict | None:
+    p = Path(tdir) / "trim_counters.json"
+    if not p.exists():
+        p = Path(tdir) / "fabric" / "trim_counters.json"
+    try:
+        return json.loads(p.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def port_table(counters: dict | None) -> pd.DataFrame:
+    """One row per switch egress port (offered, marked, trimmed, dropped, vq peak, last hop)."""
+    cols = ["port", "offered_packets", "marked", "trimmed", "dropped", "mrc_data_packets",
+            "vq_peak_bytes"]
+    if not counters or not counters.get("ports"):
+        return pd.DataFrame(columns=cols)
+    rows = [{"port": p, **{c: int(v.get(c, 0)) for c in cols[1:]}}
+            for p, v in counters["ports"].items()]
+    return pd.DataFrame(rows, columns=cols).sort_values("port").reset_index(drop=True)
+
+
+def endpoint_stats(events_by_host: dict[str, list[dict]]) -> dict:
+    """NACKs, trimmed arrivals, retransmissions by cause and EV transitions to ASSUMED_BAD (by
+    reason) from endpoint event logs ({host: [events]}: ev_state, retransmit, counters)."""
+    out = {"nacks_sent": 0, "nacks_received": 0, "trimmed_received": 0, "timeouts": 0,
+           "retransmits_by_reason": {}, "ev_assumed_bad": 0, "ev_assumed_bad_reverse": 0,
+           "ev_assumed_bad_by_reason": {},
+           "hosts_with_counters": 0}
+    for evs in events_by_host.values():
+        final = None
+        for e in evs:
+            name = e.get("event")
+            if name == "retransmit":
+                r = str(e.get("reason"))
+                out["retransmits_by_reason"][r] = out["retransmits_by_reason"].get(r, 0) + 1
+            elif name == "ev_state" and e.get("new") == "ASSUMED_BAD":
+                # forward = the data direction (sender's EVs); "reverse" = a receiver's reply
+                # paths (its probes), counted apart
+                reverse = e.get("direction") == "reverse"
+                out["ev_assumed_bad_reverse" if reverse else "ev_assumed_bad"] += 1
+                r = ("reverse:" if reverse else "") + str(e.get("reason"))
+                out["ev_assumed_bad_by_reason"][r] = out["ev_assumed_bad_by_reason"].get(r, 0) + 1
+            elif name == "counters":
+                final = e
+        if final is not None:
+            out["hosts_with_counters"] += 1
+            for qp in (final.get("qps") or {}).values():
+                snd, rcv = qp.get("sender") or {}, qp.get("receiver") or {}
+                out["nacks_sent"] += int(rcv.get("nacks", 0))
+                out["trimmed_received"] += int(rcv.get("trimmed", 0))
+                out["nacks_received"] += int(snd.get("nacks", 0))
+                out["timeouts"] += int(snd.get("timeouts", 0))
+    return out
+
+
+def load_endpoint_stats(tdir) -> dict:
+    wanted = ("ev_state", "retransmit", "counters")
+    logs = {p.stem.removeprefix("endpoint-"): _read_jsonl(p, wanted)
+            for p in sorted(Path(tdir).glob("endpoint-*.jsonl"))}
+    return endpoint_stats(logs)
+
+
+def rate_series(samples: list[tuple[int, int]], bin_ms: float = 100.0,
+                t0_ns: int | None = None) -> pd.Series:
+    """Cumulative (t_ns, bytes) samples -> Mbit/s per bin (index: seconds since t0)."""
+    if len(samples) < 2:
+        return pd.Series(dtype=float)
+    df = pd.DataFrame(sorted(samples), columns=["t_ns", "bytes"])
+    t0 = df["t_ns"].iloc[0] if t0_ns is None else t0_ns
+    bin_ns = int(bin_ms * 1e6)
+    df["bin"] = (df["t_ns"] - t0) // bin_ns
+    last = df.groupby("bin")["bytes"].max()
+    full = last.reindex(range(int(last.index.min()), int(last.index.max()) + 1)).ffill()
+    delta = full.diff().fillna(full.iloc[0] - df["bytes"].iloc[0]).clip(lower=0)
+    series = delta * 8 / (bin_ms / 1e3) / 1e6
+    series.index = series.index * bin_ms / 1e3
+    return series
+
+
+def victim_info(worker_cfg: dict) -> tuple[str, str] | None:
+    """(src host, dst host) of the incast victim flow, or None."""
+    if worker_cfg.get("collective") != "incast" or not worker_cfg.get("victim"):
+        return None
+    hosts = worker_cfg.get("hosts") or [f"h{i}" for i in range(worker_cfg.get("world_size", 0))]
+    src, dst = worker_cfg["victim"]
+    return hosts[src], hosts[dst]
+
+
+def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dict | None:
+    """The victim flow's goodput: series (Mbit/s per bin) and mean over the timed phase, from the
+    victim destination's worker goodput events."""
+    tdir = Path(tdir)
+    try:
+        cfg = json.loads((tdir / "worker.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+    pair = victim_info(cfg)
+    if pair is None:
+        return None
+    src, dst = pair
+    evs = _read_jsonl(tdir / f"worker-{dst}.jsonl", ("goodput", "phase", "iteration"))
+    samples = [(e["t_ns"], e["rx_bytes"]) for e in evs if e["event"] == "goodput"]
+    start = min((e["t_ns"] for e in evs if e["event"] == "phase"
+                 and e.get("phase") == "warmup_done"), default=None)
+    end = max((e["end_ns"] for e in evs if e["event"] == "iteration"), default=None)
+    timed = [s for s in samples if (start is None or s[0] >= start) and (end is None or s[0] <= end)]
+    mean = None
+    if len(timed) >= 2 and timed[-1][0] > timed[0][0]:
+        mean = (timed[-1][1] - timed[0][1]) * 8 / ((timed[-1][0] - timed[0][0]) / 1e9) / 1e6
+    return {"src": src, "dst": dst, "mean_mbit": mean,
+            "series": rate_series(samples, bin_ms, t0_ns)}
+
+
+def transport_summary(tdir, trimming: dict | None) -> dict:
+    """What the runner puts into a transport's summary.json about trimming (issue 6)."""
+    counters = load_trim_counters(tdir)
+    totals = (counters or {}).get("totals") or {}
+    ep = load_endpoint_stats(tdir)
+    victim = victim_goodput(tdir)
+    last_hop = totals.get("last_hop") or {}
+    return {
+        "trimming": trimming or {"mark": False, "trim": False},
+        "marked": totals.get("marked"),
+        "trimmed": totals.get("trimmed"),
+        "dropped": totals.get("dropped"),
+        "marked_last_hop": last_hop.get("marked"),
+        "trimmed_last_hop": last_hop.get("trimmed"),
+        "most_trimmed_port": totals.get("most_trimmed_port"),
+        "vq_peak_bytes": totals.get("vq_peak_bytes"),
+        "nacks_sent": ep["nacks_sent"] if ep["hosts_with_counters"] else None,
+        "nacks_received": ep["nacks_received"] if ep["hosts_with_counters"] else None,
+        "trimmed_received": ep["trimmed_received"] if ep["hosts_with_counters"] else None,
+        "retransmit_timeouts": ep["timeouts"] if ep["hosts_with_counters"] else None,
+        "retransmits_by_reason": ep["retransmits_by_reason"],
+        "ev_assumed_bad": ep["ev_assumed_bad"],
+        "ev_assumed_bad_reverse": ep["ev_assumed_bad_reverse"],
+        "ev_assumed_bad_by_reason": ep["ev_assumed_bad_by_reason"],
+        "victim": None if victim is None else f"{victim['src']}->{victim['dst']}",
+        "victim_goodput_mbit": None if victim is None else victim["mean_mbit"],
+    }
+
+
+SUMMARY_KEYS = ("trimming", "marked", "trimmed", "dropped", "marked_last_hop", "nacks_sent",
+                "trimmed_received", "retransmit_timeouts", "ev_assumed_bad",
+                "ev_assumed_bad_reverse", "ev_assumed_bad_by_reason", "victim",
+                "victim_goodput_mbit")
+
+
+def comparison_rows(summaries: list[dict]) -> pd.DataFrame:
+    """One row per transport with the trimming figures (report table)."""
+    rows = []
+    for s in summaries:
+        t = s.get("trimming") or {}
+        rows.append({"transport": s.get("transport"),
+                     "mark": bool(t.get("mark")), "trim": bool(t.get("trim")),
+                     **{k: s.get(k) for k in SUMMARY_KEYS if k != "trimming"}})
+    return pd.DataFrame(rows).set_index("transport") if rows else pd.DataFrame()

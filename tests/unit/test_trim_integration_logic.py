@@ -1,0 +1,98 @@
+"""Pure parts of the trimming integration (issue 6): Fabric's trimming option, counter totals,
+per-transport policy of a scenario, and the analysis of endpoint/worker logs."""
+import json
+
+import pytest
+
+from analysis import trimming as tr
+from emulation import trimming
+from emulation import scenario as S
+from emulation.topology import FabricSpec, Topology
+
+
+def test_trimming_options_normalise_and_reject():
+    assert trimming.trimming_options(None) is None and trimming.trimming_options(False) is None
+    assert trimming.trimming_options(True) == trimming.TrimmingOptions(True, True)
+    assert trimming.trimming_options({"mark": True, "trim": False}) == trimming.TrimmingOptions(True, False)
+    assert trimming.trimming_options({"mark": False, "trim": False}) is None
+    with pytest.raises(ValueError, match="unknown key"):
+        trimming.trimming_options({"mark": True, "drop": True})
+    with pytest.raises(ValueError, match="trim must be true or false"):
+        trimming.trimming_options({"trim": "yes"})
+    with pytest.raises(ValueError, match="trimming must be"):
+        trimming.trimming_options("on")
+
+
+def test_counter_totals_split_last_hops():
+    topo = Topology(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=2))
+    last = trimming.last_hop_ports(topo)
+    assert last == {"t0p0g0-e1", "t0p0g0-e2", "t0p0g1-e1", "t0p0g1-e2"}
+    per_port = {"t0p0g0-e1": {"offered_packets": 10, "marked": 0, "trimmed": 4, "vq_peak_bytes": 9},
+                "t0p0g0-e3": {"offered_packets": 20, "marked": 7, "trimmed": 9, "dropped": 1,
+                              "vq_peak_bytes": 30}}
+    t = trimming.counter_totals(per_port, last)
+    assert (t["offered_packets"], t["marked"], t["trimmed"], t["dropped"]) == (30, 7, 13, 1)
+    assert t["last_hop"]["trimmed"] == 4 and t["fabric"]["trimmed"] == 9
+    assert t["last_hop"]["marked"] == 0 and t["vq_peak_bytes"] == 30
+    assert t["most_trimmed_port"] == "t0p0g0-e3"
+    assert trimming.counter_totals({})["most_trimmed_port"] is None
+
+
+def test_scenario_trimming_policy_per_transport():
+    base = "[fabric]\nhosts_per_group = 2\n[collective]\nkind = 'allreduce'\n"
+    on = S.parse(base)
+    assert on.trimming_for("mrc") == {"mark": True, "trim": True}
+    assert on.trimming_for("roce") == {"mark": True, "trim": False}
+    assert on.trimming_for("tcp") == {"mark": True, "trim": False}
+    off = S.parse(base + "[options]\ntrimming = false\n")
+    assert all(off.trimming_for(t) is None for t in S.TRANSPORTS)
+    with pytest.raises(S.ScenarioError, match="unknown transport"):
+        on.trimming_for("udp")
+
+
+def _ev(event, **kw):
+    return {"t_ns": kw.pop("t_ns", 1), "host": "h0", "event": event, **kw}
+
+
+def test_endpoint_stats_counts_nacks_and_forward_assumed_bad():
+    logs = {"h0": [_ev("retransmit", reason="nack_trimmed"), _ev("retransmit", reason="timeout"),
+                   _ev("retransmit", reason="nack_trimmed"),
+                   _ev("ev_state", new="ASSUMED_BAD", reason="timeout"),
+                   _ev("ev_state", new="ASSUMED_BAD", reason="reverse_probe_timeout",
+                       direction="reverse"),
+                   _ev("ev_state", new="GOOD", reason="probe_ok"),
+                   _ev("counters", qps={"1": {"sender": {"nacks": 2, "timeouts": 1},
+                                              "receiver": {"nacks": 0, "trimmed": 0}}})],
+            "h1": [_ev("counters", qps={"2": {"sender": {}, "receiver": {"nacks": 3, "trimmed": 2}}})]}
+    s = tr.endpoint_stats(logs)
+    assert s["retransmits_by_reason"] == {"nack_trimmed": 2, "timeout": 1}
+    assert s["ev_assumed_bad"] == 1 and s["ev_assumed_bad_reverse"] == 1
+    assert s["ev_assumed_bad_by_reason"] == {"timeout": 1, "reverse:reverse_probe_timeout": 1}
+    assert (s["nacks_sent"], s["nacks_received"], s["trimmed_received"], s["timeouts"]) == (3, 2, 2, 1)
+
+
+def test_rate_series_and_victim_goodput(tmp_path):
+    ms = 1_000_000
+    samples = [(0, 0), (100 * ms, 1_250_000), (200 * ms, 2_500_000), (300 * ms, 2_500_000)]
+    r = tr.rate_series(samples, bin_ms=100.0)
+    assert list(r.round(3)) == [0.0, 100.0, 100.0, 0.0]
+    cfg = {"collective": "incast", "hosts": ["h0", "h1", "h2"], "victim": [2, 1]}
+    (tmp_path / "worker.json").write_text(json.dumps(cfg))
+    lines = [_ev("phase", phase="warmup_done", t_ns=0)]
+    lines += [_ev("goodput", t_ns=t, rx_bytes=b) for t, b in samples]
+    lines += [_ev("iteration", t_ns=200 * ms, end_ns=200 * ms)]
+    (tmp_path / "worker-h1.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    v = tr.victim_goodput(tmp_path)
+    assert (v["src"], v["dst"]) == ("h2", "h1") and v["mean_mbit"] == pytest.approx(100.0)
+    assert tr.victim_info({"collective": "allreduce", "victim": [1, 2]}) is None
+
+
+def test_transport_summary_reads_snapshot(tmp_path):
+    snap = {"mark": True, "trim": True, "ports": {},
+            "totals": {"marked": 5, "trimmed": 3, "dropped": 0, "last_hop": {"marked": 0, "trimmed": 1}}}
+    (tmp_path / "trim_counters.json").write_text(json.dumps(snap))
+    s = tr.transport_summary(tmp_path, {"mark": True, "trim": True})
+    assert (s["marked"], s["trimmed"], s["marked_last_hop"], s["trimmed_last_hop"]) == (5, 3, 0, 1)
+    assert s["nacks_sent"] is None and s["victim"] is None
+    off = tr.transport_summary(tmp_path / "none", None)
+    assert off["trimming"] == {"mark": False, "trim": False} and off["trimmed"] is None
