@@ -117,3 +117,205 @@ def codec_bench(argv: list[str] | None = None, *, seconds: float = 1.0, payload_
 
 if __name__ == "__main__":
     codec_bench()
+
+
+# ---------------------------------------------------------------- endpoint benches (real fabric)
+
+BENCH_SPEC = dict(planes=2, groups=2, spines=2, hosts_per_group=2)
+FAILOVER_GOAL_RTTS = 5.0
+GOODPUT_GOAL_FRACTION = 0.90
+
+
+class _EndpointPair:
+    """Endpoint processes on h0 (group 0) and h2 (group 1) of a running Fabric, driven over
+    their control sockets (traffic/control.py), one QP h0 -> h2."""
+
+    def __init__(self, fab, workdir, routing: str, transport: str = "mrc"):
+        import json
+        import os
+        import subprocess
+        import sys
+        from traffic.control import ControlClient
+        self.procs, self.clients, self.logs = {}, {}, {}
+        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        for host in (0, 2):
+            sock = os.path.join(workdir, f"ep-h{host}.sock")
+            self.logs[host] = os.path.join(workdir, f"ep-h{host}.jsonl")
+            cfg = {"host": host, "fabric": fab.topo.spec.to_dict(), "routing": routing,
+                   "event_log": self.logs[host], "control_socket": sock, "seed": 100 + host}
+            path = os.path.join(workdir, f"ep-h{host}.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f)
+            self.procs[host] = fab.popen_in_host(host, [sys.executable, "-m", "traffic.endpoint",
+                                                        "--config", path], cwd=repo,
+                                                 stdout=subprocess.DEVNULL,
+                                                 stderr=open(path + ".stderr", "w"))
+            deadline = time.monotonic() + 20
+            while not os.path.exists(sock):
+                if self.procs[host].poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"endpoint h{host} did not start: see {path}.stderr")
+                time.sleep(0.05)
+            self.clients[host] = ControlClient(sock, timeout_s=300)
+        self.size = 0
+        qa = self.clients[0].call("create_qp", qpn=0x100, peer=2, peer_qpn=0x200,
+                                  transport=transport)
+        self.base_rtt_ns = qa["base_rtt_ns"]
+        self.clients[2].call("create_qp", qpn=0x200, peer=0, peer_qpn=0x100,
+                             base_rtt_ns=self.base_rtt_ns, transport=transport)
+
+    def cpu_s(self) -> float:
+        import os
+        total = 0.0
+        for proc in self.procs.values():
+            with open(f"/proc/{proc.pid}/stat") as f:
+                parts = f.read().rsplit(")", 1)[1].split()
+            total += (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
+        return total
+
+    def rss(self) -> dict:
+        from traffic.endpoint_support import rss_bytes
+        return {f"h{h}": rss_bytes(p.pid) for h, p in self.procs.items()}
+
+    def write(self, size: int, rkey: int, seed: int = 1):
+        self.clients[2].call("reg_mr", size=size, rkey=rkey, va=0)
+        return self.clients[0].call("post_write", qpn=0x100, size=size, seed=seed, remote_va=0,
+                                    rkey=rkey, imm=seed)
+
+    def wait_recv(self, timeout_s: float = 120):
+        return self.clients[2].call("wait", qpn=0x200, side="recv", count=1, timeout_s=timeout_s)
+
+    def close(self) -> dict:
+        stats = {}
+        for h, c in self.clients.items():
+            try:
+                stats[h] = c.call("status")
+                c.call("shutdown")
+            except Exception:  # noqa: BLE001 - closing anyway
+                pass
+            c.close()
+        for p in self.procs.values():
+            try:
+                p.wait(timeout=10)
+            except Exception:  # noqa: BLE001
+                p.kill()
+                p.wait()
+        return stats
+
+
+def _bench_args(argv, name, doc, **defaults):
+    import argparse
+    parser = argparse.ArgumentParser(prog=f"mrclab bench {name}", description=doc)
+    for key, value in defaults.items():
+        parser.add_argument("--" + key.replace("_", "-"), type=type(value), default=value)
+    return vars(parser.parse_args(list(argv)))
+
+
+def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit: int = 30):
+    """One MRC QP h0 (group 0) -> h2 (group 1) over the real fabric (srv6), no faults: goodput
+    as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet."""
+    if argv is not None:
+        goodput_bench(**_bench_args(argv, "goodput", goodput_bench.__doc__, size_mib=size_mib,
+                                    link_mbit=link_mbit))
+        return 0
+    import tempfile
+    from emulation.fabric import Fabric
+    from emulation.topology import FabricSpec
+    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
+    size = size_mib << 20
+    with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:
+        pair = _EndpointPair(fab, tmp, "srv6")
+        try:
+            pair.write(1 << 20, rkey=0x10, seed=2)          # warm the switches' flow caches
+            pair.wait_recv()
+            cpu0, t0 = pair.cpu_s(), time.monotonic()
+            pair.write(size, rkey=0x11, seed=3)
+            pair.wait_recv()
+            elapsed, cpu = time.monotonic() - t0, pair.cpu_s() - cpu0
+            rss = pair.rss()
+        finally:
+            stats = pair.close()
+    line_bps = link_mbit * 1e6 * spec.planes
+    goodput_bps = size * 8 / elapsed
+    packets = size / 1344
+    sent = stats.get(0, {}).get("counters", {})
+    result = {"bytes": size, "seconds": elapsed, "goodput_mbit": goodput_bps / 1e6,
+              "line_rate_mbit": line_bps / 1e6, "fraction_of_line_rate": goodput_bps / line_bps,
+              "goal_fraction": GOODPUT_GOAL_FRACTION,
+              "cpu_us_per_packet": cpu / packets * 1e6, "cpu_seconds_both_endpoints": cpu,
+              "retransmitted": sent.get("retransmitted"), "rss_bytes": rss,
+              "base_rtt_ms": pair.base_rtt_ns / 1e6}
+    print(f"goodput: {result['goodput_mbit']:.1f} Mbit/s of {result['line_rate_mbit']:.0f} Mbit/s "
+          f"line rate = {100 * result['fraction_of_line_rate']:.0f}% (goal "
+          f"{100 * GOODPUT_GOAL_FRACTION:.0f}%), CPU {result['cpu_us_per_packet']:.0f} us/packet "
+          f"(both endpoints), base RTT {result['base_rtt_ms']:.2f} ms, "
+          f"retransmitted {result['retransmitted']}")
+    return result
+
+
+def _rx_samples(log_path: str) -> list[tuple[int, int]]:
+    import json
+    out = []
+    with open(log_path) as f:
+        for line in f:
+            e = json.loads(line)
+            if e.get("event") == "goodput":
+                out.append((e["t_ns"], e["rx_bytes"]))
+    return out
+
+
+def failover_bench(argv: list[str] | None = None, *, size_mib: int = 16, link_mbit: int = 30):
+    """One sprayed MRC QP h0 -> h2; the T0-T1 link t0p0g0-t1p0s0 (on a quarter of its paths)
+    goes down at a quarter of the transfer: time until the goodput (receiver, 50 ms windows)
+    stays >= 90% of the pre-fault rate for 200 ms, in ms and base RTTs (goal <= 5). The
+    surviving fabric still carries the NIC line rate here, so the pre-fault rate is the target."""
+    if argv is not None:
+        failover_bench(**_bench_args(argv, "failover", failover_bench.__doc__,
+                                     size_mib=size_mib, link_mbit=link_mbit))
+        return 0
+    import tempfile
+    from analysis import recovery
+    from emulation.fabric import Fabric
+    from emulation.topology import FabricSpec
+    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
+    size = size_mib << 20
+    with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:
+        pair = _EndpointPair(fab, tmp, "srv6")
+        try:
+            pair.write(1 << 20, rkey=0x10, seed=2)
+            pair.wait_recv()
+            t_start = time.monotonic_ns()
+            pair.write(size, rkey=0x11, seed=3)
+            while pair.clients[2].call("status")["counters"]["rx_bytes"] < (1 << 20) + size // 4:
+                time.sleep(0.01)
+            fault = fab.controller.fault({"action": "link_down", "a": "t0p0g0", "b": "t1p0s0"})
+            pair.wait_recv()
+            t_end = time.monotonic_ns()
+        finally:
+            pair.close()
+            samples = _rx_samples(pair.logs[2])
+    t_fault = fault["t_ns"]
+    kw = dict(window_ms=50.0, step_ms=10.0)
+    before = recovery.steady_goodput_bps(samples, t_start, t_fault, **kw)
+    rec = recovery.recovery_time_ms(samples, t_fault, before, until_ns=t_end, hold_ms=200.0, **kw)
+    rtt_ms = pair.base_rtt_ns / 1e6
+    result = {"prefault_goodput_mbit": before * 8 / 1e6, "recovery_ms": rec,
+              "recovery_base_rtts": None if rec is None else rec / rtt_ms, "base_rtt_ms": rtt_ms,
+              "goal_base_rtts": FAILOVER_GOAL_RTTS}
+    rec_text = "never" if rec is None else f"{rec:.0f} ms = {rec / rtt_ms:.1f} base RTTs"
+    print(f"failover: pre-fault {result['prefault_goodput_mbit']:.1f} Mbit/s, back to >= 90% "
+          f"after {rec_text} (goal <= {FAILOVER_GOAL_RTTS:.0f} base RTTs; base RTT "
+          f"{rtt_ms:.2f} ms)")
+    return result
+
+
+def memory_bench(argv: list[str] | None = None, *, size_mib: int = 4, link_mbit: int = 30):
+    """Endpoint RSS per host (h0 sender, h2 receiver with a size_mib region) after a transfer."""
+    if argv is not None:
+        memory_bench(**_bench_args(argv, "memory", memory_bench.__doc__, size_mib=size_mib,
+                                   link_mbit=link_mbit))
+        return 0
+    r = goodput_bench(size_mib=size_mib, link_mbit=link_mbit)
+    rss = {h: b / 2**20 for h, b in r["rss_bytes"].items()}
+    print("memory: endpoint RSS " + ", ".join(f"{h} {m:.1f} MiB" for h, m in rss.items())
+          + f" (h2 holds {size_mib + 1} MiB of registered memory)")
+    return {"rss_mib": rss, "registered_mib": size_mib + 1}

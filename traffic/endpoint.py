@@ -35,6 +35,7 @@ from traffic.messages import DataPacket, Nack, Probe, Sack
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
 
 RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP owns them)
+READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answered only then)
 TX_QUEUE_LIMIT = 8         # frames queued per port before QPs are asked for more (backpressure)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
 
@@ -157,6 +158,7 @@ class Endpoint:
         self._rtt_probe_seq = 0
         self._rtt_probes: dict[int, int] = {}      # seq -> sent_ns
         self.rtt_samples: dict[int, list[int]] = collections.defaultdict(list)  # peer -> ns
+        self.ready_peers: set[int] = set()         # peers that answered a READY probe
         self._next_goodput = now
         self._next_port_poll = now
         self._poller = select.poll()
@@ -200,7 +202,10 @@ class Endpoint:
                   "skip_rtts": cfg.skip_rtts, "rto_ns": cfg.rto_ns,
                   "reorder_window_frac": cfg.reorder_rtts,
                   "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
-                  "pacer_burst_packets": cfg.pacing_burst_packets, "header_overhead": header}
+                  "pacer_burst_packets": cfg.pacing_burst_packets, "header_overhead": header,
+                  "probe_timeout_rtts": cfg.probe_timeout_rtts,
+                  "reverse_probe_rtts": cfg.reverse_probe_rtts, "ev_count": cfg.ev_count,
+                  "ev_backup_count": cfg.ev_count // 2}
         values.update(cfg.qp)
         values.update(overrides or {})
         try:
@@ -226,6 +231,7 @@ class Endpoint:
             raise EndpointError(f"transport must be 'mrc' or 'roce', got {transport!r}")
         if base_rtt_ns is None:
             base_rtt_ns = self.measure_base_rtt(peer)
+        base_rtt_ns = max(base_rtt_ns, self.config.min_base_rtt_ns)
         qcfg = self.qp_config(base_rtt_ns, qp_overrides)
         planes = tuple(p for p in sorted(self.ports))
         paths = PathInfo(planes=planes, spines=self.topo.spec.spines)
@@ -372,6 +378,10 @@ class Endpoint:
 
     def _on_probe(self, plane: int, msg: Probe, meta, now: int) -> None:
         if not msg.response:
+            if msg.src_qp == READY_PROBE_QP and not any(
+                    qp.peer == meta.src_host for qp in self.qps.values()):
+                self.counters.drop("not_ready")
+                return
             reply = Probe(ev=msg.ev, seq=msg.seq, timestamp=msg.timestamp, response=True,
                           src_qp=msg.src_qp, port_status=self.local_port_status(),
                           path_ev=msg.path_ev)
@@ -383,6 +393,9 @@ class Endpoint:
                 self.counters.drop("stale_probe")
                 return
             self.rtt_samples[meta.src_host].append(now - sent)
+            return
+        if msg.src_qp == READY_PROBE_QP:
+            self.ready_peers.add(meta.src_host)
             return
         qp = self.qps.get(msg.src_qp)
         if qp is None or meta.src_host != qp.peer:
@@ -429,6 +442,19 @@ class Endpoint:
         rtt = min(got)
         self.log.emit("base_rtt", peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
         return rtt
+
+    def send_ready_probe(self, peer: int) -> None:
+        """Ask `peer` whether it has created its QPs to us: it answers a READY probe only once
+        it has (see _on_probe); the answer adds peer to ready_peers. Lets a communicator hold
+        its first WRITE until the peer's QPs exist (a WRITE to a missing QP is lost and would
+        retire a healthy EV)."""
+        planes = [p for p, up in self.port_up.items() if up] or list(self.ports)
+        for i, plane in enumerate(planes):
+            ev = make_ev(plane, i % self.topo.spec.spines, 0x200 + i)
+            self._rtt_probe_seq = (self._rtt_probe_seq + 1) & 0xFFFFFFFF
+            self.send_message(Probe(ev=ev, seq=self._rtt_probe_seq, timestamp=self.clock(),
+                                    src_qp=READY_PROBE_QP, path_ev=ev), plane, peer)
+        self._flush_tx(self.clock())
 
     # ------------------------------------------------------------------ loop
 

@@ -326,3 +326,47 @@ class RoceReceiverQP:
         self.expected += 1
         self.nak_sent = False
         return self._ack(pkt)
+
+
+# ---------------------------------------------------------------- endpoint adapter
+
+# InfiniBand "Local ACK Timeout" is 4.096 us * 2**exponent; 15 (~134 ms) is a common setting of
+# RoCE deployments. With retry_cnt 7 and the linear backoff above, a QP rides out ~4.8 s without
+# any ACK: long enough for a conventional fabric's multi-second ECMP reconvergence.
+ROCE_LOCAL_ACK_TIMEOUT_EXP = 15
+
+
+def roce_ack_timeout_ns(exponent: int = ROCE_LOCAL_ACK_TIMEOUT_EXP) -> int:
+    return int(4096 * 2 ** exponent)
+
+
+def qpn_entropy(qp_num: int) -> int:
+    """UDP source port of a RoCE QP: a fixed function of the QP number (as RoCE NICs derive it),
+    in the RoCEv2 source-port range 0xC000..0xFFFF."""
+    return 0xC000 | ((qp_num * 0x9E3779B1) >> 7) & 0x3FFF
+
+
+def ecmp_path_ev(qp_num: int, paths: PathInfo) -> int:
+    """The one EV of a RoCE QP over ECMP routing: plane = qp_num % planes, sport from the QPN.
+    Only the sport reaches the wire (no source routing); the spine bits record where the static
+    ECMP hash (controller/routing.py ecmp_uplink: sport modulo the round-robin buckets) sends
+    it, so event logs name the right path."""
+    plane = paths.planes[qp_num % len(paths.planes)]
+    entropy = qpn_entropy(qp_num)
+    return make_ev(plane, entropy % paths.spines, entropy)
+
+
+def make_qp_halves(qp_num: int, peer_qp: int, config: MRCConfig, paths: PathInfo,
+                   rng: random.Random, registry: MemoryRegistry | None = None,
+                   emit: Callable[[dict], None] | None = None, *,
+                   ack_timeout_ns: int | None = None):
+    """(sender, receiver) of a RoCE RC QP for traffic/endpoint.py: both halves on one fixed EV
+    (ACKs return on the same plane and sport), go-back-N, the IB local ACK timeout (unless the
+    config fixes rto_ns), no path health."""
+    import dataclasses
+    if config.rto_ns is None or ack_timeout_ns is not None:
+        config = dataclasses.replace(config, rto_ns=ack_timeout_ns or roce_ack_timeout_ns())
+    ev = ecmp_path_ev(qp_num, paths)
+    sender = RoceSenderQP(qp_num, peer_qp, config, paths, rng, emit, ev=ev)
+    receiver = RoceReceiverQP(qp_num, peer_qp, config, paths, rng, registry, emit, ev=ev)
+    return sender, receiver
