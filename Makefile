@@ -17,6 +17,7 @@ setup:
 
 demo: setup
 	$(MRCLAB) run experiments/demo.toml --transport all
+	$(MRCLAB) analyze latest
 
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
