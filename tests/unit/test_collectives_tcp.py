@@ -1,5 +1,6 @@
 """Collectives over the real TCP transport on 127.0.0.1 (no root): exact results, several
 connections per peer, framing of large and empty messages, clean shutdown."""
+import random
 import socket
 import threading
 
@@ -12,14 +13,21 @@ from traffic.tcp_comm import TCPComm
 
 
 def free_ports(n):
-    socks, ports = [], []
-    for _ in range(n):
-        s = socket.socket()
-        s.bind(("127.0.0.1", 0))
-        socks.append(s)
-        ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
+    """n listen ports that are free now, chosen BELOW the kernel's ephemeral range
+    (net.ipv4.ip_local_port_range, 32768+): a port the kernel hands out as ephemeral can be taken
+    by another rank's outgoing connect between this probe and the rank's listen()."""
+    rng = random.Random()
+    ports = []
+    while len(ports) < n:
+        port = rng.randrange(20000, 32000)
+        if port in ports:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        ports.append(port)
     return ports
 
 
