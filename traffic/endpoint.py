@@ -205,6 +205,8 @@ class Endpoint:
                   "pacer_burst_packets": cfg.pacing_burst_packets, "header_overhead": header,
                   "probe_timeout_rtts": cfg.probe_timeout_rtts,
                   "reverse_probe_rtts": cfg.reverse_probe_rtts, "ev_count": cfg.ev_count,
+                  "ack_every": cfg.ack_every, "ack_delay_rtts": cfg.ack_delay_rtts,
+                  "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns,
                   "ev_backup_count": cfg.ev_count // 2}
         values.update(cfg.qp)
         values.update(overrides or {})
@@ -535,6 +537,19 @@ class Endpoint:
             self.run_once(0.01)
         return True
 
+    def socket_drops(self) -> dict:
+        """Frames the kernel dropped at each NIC port's socket (receive buffer full), by plane."""
+        out = {}
+        for plane, port in self.ports.items():
+            stats = getattr(port, "kernel_stats", None)
+            if stats is None:
+                continue
+            try:
+                out[plane] = stats()[1]
+            except OSError:
+                pass
+        return out
+
     def close(self) -> None:
         if self.closed:
             return
@@ -542,6 +557,7 @@ class Endpoint:
         now = self.clock()
         self._emit_goodput(now)
         final = self.counters.as_dict()
+        final["socket_drops"] = self.socket_drops()
         final["qps"] = {qpn: qp.stats() for qpn, qp in self.qps.items()}
         self.log.emit("counters", t_ns=now, **final)
         self.log.close()

@@ -40,13 +40,19 @@ class EndpointConfig:
     base_rtt_ns: int | None = None                  # None: measure with probes at QP creation
     default_base_rtt_ns: int = 1_000_000            # used if probing gets no answer
     rtt_probe_count: int = 8
-    rto_rtts: float = 25.0                          # CPU-starved 2-core VM: SACKs lag by ms
+    # The RTO also grows with srtt + 4 rttvar (measured, so queueing under load counts) and a
+    # timeout retires an EV only when something sent later was delivered (reliability.py), so
+    # CPU stalls no longer need a 25-RTT margin here (the QP's base RTT is its min RTT sample,
+    # ~0.6 ms idle, so 16 x is ~10 ms; 8 x gave many spurious timeouts under incast).
+    rto_rtts: float = 16.0
     probe_period_rtts: float = 20.0
     skip_rtts: float = 2.0
     # SACK-gap loss needs a packet sent this many base RTTs later to have arrived: under load the
     # userspace switches add queueing of several base RTTs that differs per path, and a tighter
     # window retires healthy EVs (measured: ~900 false ASSUMED_BAD in a 16 MiB run at 0.5).
-    reorder_rtts: float = 3.0
+    # The window also grows to srtt + 4 rttvar - base RTT when queues build (adaptive_reorder),
+    # so the fixed part only has to cover the idle fabric's jitter.
+    reorder_rtts: float = 1.0
     # Probe timers, same reason: a probe answer queues behind data in the userspace switches
     # and on the CPU, so 4 base RTTs (the pure default) failed most probes under load and the
     # resulting storm of re-probes of "bad" EVs ate the CPU (measured: ~9k probe frames/s/host).
@@ -56,6 +62,12 @@ class EndpointConfig:
     # start from at least this much.
     min_base_rtt_ns: int = 2_000_000
     ev_count: int = 32                              # per QP; 128 x several QPs x probes = CPU
+    # SACK coalescing: one SACK per ack_every data packets (immediate on ECN, AckReq = last
+    # packet of a message or a retransmission, or a bitmap half full), else after ack_delay_rtts.
+    # Every SACK costs a packet through three userspace switches and ~60 us of Python at each
+    # end; at 1 the SACKs were half the fabric's packets (bench goodput: see traffic/bench.py).
+    ack_every: int = 4
+    ack_delay_rtts: float = 0.25
     rto_ns: int | None = None
     probe_period_ns: int | None = None
     skip_ns: int | None = None
@@ -84,14 +96,14 @@ class EndpointConfig:
                               f"0..{self.spec.planes - 1}, got {self.planes!r}")
         for name in ("pacing_fraction", "rto_rtts", "reorder_rtts", "probe_period_rtts", "skip_rtts",
                      "probe_timeout_rtts", "reverse_probe_rtts",
-                     "port_poll_ms", "goodput_interval_ms"):
+                     "port_poll_ms", "goodput_interval_ms", "ack_delay_rtts"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
         if self.pacing_fraction > 1.5:
             raise ConfigError(f"pacing_fraction {self.pacing_fraction} is above 1.5x line rate")
         for name in ("pacing_burst_packets", "max_payload", "default_base_rtt_ns", "rtt_probe_count",
-                     "min_base_rtt_ns", "ev_count"):
+                     "min_base_rtt_ns", "ev_count", "ack_every"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")

@@ -8,6 +8,7 @@ UDP destination port 4791 (RoCEv2) in IPv6, or in IPv6-in-IPv6 (SRv6 mode).
 from __future__ import annotations
 
 import ctypes
+import errno
 import fcntl
 import socket
 import struct
@@ -18,6 +19,7 @@ SOL_SOCKET = 1
 SO_ATTACH_FILTER = 26
 SOL_PACKET = 263
 PACKET_IGNORE_OUTGOING = 23
+PACKET_STATISTICS = 6
 SIOCGIFFLAGS = 0x8913
 SIOCGIFMTU = 0x8921
 IFF_UP = 0x1
@@ -150,6 +152,12 @@ class PacketPort:
             return self.sock.recv_into(self.buf)
         except (BlockingIOError, InterruptedError):
             return 0
+        except OSError as e:
+            # The kernel reports a NIC link going down as a one-shot socket error (ENETDOWN,
+            # POLLERR) that this read consumes; the link state itself is seen by is_up().
+            if e.errno in (errno.ENETDOWN, errno.ENXIO):
+                return 0
+            raise
 
     def send(self, frame) -> bool:
         try:
@@ -165,6 +173,12 @@ class PacketPort:
 
     def mtu(self) -> int:
         return interface_mtu(self.intf)
+
+    def kernel_stats(self) -> tuple[int, int]:
+        """(frames received, frames dropped) by the kernel for this socket since the last call
+        (PACKET_STATISTICS resets on read): drops mean the endpoint read too slowly."""
+        raw = self.sock.getsockopt(SOL_PACKET, PACKET_STATISTICS, 8)
+        return struct.unpack("II", raw)
 
     def is_up(self) -> bool:
         try:

@@ -16,20 +16,28 @@ per-plane pacer (traffic/nscc.py). Loss detection, precisely:
     emulated fabric has RTTs around 1 ms, so the RTO is derived from the measured RTT instead.
     More than retry_limit timeouts of one PSN -> QP error (reported, never hung).
   * SACK gap (RACK-like, time-based so cross-path jitter is not taken for loss): a transmission is
-    lost when the SACKs show that a packet SENT at least reorder_window_frac x base RTT later
-    (any EV) has arrived while it has not.
-  Both mark the EV it travelled on ASSUMED_BAD (a same-plane backup replaces it). NACK TRIMMED:
+    lost when the SACKs show that a packet SENT at least the reorder window later (any EV) has
+    arrived while it has not; window = max(reorder_window_frac x base RTT, srtt + 4 rttvar -
+    base RTT) so per-path queueing differences under load are not taken for failures.
+  Both mark the EV it travelled on ASSUMED_BAD (a same-plane backup replaces it), except: a
+  timeout with nothing sent later delivered (a stall of the peer/CPU/every path, no evidence
+  against this EV) retransmits without penalty, and the first such loss on an EV while the QP
+  sees congestion (ECN echo, trimmed NACK, queueing delay >= 1 base RTT) is forgiven once
+  (congestion_* settings; a second loss on the EV retires it). NACK TRIMMED:
   fast retransmit, the EV is passed over once, not retired. NACK TRIMMED_LASTHOP: retransmit, no
   EV penalty. Other NACK reasons: retransmit (counts toward the retry limit); UNEXP_EVENT (remote
   access error) -> QP error. Every retransmission goes on a FRESH EV (never the one that lost it),
   lowest PSN first.
 
 Receiver (ReceiverQP): places each payload at its RETH VA at once (any order), ignores duplicates,
-SACKs every packet (cumulative PSN, 64-bit bitmap, reflected EV, ECN echo as SKIP_ONCE, port
-status), NACKs trimmed packets, delivers WRITE-with-IMM completions when the whole message has
+SACKs every ack_every packets or after ack_delay (immediately on ECN, AckReq, duplicates, a
+bitmap half full) with cumulative PSN, 64-bit bitmap, reflected EV, ECN echo as SKIP_ONCE, port
+status, NACKs trimmed packets, delivers WRITE-with-IMM completions when the whole message has
 arrived, in message order (a completion also implies every earlier WRITE is placed). SACKs leave
 on the plane the data came in on (if its port is up) over a small reverse EV set (>= 1 per plane)
-kept fresh by probes, one per base RTT while data flows.
+kept fresh by probes, one per base RTT while data flows; a probe fails after probe_timeout_rtts or
+the answered probes' srtt + 4 rttvar, a late answer still counts, and no failure counts while
+arriving data is trimmed or CE-marked (the answer is queued, the path is not dead).
 
 Events go to emit(dict) with "t_ns" and "event" set (schema of the brief); the adapter adds "host".
 """
@@ -87,7 +95,25 @@ class MRCConfig:
     retry_linear: int = 7                # OCP: linear backoff for the first 7 retries
     retry_limit: int = 10                # timeouts of one PSN before QP error
     reorder_window_frac: float = 0.5     # SACK-gap loss: sent this many base RTTs later arrived
+    # Under load the per-path queueing delay differs by far more than a base RTT; the reorder
+    # window also grows to srtt + 4 rttvar - base RTT (RACK-like), measured, so a slower queue
+    # on one path is not taken for a failed path.
+    adaptive_reorder: bool = True
+    # Losses without trim while the QP sees congestion (an ECN echo, a trimmed NACK, or an RTT
+    # sample with queueing delay >= congestion_delay_rtts base RTTs in the last
+    # congestion_grace_rtts) are retransmitted but do not retire the EV on the first loss: in
+    # the emulator a CPU-starved userspace switch drops/delays packets of busy paths that a
+    # real trimming switch would not. A second such loss on the same EV within
+    # congestion_forgive_rtts (or 8 srtt, if longer) retires it: a dead path under congestion
+    # costs one extra packet, a congested path rarely loses twice. 0 disables the grace.
+    congestion_grace_rtts: float = 8.0
+    congestion_delay_rtts: float = 1.0
+    congestion_forgive_rtts: float = 64.0
     ack_every: int = 1                   # receiver SACK coalescing (1 = SACK every packet)
+    # Delayed SACK: a coalesced SACK leaves at the latest this long after the first unacked
+    # packet arrived (None -> ack_delay_rtts x base RTT).
+    ack_delay_ns: int | None = None
+    ack_delay_rtts: float = 0.25
     # congestion control (UET NSCC, uet-htsim defaults)
     nscc_enabled: bool = True
     nscc_gamma: float = 0.8
@@ -97,6 +123,11 @@ class MRCConfig:
     nscc_max_window_bdp: float = 1.5
     nscc_initial_window_bdp: float = 1.0
     trimming: bool = False               # fabric trims -> target 0.75 x base RTT
+    # NSCC sizes its window (1.5 BDP) and delay target on the base RTT; through userspace OVS the
+    # idle min RTT (0.5-1 ms) is well under the RTT at line rate (2-3 ms: per-packet CPU in three
+    # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
+    # uses at least this RTT (the timers keep the measured min).
+    nscc_min_base_rtt_ns: int = 0
     # pacing (userspace OVS drops bursts)
     port_rate_Bps: float = 12_500_000.0  # per plane (100 Mbit/s, the fabric's default host link)
     pacer_burst_packets: int = 4
@@ -115,13 +146,15 @@ class MRCConfig:
                     "rto_max_ns", "retry_limit", "ack_every", "port_rate_Bps",
                     "pacer_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
-                    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts")
+                    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts",
+                    "ack_delay_rtts")
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in positive and (isinstance(value, bool) or not value > 0):
                 raise ValueError(f"MRCConfig.{f.name} must be positive, got {value!r}")
         for name in ("ev_backup_count", "retry_linear", "skip_rtts", "header_overhead",
-                     "reorder_window_frac"):
+                     "reorder_window_frac", "congestion_grace_rtts", "congestion_delay_rtts",
+                    "congestion_forgive_rtts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.mpr * MPR_UNIT >= PSN_SPACE // 2:
@@ -327,7 +360,7 @@ class SenderQP:
                          probe_k=config.probe_k, emit=self.emit)
         self.pacer = PlanePacer(paths.planes, config.port_rate_Bps,
                                 config.pacer_burst_packets * (config.mtu + config.header_overhead))
-        self.nscc = Nscc(base_rtt_ns=self.base_rtt_ns,
+        self.nscc = Nscc(base_rtt_ns=max(self.base_rtt_ns, config.nscc_min_base_rtt_ns),
                          link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.mtu,
                          gamma=config.nscc_gamma, max_md=config.nscc_max_md,
                          fair_increase_mss=config.nscc_fair_increase_mss,
@@ -348,12 +381,16 @@ class SenderQP:
         self._retx: list[int] = []                      # heap of seqs, lowest first
         self._send_log: deque[tuple[int, int, int]] = deque()  # (sent_ns, seq, tx_count)
         self._latest_delivered_sent = -1
+        self._congested_until_ns = -1
+        self._forgiven: dict[int, int] = {}     # ev -> time of its forgiven congestion loss
+        self._ev_congested: dict[int, int] = {} # ev -> last ECN echo / trimmed NACK on it
         self._wake_ns: int | None = None
         self.completions: list[Completion] = []
         self.error: str | None = None
         self.counters = {"sent_packets": 0, "sent_bytes": 0, "retransmitted_packets": 0,
                          "retransmitted_bytes": 0, "timeouts": 0, "sack_gap_losses": 0,
-                         "nacks": 0, "bad_acks": 0, "probes_sent": 0}
+                         "nacks": 0, "bad_acks": 0, "probes_sent": 0,
+                         "congestion_losses_forgiven": 0, "timeouts_without_evidence": 0}
 
     # ------------------------------------------------------------------ helpers
 
@@ -381,13 +418,35 @@ class SenderQP:
             rto = base * max(lin, 1) * 2 ** (timeouts - lin + 1)
         return int(min(rto, self.cfg.rto_max_ns))
 
-    def _rtt_sample(self, rtt: int) -> None:
+    def _note_congestion(self, now_ns: int) -> None:
+        if self.cfg.congestion_grace_rtts > 0:
+            self._congested_until_ns = max(self._congested_until_ns,
+                                           now_ns + self._congested_grace_ns())
+
+    def congested(self, now_ns: int) -> bool:
+        return now_ns < self._congested_until_ns
+
+    def _congested_grace_ns(self) -> int:
+        # The loaded RTT through userspace OVS is 5-10x the idle min RTT (the base), and
+        # congestion signals come in episodes tens of ms apart: scale the memory on srtt too.
+        return max(self._rtts(self.cfg.congestion_grace_rtts), int(self.srtt_ns or 0) * 8)
+
+    def reorder_window_ns(self) -> int:
+        window = int(self.cfg.reorder_window_frac * self.base_rtt_ns)
+        if self.cfg.adaptive_reorder and self.srtt_ns is not None:
+            window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns))
+        return window
+
+    def _rtt_sample(self, rtt: int, now_ns: int | None = None) -> None:
         if rtt <= 0:
             return
+        if (now_ns is not None and self._rtt_measured
+                and rtt - self.base_rtt_ns >= self.cfg.congestion_delay_rtts * self.base_rtt_ns):
+            self._note_congestion(now_ns)
         if not self._rtt_measured or rtt < self.base_rtt_ns:
             self._rtt_measured = True
             self.base_rtt_ns = rtt
-            self.nscc.set_base_rtt(rtt)
+            self.nscc.set_base_rtt(max(rtt, self.cfg.nscc_min_base_rtt_ns))
             self.evs.probe_period_ns = self._rtts(self.cfg.probe_period_rtts)
             self.evs.probe_timeout_ns = self._rtts(self.cfg.probe_timeout_rtts)
         if self.srtt_ns is None:
@@ -580,21 +639,42 @@ class SenderQP:
                 self._fail(f"ACK timeout: PSN {seq & PSN_MASK} unacknowledged after "
                            f"{self.cfg.retry_limit} retries", now_ns)
                 return
-            self._declare_lost(rec, "timeout", now_ns, penalize=True)
+            # A timeout is evidence against the EV only if something sent later was delivered
+            # (other paths work); otherwise the peer, every path or the CPU stalled, and
+            # retiring the EV would only punish whichever path the packet happened to take.
+            evidence = self._latest_delivered_sent > rec.sent_ns
+            if not evidence:
+                self.counters["timeouts_without_evidence"] += 1
+            self._declare_lost(rec, "timeout", now_ns, penalize=evidence)
 
     def _declare_lost(self, rec: _TxRecord, reason: str, now_ns: int, penalize: bool) -> None:
         rec.lost = True
         rec.retx_reason = reason
         self.inflight_bytes -= rec.length
         heapq.heappush(self._retx, rec.seq)
+        if penalize and now_ns - self._ev_congested.get(rec.ev, -1 << 62) <= self._congested_grace_ns():
+            # This very path just signalled congestion (trim / ECN), so it delivers: the packet
+            # is queued or was dropped by congestion, not by a failure.
+            self.counters["congestion_losses_forgiven"] += 1
+            self.evs.skip_next_turn(rec.ev, now_ns)
+            penalize = False
+        if penalize and self.congested(now_ns):
+            first = self._forgiven.get(rec.ev)
+            window = max(self._rtts(self.cfg.congestion_forgive_rtts), int(16 * (self.srtt_ns or 0)))
+            if first is None or now_ns - first > window:
+                self._forgiven[rec.ev] = now_ns
+                self.counters["congestion_losses_forgiven"] += 1
+                self.evs.skip_next_turn(rec.ev, now_ns)
+                penalize = False
         if penalize:
+            self._forgiven.pop(rec.ev, None)
             self.evs.mark_lost(rec.ev, reason, now_ns)
         if self.cfg.nscc_enabled:
             self.nscc.on_loss(now_ns)
         self._wake_ns = -1
 
     def _detect_gaps(self, now_ns: int) -> None:
-        threshold = self._latest_delivered_sent - int(self.cfg.reorder_window_frac * self.base_rtt_ns)
+        threshold = self._latest_delivered_sent - self.reorder_window_ns()
         log = self._send_log
         while log and log[0][0] <= threshold:
             _, seq, txc = log.popleft()
@@ -612,7 +692,10 @@ class SenderQP:
         rec.acked = True
         if not rec.lost:
             self.inflight_bytes -= rec.length
-        if rec.sent_ns > self._latest_delivered_sent:
+        # Only first transmissions order the SACK-gap check: a retransmission after a trim goes
+        # on a fresh, idle path and overtakes the packets still queued on the congested one,
+        # which would otherwise all look lost.
+        if rec.tx_count == 1 and rec.sent_ns > self._latest_delivered_sent:
             self._latest_delivered_sent = rec.sent_ns
         return rec.length
 
@@ -622,7 +705,7 @@ class SenderQP:
         self._peer_ports(sack.port_status, now_ns)
         rtt = now_ns - sack.echo_timestamp if sack.echo_timestamp else None
         if rtt is not None and rtt > 0:
-            self._rtt_sample(rtt)
+            self._rtt_sample(rtt, now_ns)
         else:
             rtt = None
         cum = unwrap(sack.cum_psn & PSN_MASK, self.snd_una)
@@ -644,6 +727,9 @@ class SenderQP:
                 newly += self._ack(seq)
             bitmap ^= low
         ecn = sack.skip != SkipMode.NONE
+        if ecn:
+            self._note_congestion(now_ns)
+            self._ev_congested[sack.ev] = now_ns
         if ecn and sack.ev in self.evs.evs:
             self.evs.skip(sack.ev, now_ns + self._rtts(self.cfg.skip_rtts), now_ns)
         if self.cfg.nscc_enabled:
@@ -674,6 +760,9 @@ class SenderQP:
             return
         if nack.echo_timestamp and nack.echo_timestamp != rec.sent_ns:
             return      # NACK of an earlier transmission of this PSN
+        if nack.reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP):
+            self._note_congestion(now_ns)
+            self._ev_congested[rec.ev] = now_ns
         if nack.reason == NackReason.TRIMMED:
             self.evs.skip_next_turn(rec.ev, now_ns)
             self._declare_lost(rec, "nack_trimmed", now_ns, penalize=False)
@@ -735,9 +824,15 @@ class ReceiverQP:
         self._probe_rr = 0
         self._probe_seq = 0
         self._pending: dict[int, tuple[int, int]] = {}  # seq -> (ev, sent_ns)
+        self._expired: dict[int, int] = {}              # timed-out probe seq -> ev (late answers)
+        self._probe_srtt: float | None = None           # RTT of answered reverse probes
+        self._probe_rttvar = 0.0
+        self._congested_until_ns = -1                   # trimmed / CE data seen recently
         self._next_probe_ns = 0
         self.last_rx_ns: int | None = None
         self._unacked = 0
+        self._ack_due_ns: int | None = None     # delayed SACK deadline while _unacked > 0
+        self._last_data: tuple | None = None    # (ev, timestamp, plane, seq) of the newest packet
         self.counters = {"rx_packets": 0, "rx_bytes": 0, "placed_bytes": 0, "duplicates": 0,
                          "ooo": 0, "trimmed": 0, "access_errors": 0, "malformed": 0,
                          "out_of_window": 0, "foreign": 0, "sacks": 0, "nacks": 0}
@@ -792,6 +887,8 @@ class ReceiverQP:
         if seq >= self.rcv_cum + self.cfg.mpr_window:
             self.counters["out_of_window"] += 1
             return self._nack(pkt, NackReason.PSN_OOR_WINDOW, plane)
+        if pkt.trimmed or pkt.ecn_ce:
+            self._congested_until_ns = now_ns + self._period(self.cfg.congestion_grace_rtts)
         if pkt.trimmed:
             self.counters["trimmed"] += 1
             reason = NackReason.TRIMMED_LASTHOP if pkt.trim_lasthop else NackReason.TRIMMED
@@ -810,27 +907,49 @@ class ReceiverQP:
             return []
         self.counters["rx_bytes"] += len(payload)
         self.counters["placed_bytes"] += len(payload)
-        ooo = seq != self.rcv_cum or bool(self.received)
-        if seq != self.rcv_cum:
-            self.counters["ooo"] += 1
         if seq == self.rcv_cum:
             self.rcv_cum += 1
             while self.rcv_cum in self.received:
                 self.received.discard(self.rcv_cum)
                 self.rcv_cum += 1
         else:
+            self.counters["ooo"] += 1
             self.received.add(seq)
         self._unacked += 1
-        if (self._unacked >= self.cfg.ack_every or ooo or pkt.ecn_ce or pkt.ack_req
-                or pkt.opcode in LAST_OPCODES):
+        # Coalescing (ack_every > 1): sprayed packets arrive out of order all the time and the
+        # sender's loss detection is time based, so reordering alone does not force a SACK
+        # (selective SACK bits free the sender's window as well as the cumulative PSN does).
+        # A SACK leaves at once for what the sender must act on quickly: ECN (EV skip, NSCC),
+        # AckReq (retransmissions, message ends), or a bitmap about to overflow its 64 PSNs.
+        if (self._unacked >= self.cfg.ack_every or pkt.ecn_ce or pkt.ack_req
+                or pkt.opcode in LAST_OPCODES
+                or seq - self.rcv_cum >= SACK_BITMAP_BITS // 2):
             return self._sack(pkt, seq, now_ns, plane)
+        self._last_data = (pkt.ev, pkt.timestamp, plane, seq)
+        if self._ack_due_ns is None:
+            self._ack_due_ns = now_ns + self._ack_delay()
         return []
 
+    def _ack_delay(self) -> int:
+        if self.cfg.ack_delay_ns is not None:
+            return self.cfg.ack_delay_ns
+        return max(1, int(self.cfg.ack_delay_rtts * self.cfg.base_rtt_ns))
+
+    def _delayed_sack(self, now_ns: int) -> list[tuple[object, int]]:
+        """The coalesced SACK whose delay ran out (the newest packet's EV and timestamp)."""
+        ev, ts, plane, seq = self._last_data
+        return self._sack_fields(ev, ts, False, seq, now_ns, plane)
+
     def _sack(self, pkt: DataPacket, seq: int, now_ns: int, plane: int):
+        return self._sack_fields(pkt.ev, pkt.timestamp, pkt.ecn_ce, seq, now_ns, plane)
+
+    def _sack_fields(self, ev: int, timestamp, ecn_ce: bool, seq: int, now_ns: int, plane: int):
         path = self._reply_path(plane)
         if path is None:
             return []
         self._unacked = 0
+        self._ack_due_ns = None
+        self._last_data = None
         cum = self.rcv_cum
         base = cum if seq - cum < SACK_BITMAP_BITS else seq - SACK_BITMAP_BITS + 1
         bitmap = 0
@@ -841,10 +960,10 @@ class ReceiverQP:
                     bitmap |= 1 << i
         self.counters["sacks"] += 1
         sack = Sack(dest_qp=self.peer_qp, cum_psn=cum & PSN_MASK, bitmap=bitmap,
-                    sack_base=base & PSN_MASK, ev=pkt.ev,
-                    skip=SkipMode.SKIP_ONCE if pkt.ecn_ce else SkipMode.NONE,
+                    sack_base=base & PSN_MASK, ev=ev,
+                    skip=SkipMode.SKIP_ONCE if ecn_ce else SkipMode.NONE,
                     mpr=self.cfg.mpr, port_status=self.port_status,
-                    echo_timestamp=pkt.timestamp or 0, ooo_count=self.counters["ooo"],
+                    echo_timestamp=timestamp or 0, ooo_count=self.counters["ooo"],
                     rx_bytes=self.counters["rx_bytes"], path_ev=path[1])
         return [(sack, path[0])]
 
@@ -868,11 +987,32 @@ class ReceiverQP:
                 and now_ns - self.last_rx_ns <= self._period(self.cfg.reverse_idle_rtts))
 
     def poll(self, now_ns: int) -> list[tuple[object, int]]:
-        """Reverse-EV probes due now (one per base RTT while data flows)."""
-        timeout = self._period(4.0)
+        """Reverse-EV probes due now (one per base RTT while data flows), and a delayed SACK
+        whose coalescing delay ran out."""
+        out: list[tuple[object, int]] = []
+        if self._ack_due_ns is not None and now_ns >= self._ack_due_ns:
+            if self._last_data is not None:
+                out.extend(self._delayed_sack(now_ns))
+            self._ack_due_ns = None
+        out.extend(self._poll_probes(now_ns))
+        return out
+
+    def probe_timeout_ns(self) -> int:
+        """probe_timeout_rtts base RTTs, or more when answered probes show a loaded path
+        (their srtt + 4 rttvar): the answers queue behind data on the congested direction."""
+        timeout = self._period(self.cfg.probe_timeout_rtts)
+        if self._probe_srtt is not None:
+            timeout = max(timeout, int(self._probe_srtt + 4 * self._probe_rttvar))
+        return timeout
+
+    def _poll_probes(self, now_ns: int) -> list[tuple[object, int]]:
+        timeout = self.probe_timeout_ns()
         for seq, (ev, sent) in list(self._pending.items()):
             if now_ns - sent >= timeout:
                 del self._pending[seq]
+                self._expired[seq] = ev
+                if len(self._expired) > 64:
+                    del self._expired[next(iter(self._expired))]
                 self._reverse_result(ev, False, None, now_ns)
         if not self._active(now_ns) or now_ns < self._next_probe_ns:
             return []
@@ -888,7 +1028,10 @@ class ReceiverQP:
                        port_status=self.port_status, path_ev=rev.ev), plane)]
 
     def next_deadline(self, now_ns: int) -> int | None:
-        cands = [sent + self._period(4.0) for _, sent in self._pending.values()]
+        timeout = self.probe_timeout_ns()
+        cands = [sent + timeout for _, sent in self._pending.values()]
+        if self._ack_due_ns is not None:
+            cands.append(self._ack_due_ns)
         if self._active(now_ns):
             cands.append(max(self._next_probe_ns, now_ns))
         return min(cands) if cands else None
@@ -896,8 +1039,16 @@ class ReceiverQP:
     def on_probe_response(self, probe: Probe, now_ns: int) -> None:
         pending = self._pending.pop(probe.seq, None)
         if pending is None or pending[0] != probe.ev:
+            if self._expired.pop(probe.seq, None) == probe.ev:
+                self._reverse_result(probe.ev, True, None, now_ns)   # late, but the path works
             return
-        self._reverse_result(probe.ev, True, now_ns - pending[1], now_ns)
+        rtt = now_ns - pending[1]
+        if self._probe_srtt is None:
+            self._probe_srtt, self._probe_rttvar = float(rtt), rtt / 2.0
+        else:
+            self._probe_rttvar = 0.75 * self._probe_rttvar + 0.25 * abs(self._probe_srtt - rtt)
+            self._probe_srtt = 0.875 * self._probe_srtt + 0.125 * rtt
+        self._reverse_result(probe.ev, True, rtt, now_ns)
 
     def _reverse_result(self, ev: int, ok: bool, rtt_ns, now_ns: int) -> None:
         plane = ev_plane(ev)
@@ -906,6 +1057,13 @@ class ReceiverQP:
                 continue
             if ok:
                 rev.fails = 0
+                return
+            if now_ns < self._congested_until_ns:
+                # Data arrives trimmed/marked: the answer is stuck in a congested queue, which
+                # says nothing about the reverse path (congestion never retires a path).
+                self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+                           "ok": False, "rtt_ns": None, "direction": "reverse",
+                           "congested": True})
                 return
             rev.fails += 1
             self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,

@@ -1,0 +1,141 @@
+"""Loss without trim vs congestion and stalls (issue 6: congestion never retires a path):
+driven packet by packet with a fake clock."""
+import random
+
+from traffic.evs import ASSUMED_BAD, PathInfo
+from traffic.messages import DataPacket, Opcode, Probe, Sack, SkipMode
+from traffic.reliability import MemoryRegistry, MRCConfig, ReceiverQP, SenderQP
+
+T0 = 1_000_000_000
+MS = 1_000_000
+
+
+def _sender(**kw):
+    cfg = MRCConfig(ev_count=8, ev_backup_count=8, mtu=1000, base_rtt_ns=MS, rto_ns=5 * MS,
+                    nscc_enabled=False, reorder_window_frac=0.5, **kw)
+    events = []
+    tx = SenderQP(0x11, 0x22, cfg, PathInfo((0, 1), 2), random.Random(1), events.append)
+    return tx, events
+
+
+def _send(tx, now, n=1):
+    out = tx.poll(now)
+    pkts = [m for m, _ in out if isinstance(m, DataPacket)]
+    assert len(pkts) == n
+    return pkts
+
+
+def _sack(tx, pkt, now, ecn=False):
+    """The receiver's SACK when `pkt` arrives (cumulative PSN + bitmap of what arrived so far),
+    echoing its timestamp; the arrivals are remembered on the sender object."""
+    got = tx.__dict__.setdefault("_test_arrived", set())
+    got.add(pkt.psn)
+    cum = 0
+    while cum in got:
+        cum += 1
+    bitmap = sum(1 << i for i in range(64) if cum + i in got)
+    tx.on_sack(Sack(dest_qp=0x11, cum_psn=cum, sack_base=cum, bitmap=bitmap,
+                    ev=pkt.ev, skip=SkipMode.SKIP_ONCE if ecn else SkipMode.NONE,
+                    echo_timestamp=pkt.timestamp, port_status=3), now)
+
+
+def _bad(events):
+    return [e for e in events if e["event"] == "ev_state" and e["new"] == ASSUMED_BAD]
+
+
+def test_timeout_with_nothing_delivered_since_does_not_retire_the_path():
+    tx, events = _sender()
+    tx.post_write(bytearray(1000), 0, 1)
+    [p0] = _send(tx, T0)
+    tx.poll(T0 + 6 * MS)                      # RTO expired, nothing at all came back: a stall
+    assert tx.counters["timeouts"] == 1 and tx.counters["timeouts_without_evidence"] == 1
+    assert _bad(events) == []
+    assert tx.counters["retransmitted_packets"] == 1
+
+
+def test_timeout_with_a_later_packet_delivered_retires_the_path():
+    tx, events = _sender()
+    tx.post_write(bytearray(1000), 0, 1)
+    [p0] = _send(tx, T0)
+    tx.post_write(bytearray(1000), 0, 1)
+    [p1] = _send(tx, T0 + 100_000)            # later, other EV; it arrives, p0 does not
+    _sack(tx, p1, T0 + 1_100_000)             # RTT 1 ms = base: no congestion signal
+    tx.poll(T0 + 6 * MS)
+    assert [e["ev"] for e in _bad(events)] == [p0.ev]
+
+
+def test_loss_under_signalled_congestion_forgiven_once_then_retired():
+    tx, events = _sender()
+    pkts = []
+    for i in range(40):                       # 40 packets, 0.1 ms apart, round robin on 8 EVs
+        tx.post_write(bytearray(1000), 0, 1)
+        pkts += _send(tx, T0 + i * 100_000)
+    lost_ev = pkts[0].ev
+    # everything but the first packet arrives after 1 base RTT with ECN echoes: congestion
+    for p in pkts[1:]:      # (lost_ev itself shows no congestion: see the next test)
+        _sack(tx, p, p.timestamp + MS, ecn=p.ev != lost_ev)
+    now = pkts[-1].timestamp + MS
+    assert tx.congested(now)
+    assert _bad(events) == []                 # first loss on that EV forgiven ...
+    assert tx.counters["congestion_losses_forgiven"] == 1
+    assert tx.counters["sack_gap_losses"] >= 1
+    # ... the next loss on the same EV (its retransmission went elsewhere; send a new packet on it)
+    more = []
+    t = now
+    while not any(p.ev == lost_ev for p in more):
+        t += 100_000
+        tx.post_write(bytearray(1000), 0, 1)
+        more += [m for m, _ in tx.poll(t) if isinstance(m, DataPacket)]
+    for p in more:
+        if p.ev != lost_ev:
+            _sack(tx, p, p.timestamp + MS, ecn=True)
+    t2 = t
+    while not _bad(events) and t2 < t + 20 * MS:
+        t2 += 100_000
+        tx.post_write(bytearray(1000), 0, 1)
+        for p in [m for m, _ in tx.poll(t2) if isinstance(m, DataPacket)]:
+            if p.ev != lost_ev:
+                _sack(tx, p, p.timestamp + MS, ecn=True)
+    assert [e["ev"] for e in _bad(events)] == [lost_ev]
+
+
+def test_losses_on_a_path_that_itself_signals_congestion_never_retire_it():
+    tx, events = _sender()
+    pkts = []
+    for i in range(40):                       # 4 ms, under the 5 ms RTO
+        tx.post_write(bytearray(1000), 0, 1)
+        pkts += _send(tx, T0 + i * 100_000)
+    lost_ev = pkts[0].ev
+    on_lost = [p for p in pkts if p.ev == lost_ev]
+    dropped = {id(on_lost[0]), id(on_lost[2]), id(on_lost[4])}   # every other one lost
+    for p in pkts:
+        if id(p) not in dropped:
+            _sack(tx, p, p.timestamp + MS, ecn=True)                # ECN echo on every path
+    assert tx.counters["sack_gap_losses"] >= 3
+    assert _bad(events) == []
+
+
+def test_reverse_probe_answer_late_or_under_congestion_does_not_retire_reverse_ev():
+    cfg = MRCConfig(base_rtt_ns=MS, probe_timeout_rtts=4.0, reverse_probe_fail_limit=1,
+                    reverse_probe_rtts=1.0)
+    events = []
+    reg = MemoryRegistry()
+    reg.register(bytearray(1 << 16))
+    rx = ReceiverQP(0x22, 0x11, cfg, PathInfo((0,), 1), random.Random(2), reg, events.append)
+    data = dict(dest_qp=0x22, opcode=Opcode.WRITE_MIDDLE, msn=0, va=reg.regions[0x100].va, rkey=0x100,
+                dma_len=1 << 16, payload=b"x" * 100, timestamp=1, ev=0x1234)
+    rx.on_data(DataPacket(psn=0, ecn_ce=True, **data), T0, 0)      # congestion seen
+    [(probe, _)] = [x for x in rx.poll(T0) if isinstance(x[0], Probe)]
+    rx.poll(T0 + 5 * MS)                                           # timed out, but congested
+    assert _bad(events) == []
+    # a late answer still counts as the path working
+    rx.on_probe_response(Probe(ev=probe.ev, seq=probe.seq, response=True), T0 + 6 * MS)
+    assert all(r.fails == 0 for r in rx.reverse[0])
+    # no congestion any more: an unanswered probe retires the reverse EV (fail limit 1)
+    t = T0 + 200 * MS
+    rx.on_data(DataPacket(psn=1, **data), t, 0)
+    probes = [x for x in rx.poll(t) if isinstance(x[0], Probe)]
+    assert probes
+    rx.poll(t + 50 * MS)
+    bad = _bad(events)
+    assert bad and all(e["reason"] == "reverse_probe_timeout" and e["t_ns"] >= t for e in bad)
