@@ -338,7 +338,35 @@ def validate_write(buf, remote_va: int, rkey: int, imm) -> memoryview:
     return view
 
 
-class SenderQP:
+class PostedWrites:
+    """What every sending QP (MRC and the RoCE baseline) shares: the queue of posted WRITEs,
+    send completions and the error latch. Subclasses set qp_num, emit, next_msn, messages,
+    send_queue, completions, error and _wake_ns in their constructors."""
+
+    def _fail(self, reason: str, now_ns: int) -> None:
+        if self.error is None:
+            self.error = reason
+            self.emit({"t_ns": now_ns, "event": "qp_error", "qp": self.qp_num, "reason": reason})
+
+    def post_write(self, local_buf, remote_va: int, rkey: int, imm: int | None = None) -> int:
+        """Queue an RDMA WRITE (WRITE-with-IMM if imm is given); returns its 24-bit MSN.
+        The buffer is referenced, not copied: keep it unchanged until the send completion."""
+        if self.error is not None:
+            raise QPError(f"QP {self.qp_num} is in error: {self.error}")
+        view = validate_write(local_buf, remote_va, rkey, imm)
+        msg = _OutMessage(msn=self.next_msn, buf=view, remote_va=remote_va, rkey=rkey, imm=imm)
+        self.next_msn += 1
+        self.messages.append(msg)
+        self.send_queue.append(msg)
+        self._wake_ns = -1
+        return msg.msn & PSN_MASK
+
+    def pop_completions(self) -> list[Completion]:
+        out, self.completions = self.completions, []
+        return out
+
+
+class SenderQP(PostedWrites):
     """Sending half of an MRC QP: WRITEs out, SACK/NACK/probe responses in."""
 
     def __init__(self, qp_num: int, peer_qp: int, config: MRCConfig, paths: PathInfo,
@@ -455,29 +483,7 @@ class SenderQP:
             self.rttvar_ns = 0.75 * self.rttvar_ns + 0.25 * abs(self.srtt_ns - rtt)
             self.srtt_ns = 0.875 * self.srtt_ns + 0.125 * rtt
 
-    def _fail(self, reason: str, now_ns: int) -> None:
-        if self.error is None:
-            self.error = reason
-            self.emit({"t_ns": now_ns, "event": "qp_error", "qp": self.qp_num, "reason": reason})
-
     # ------------------------------------------------------------------ API
-
-    def post_write(self, local_buf, remote_va: int, rkey: int, imm: int | None = None) -> int:
-        """Queue an RDMA WRITE (WRITE-with-IMM if imm is given); returns its 24-bit MSN.
-        The buffer is referenced, not copied: keep it unchanged until the send completion."""
-        if self.error is not None:
-            raise QPError(f"QP {self.qp_num} is in error: {self.error}")
-        view = validate_write(local_buf, remote_va, rkey, imm)
-        msg = _OutMessage(msn=self.next_msn, buf=view, remote_va=remote_va, rkey=rkey, imm=imm)
-        self.next_msn += 1
-        self.messages.append(msg)
-        self.send_queue.append(msg)
-        self._wake_ns = -1
-        return msg.msn & PSN_MASK
-
-    def pop_completions(self) -> list[Completion]:
-        out, self.completions = self.completions, []
-        return out
 
     @property
     def idle(self) -> bool:

@@ -24,8 +24,8 @@ from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, WRITE_OPCODES
                               Nack, NackReason, Probe, Sack)
 from traffic.nscc import PlanePacer
 from traffic.reliability import (AccessError, Completion, MemoryRegistry, MessageAssembler,
-                                 MRCConfig, QPError, _OutMessage, _TxRecord, segment_opcode,
-                                 unwrap, validate_write)
+                                 MRCConfig, PostedWrites, _OutMessage, _TxRecord, segment_opcode,
+                                 unwrap)
 
 
 def fixed_path(paths: PathInfo, qp_num: int, rng: random.Random) -> int:
@@ -34,7 +34,7 @@ def fixed_path(paths: PathInfo, qp_num: int, rng: random.Random) -> int:
     return make_ev(plane, rng.randrange(paths.spines), random_entropy(rng))
 
 
-class RoceSenderQP:
+class RoceSenderQP(PostedWrites):
     """Sending half of a RoCE RC QP (go-back-N)."""
 
     def __init__(self, qp_num: int, peer_qp: int, config: MRCConfig, paths: PathInfo,
@@ -80,26 +80,6 @@ class RoceSenderQP:
         if self.cfg.rto_ns is not None:
             return self.cfg.rto_ns
         return int(max(self.cfg.rto_min_ns, self.cfg.rto_rtt_multiplier * self.cfg.base_rtt_ns))
-
-    def _fail(self, reason: str, now_ns: int) -> None:
-        if self.error is None:
-            self.error = reason
-            self.emit({"t_ns": now_ns, "event": "qp_error", "qp": self.qp_num, "reason": reason})
-
-    def post_write(self, local_buf, remote_va: int, rkey: int, imm: int | None = None) -> int:
-        if self.error is not None:
-            raise QPError(f"QP {self.qp_num} is in error: {self.error}")
-        view = validate_write(local_buf, remote_va, rkey, imm)
-        msg = _OutMessage(msn=self.next_msn, buf=view, remote_va=remote_va, rkey=rkey, imm=imm)
-        self.next_msn += 1
-        self.messages.append(msg)
-        self.send_queue.append(msg)
-        self._wake_ns = -1
-        return msg.msn & PSN_MASK
-
-    def pop_completions(self) -> list[Completion]:
-        out, self.completions = self.completions, []
-        return out
 
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
         if plane == self.plane and self.local_up != up:
