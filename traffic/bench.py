@@ -316,6 +316,7 @@ def failover_bench(argv: list[str] | None = None, *, size_mib: int = 16, link_mb
         finally:
             pair.close()
             samples = _rx_samples(pair.logs[2])
+            measured = _measured_base_rtt_ns(pair.logs[0])   # before the temporary logs go
     t_fault = fault["t_ns"]
     kw = dict(window_ms=50.0, step_ms=10.0)
     before = recovery.steady_goodput_bps(samples, t_start, t_fault, **kw)
@@ -323,7 +324,6 @@ def failover_bench(argv: list[str] | None = None, *, size_mib: int = 16, link_mb
     # Base RTT = the QP's base RTT: the min probe RTT measured at QP creation, raised to the
     # endpoint's min_base_rtt_ns floor (2 ms) that its timers use; the raw min is printed too.
     rtt_ms = pair.base_rtt_ns / 1e6
-    measured = _measured_base_rtt_ns(pair.logs[0])
     result = {"prefault_goodput_mbit": before * 8 / 1e6, "recovery_ms": rec,
               "recovery_base_rtts": None if rec is None else rec / rtt_ms, "base_rtt_ms": rtt_ms,
               "measured_min_rtt_ms": None if measured is None else measured / 1e6,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import gc
 import random
 import select
 import signal
@@ -29,7 +30,7 @@ import time
 from emulation.topology import (Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev)
 from traffic.codec import Codec, DecodeError
 from traffic.endpoint_support import (MAX_DATA_OVERHEAD, ConfigError, Counters, EndpointConfig,
-                                      EventLog, Pacer)
+                                      EventLog, Pacer, trimming_delay_bound_ns)
 from traffic.evs import PathInfo
 from traffic.messages import DataPacket, Nack, Probe, Sack
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
@@ -38,6 +39,7 @@ RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP
 READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answered only then)
 TX_QUEUE_LIMIT = 8         # frames queued per port before QPs are asked for more (backpressure)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
+RX_ROUND = 16              # frames read from one port before the next port's turn
 
 
 class EndpointError(RuntimeError):
@@ -207,9 +209,15 @@ class Endpoint:
                   "reverse_probe_rtts": cfg.reverse_probe_rtts, "ev_count": cfg.ev_count,
                   "ack_every": cfg.ack_every, "ack_delay_rtts": cfg.ack_delay_rtts,
                   "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns,
-                  "ev_backup_count": cfg.ev_count // 2}
+                  "ev_backup_count": cfg.ev_count // 2,
+                  "first_packet_grace": bool(cfg.first_packet_grace)}
         values.update(cfg.qp)
         values.update(overrides or {})
+        if "fabric_delay_bound_ns" not in values:
+            bound = cfg.fabric_delay_bound_ns
+            if bound is None:
+                bound = trimming_delay_bound_ns(cfg.spec) if values.get("trimming") else 0
+            values["fabric_delay_bound_ns"] = bound
         try:
             return MRCConfig(**values)
         except TypeError as e:
@@ -260,6 +268,10 @@ class Endpoint:
         self.qps[qpn] = qp
         self.log.emit("qp", t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
                       transport=transport, **self.config.timers(base_rtt_ns))
+        # Move everything built so far (topology, codec tables, EV sets, buffers) out of the
+        # cyclic GC's view: full collections then scan only what the traffic allocates, so
+        # they stay short instead of stalling the loop for milliseconds mid-transfer.
+        gc.freeze()
         return qp
 
     def post_write(self, qpn: int, data, remote_va: int, rkey: int, imm: int | None = None) -> int:
@@ -504,6 +516,7 @@ class Endpoint:
         wake = min(self._next_wakeup(now), now + int(max_wait_s * 1e9))
         timeout_ms = max(0, (wake - now) / 1e6)
         events = self._poller.poll(timeout_ms) if timeout_ms > 0 else self._poller.poll(0)
+        ready = []
         for fd, _ in events:
             plane = self._fd_plane.get(fd)
             if plane is None:
@@ -511,12 +524,8 @@ class Endpoint:
                 if cb is not None:
                     cb()
                 continue
-            port = self.ports[plane]
-            for _ in range(RX_BATCH):
-                n = port.recv()
-                if not n:
-                    break
-                self.handle_frame(plane, port.view[:n], self.clock())
+            ready.append(plane)
+        self._drain_ports(ready)
         now = self.clock()
         if now >= self._next_port_poll:
             self._next_port_poll = now + int(self.config.port_poll_ms * 1e6)
@@ -528,6 +537,27 @@ class Endpoint:
             self._emit_goodput(now)
         if self.on_turn is not None:
             self.on_turn()
+
+    def _drain_ports(self, ready: list) -> None:
+        """Read what the ready ports hold, RX_ROUND frames per port in turn, until they are
+        empty or RX_BATCH frames per port were read. Reading port by port in big batches
+        would hand the QPs the SACKs of one plane long before older ones of the other plane
+        (after a CPU stall both sockets hold many), which looks like reordering and fed
+        false SACK-gap losses; timers run only after the drain (in _pump_qps)."""
+        budget = RX_BATCH * max(1, len(ready))
+        while ready and budget > 0:
+            more = []
+            for plane in ready:
+                port = self.ports[plane]
+                for _ in range(RX_ROUND):
+                    n = port.recv()
+                    if not n:
+                        break
+                    budget -= 1
+                    self.handle_frame(plane, port.view[:n], self.clock())
+                else:
+                    more.append(plane)
+            ready = more
 
     def run_until(self, predicate, timeout_s: float | None = None) -> bool:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s

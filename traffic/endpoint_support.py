@@ -19,6 +19,25 @@ class ConfigError(ValueError):
     """An endpoint config that cannot run; the message names the key."""
 
 
+# Margin on the trimmers' queue bound: the BPF virtual queue drains at the nominal link rate,
+# while HTB also counts framing and userspace OVS forwards in bursts after a CPU stall.
+TRIM_BOUND_MARGIN = 1.25
+
+
+def trimming_delay_bound_ns(spec: FabricSpec) -> int:
+    """Most queueing a data packet that is NOT trimmed can meet on the longest path (T0 uplink,
+    T1 downlink, T0 last hop) of a fabric whose switch ports use the default thresholds
+    (emulation/vqueue.default_port_config): the sum of the ports' trim thresholds as drain
+    times, with TRIM_BOUND_MARGIN. Above it the packet would have been trimmed (and NACKed)."""
+    from emulation.vqueue import default_port_config
+    total_s = 0.0
+    for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
+                           (spec.host_link_mbit, True)):
+        cfg = default_port_config(mbit, last_hop)
+        total_s += cfg.trim_bytes * 8 / (mbit * 1e6)
+    return int(total_s * TRIM_BOUND_MARGIN * 1e9)
+
+
 @dataclass
 class EndpointConfig:
     """Everything an endpoint process needs; loaded from JSON (or TOML) by `load`.
@@ -75,6 +94,12 @@ class EndpointConfig:
     goodput_interval_ms: float = 10.0
     seed: int | None = None                         # EV choice; None: from the clock
     qp: dict = field(default_factory=dict)          # reliability.MRCConfig overrides
+    # Queueing bound of a trimming fabric (MRCConfig.fabric_delay_bound_ns): None derives it
+    # from the fabric's link rates and default trim thresholds when the QPs run with
+    # trimming (qp.trimming), 0 turns it off. Set it when a scenario uses other thresholds.
+    fabric_delay_bound_ns: int | None = None
+    # MRCConfig.first_packet_grace: a fresh EV's first packet meets OVS's slow path (upcall).
+    first_packet_grace: bool = True
 
     def __post_init__(self) -> None:
         if isinstance(self.host, bool) or not isinstance(self.host, int) or self.host < 0:
@@ -109,6 +134,11 @@ class EndpointConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if not 64 <= self.max_payload <= 9000:
             raise ConfigError(f"max_payload must be 64..9000 bytes, got {self.max_payload}")
+        if self.fabric_delay_bound_ns is not None and (
+                isinstance(self.fabric_delay_bound_ns, bool)
+                or not isinstance(self.fabric_delay_bound_ns, int) or self.fabric_delay_bound_ns < 0):
+            raise ConfigError(f"fabric_delay_bound_ns must be a non-negative integer (ns) or "
+                              f"null, got {self.fabric_delay_bound_ns!r}")
         for name in ("base_rtt_ns", "rto_ns", "probe_period_ns", "skip_ns"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)

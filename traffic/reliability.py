@@ -19,7 +19,8 @@ per-plane pacer (traffic/nscc.py). Loss detection, precisely:
     lost when the SACKs show that a packet SENT at least the reorder window later (any EV) has
     arrived while it has not; window = max(reorder_window_frac x base RTT, srtt + 4 rttvar -
     base RTT) so per-path queueing differences under load are not taken for failures.
-  Both mark the EV it travelled on ASSUMED_BAD (a same-plane backup replaces it), except: a
+  Both mark the EV it travelled on ASSUMED_BAD (a same-plane backup replaces it), except: the
+  loss of the first packet an EV ever carried (new EVs take the switches' slow path), a
   timeout with nothing sent later delivered (a stall of the peer/CPU/every path, no evidence
   against this EV) retransmits without penalty, and the first such loss on an EV while the QP
   sees congestion (ECN echo, trimmed NACK, queueing delay >= 1 base RTT) is forgiven once
@@ -37,7 +38,10 @@ arrived, in message order (a completion also implies every earlier WRITE is plac
 on the plane the data came in on (if its port is up) over a small reverse EV set (>= 1 per plane)
 kept fresh by probes, one per base RTT while data flows; a probe fails after probe_timeout_rtts or
 the answered probes' srtt + 4 rttvar, a late answer still counts, and no failure counts while
-arriving data is trimmed or CE-marked (the answer is queued, the path is not dead).
+arriving data is trimmed or CE-marked (the answer is queued, the path is not dead) and only
+once a probe sent later was answered (else the peer or every path stalled, not this EV).
+With a trimming fabric (fabric_delay_bound_ns set) every loss-detection window is at least the
+queueing bound the trimmers guarantee, so a late packet is never taken for a lost one.
 
 Events go to emit(dict) with "t_ns" and "event" set (schema of the brief); the adapter adds "host".
 """
@@ -123,6 +127,18 @@ class MRCConfig:
     nscc_max_window_bdp: float = 1.5
     nscc_initial_window_bdp: float = 1.0
     trimming: bool = False               # fabric trims -> target 0.75 x base RTT
+    # Upper bound on the extra (queueing) delay a data packet can see on one path through a
+    # TRIMMING fabric: every switch queue trims above its threshold, so a packet that is not
+    # trimmed waited at most (hops x trim threshold drain time). 0 = unknown (no trimming).
+    # When set, the SACK-gap reorder window is at least this bound, the RTO at least base RTT
+    # + 2 bounds (data one way, SACK the other) and the reverse-probe timeout the same: a late
+    # packet can then never be taken for a lost one, while a dead path is still found within
+    # a base RTT + the bound. The endpoint derives it from the fabric's trim thresholds.
+    fabric_delay_bound_ns: int = 0
+    # The loss of the first packet an EV ever carried does not retire it (the next loss does):
+    # in a fabric of userspace OVS the first packet of a new EV takes the slow path (upcall).
+    # The endpoint turns it on (EndpointConfig.first_packet_grace); off in the pure model.
+    first_packet_grace: bool = False
     # NSCC sizes its window (1.5 BDP) and delay target on the base RTT; through userspace OVS the
     # idle min RTT (0.5-1 ms) is well under the RTT at line rate (2-3 ms: per-packet CPU in three
     # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
@@ -154,7 +170,7 @@ class MRCConfig:
                 raise ValueError(f"MRCConfig.{f.name} must be positive, got {value!r}")
         for name in ("ev_backup_count", "retry_linear", "skip_rtts", "header_overhead",
                      "reorder_window_frac", "congestion_grace_rtts", "congestion_delay_rtts",
-                    "congestion_forgive_rtts"):
+                     "congestion_forgive_rtts", "fabric_delay_bound_ns"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.mpr * MPR_UNIT >= PSN_SPACE // 2:
@@ -309,6 +325,7 @@ class _TxRecord:
     ev: int = 0
     sent_ns: int = 0
     tx_count: int = 0
+    first_on_ev: bool = False # this transmission was the first packet its EV ever carried
     timeouts: int = 0
     acked: bool = False
     lost: bool = False        # declared lost, waiting in the retransmit queue
@@ -412,13 +429,15 @@ class SenderQP(PostedWrites):
         self._congested_until_ns = -1
         self._forgiven: dict[int, int] = {}     # ev -> time of its forgiven congestion loss
         self._ev_congested: dict[int, int] = {} # ev -> last ECN echo / trimmed NACK on it
+        self._ev_used: set[int] = set()         # EVs that carried at least one packet
         self._wake_ns: int | None = None
         self.completions: list[Completion] = []
         self.error: str | None = None
         self.counters = {"sent_packets": 0, "sent_bytes": 0, "retransmitted_packets": 0,
                          "retransmitted_bytes": 0, "timeouts": 0, "sack_gap_losses": 0,
                          "nacks": 0, "bad_acks": 0, "probes_sent": 0,
-                         "congestion_losses_forgiven": 0, "timeouts_without_evidence": 0}
+                         "congestion_losses_forgiven": 0, "timeouts_without_evidence": 0,
+                         "first_packet_losses_excused": 0}
 
     # ------------------------------------------------------------------ helpers
 
@@ -435,6 +454,8 @@ class SenderQP(PostedWrites):
         rto = max(self.cfg.rto_min_ns, self.cfg.rto_rtt_multiplier * self.base_rtt_ns)
         if self.srtt_ns is not None:
             rto = max(rto, self.srtt_ns + 4 * self.rttvar_ns)
+        if self.cfg.fabric_delay_bound_ns:
+            rto = max(rto, self.base_rtt_ns + 2 * self.cfg.fabric_delay_bound_ns)
         return int(rto)
 
     def rto_ns(self, timeouts: int) -> int:
@@ -463,7 +484,7 @@ class SenderQP(PostedWrites):
         window = int(self.cfg.reorder_window_frac * self.base_rtt_ns)
         if self.cfg.adaptive_reorder and self.srtt_ns is not None:
             window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns))
-        return window
+        return max(window, self.cfg.fabric_delay_bound_ns)
 
     def _rtt_sample(self, rtt: int, now_ns: int | None = None) -> None:
         if rtt <= 0:
@@ -614,6 +635,9 @@ class SenderQP(PostedWrites):
         msg = rec.msg
         plane = ev_plane(ev)
         rec.ev = ev
+        rec.first_on_ev = ev not in self._ev_used
+        if rec.first_on_ev:
+            self._ev_used.add(ev)
         rec.sent_ns = now_ns
         rec.tx_count += 1
         rec.lost = False
@@ -658,6 +682,14 @@ class SenderQP(PostedWrites):
         rec.retx_reason = reason
         self.inflight_bytes -= rec.length
         heapq.heappush(self._retx, rec.seq)
+        if penalize and rec.first_on_ev and self.cfg.first_packet_grace:
+            # The first packet on a fresh EV (QP start, or a replacement) meets switches that
+            # have no flow for it yet: userspace OVS sends it up the slow path (an upcall, tens
+            # of ms on a busy CPU, unbounded by any trimmer). Measured: a burst of 6 first
+            # packets "lost" at QP start, later delivered as duplicates. A dead path still
+            # loses the EV's next packet, which retires it.
+            self.counters["first_packet_losses_excused"] += 1
+            penalize = False
         if penalize and now_ns - self._ev_congested.get(rec.ev, -1 << 62) <= self._congested_grace_ns():
             # This very path just signalled congestion (trim / ECN), so it delivers: the packet
             # is queued or was dropped by congestion, not by a failure.
@@ -831,6 +863,11 @@ class ReceiverQP:
         self._probe_seq = 0
         self._pending: dict[int, tuple[int, int]] = {}  # seq -> (ev, sent_ns)
         self._expired: dict[int, int] = {}              # timed-out probe seq -> ev (late answers)
+        # Timed-out probes not judged yet: seq -> (ev, sent_ns). A timeout is evidence against
+        # its EV only once a probe sent LATER was answered (another reverse path works and the
+        # peer is alive); until then the peer, its CPU or every path stalled (same rule as the
+        # sender's ACK timeout).
+        self._unjudged: dict[int, tuple[int, int]] = {}
         self._probe_srtt: float | None = None           # RTT of answered reverse probes
         self._probe_rttvar = 0.0
         self._congested_until_ns = -1                   # trimmed / CE data seen recently
@@ -1009,6 +1046,8 @@ class ReceiverQP:
         timeout = self._period(self.cfg.probe_timeout_rtts)
         if self._probe_srtt is not None:
             timeout = max(timeout, int(self._probe_srtt + 4 * self._probe_rttvar))
+        if self.cfg.fabric_delay_bound_ns:
+            timeout = max(timeout, self.cfg.base_rtt_ns + 2 * self.cfg.fabric_delay_bound_ns)
         return timeout
 
     def _poll_probes(self, now_ns: int) -> list[tuple[object, int]]:
@@ -1019,7 +1058,11 @@ class ReceiverQP:
                 self._expired[seq] = ev
                 if len(self._expired) > 64:
                     del self._expired[next(iter(self._expired))]
-                self._reverse_result(ev, False, None, now_ns)
+                if self._congestion_excuses(ev, now_ns):
+                    continue
+                self._unjudged[seq] = (ev, sent)
+                if len(self._unjudged) > 64:
+                    del self._unjudged[next(iter(self._unjudged))]
         if not self._active(now_ns) or now_ns < self._next_probe_ns:
             return []
         self._next_probe_ns = now_ns + self._period(self.cfg.reverse_probe_rtts)
@@ -1046,8 +1089,12 @@ class ReceiverQP:
         pending = self._pending.pop(probe.seq, None)
         if pending is None or pending[0] != probe.ev:
             if self._expired.pop(probe.seq, None) == probe.ev:
+                late = self._unjudged.pop(probe.seq, None)
                 self._reverse_result(probe.ev, True, None, now_ns)   # late, but the path works
+                if late is not None:
+                    self._judge_timeouts(late[1], now_ns)
             return
+        self._judge_timeouts(pending[1], now_ns)
         rtt = now_ns - pending[1]
         if self._probe_srtt is None:
             self._probe_srtt, self._probe_rttvar = float(rtt), rtt / 2.0
@@ -1055,6 +1102,23 @@ class ReceiverQP:
             self._probe_rttvar = 0.75 * self._probe_rttvar + 0.25 * abs(self._probe_srtt - rtt)
             self._probe_srtt = 0.875 * self._probe_srtt + 0.125 * rtt
         self._reverse_result(probe.ev, True, rtt, now_ns)
+
+    def _congestion_excuses(self, ev: int, now_ns: int) -> bool:
+        if now_ns >= self._congested_until_ns:
+            return False
+        # Data arrives trimmed/marked: the answer is stuck in a congested queue, which says
+        # nothing about the reverse path (congestion never retires a path).
+        self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+                   "ok": False, "rtt_ns": None, "direction": "reverse", "congested": True})
+        return True
+
+    def _judge_timeouts(self, answered_sent_ns: int, now_ns: int) -> None:
+        """A probe sent at answered_sent_ns was answered: every probe sent before it that timed
+        out (and is still unanswered) failed on its own path."""
+        for seq, (ev, sent) in list(self._unjudged.items()):
+            if sent < answered_sent_ns:
+                del self._unjudged[seq]
+                self._reverse_result(ev, False, None, now_ns)
 
     def _reverse_result(self, ev: int, ok: bool, rtt_ns, now_ns: int) -> None:
         plane = ev_plane(ev)
@@ -1064,12 +1128,7 @@ class ReceiverQP:
             if ok:
                 rev.fails = 0
                 return
-            if now_ns < self._congested_until_ns:
-                # Data arrives trimmed/marked: the answer is stuck in a congested queue, which
-                # says nothing about the reverse path (congestion never retires a path).
-                self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
-                           "ok": False, "rtt_ns": None, "direction": "reverse",
-                           "congested": True})
+            if self._congestion_excuses(ev, now_ns):
                 return
             rev.fails += 1
             self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,

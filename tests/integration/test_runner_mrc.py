@@ -28,7 +28,7 @@ roce_reconvergence_s = 2.0
 [collective]
 kind = "allreduce"
 message_bytes = 524288
-iterations = 24
+iterations = 32
 warmup = 1
 qps_per_peer = 2
 timeout_s = 20
@@ -40,7 +40,7 @@ action = "link_down"
 a = "t0p0g0"
 b = "t1p0s0"
 [[faults]]
-at_s = 7.0
+at_s = 5.0
 action = "link_up"
 a = "t0p0g0"
 b = "t1p0s0"

@@ -131,11 +131,72 @@ def test_reverse_probe_answer_late_or_under_congestion_does_not_retire_reverse_e
     # a late answer still counts as the path working
     rx.on_probe_response(Probe(ev=probe.ev, seq=probe.seq, response=True), T0 + 6 * MS)
     assert all(r.fails == 0 for r in rx.reverse[0])
-    # no congestion any more: an unanswered probe retires the reverse EV (fail limit 1)
+    # no congestion any more: an unanswered probe retires the reverse EV (fail limit 1) once a
+    # probe sent later on another reverse EV is answered (the peer is alive, that path works)
     t = T0 + 200 * MS
     rx.on_data(DataPacket(psn=1, **data), t, 0)
-    probes = [x for x in rx.poll(t) if isinstance(x[0], Probe)]
-    assert probes
+    [(lost, _)] = [x for x in rx.poll(t) if isinstance(x[0], Probe)]
     rx.poll(t + 50 * MS)
+    assert _bad(events) == []                  # timed out, but no evidence against it yet
+    later = lost
+    for i in range(4):                         # round robin: the next probe on the other EV
+        rx.on_data(DataPacket(psn=2 + i, **data), t + (51 + i) * MS, 0)
+        later = [m for m, _ in rx.poll(t + (51 + i) * MS) if isinstance(m, Probe)][0]
+        if later.ev != lost.ev:
+            break
+    assert later.ev != lost.ev
+    rx.on_probe_response(Probe(ev=later.ev, seq=later.seq, response=True), t + 56 * MS)
     bad = _bad(events)
-    assert bad and all(e["reason"] == "reverse_probe_timeout" and e["t_ns"] >= t for e in bad)
+    assert lost.ev in {e["ev"] for e in bad}
+    assert all(e["reason"] == "reverse_probe_timeout" and e["t_ns"] >= t + 56 * MS for e in bad)
+
+
+def test_reverse_probe_timeouts_during_a_peer_stall_retire_nothing():
+    """Every probe times out (the peer's CPU stalled), then answers resume: the probes sent
+    before the stall ended are not held against their EVs."""
+    cfg = MRCConfig(base_rtt_ns=MS, probe_timeout_rtts=4.0, reverse_probe_fail_limit=1,
+                    reverse_probe_rtts=1.0)
+    events = []
+    reg = MemoryRegistry()
+    reg.register(bytearray(1 << 16))
+    rx = ReceiverQP(0x22, 0x11, cfg, PathInfo((0, 1), 2), random.Random(3), reg, events.append)
+    data = dict(dest_qp=0x22, opcode=Opcode.WRITE_MIDDLE, msn=0, va=reg.regions[0x100].va,
+                rkey=0x100, dma_len=1 << 16, payload=b"x" * 100, timestamp=1, ev=0x1234)
+    sent = []
+    for i in range(20):                       # 20 ms of probes, none answered in time
+        now = T0 + i * MS
+        rx.on_data(DataPacket(psn=i, **data), now, 0)
+        sent += [m for m, _ in rx.poll(now) if isinstance(m, Probe)]
+    assert len(sent) >= 10 and _bad(events) == []
+    for p in sent:                            # the stall ends: all answers arrive late
+        rx.on_probe_response(Probe(ev=p.ev, seq=p.seq, response=True), T0 + 25 * MS)
+    now = T0 + 26 * MS
+    rx.on_data(DataPacket(psn=30, **data), now, 0)
+    for m, _ in rx.poll(now):
+        if isinstance(m, Probe):
+            rx.on_probe_response(Probe(ev=m.ev, seq=m.seq, response=True), now + MS)
+    assert _bad(events) == []
+
+
+def test_first_packet_on_a_fresh_ev_lost_is_excused_once_then_the_path_retires():
+    """first_packet_grace: the first packet an EV carries may sit in the switches' slow path;
+    losing it does not retire the EV, losing its next packet does (a dead path costs one)."""
+    tx, events = _sender(first_packet_grace=True)
+    tx.post_write(bytearray(40 * 1000), 0, 0x100)
+    victim, t, excused_checked = None, T0, False
+    for _ in range(200):
+        for m, _p in tx.poll(t):
+            if not isinstance(m, DataPacket):
+                continue
+            if victim is None:
+                victim = m.ev                       # everything on this EV is lost
+            if m.ev != victim:
+                _sack(tx, m, t + MS)
+        if not excused_checked and tx.counters["first_packet_losses_excused"]:
+            assert _bad(events) == []               # first loss on it: excused
+            excused_checked = True
+        if _bad(events):
+            break
+        t += MS // 4
+    assert excused_checked and tx.counters["first_packet_losses_excused"] >= 1
+    assert victim in {e["ev"] for e in _bad(events)}
