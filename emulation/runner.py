@@ -1,4 +1,7 @@
-"""`mrclab run experiments/<name>.toml [--transport mrc|roce|tcp|all] [--out results/]`.
+"""`mrclab run experiments/<name>.toml [--transport mrc|roce|tcp|all] [--out results/] [--short]`.
+
+--short runs the scenario's [short] version (emulation/scenario.py: fewer, smaller iterations and
+the fault schedule scaled down), into results/<name>-short-<stamp>/.
 
 For each transport: build the fabric (routing per transport: mrc -> the scenario's routing,
 roce -> ecmp (optionally reconverging), tcp -> ecmp with dynamic reconvergence), start one
@@ -21,7 +24,8 @@ through the controller's HTTP API at the right moments, show progress, and write
             iterations.csv, goodput.csv
 
 Fault times: at_s counts from the start of the timed iterations (the first worker's
-warmup_done); at_iteration = N fires as soon as any rank has finished timed iteration N-1.
+warmup_done); at_iteration = N fires as soon as any rank has finished timed iteration N-1;
+after_s = X fires X seconds after the previous entry (file order) was applied.
 Ctrl-C or a crash tears the fabric down (Fabric's context manager) and the summary is still
 written from the logs, with "partial": true.
 """
@@ -82,7 +86,7 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
         "tcp": {"endpoints": [[[topo.nic_addr(h.index, p), scn.tcp_port]
                                for p in range(scn.spec.planes)] for h in topo.hosts],
                 "connect_timeout_s": 30.0},
-        "mrc": {},
+        "mrc": scn.mrc,
     }
 
 
@@ -159,13 +163,17 @@ class FaultScheduler(threading.Thread):
         self.api_port = api_port
         self.applied_path = applied_path
         self.applied: list[dict] = []
+        self.applied_at: dict[int, int] = {}      # entry index -> when it was applied (ns)
         self.stop_event = threading.Event()
         self.error: str | None = None
 
-    def due(self, entry) -> bool:
+    def due(self, index: int, entry) -> bool:
         start = self.tail.timed_start_ns
         if start is None:
             return False
+        if entry.after_s is not None:
+            previous = self.applied_at.get(index - 1)
+            return previous is not None and time.monotonic_ns() >= previous + entry.after_s * 1e9
         if entry.at_s is not None:
             return time.monotonic_ns() >= start + entry.at_s * 1e9
         return entry.at_iteration == 0 or self.tail.max_done() >= entry.at_iteration
@@ -175,7 +183,7 @@ class FaultScheduler(threading.Thread):
             with open(self.applied_path, "a", buffering=1) as out:
                 while self.pending and not self.stop_event.is_set():
                     self.tail.poll()
-                    for item in [x for x in self.pending if self.due(x[1])]:
+                    for item in [x for x in self.pending if self.due(*x)]:
                         self.pending.remove(item)
                         index, entry = item
                         for command in entry.commands:
@@ -188,6 +196,7 @@ class FaultScheduler(threading.Thread):
                                 record["error"] = answer.get("error", "no answer")
                             self.applied.append(record)
                             out.write(json.dumps(record) + "\n")
+                        self.applied_at[index] = time.monotonic_ns()
                     self.stop_event.wait(POLL_S)
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never kills the run
             self.error = f"fault scheduler failed: {exc!r}"
@@ -413,6 +422,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     not_applied = [a for a in state.get("applied", []) if not a.get("ok")]
     summary = {
         "scenario": scn.name,
+        "short": scn.short,
         "transport": transport,
         "routing": scn.routing_for(transport)[0],
         "dynamic_convergence_s": scn.routing_for(transport)[1],
@@ -493,6 +503,9 @@ def parse_args(argv):
     parser.add_argument("--transport", default="all", choices=TRANSPORTS + ("all",),
                         help="one transport, or all listed in the scenario's [transport] names")
     parser.add_argument("--out", default="results", help="parent directory of the run directory")
+    parser.add_argument("--short", action="store_true",
+                        help="run the scenario's [short] version (fewer/smaller iterations, fault "
+                             "schedule scaled down; what the integration tests run)")
     parser.add_argument("--validate-only", action="store_true",
                         help="check the scenario and exit without starting anything")
     return parser.parse_args(argv)
@@ -501,20 +514,23 @@ def parse_args(argv):
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     try:
-        scn = scenario_mod.load(args.scenario)
+        scn = scenario_mod.load(args.scenario, short=args.short)
     except ScenarioError as exc:
         print(f"mrclab run: {exc}", file=sys.stderr)
         return 2
     if args.validate_only:
-        print(f"{args.scenario}: ok ({len(scn.faults)} fault entries, transports "
-              f"{', '.join(scn.transports)})")
+        version = "short version " if scn.short else ""
+        print(f"{args.scenario}: {version}ok ({len(scn.faults)} fault entries, "
+              f"{scn.collective.iterations} iterations, transports {', '.join(scn.transports)}"
+              f"{', has a [short] version' if scn.has_short and not scn.short else ''})")
         return 0
     transports = scn.transports if args.transport == "all" else [args.transport]
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    run_dir = Path(args.out) / f"{scn.name}-{stamp}"
+    label = f"{scn.name}-short" if scn.short else scn.name
+    run_dir = Path(args.out) / f"{label}-{stamp}"
     suffix = 1
     while run_dir.exists():
-        run_dir = Path(args.out) / f"{scn.name}-{stamp}-{suffix}"
+        run_dir = Path(args.out) / f"{label}-{stamp}-{suffix}"
         suffix += 1
     run_dir.mkdir(parents=True)
     (run_dir / "scenario.toml").write_text(scn.text)
@@ -539,7 +555,7 @@ def main(argv: list[str] | None = None) -> int:
                              if (tdir / "summary.json").exists() else
                              {"transport": transport, "verified": False, "partial": True})
             break
-    top = {"scenario": scn.name, "run_dir": str(run_dir), "partial": interrupted or any(
+    top = {"scenario": scn.name, "short": scn.short, "run_dir": str(run_dir), "partial": interrupted or any(
         s.get("partial") for s in summaries), "transports": {
         s["transport"]: {k: s.get(k) for k in ("verified", "partial", "error", "mean_iteration_ms",
                                                "slowest_iteration_ms", "recovery_ms",

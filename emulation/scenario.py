@@ -33,19 +33,45 @@ instead of after a minute of fabric start-up. Schema (every key optional unless 
 
     [[faults]]                          # any number, applied in time order
     at_s = 2.0                          # seconds after the timed iterations start, or
-    at_iteration = 10                   # when any rank starts timed iteration 10
+    at_iteration = 10                   # when any rank starts timed iteration 10, or
+    after_s = 3.0                       # this long after the previous entry (file order) was
+                                        #   applied: a repair that comes even if the fault
+                                        #   stalled the collective (a baseline stuck on a dead
+                                        #   path still sees the link come back)
     action = "link_down"                # controller fault API action
     a = "t0p0g0"                        # link ends (or a = switch for blackhole), or
     b = "t1p0s0"
     links = "host"                      # instead of a/b: every "host", "fabric" or "all" link
     # action parameters (percent, direction, period_s, count, fraction, rate_mbit)
+
+    [mrc]                               # MRC/RoCE endpoint settings, passed to every worker
+    ring_bytes = 4194304                # receive ring per QP (traffic/mrc_comm.py)
+    fragment_bytes = 262144             # WRITE-with-IMM fragment, <= ring_bytes / 2
+    linger_s = 0.3                      # keep answering peers this long after the last iteration
+    base_rtt_ns = 2000000               # fixed base RTT (omit: measured with probes)
+    connect_timeout_s = 60
+    [mrc.endpoint]                      # traffic.endpoint_support.EndpointConfig overrides
+    rto_rtts = 25.0                     #   (host, fabric, routing, event_log: set by the runner)
+    [mrc.qp]                            # traffic.reliability.MRCConfig overrides
+    ev_count = 32
+
+    [short]                             # `mrclab run FILE --short`: the test-sized version
+    iterations = 12                     # any [collective] key (message_bytes, warmup, timeout_s..)
+    message_bytes = 262144
+    capture = false                     # any [options] key
+    time_scale = 0.5                    # multiplies every fault's at_s, after_s, a flap's period_s;
+                                        # at_iteration scales with short/full iterations
+
+The short version exists so tests can run every shipped scenario in seconds with the same fault
+schedule in miniature; parse() validates both versions whenever a [short] table is present, so a
+short version that would not run is caught by --validate-only, too.
 """
 from __future__ import annotations
 
 import math
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from emulation.topology import FabricSpec, SpecError, Topology
@@ -54,7 +80,13 @@ TRANSPORTS = ("mrc", "roce", "tcp")
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")
 ROUTINGS = ("srv6", "ecmp")
 LINK_SELECTORS = ("host", "fabric", "all")
-FAULT_TIMING_KEYS = ("at_s", "at_iteration", "links")
+FAULT_TIMING_KEYS = ("at_s", "at_iteration", "after_s", "links")
+MRC_KEYS = ("ring_bytes", "fragment_bytes", "linger_s", "base_rtt_ns", "connect_timeout_s",
+            "endpoint", "qp")
+# EndpointConfig fields the runner/worker fill in per host; a scenario must not set them
+MRC_ENDPOINT_RESERVED = ("host", "fabric", "routing", "event_log", "control_socket")
+OPTION_KEYS = ("trimming", "capture", "goodput_interval_ms")
+SHORT_EXTRA_KEYS = ("time_scale",)
 
 
 class ScenarioError(ValueError):
@@ -80,9 +112,14 @@ class FaultEntry:
     at_iteration: int | None
     commands: list[dict]               # POST /fault bodies, validated
     line: int | None = None
+    after_s: float | None = None       # seconds after the previous entry (file order) applied
 
     def when(self) -> str:
-        return f"at_s={self.at_s}" if self.at_s is not None else f"at_iteration={self.at_iteration}"
+        if self.at_s is not None:
+            return f"at_s={self.at_s}"
+        if self.after_s is not None:
+            return f"after_s={self.after_s}"
+        return f"at_iteration={self.at_iteration}"
 
 
 @dataclass
@@ -102,6 +139,9 @@ class Scenario:
     faults: list[FaultEntry] = field(default_factory=list)
     path: Path | None = None
     text: str = ""
+    mrc: dict = field(default_factory=dict)    # the worker config's "mrc" table (validated)
+    short: bool = False                        # the [short] overrides are applied
+    has_short: bool = False                    # the file has a [short] table
 
     @property
     def topology(self) -> Topology:
@@ -213,23 +253,79 @@ class _Checker:
 # ---------------------------------------------------------------- loading
 
 
-def load(path: str | Path) -> Scenario:
+def load(path: str | Path, short: bool = False) -> Scenario:
     path = Path(path)
     try:
         text = path.read_text()
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
-    return parse(text, source=str(path), default_name=path.stem, path=path)
+    return parse(text, source=str(path), default_name=path.stem, path=path, short=short)
 
 
 def parse(text: str, source: str = "<scenario>", default_name: str = "scenario",
-          path: Path | None = None) -> Scenario:
+          path: Path | None = None, short: bool = False) -> Scenario:
+    """The scenario of `text`; with short=True its [short] version (an error if it has none).
+    Both versions are validated whenever the file has a [short] table."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{source}: not valid TOML: {exc}") from None
+    full = _build(data, _Checker(source, text), default_name, path, text)
+    if "short" not in data:
+        if short:
+            raise ScenarioError(f"{source}: has no [short] table, so there is no short version "
+                                f"(add one: see emulation/scenario.py)")
+        return full
     ck = _Checker(source, text)
-    top_known = ("name", "description", "fabric", "transport", "collective", "options", "faults")
+    short_data = _apply_short(data, ck, full)
+    try:
+        small = _build(short_data, _Checker(source, text), default_name, path, text)
+    except ScenarioError as exc:
+        raise ScenarioError(f"{exc} (in the short version: [short] overrides applied)") from None
+    small.short = True
+    small.has_short = full.has_short = True
+    return small if short else full
+
+
+def _apply_short(data: dict, ck: "_Checker", full: Scenario) -> dict:
+    """The raw TOML data of the short version: [short] keys override [collective]/[options];
+    time_scale shrinks the fault schedule (at_s, after_s, flap period_s), at_iteration scales with the
+    iteration count so a fault still lands at the same fraction of the run."""
+    known = tuple(CollectiveSpec.__dataclass_fields__) + OPTION_KEYS + SHORT_EXTRA_KEYS
+    sh = ck.table(data, "short", known)
+    scale = ck.get(sh, "short", "time_scale", float, 1.0, lo=0.01, hi=1.0)
+    out = {k: v for k, v in data.items() if k != "short"}
+    coll = dict(data.get("collective", {}))
+    opts = dict(data.get("options", {}))
+    for key, value in sh.items():
+        if key in CollectiveSpec.__dataclass_fields__:
+            coll[key] = value
+        elif key in OPTION_KEYS:
+            opts[key] = value
+    out["collective"], out["options"] = coll, opts
+    short_iters = coll.get("iterations", full.collective.iterations)
+    ratio = short_iters / full.collective.iterations if isinstance(short_iters, int) else 1.0
+    faults = []
+    for entry in data.get("faults", []):
+        entry = dict(entry)
+        for key in ("at_s", "after_s"):
+            if isinstance(entry.get(key), (int, float)) and not isinstance(entry[key], bool):
+                entry[key] = entry[key] * scale
+        if isinstance(entry.get("at_iteration"), int) and isinstance(short_iters, int):
+            entry["at_iteration"] = min(max(0, round(entry["at_iteration"] * ratio)),
+                                        max(0, short_iters - 1))
+        if isinstance(entry.get("period_s"), (int, float)) and not isinstance(entry["period_s"], bool):
+            entry["period_s"] = entry["period_s"] * scale
+        faults.append(entry)
+    if "faults" in data:
+        out["faults"] = faults
+    return out
+
+
+def _build(data: dict, ck: "_Checker", default_name: str, path: Path | None,
+           text: str) -> Scenario:
+    top_known = ("name", "description", "fabric", "transport", "collective", "options", "faults",
+                 "mrc", "short")
     unknown = sorted(set(data) - set(top_known))
     if unknown:
         ck.fail(unknown[0], f"unknown top-level key; known: {', '.join(top_known)}",
@@ -304,16 +400,72 @@ def parse(text: str, source: str = "<scenario>", default_name: str = "scenario",
                         ck.loc.key("collective", key))
 
     # options
-    op = ck.table(data, "options", ("trimming", "capture", "goodput_interval_ms"))
+    op = ck.table(data, "options", OPTION_KEYS)
     trimming = ck.get(op, "options", "trimming", bool, True)
     capture = ck.get(op, "options", "capture", bool, True)
     goodput_ms = ck.get(op, "options", "goodput_interval_ms", float, 10.0, lo=1.0, hi=10000.0)
 
+    mrc = _parse_mrc(data, ck, spec)
     faults = _parse_faults(data.get("faults", []), ck, topo, coll)
     return Scenario(name=name, description=description, spec=spec, routing=routing,
                     transports=names, tcp_reconvergence_s=tcp_rec, roce_reconvergence_s=roce_rec,
                     tcp_port=tcp_port, collective=coll, trimming=trimming, capture=capture,
-                    goodput_interval_ms=goodput_ms, faults=faults, path=path, text=text)
+                    goodput_interval_ms=goodput_ms, faults=faults, path=path, text=text, mrc=mrc)
+
+
+def _parse_mrc(data: dict, ck: "_Checker", spec: FabricSpec) -> dict:
+    """[mrc] -> the worker config's "mrc" table (read by traffic/mrc_comm.py create()).
+    The endpoint/qp sub-tables are checked by building the real config objects, so their rules
+    (owned by traffic/endpoint_support.py and traffic/reliability.py) apply unchanged."""
+    mr = ck.table(data, "mrc", MRC_KEYS)
+    out: dict = {}
+    for key, kind, lo, hi in (("ring_bytes", int, 4096, 1 << 30),
+                              ("fragment_bytes", int, 64, 1 << 29),
+                              ("linger_s", float, 0.0, 60.0),
+                              ("base_rtt_ns", int, 1, 10**10),
+                              ("connect_timeout_s", float, 0.1, 3600.0)):
+        value = ck.get(mr, "mrc", key, kind, None, lo=lo, hi=hi)
+        if value is not None:
+            out[key] = value
+    ring = out.get("ring_bytes", 4 << 20)
+    frag = out.get("fragment_bytes", 256 << 10)
+    if frag > ring // 2:
+        ck.fail("[mrc] fragment_bytes", f"must be at most ring_bytes / 2 = {ring // 2}, got {frag}",
+                ck.loc.key("mrc", "fragment_bytes"))
+    from traffic.endpoint_support import ConfigError, EndpointConfig
+    from traffic.reliability import MRCConfig
+    endpoint = _sub_table(mr, ck, "endpoint",
+                          tuple(f.name for f in fields(EndpointConfig)
+                                if f.name not in MRC_ENDPOINT_RESERVED))
+    qp = _sub_table(mr, ck, "qp", tuple(f.name for f in fields(MRCConfig)))
+    if endpoint is not None:
+        try:
+            EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), **endpoint})
+        except (ConfigError, TypeError, ValueError) as exc:
+            ck.fail("[mrc.endpoint]", str(exc), ck.loc.table("mrc.endpoint"))
+        out["endpoint"] = endpoint
+    if qp is not None:
+        try:
+            MRCConfig(**qp)
+        except (TypeError, ValueError) as exc:
+            ck.fail("[mrc.qp]", str(exc), ck.loc.table("mrc.qp"))
+        out["qp"] = qp
+    return out
+
+
+def _sub_table(parent: dict, ck: "_Checker", name: str, known: tuple) -> dict | None:
+    if name not in parent:
+        return None
+    value = parent[name]
+    table = f"mrc.{name}"
+    if not isinstance(value, dict):
+        ck.fail(f"[mrc] {name}", f"must be a table ([{table}]), got {value!r}",
+                ck.loc.key("mrc", name))
+    unknown = sorted(set(value) - set(known))
+    if unknown:
+        ck.fail(f"[{table}] {unknown[0]}", f"unknown key; known keys: {', '.join(known)}",
+                ck.loc.key(table, unknown[0]))
+    return dict(value)
 
 
 def _fault_validator():
@@ -339,13 +491,19 @@ def _parse_faults(entries, ck: _Checker, topo: Topology, coll: CollectiveSpec) -
         def key_line(key):
             return ck.loc.key("faults", key, i) or line
 
-        has_s, has_it = "at_s" in entry, "at_iteration" in entry
-        if has_s == has_it:
-            ck.fail(where, "needs exactly one of at_s or at_iteration", line)
-        at_s = at_it = None
-        if has_s:
+        timing = [k for k in ("at_s", "at_iteration", "after_s") if k in entry]
+        if len(timing) != 1:
+            ck.fail(where, "needs exactly one of at_s, at_iteration or after_s", line)
+        at_s = at_it = after_s = None
+        if timing == ["at_s"]:
             at_s = ck.get(entry, "faults", "at_s", float, None, lo=0.0, hi=86400.0,
                           occurrence=i, display=f"{where} at_s")
+        elif timing == ["after_s"]:
+            if i == 0:
+                ck.fail(f"{where} after_s", "the first entry has no previous one to follow; use "
+                        "at_s or at_iteration", key_line("after_s"))
+            after_s = ck.get(entry, "faults", "after_s", float, None, lo=0.0, hi=86400.0,
+                             occurrence=i, display=f"{where} after_s")
         else:
             at_it = ck.get(entry, "faults", "at_iteration", int, None, lo=0,
                            hi=coll.iterations - 1, occurrence=i, display=f"{where} at_iteration")
@@ -367,7 +525,8 @@ def _parse_faults(entries, ck: _Checker, topo: Topology, coll: CollectiveSpec) -
         checked = []
         for cmd in commands:
             checked.append(_check_command(cmd, topo, validate, ck, where, key_line))
-        out.append(FaultEntry(at_s=at_s, at_iteration=at_it, commands=checked, line=line))
+        out.append(FaultEntry(at_s=at_s, at_iteration=at_it, commands=checked, line=line,
+                              after_s=after_s))
     return out
 
 

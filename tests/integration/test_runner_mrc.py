@@ -61,7 +61,7 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
     assert rc == 0, (out, summaries)
     for t, s in summaries.items():
         assert s["verified"] is True and s["partial"] is False, (t, s)
-        assert s["iterations_completed"] == 24
+        assert s["iterations_completed"] == 32
         assert [f["action"] for f in s["faults"]] == ["link_down", "link_up"], t
         for h in range(4):
             assert (run_dir / t / f"endpoint-h{h}.jsonl").stat().st_size > 0

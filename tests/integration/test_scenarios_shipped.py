@@ -1,0 +1,141 @@
+"""Every shipped scenario (experiments/*.toml) runs through `mrclab run --short` on the real
+fabric and writes a complete run directory: the scenario copy, the fault schedule applied (runner
+record and controller log), worker and endpoint logs, pcaps when capture is on, and a summary
+with every iteration verified, one fault time and one recovery value per scheduled fault.
+MRC for all of them; TCP for one (fabric-links-down: the baseline must survive a failure too).
+A scenario-specific check per paper experiment makes sure the fault really did something."""
+import json
+from pathlib import Path
+
+import pytest
+
+from emulation import runner
+from emulation.scenario import load
+from emulation.topology import ev_plane, ev_spine
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+EXPERIMENTS = REPO / "experiments"
+SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
+           "random-loss", "incast", "flap")
+RUNS = [(name, "mrc") for name in SHIPPED] + [("fabric-links-down", "tcp")]
+
+
+def events(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def test_the_shipped_set_is_what_the_issue_asks_for():
+    assert {p.stem for p in EXPERIMENTS.glob("*.toml")} == set(SHIPPED)
+
+
+@pytest.mark.parametrize("name,transport", RUNS, ids=[f"{n}-{t}" for n, t in RUNS])
+def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, transport, tmp_path,
+                                                                        capsys):
+    path = EXPERIMENTS / f"{name}.toml"
+    scn = load(path, short=True)
+    rc = runner.main([str(path), "--short", "--transport", transport,
+                      "--out", str(tmp_path / "results")])
+    out = capsys.readouterr().out
+    (run_dir,) = (tmp_path / "results").iterdir()
+    assert run_dir.name.startswith(f"{name}-short-")
+    tdir = run_dir / transport
+    summary = json.loads((tdir / "summary.json").read_text())
+    assert rc == 0, (out, summary)
+    iterations = scn.collective.iterations
+    hosts = [h.name for h in scn.topology.hosts]
+
+    # scenario copy + top-level summary
+    assert (run_dir / "scenario.toml").read_text() == path.read_text()
+    top = json.loads((run_dir / "summary.json").read_text())
+    assert top["short"] is True and top["partial"] is False
+    assert top["transports"][transport]["verified"] is True
+
+    # the transport's summary
+    assert summary["verified"] is True and summary["partial"] is False, summary
+    assert summary["short"] is True and summary["transport"] == transport
+    assert summary["iterations_completed"] == iterations
+    assert len(summary["iteration_times_ms"]) == iterations
+    assert all(t > 0 for t in summary["iteration_times_ms"])
+    assert summary["faults_failed"] == [] and summary["faults_not_reached"] == 0
+    assert len(summary["fault_times_ns"]) == len(scn.faults)
+    assert len(summary["recovery_ms"]) == len(scn.faults)
+    assert summary["fault_times_ns"] == sorted(summary["fault_times_ns"])
+    for t in summary["fault_times_ns"]:       # every fault hit the running collective
+        assert summary["timed_start_ns"] <= t <= summary["traffic_end_ns"]
+    # every shipped schedule is in time order in its file
+    assert [f["action"] for f in summary["faults"]] == [e.commands[0]["action"] for e in scn.faults]
+
+    # the fault schedule: the runner's record and the controller's own log agree
+    commands = [c for e in scn.faults for c in e.commands]
+    applied = events(tdir / "faults-applied.jsonl")
+    assert len(applied) == len(commands) and all(a["ok"] for a in applied), applied
+    controller_log = events(tdir / "faults.jsonl")
+    for action in {c["action"] for c in commands}:
+        want = sum(c["action"] == action for c in commands)
+        assert sum(f["action"] == action for f in controller_log) == want, action
+
+    # worker logs, endpoint logs, pcaps
+    for h in hosts:
+        log = events(tdir / f"worker-{h}.jsonl")
+        assert sum(e["event"] == "iteration" and e["verified"] for e in log) == iterations
+        assert any(e["event"] == "goodput" for e in log)
+        assert log[-1]["event"] == "phase" and log[-1]["phase"] == "done"
+        if transport == "mrc":
+            assert (tdir / f"endpoint-{h}.jsonl").stat().st_size > 0
+        for p in range(scn.spec.planes):
+            pcap = tdir / "pcaps" / f"{h}-p{p}.pcap"
+            if scn.capture:
+                assert pcap.stat().st_size > 24, pcap   # more than the pcap header
+            else:
+                assert not pcap.exists()
+    assert (tdir / "iterations.csv").read_text().count("\n") == 1 + len(hosts) * iterations
+    assert (tdir / "goodput.csv").stat().st_size > 0
+    if transport == "mrc":
+        _scenario_evidence(name, scn, tdir, summary)
+
+
+def _endpoint_events(tdir: Path, scn, kind: str, since_ns: int) -> list[dict]:
+    out = []
+    for h in scn.topology.hosts:
+        out += [e for e in events(tdir / f"endpoint-{h.name}.jsonl")
+                if e["event"] == kind and e["t_ns"] >= since_ns]
+    return out
+
+
+def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
+    """What the paper experiment is about, visible in the MRC endpoint logs."""
+    t_first = summary["fault_times_ns"][0] if summary["fault_times_ns"] else 0
+    if name == "nic-link-down":
+        ports = [(e["plane"], e["up"]) for e in events(tdir / "endpoint-h0.jsonl")
+                 if e["event"] == "port" and "side" not in e]
+        assert ports == [(0, False), (0, True), (1, False), (1, True)], ports
+    elif name == "t1-blackhole":
+        # packets lost in the black hole (plane 0, spine 0) time out and most are re-sent over
+        # other paths. (Whether the EVs are also retired depends on the endpoint's congestion-
+        # aware retirement, under tuning: checked by the endpoint's own tests, not here.)
+        t_clear = summary["fault_times_ns"][1]
+        lost = [e for e in _endpoint_events(tdir, scn, "retransmit", t_first)
+                if e["t_ns"] <= t_clear and e["reason"] == "timeout"]
+        through_hole = [e for e in lost if (ev_plane(e["old_ev"]), ev_spine(e["old_ev"])) == (0, 0)]
+        assert len(through_hole) >= 10 and len(through_hole) > len(lost) / 2, (len(through_hole), len(lost))
+        moved = [e for e in through_hole if (ev_plane(e["new_ev"]), ev_spine(e["new_ev"])) != (0, 0)]
+        assert len(moved) > len(through_hole) / 2, (len(moved), len(through_hole))
+    elif name in ("demo", "fabric-links-down", "gray-failure", "flap"):
+        # the first fault's EVs (plane 0, spine 0 in all of these) are retired after it
+        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+                   if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"]
+        assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 0 for e in retired), \
+            f"{name}: no EV through plane 0 spine 0 turned ASSUMED_BAD after the fault"
+    elif name == "random-loss":
+        assert _endpoint_events(tdir, scn, "retransmit", t_first), "no retransmission under loss"
+    elif name == "incast":
+        counters = {}
+        for h in scn.topology.hosts:
+            final = [e for e in events(tdir / f"worker-{h.name}.jsonl") if e["event"] == "counters"]
+            counters[h.name] = final[-1]
+        target = scn.collective.incast_target
+        others = [h for h in counters if h != target]
+        # h0 receives from all 7 others: far more than any other host
+        assert counters[target]["rx_bytes"] > 3 * max(counters[h]["rx_bytes"] for h in others)
