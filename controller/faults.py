@@ -3,8 +3,9 @@
 controller app executes what these functions return and checks every return code.
 
 Mechanisms (all verified on this project's kernel, which has no netem/RED):
-* link_down/link_up: `ip link set dev X down|up` on both ends (host ends inside the host's
-  network namespace via `nsenter -t PID -n`): both switches see a real port-status event.
+* link_down/link_up: `ip link set dev X down|up` on the switch ends (both ends of a fabric
+  link): the switches see a real port-status event; a host end loses carrier, as with a cable
+  pull, and keeps its addresses, routes and neighbours.
 * gray_loss: an nftables netdev *egress* table per port and fault, `numgen random mod 10000 < N
   drop` (0.01 % resolution); no carrier change, so no port-status signal.
 * ecn_mark: an nftables egress table, `limit rate over R bytes/second` then set CE in the
@@ -180,16 +181,15 @@ def egress_ports(topo: Topology, fault: dict, host_pids: dict) -> list[tuple[lis
 
 
 def link_set_commands(topo: Topology, a: str, b: str, up: bool, host_pids: dict) -> list[list[str]]:
-    """`ip link set dev X up|down` on both ends. A host end whose namespace is unknown is
-    skipped: taking the switch end down already drops the host's carrier."""
+    """`ip link set dev X up|down` on the switch ends of the link. A host end is never set
+    administratively down: that would make the kernel delete the NIC's IPv6 address, its plane
+    route and its permanent neighbours (keep_addr_on_down=0), which `up` does not restore. Taking
+    the switch end of the veth down drops the host's carrier instead, exactly what a cable pull
+    looks like to a NIC (operstate down, IFF_RUNNING clear), and the host keeps its settings.
+    host_pids is accepted for symmetry with the other builders and unused."""
     state = "up" if up else "down"
-    out = []
-    for node, peer in ((a, b), (b, a)):
-        if is_host(topo, node) and node not in host_pids:
-            continue
-        out.append(netns_prefix(topo, node, host_pids)
-                   + ["ip", "link", "set", "dev", intf_of(topo, node, peer), state])
-    return out
+    return [["ip", "link", "set", "dev", intf_of(topo, node, peer), state]
+            for node, peer in ((a, b), (b, a)) if not is_host(topo, node)]
 
 
 def flap_schedule(period_s: float, count: int) -> list[tuple[float, bool]]:

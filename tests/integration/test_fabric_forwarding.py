@@ -86,3 +86,37 @@ def test_cli_link_down_seen_by_controller(fab):
     assert state[("t0p1g0", "t1p1s0")] == "up"
 
 
+
+
+def test_host_link_down_is_a_cable_pull_and_up_restores_the_plane(fab):
+    """The host end loses carrier but keeps its address, route and neighbours, so the plane
+    works again as soon as the link is back (an admin-down host end would lose all three)."""
+    def addresses():
+        out = fab.cmd_in_host(0, ["ip", "-6", "addr", "show", "dev", "h0-p1"])
+        return sorted(line.split()[1] for line in out.splitlines() if "inet6" in line)
+
+    addr_before = addresses()
+    assert addr_before, "h0-p1 has no IPv6 address to begin with"
+    route_before = fab.cmd_in_host(0, ["ip", "-6", "route", "show", "dev", "h0-p1"])
+    fab.controller.fault({"action": "link_down", "a": "h0", "b": "t0p1g0"})
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            link = fab.cmd_in_host(0, ["ip", "link", "show", "dev", "h0-p1"])
+            if "NO-CARRIER" in link:
+                break
+            time.sleep(0.1)
+        assert "NO-CARRIER" in link and ",UP" in link, link
+        assert addresses() == addr_before
+    finally:
+        fab.controller.fault({"action": "link_up", "a": "h0", "b": "t0p1g0"})
+    assert fab.cmd_in_host(0, ["ip", "-6", "route", "show", "dev", "h0-p1"]) == route_before
+    peer = fab.topo.nic_addr(3, 1)
+    deadline = time.monotonic() + 10
+    while True:
+        ping = subprocess.run(fab._nsenter(0) + ["ping", "-6", "-c", "1", "-W", "1", "-I", "h0-p1",
+                                                  peer], capture_output=True, text=True)
+        if ping.returncode == 0 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert ping.returncode == 0, ping.stdout + ping.stderr

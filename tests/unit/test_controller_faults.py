@@ -55,16 +55,17 @@ def test_valid_commands_normalized():
     assert faults.validate({"action": "link_down", "a": "h3", "b": "t0p1g1"}, TOPO)["b"] == "t0p1g1"
 
 
-def test_link_set_commands_both_ends_host_side_in_namespace():
+def test_link_set_commands_switch_ends_only():
     cmds = faults.link_set_commands(TOPO, "t0p0g0", "t1p0s1", False, {})
     assert cmds == [["ip", "link", "set", "dev", "t0p0g0-e4", "down"],
                     ["ip", "link", "set", "dev", "t1p0s1-e1", "down"]]
-    cmds = faults.link_set_commands(TOPO, "h1", "t0p1g0", True, {"h1": 4242})
-    assert cmds == [["nsenter", "-t", "4242", "-n", "ip", "link", "set", "dev", "h1-p1", "up"],
-                    ["ip", "link", "set", "dev", "t0p1g0-e2", "up"]]
-    # unknown host namespace: only the switch end (the host loses carrier anyway)
-    assert faults.link_set_commands(TOPO, "h1", "t0p1g0", False, {}) == [
-        ["ip", "link", "set", "dev", "t0p1g0-e2", "down"]]
+    # a host end is never set admin-down (it would lose its address, route and neighbours):
+    # the switch end goes down and the host loses carrier
+    for pids in ({"h1": 4242}, {}):
+        assert faults.link_set_commands(TOPO, "h1", "t0p1g0", True, pids) == [
+            ["ip", "link", "set", "dev", "t0p1g0-e2", "up"]]
+        assert faults.link_set_commands(TOPO, "t0p1g0", "h1", False, pids) == [
+            ["ip", "link", "set", "dev", "t0p1g0-e2", "down"]]
 
 
 def test_gray_loss_commands_fractional_percent_and_direction():
