@@ -160,12 +160,15 @@ class EVSet:
     # ------------------------------------------------------------------ selection
 
     def pick(self, now_ns: int, exclude: int | None = None,
-             plane_ok: Callable[[int], bool] | None = None) -> int | None:
+             plane_ok: Callable[[int], bool] | None = None,
+             allow: Callable[[int], bool] | None = None) -> int | None:
         """Next EV of the round robin for a packet sent now, or None if no plane can take one.
 
         Preference, in one pass over the rotation from the round-robin position: GOOD and not
         skipped; then (second pass) anything usable except `exclude`. `plane_ok(plane)` lets the
-        caller refuse planes whose pacer has no tokens. Skip-once flags are consumed here.
+        caller refuse planes whose pacer has no tokens; `allow(ev)` refuses EVs outright (the
+        sender keeps retransmissions off EVs with an unexplained loss). Skip-once flags are
+        consumed here.
         """
         n = len(self.rotation)
         if n == 0:
@@ -178,6 +181,8 @@ class EVSet:
             if ev == exclude or not self.plane_usable(info.plane):
                 continue
             if plane_ok is not None and not plane_ok(info.plane):
+                continue
+            if allow is not None and not allow(ev):
                 continue
             if info.skip_once:
                 info.skip_once = False

@@ -22,13 +22,19 @@ per-plane pacer (traffic/nscc.py). Loss detection, precisely:
   Both mark the EV it travelled on ASSUMED_BAD (a same-plane backup replaces it), except: the
   loss of the first packet an EV ever carried (new EVs take the switches' slow path), a
   timeout with nothing sent later delivered (a stall of the peer/CPU/every path, no evidence
-  against this EV) retransmits without penalty, and the first such loss on an EV while the QP
-  sees congestion (ECN echo, trimmed NACK, queueing delay >= 1 base RTT) is forgiven once
-  (congestion_* settings; a second loss on the EV retires it). NACK TRIMMED:
+  against this EV) retransmits without penalty, and a loss on an EV that ITSELF carried
+  congestion evidence recently (an ECN echo, a trimmed NACK or a queueing-delay RTT sample on
+  that very EV) is forgiven once per piece of evidence: a second loss with no fresh evidence on
+  that EV retires it. Congestion elsewhere in the QP never excuses a loss: a black-holed path
+  echoes no ECN and no trim, so it is retired at its first loss with evidence (SACK gap or a
+  timeout after later packets arrived), or its second at the latest. NACK TRIMMED:
   fast retransmit, the EV is passed over once, not retired. NACK TRIMMED_LASTHOP: retransmit, no
   EV penalty. Other NACK reasons: retransmit (counts toward the retry limit); UNEXP_EVENT (remote
   access error) -> QP error. Every retransmission goes on a FRESH EV (never the one that lost it),
-  lowest PSN first.
+  lowest PSN first, and never on an EV with an outstanding unexplained loss (a loss without
+  trim not followed by the delivery of a packet sent later on that EV); it also prefers a
+  path (plane, spine) with no such loss, so a retransmission is not resent into a hole that
+  swallowed a sibling EV's packet.
 
 Receiver (ReceiverQP): places each payload at its RETH VA at once (any order), ignores duplicates,
 SACKs every ack_every packets or after ack_delay (immediately on ECN, AckReq, duplicates, a
@@ -103,13 +109,14 @@ class MRCConfig:
     # window also grows to srtt + 4 rttvar - base RTT (RACK-like), measured, so a slower queue
     # on one path is not taken for a failed path.
     adaptive_reorder: bool = True
-    # Losses without trim while the QP sees congestion (an ECN echo, a trimmed NACK, or an RTT
-    # sample with queueing delay >= congestion_delay_rtts base RTTs in the last
-    # congestion_grace_rtts) are retransmitted but do not retire the EV on the first loss: in
-    # the emulator a CPU-starved userspace switch drops/delays packets of busy paths that a
-    # real trimming switch would not. A second such loss on the same EV within
-    # congestion_forgive_rtts (or 8 srtt, if longer) retires it: a dead path under congestion
-    # costs one extra packet, a congested path rarely loses twice. 0 disables the grace.
+    # A loss without trim on an EV that ITSELF signalled congestion (ECN echo, trimmed NACK, or
+    # an RTT sample with queueing delay >= congestion_delay_rtts base RTTs) in the last
+    # congestion_grace_rtts (or 8 srtt, if longer) is retransmitted without retiring the EV: in
+    # the emulator a CPU-starved userspace switch drops packets of busy paths that a real
+    # trimming switch would not. One piece of evidence forgives one loss: a second loss with
+    # no newer evidence on that EV retires it. Congestion on OTHER EVs never forgives (a
+    # black-holed path echoes nothing). congestion_forgive_rtts bounds how long a forgiven EV
+    # stays remembered. 0 grace disables forgiveness.
     congestion_grace_rtts: float = 8.0
     congestion_delay_rtts: float = 1.0
     congestion_forgive_rtts: float = 64.0
@@ -427,8 +434,13 @@ class SenderQP(PostedWrites):
         self._send_log: deque[tuple[int, int, int]] = deque()  # (sent_ns, seq, tx_count)
         self._latest_delivered_sent = -1
         self._congested_until_ns = -1
-        self._forgiven: dict[int, int] = {}     # ev -> time of its forgiven congestion loss
-        self._ev_congested: dict[int, int] = {} # ev -> last ECN echo / trimmed NACK on it
+        self._forgiven: dict[int, int] = {}     # ev -> time of its last forgiven congestion loss
+        self._ev_congested: dict[int, int] = {} # ev -> last ECN echo / trimmed NACK / delay on it
+        # Unexplained losses (no trim): key (an EV, or a (plane, spine) path) -> send time of the
+        # newest lost transmission on it, and -> send time of the newest delivered one. A key
+        # whose newest loss is later than its newest delivery has an outstanding loss.
+        self._loss_sent: dict = {}
+        self._delivered_sent: dict = {}
         self._ev_used: set[int] = set()         # EVs that carried at least one packet
         self._wake_ns: int | None = None
         self.completions: list[Completion] = []
@@ -437,7 +449,7 @@ class SenderQP(PostedWrites):
                          "retransmitted_bytes": 0, "timeouts": 0, "sack_gap_losses": 0,
                          "nacks": 0, "bad_acks": 0, "probes_sent": 0,
                          "congestion_losses_forgiven": 0, "timeouts_without_evidence": 0,
-                         "first_packet_losses_excused": 0}
+                         "first_packet_losses_excused": 0, "retransmits_onto_suspect_evs": 0}
 
     # ------------------------------------------------------------------ helpers
 
@@ -486,12 +498,14 @@ class SenderQP(PostedWrites):
             window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns))
         return max(window, self.cfg.fabric_delay_bound_ns)
 
-    def _rtt_sample(self, rtt: int, now_ns: int | None = None) -> None:
+    def _rtt_sample(self, rtt: int, now_ns: int | None = None, ev: int | None = None) -> None:
         if rtt <= 0:
             return
         if (now_ns is not None and self._rtt_measured
                 and rtt - self.base_rtt_ns >= self.cfg.congestion_delay_rtts * self.base_rtt_ns):
             self._note_congestion(now_ns)
+            if ev is not None:
+                self._ev_congested[ev] = now_ns    # queueing on this very EV: it delivers
         if not self._rtt_measured or rtt < self.base_rtt_ns:
             self._rtt_measured = True
             self.base_rtt_ns = rtt
@@ -575,9 +589,7 @@ class SenderQP(PostedWrites):
                 continue
             if not self._window_allows(rec.length):
                 break
-            ev = self.evs.pick(now_ns, exclude=rec.ev, plane_ok=plane_ok)
-            if ev is None and len(self.evs.active()) == 1:
-                ev = self.evs.pick(now_ns, plane_ok=plane_ok)   # the only EV left
+            ev = self._pick_for_retransmit(rec, now_ns, plane_ok)
             if ev is None:
                 self._note_blocked(now_ns)
                 break
@@ -618,6 +630,38 @@ class SenderQP(PostedWrites):
                 self._seg_index = 0
             out.append(self._transmit(rec, ev, now_ns, retransmit=False))
         return out
+
+    def _suspect(self, key) -> bool:
+        """`key` (an EV or a (plane, spine) path) lost a packet without trim and delivered
+        nothing sent after that loss."""
+        lost = self._loss_sent.get(key)
+        return lost is not None and self._delivered_sent.get(key, -1) < lost
+
+    def _pick_for_retransmit(self, rec: _TxRecord, now_ns: int, plane_ok) -> int | None:
+        """A fresh EV for a retransmission: never rec.ev, never an EV with an outstanding
+        unexplained loss, preferably on a path (plane, spine) without one either."""
+        def clean_path(ev: int) -> bool:
+            info = self.evs.evs[ev]
+            return not self._suspect(ev) and not self._suspect((info.plane, info.spine))
+
+        def clean_ev(ev: int) -> bool:
+            return not self._suspect(ev)
+
+        for allow in (clean_path, clean_ev):
+            ev = self.evs.pick(now_ns, exclude=rec.ev, plane_ok=plane_ok, allow=allow)
+            if ev is not None:
+                return ev
+        active = self.evs.active()
+        if any(clean_ev(ev) for ev in active):
+            return None         # a clean EV exists, its plane's pacer is just out of tokens
+        # Every usable EV has an unexplained loss (everything stalled): retrying somewhere is
+        # the only way on; the retry limit ends a truly dead QP.
+        ev = self.evs.pick(now_ns, exclude=rec.ev, plane_ok=plane_ok)
+        if ev is None and len(active) == 1:
+            ev = self.evs.pick(now_ns, plane_ok=plane_ok)   # the only EV left
+        if ev is not None:
+            self.counters["retransmits_onto_suspect_evs"] += 1
+        return ev
 
     def _window_allows(self, nbytes: int) -> bool:
         if not self.cfg.nscc_enabled or self.inflight_bytes == 0:
@@ -682,6 +726,14 @@ class SenderQP(PostedWrites):
         rec.retx_reason = reason
         self.inflight_bytes -= rec.length
         heapq.heappush(self._retx, rec.seq)
+        if reason != "nack_trimmed":
+            # Unexplained: keep retransmissions off this EV and its path until something sent
+            # later on them is delivered.
+            info = self.evs.evs.get(rec.ev)
+            keys = [rec.ev] + ([(info.plane, info.spine)] if info is not None else [])
+            for key in keys:
+                if rec.sent_ns > self._loss_sent.get(key, -1):
+                    self._loss_sent[key] = rec.sent_ns
         if penalize and rec.first_on_ev and self.cfg.first_packet_grace:
             # The first packet on a fresh EV (QP start, or a replacement) meets switches that
             # have no flow for it yet: userspace OVS sends it up the slow path (an upcall, tens
@@ -690,26 +742,38 @@ class SenderQP(PostedWrites):
             # loses the EV's next packet, which retires it.
             self.counters["first_packet_losses_excused"] += 1
             penalize = False
-        if penalize and now_ns - self._ev_congested.get(rec.ev, -1 << 62) <= self._congested_grace_ns():
-            # This very path just signalled congestion (trim / ECN), so it delivers: the packet
-            # is queued or was dropped by congestion, not by a failure.
+        if penalize and self._forgivable(rec.ev, now_ns):
+            # This very path signalled congestion (trim / ECN / queueing delay) since its last
+            # forgiven loss, so it delivers: the packet was dropped by congestion, not by a
+            # failure. Congestion on other EVs is no excuse (a black hole echoes nothing).
+            self._forgiven[rec.ev] = now_ns
             self.counters["congestion_losses_forgiven"] += 1
             self.evs.skip_next_turn(rec.ev, now_ns)
             penalize = False
-        if penalize and self.congested(now_ns):
-            first = self._forgiven.get(rec.ev)
-            window = max(self._rtts(self.cfg.congestion_forgive_rtts), int(16 * (self.srtt_ns or 0)))
-            if first is None or now_ns - first > window:
-                self._forgiven[rec.ev] = now_ns
-                self.counters["congestion_losses_forgiven"] += 1
-                self.evs.skip_next_turn(rec.ev, now_ns)
-                penalize = False
         if penalize:
             self._forgiven.pop(rec.ev, None)
             self.evs.mark_lost(rec.ev, reason, now_ns)
         if self.cfg.nscc_enabled:
             self.nscc.on_loss(now_ns)
         self._wake_ns = -1
+
+    def _forgivable(self, ev: int, now_ns: int) -> bool:
+        """EV `ev` itself carried congestion evidence recently, newer than its last forgiven
+        loss (one piece of evidence excuses one loss)."""
+        if self.cfg.congestion_grace_rtts <= 0:
+            return False
+        # Evidence is remembered for the forgiveness window (congestion comes in episodes tens
+        # of ms apart through userspace OVS); it is consumed by the loss it excuses, so an EV
+        # that goes silent still retires at its second loss.
+        evidence = self._ev_congested.get(ev)
+        window = max(self._rtts(self.cfg.congestion_forgive_rtts), int(16 * (self.srtt_ns or 0)),
+                     self._congested_grace_ns())
+        if evidence is None or now_ns - evidence > window:
+            return False
+        last = self._forgiven.get(ev)
+        if last is not None and now_ns - last <= window and evidence <= last:
+            return False
+        return True
 
     def _detect_gaps(self, now_ns: int) -> None:
         threshold = self._latest_delivered_sent - self.reorder_window_ns()
@@ -730,6 +794,10 @@ class SenderQP(PostedWrites):
         rec.acked = True
         if not rec.lost:
             self.inflight_bytes -= rec.length
+        info = self.evs.evs.get(rec.ev)
+        for key in (rec.ev, (info.plane, info.spine) if info is not None else None):
+            if key is not None and rec.sent_ns > self._delivered_sent.get(key, -1):
+                self._delivered_sent[key] = rec.sent_ns
         # Only first transmissions order the SACK-gap check: a retransmission after a trim goes
         # on a fresh, idle path and overtakes the packets still queued on the congested one,
         # which would otherwise all look lost.
@@ -743,7 +811,7 @@ class SenderQP(PostedWrites):
         self._peer_ports(sack.port_status, now_ns)
         rtt = now_ns - sack.echo_timestamp if sack.echo_timestamp else None
         if rtt is not None and rtt > 0:
-            self._rtt_sample(rtt, now_ns)
+            self._rtt_sample(rtt, now_ns, sack.ev)
         else:
             rtt = None
         cum = unwrap(sack.cum_psn & PSN_MASK, self.snd_una)

@@ -113,9 +113,15 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert ports == [(0, False), (0, True), (1, False), (1, True)], ports
     elif name == "t1-blackhole":
         # packets lost in the black hole (plane 0, spine 0) time out and most are re-sent over
-        # other paths. (Whether the EVs are also retired depends on the endpoint's congestion-
-        # aware retirement, under tuning: checked by the endpoint's own tests, not here.)
+        # other paths, and the forward EVs through the dead T1 are retired DURING the fault
+        # (congestion elsewhere in the QP must not mask a path that echoes nothing).
         t_clear = summary["fault_times_ns"][1]
+        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+                   if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"
+                   and e["t_ns"] <= t_clear]
+        in_hole = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
+        assert len(in_hole) >= 4, f"only {len(in_hole)} forward EVs of plane 0 spine 0 retired " \
+                                  f"during the black hole ({len(retired)} retired in all)"
         lost = [e for e in _endpoint_events(tdir, scn, "retransmit", t_first)
                 if e["t_ns"] <= t_clear and e["reason"] == "timeout"]
         through_hole = [e for e in lost if (ev_plane(e["old_ev"]), ev_spine(e["old_ev"])) == (0, 0)]
