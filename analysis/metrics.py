@@ -304,7 +304,14 @@ def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
     samples = recovery.aggregate_cumulative(per_host)
     faults = faults.sort_values("t_ns", kind="stable").reset_index(drop=True)
     first_t = float(faults["t_ns"].iloc[0])
-    steady = recovery.steady_goodput_bps(samples, samples[0][0] if samples else 0, first_t)
+    it = _events(ev, "iteration")
+    spans = (recovery.iteration_spans_ms(zip(it["iter"], it["start_ns"], it["end_ns"]))
+             if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns) else [])
+    windows = recovery.collective_windows(spans)
+    for key, value in windows.items():
+        kw.setdefault(key, value)
+    steady = recovery.steady_goodput_bps(samples, samples[0][0] if samples else 0, first_t,
+                                         window_ms=kw["window_ms"])
     capacity: dict = {}
     rows = []
     for i, f in faults.iterrows():

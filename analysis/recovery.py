@@ -10,6 +10,12 @@ Concretely (all parameters are keyword arguments with these defaults):
   evaluated every `step_ms` = 10 ms. 100 ms spans several ring steps, so the idle gaps between
   a collective's steps do not read as outages, while the error on a recovery time is at most
   ~10% of the window (10 ms).
+- For a collective the window is one typical iteration (collective_windows: the median
+  iteration time, at least 100 ms) and the hold at least one window: a collective's goodput is
+  periodic with its iterations (ring steps, then the verification and the start of the next
+  iteration), so a window shorter than an iteration reads the gaps between phases as outages and
+  a transport that never stalls would "never recover". The error on a recovery time stays about
+  10% of that window; the runner and the analysis derive the window the same way.
 - "Stays" means: the window starting at t and every window starting in (t, t + hold_ms]
   (hold_ms = 500 ms) are all >= threshold * expected. The hold is cut short by the end of the
   evaluation span (next fault or end of traffic), but at least one whole window must fit.
@@ -64,6 +70,26 @@ def window_rates(samples, start_ns: float, end_ns: float, *, window_ms: float = 
     starts = np.arange(lo, hi + 1, step_ns)
     rates = (np.interp(starts + window_ns, t, cum) - np.interp(starts, t, cum)) / (window_ns / 1e9)
     return starts, rates
+
+
+def collective_windows(iteration_ms: Iterable[float]) -> dict:
+    """{"window_ms", "hold_ms"} for a run whose iterations took iteration_ms (see the module
+    docstring); the defaults when no iteration time is known."""
+    vals = [float(x) for x in iteration_ms if x is not None and float(x) > 0]
+    if not vals:
+        return {"window_ms": DEFAULT_WINDOW_MS, "hold_ms": DEFAULT_HOLD_MS}
+    window = max(DEFAULT_WINDOW_MS, float(np.median(vals)))
+    return {"window_ms": window, "hold_ms": max(DEFAULT_HOLD_MS, window)}
+
+
+def iteration_spans_ms(iterations: Iterable[tuple]) -> list[float]:
+    """Duration of each collective iteration from (iter, start_ns, end_ns) records of every
+    rank: from the first rank's start to the last rank's end."""
+    spans: dict = {}
+    for it, start, end in iterations:
+        lo, hi = spans.get(it, (start, end))
+        spans[it] = (min(lo, start), max(hi, end))
+    return [(hi - lo) / 1e6 for _, (lo, hi) in sorted(spans.items())]
 
 
 def steady_goodput_bps(samples, start_ns: float, end_ns: float, **kw) -> float | None:

@@ -398,9 +398,11 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     agg = recovery.aggregate_cumulative(goodput)
     first_fault = min((a["t_ns"] for a in applied), default=None)
     baseline = None
+    windows = recovery.collective_windows(iteration_times_ms)
     if timed_start is not None and agg:
         baseline = recovery.steady_goodput_bps(
-            agg, timed_start, first_fault if first_fault is not None else (traffic_end or agg[-1][0]))
+            agg, timed_start, first_fault if first_fault is not None else (traffic_end or agg[-1][0]),
+            window_ms=windows["window_ms"])
     capacity: dict = {}
     faults_out = []
     ordered = sorted(entries.items(), key=lambda kv: kv[1][0]["t_ns"])
@@ -413,7 +415,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         expected = baseline * fraction if baseline else None
         rec = None
         if expected and until is not None and until > t_fault:
-            rec = recovery.recovery_time_ms(agg, t_fault, expected, until_ns=until)
+            rec = recovery.recovery_time_ms(agg, t_fault, expected, until_ns=until, **windows)
         first = records[0]["command"]
         faults_out.append({"entry": index, "when": records[0]["when"], "t_ns": t_fault,
                            "action": first.get("action"), "a": first.get("a"), "b": first.get("b"),
@@ -449,7 +451,8 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "faults_failed": not_applied,
         "faults_not_reached": len(scn.faults) - len(entries) - len({a["entry"] for a in not_applied}),
         "recovery_definition": "analysis/recovery.py: goodput >= 90% of pre-fault steady goodput x "
-                               "surviving capacity fraction, sustained 500 ms, 100 ms windows",
+                               "surviving capacity fraction, in windows of one median iteration "
+                               f"({windows['window_ms']:.0f} ms), sustained {windows['hold_ms']:.0f} ms",
     }
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
     _write_csvs(tdir, iters, complete, agg)

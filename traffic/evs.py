@@ -71,6 +71,7 @@ class EVInfo:
     skip_until: int = 0           # ECN echo: pass over until this time
     skip_once: bool = False       # trimmed NACK: pass over on the next turn
     probe_successes: int = 0
+    probe_failures: int = 0       # consecutive failed probes: the period backs off with them
     next_probe_ns: int = 0
 
 
@@ -86,7 +87,8 @@ class EVSet:
     def __init__(self, paths: PathInfo, rng: random.Random, *, qp: int = 0,
                  ev_count: int = 128, backup_count: int = 64, min_active: int | None = None,
                  probe_period_ns: int = 5_000_000, probe_timeout_ns: int = 4_000_000,
-                 probe_k: int = 3, emit: Callable[[dict], None] | None = None):
+                 probe_k: int = 3, probe_backoff_max: int = 8,
+                 emit: Callable[[dict], None] | None = None):
         planes = list(paths.planes)
         per_plane = ev_count // len(planes)
         if per_plane < 1:
@@ -102,6 +104,14 @@ class EVSet:
         self.probe_period_ns = int(probe_period_ns)
         self.probe_timeout_ns = int(probe_timeout_ns)
         self.probe_k = probe_k
+        # A path that stays dead (a link down for seconds) is probed ever less often: after the
+        # n-th consecutive failed probe the next one waits (min(2^n, probe_backoff_max) - 1) base
+        # periods from the failure; a success resets it. Without
+        # it, every dead EV of every QP is probed each period, and on this 2-core machine that
+        # probing alone ate the CPU the surviving paths needed (thousands of probes/s per host).
+        if probe_backoff_max < 1:
+            raise ValueError(f"probe_backoff_max must be >= 1, got {probe_backoff_max}")
+        self.probe_backoff_max = int(probe_backoff_max)
         self.evs: dict[int, EVInfo] = {}
         self.backups: dict[int, list[int]] = {p: [] for p in planes}
         self.plane_local_up = {p: True for p in planes}
@@ -364,7 +374,11 @@ class EVSet:
             return
         if not ok:
             info.probe_successes = 0
+            info.probe_failures += 1
+            backoff = min(1 << min(info.probe_failures, 30), self.probe_backoff_max)
+            info.next_probe_ns = max(info.next_probe_ns, now_ns + self.probe_period_ns * (backoff - 1))
             return
+        info.probe_failures = 0
         info.probe_successes += 1
         if info.probe_successes >= self.probe_k:
             info.probe_successes = 0

@@ -92,6 +92,7 @@ class MRCConfig:
     probe_k: int = 3                     # consecutive probe successes to return to GOOD
     probe_period_rtts: float = 5.0       # probe period of an ASSUMED_BAD EV, in base RTTs
     probe_timeout_rtts: float = 4.0      # a probe unanswered this long failed
+    probe_backoff_max: int = 8           # failed probes double the period, up to this factor
     skip_rtts: float = 2.0               # ECN echo: skip the EV for this many base RTTs
     # reliability
     mtu: int = 1024                      # payload bytes per packet
@@ -409,7 +410,8 @@ class SenderQP(PostedWrites):
                          backup_count=config.ev_backup_count, min_active=config.ev_min_active,
                          probe_period_ns=self._rtts(config.probe_period_rtts),
                          probe_timeout_ns=self._rtts(config.probe_timeout_rtts),
-                         probe_k=config.probe_k, emit=self.emit)
+                         probe_k=config.probe_k, probe_backoff_max=config.probe_backoff_max,
+                         emit=self.emit)
         self.pacer = PlanePacer(paths.planes, config.port_rate_Bps,
                                 config.pacer_burst_packets * (config.mtu + config.header_overhead))
         self.nscc = Nscc(base_rtt_ns=max(self.base_rtt_ns, config.nscc_min_base_rtt_ns),

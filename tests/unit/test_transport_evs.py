@@ -7,11 +7,13 @@ from emulation.topology import ev_plane
 from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
 
 
-def make(planes=2, spines=4, ev_count=16, backup_count=4, min_active=None, k=3, seed=1):
+def make(planes=2, spines=4, ev_count=16, backup_count=4, min_active=None, k=3, seed=1,
+         backoff=1):
     events = []
     evs = EVSet(PathInfo(tuple(range(planes)), spines), random.Random(seed), qp=9,
                 ev_count=ev_count, backup_count=backup_count, min_active=min_active,
-                probe_period_ns=1000, probe_timeout_ns=500, probe_k=k, emit=events.append)
+                probe_period_ns=1000, probe_timeout_ns=500, probe_k=k, probe_backoff_max=backoff,
+                emit=events.append)
     return evs, events
 
 
@@ -86,6 +88,28 @@ def test_probes_resurrect_after_k_consecutive_successes_and_failure_resets():
     # rotation was full (backup took the slot), so the resurrected EV waits in the backups
     assert victim in evs.backups[ev_plane(victim)]
     assert evs.due_probes(t + 10_000) == []
+
+
+def test_failed_probes_back_off_up_to_the_limit_and_a_success_resets_it():
+    evs, events = make(k=3, backoff=4)
+    victim = evs.rotation[0]
+    evs.mark_lost(victim, "timeout", 0)
+    sent = []
+    t = 0
+    while t < 20_000:
+        t += 100
+        for ev, seq in evs.due_probes(t):
+            sent.append(t)
+            evs.expire_probes(t + 500)          # every probe fails
+    gaps = [b - a for a, b in zip(sent, sent[1:])]
+    # period 1000 ns, timeout 500: after the n-th failure (known at send + 500) the next probe
+    # waits (min(2^n, 4) - 1) periods: 1000 after 1 failure, 3000 from then on (the cap)
+    assert gaps[0] == 1500 and set(gaps[1:]) == {3500} and len(gaps) > 3, gaps
+    # a success resets the backoff: the next probe comes one base period later
+    t = sent[-1] + 3500
+    (ev, seq), = evs.due_probes(t)
+    assert evs.probe_response(seq, ev, t + 10)
+    assert evs.due_probes(t + 999) == [] and len(evs.due_probes(t + 1000)) == 1
 
 
 def test_resurrected_ev_replaces_floor_kept_bad_ev_of_its_plane():
