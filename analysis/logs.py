@@ -71,12 +71,21 @@ def _frame(records: list[dict], problems: list[str], first: list[str]) -> pd.Dat
     return df
 
 
+# A run directory of the runner holds, per host, the worker's log (iterations, goodput of the
+# collective) and, for mrc/roce, the endpoint's log (EV states, retransmissions, probes). Both
+# count delivered bytes: the worker's goodput/counters are the ones kept, so nothing is counted
+# twice; every other endpoint event is kept.
+ENDPOINT_EVENTS_SHADOWED_BY_WORKER = frozenset({"goodput", "counters"})
+
+
 def event_log_paths(run_dir) -> list[Path]:
-    """Endpoint/worker logs: the runner's worker-*.jsonl, else every *.jsonl that is not a
-    fault log."""
+    """Endpoint/worker logs: the runner's worker-*.jsonl plus endpoint-*.jsonl, else every
+    *.jsonl that is not a fault log."""
     d = Path(run_dir)
     workers = sorted(d.glob("worker-*.jsonl"))
-    return workers or sorted(p for p in d.glob("*.jsonl") if p.name not in NOT_EVENT_LOGS)
+    if workers:
+        return workers + sorted(d.glob("endpoint-*.jsonl"))
+    return sorted(p for p in d.glob("*.jsonl") if p.name not in NOT_EVENT_LOGS)
 
 
 def load_events(paths_or_dir) -> pd.DataFrame:
@@ -90,8 +99,11 @@ def load_events(paths_or_dir) -> pd.DataFrame:
     else:
         paths = [Path(p) for p in paths_or_dir]
     records, problems = [], []
+    have_workers = any(p.name.startswith("worker-") for p in paths)
     for p in paths:
         recs, probs = read_jsonl(p, EVENT_REQUIRED)
+        if have_workers and p.name.startswith("endpoint-"):
+            recs = [r for r in recs if r.get("event") not in ENDPOINT_EVENTS_SHADOWED_BY_WORKER]
         for r in recs:
             r.setdefault("host", p.stem)
         records += recs

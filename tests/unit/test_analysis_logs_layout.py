@@ -1,0 +1,22 @@
+"""A runner transport directory holds worker-*.jsonl and endpoint-*.jsonl per host: the analysis
+reads both, keeps the endpoint's EV/retransmission events and counts delivered bytes once."""
+import json
+
+from analysis.logs import load_events
+
+
+def write(path, events):
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def test_worker_and_endpoint_logs_are_merged_without_double_goodput(tmp_path):
+    write(tmp_path / "worker-h0.jsonl", [
+        {"t_ns": 1, "host": "h0", "event": "goodput", "rx_bytes": 100},
+        {"t_ns": 2, "host": "h0", "event": "iteration", "iter": 0, "start_ns": 1, "end_ns": 2}])
+    write(tmp_path / "endpoint-h0.jsonl", [
+        {"t_ns": 1, "host": "h0", "event": "goodput", "rx_bytes": 999},
+        {"t_ns": 3, "host": "h0", "event": "ev_state", "ev": 5, "new": "ASSUMED_BAD"},
+        {"t_ns": 4, "host": "h0", "event": "counters", "sent": 7}])
+    df = load_events(tmp_path)
+    assert sorted(df["event"]) == ["ev_state", "goodput", "iteration"]
+    assert df[df["event"] == "goodput"]["rx_bytes"].tolist() == [100]
