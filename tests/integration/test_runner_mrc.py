@@ -66,7 +66,7 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
         for h in range(4):
             assert (run_dir / t / f"endpoint-h{h}.jsonl").stat().st_size > 0
             log = events(run_dir / t / f"worker-h{h}.jsonl")
-            assert sum(e["event"] == "iteration" and e["verified"] for e in log) == 24
+            assert sum(e["event"] == "iteration" and e["verified"] for e in log) == 32
     assert summaries["roce"]["routing"] == "ecmp"
     t_fault = summaries["mrc"]["fault_times_ns"][0]
     retired = []

@@ -90,10 +90,34 @@ def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, tra
                 assert pcap.stat().st_size > 24, pcap   # more than the pcap header
             else:
                 assert not pcap.exists()
+    if scn.capture and transport == "mrc":
+        _captures_dissect_as_rocev2(tdir / "pcaps" / f"{hosts[0]}-p0.pcap")
     assert (tdir / "iterations.csv").read_text().count("\n") == 1 + len(hosts) * iterations
     assert (tdir / "goodput.csv").stat().st_size > 0
     if transport == "mrc":
         _scenario_evidence(name, scn, tdir, summary)
+
+
+def _captures_dissect_as_rocev2(pcap: Path) -> None:
+    """Packets captured from the emulator (the runner's tcpdump on a host port, headers only)
+    dissect in tshark as RoCEv2: BTH opcode, destination QP and PSN of MRC data and SACKs."""
+    import shutil
+    import subprocess
+    tshark = shutil.which("tshark")
+    assert tshark, "tshark is missing: run scripts/setup.sh"
+    run = subprocess.run(
+        [tshark, "-n", "-r", str(pcap), "-Y", "udp.dstport == 4791", "-T", "fields",
+         "-E", "separator=,", "-e", "frame.protocols", "-e", "infiniband.bth.opcode",
+         "-e", "infiniband.bth.destqp", "-e", "infiniband.bth.psn"],
+        capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr
+    rows = [line.split(",") for line in run.stdout.splitlines() if line.strip()]
+    assert len(rows) > 100, len(rows)
+    assert all("udp:infiniband" in r[0] for r in rows), rows[:3]
+    opcodes = {int(r[1]) for r in rows}
+    assert opcodes & set(range(0xC6, 0xCC)) and 0xDC in opcodes, sorted(opcodes)   # data + SACK
+    data = [r for r in rows if 0xC6 <= int(r[1]) <= 0xCB]
+    assert len({(int(r[2], 16), int(r[3])) for r in data}) > 50       # distinct (QP, PSN)
 
 
 def _endpoint_events(tdir: Path, scn, kind: str, since_ns: int) -> list[dict]:
