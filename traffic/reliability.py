@@ -908,7 +908,20 @@ class _ReverseEV:
     fails: int = 0
 
 
-class ReceiverQP:
+class AssembledCompletions:
+    """What every receiving QP (MRC and the RoCE baseline) shares: WRITE-with-IMM completions
+    come from its MessageAssembler (self.assembler, set by the subclass)."""
+
+    @property
+    def completions(self) -> list[Completion]:
+        return self.assembler.completions
+
+    def pop_completions(self) -> list[Completion]:
+        out, self.assembler.completions = self.assembler.completions, []
+        return out
+
+
+class ReceiverQP(AssembledCompletions):
     """Receiving half of an MRC QP: data in, SACK/NACK out, memory placed, completions."""
 
     def __init__(self, qp_num: int, peer_qp: int, config: MRCConfig, paths: PathInfo,
@@ -952,14 +965,6 @@ class ReceiverQP:
 
     def _random_ev(self, plane: int) -> int:
         return make_ev(plane, self.rng.randrange(self.paths.spines), random_entropy(self.rng))
-
-    @property
-    def completions(self) -> list[Completion]:
-        return self.assembler.completions
-
-    def pop_completions(self) -> list[Completion]:
-        out, self.assembler.completions = self.assembler.completions, []
-        return out
 
     @property
     def port_status(self) -> int:

@@ -23,9 +23,9 @@ from traffic.evs import PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, WRITE_OPCODES, DataPacket,
                               Nack, NackReason, Probe, Sack)
 from traffic.nscc import PlanePacer
-from traffic.reliability import (AccessError, Completion, MemoryRegistry, MessageAssembler,
-                                 MRCConfig, PostedWrites, _OutMessage, _TxRecord, segment_opcode,
-                                 unwrap)
+from traffic.reliability import (AccessError, AssembledCompletions, Completion, MemoryRegistry,
+                                 MessageAssembler, MRCConfig, PostedWrites, _OutMessage, _TxRecord,
+                                 segment_opcode, unwrap)
 
 
 def fixed_path(paths: PathInfo, qp_num: int, rng: random.Random) -> int:
@@ -215,7 +215,7 @@ class RoceSenderQP(PostedWrites):
         return None                     # RoCE has no path probes
 
 
-class RoceReceiverQP:
+class RoceReceiverQP(AssembledCompletions):
     """Receiving half of a RoCE RC QP: strictly in order, go-back-N NAKs."""
 
     def __init__(self, qp_num: int, peer_qp: int, config: MRCConfig, paths: PathInfo,
@@ -236,14 +236,6 @@ class RoceReceiverQP:
         self.counters = {"rx_packets": 0, "rx_bytes": 0, "placed_bytes": 0, "duplicates": 0,
                          "out_of_order_dropped": 0, "access_errors": 0, "malformed": 0,
                          "foreign": 0, "acks": 0, "nacks": 0}
-
-    @property
-    def completions(self) -> list[Completion]:
-        return self.assembler.completions
-
-    def pop_completions(self) -> list[Completion]:
-        out, self.assembler.completions = self.assembler.completions, []
-        return out
 
     @property
     def port_status(self) -> int:
