@@ -67,6 +67,8 @@ def endpoint_stats(events_by_host: dict[str, list[dict]]) -> dict:
     out = {"nacks_sent": 0, "nacks_received": 0, "trimmed_received": 0, "timeouts": 0,
            "retransmits_by_reason": {}, "ev_assumed_bad": 0, "ev_assumed_bad_reverse": 0,
            "ev_assumed_bad_by_reason": {},
+           "loss_verdicts_opened": 0, "losses_explained_by_trim": 0,
+           "losses_explained_by_late_delivery": 0, "loss_verdicts_failed": 0,
            "hosts_with_counters": 0}
     for evs in events_by_host.values():
         final = None
@@ -92,6 +94,9 @@ def endpoint_stats(events_by_host: dict[str, list[dict]]) -> dict:
                 out["trimmed_received"] += int(rcv.get("trimmed", 0))
                 out["nacks_received"] += int(snd.get("nacks", 0))
                 out["timeouts"] += int(snd.get("timeouts", 0))
+                for key in ("loss_verdicts_opened", "losses_explained_by_trim",
+                            "losses_explained_by_late_delivery", "loss_verdicts_failed"):
+                    out[key] += int(snd.get(key, 0))
     return out
 
 
@@ -177,6 +182,12 @@ def transport_summary(tdir, trimming: dict | None) -> dict:
         "ev_assumed_bad": ep["ev_assumed_bad"],
         "ev_assumed_bad_reverse": ep["ev_assumed_bad_reverse"],
         "ev_assumed_bad_by_reason": ep["ev_assumed_bad_by_reason"],
+        # losses without trim whose EV waited for a verdict (MRCConfig.loss_verdict_ns), and
+        # how they ended: explained later (congestion / late packet) or failed (retired)
+        "loss_verdicts": ({k: ep[k] for k in ("loss_verdicts_opened", "losses_explained_by_trim",
+                                              "losses_explained_by_late_delivery",
+                                              "loss_verdicts_failed")}
+                          if ep["hosts_with_counters"] else None),
         "victim": None if victim is None else f"{victim['src']}->{victim['dst']}",
         "victim_goodput_mbit": None if victim is None else victim["mean_mbit"],
     }
@@ -184,7 +195,7 @@ def transport_summary(tdir, trimming: dict | None) -> dict:
 
 SUMMARY_KEYS = ("trimming", "marked", "trimmed", "dropped", "marked_last_hop", "nacks_sent",
                 "trimmed_received", "retransmit_timeouts", "ev_assumed_bad",
-                "ev_assumed_bad_reverse", "ev_assumed_bad_by_reason", "victim",
+                "ev_assumed_bad_reverse", "ev_assumed_bad_by_reason", "loss_verdicts", "victim",
                 "victim_goodput_mbit")
 
 

@@ -7,7 +7,8 @@ Other engineers and other sessions share this machine, so nothing here matches b
     interface, plus every process still living in such a namespace (it would keep it alive);
   * nftables tables named mrclab_* in the root namespace;
   * the trimming tc BPF program (emulation/trimming.py) on those switch-side veths;
-  * the controller whose pid is in /run/mrclab/controller.pid, if it still is a controller.app.
+  * the controller whose pid is in /run/mrclab/controller.pid, if it still is a controller.app;
+  * the temporary bridge mrclabsb0 and veth pair mrclabsb-a/mrclabsb-b of emulation/ovs_sndbuf.py.
 The name predicates are pure functions so unit tests can prove they never match foreign names.
 """
 from __future__ import annotations
@@ -29,6 +30,9 @@ _SWITCH_INTF_RE = re.compile(r"^(?:t0p\d+g\d+|t1p\d+s\d+)-e\d+$")
 _HOST_INTF_RE = re.compile(r"^h\d+-p\d+$")
 _HOST_SHELL_RE = re.compile(r"^mininet:(h\d+)$")
 _NFT_TABLE_PREFIX = "mrclab_"
+# emulation/ovs_sndbuf.py's probe (exact names, defined here so the sweep and the probe agree).
+SNDBUF_PROBE_BRIDGE = "mrclabsb0"
+SNDBUF_PROBE_VETHS = ("mrclabsb-a", "mrclabsb-b")
 
 
 def is_our_switch(name: str) -> bool:
@@ -41,6 +45,11 @@ def is_our_switch_intf(name: str) -> bool:
 
 def is_our_host_intf(name: str) -> bool:
     return bool(_HOST_INTF_RE.match(name.split("@", 1)[0]))
+
+
+def is_our_sndbuf_probe(name: str) -> bool:
+    """The OVS send-buffer probe's bridge (and its tap) or veth ends."""
+    return name.split("@", 1)[0] in (SNDBUF_PROBE_BRIDGE,) + SNDBUF_PROBE_VETHS
 
 
 def is_our_nft_table(name: str) -> bool:
@@ -219,8 +228,8 @@ def find_leftovers() -> Leftovers:
         controller_pid=stale_controller_pid(),
         host_shells=shells,
         namespace_pids=ns_pids,
-        bridges=[b for b in ovs_bridges() if is_our_switch(b)],
-        switch_intfs=[i for i in root_links() if is_our_switch_intf(i)],
+        bridges=[b for b in ovs_bridges() if is_our_switch(b) or is_our_sndbuf_probe(b)],
+        switch_intfs=[i for i in root_links() if is_our_switch_intf(i) or is_our_sndbuf_probe(i)],
         nft_tables=[t for t in nft_tables() if is_our_nft_table(t[1])],
     )
 
@@ -241,7 +250,8 @@ def clean(verbose: bool = False) -> Leftovers:
     # A crashed trimming run may have left its tc BPF program on our switch ports: take it off
     # first (only our interfaces; deleting the veth would drop it too, this makes it explicit).
     detach_trim_programs(sorted(i for i in links if is_our_switch_intf(i)))
-    for name in found.bridges + [i for i in links if is_our_switch_intf(i)]:
+    for name in found.bridges + [i for i in links
+                                 if is_our_switch_intf(i) or is_our_sndbuf_probe(i)]:
         if name in links:
             _run(["ip", "link", "del", "dev", name], check=False)
     for family, name in found.nft_tables:

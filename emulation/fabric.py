@@ -261,6 +261,11 @@ class Fabric:
             self._tmpdir = tempfile.TemporaryDirectory(prefix="mrclab-fabric-")
             self.run_dir = Path(self._tmpdir.name)
         self.run_dir.mkdir(parents=True, exist_ok=True)
+        # Before any bridge exists: OVS's one shared transmit socket must be born with a big
+        # send buffer, or queued packets make it drop silently (emulation/ovs_sndbuf.py).
+        # Needs the fabric lock, held since __enter__ (it may restart ovs-vswitchd).
+        from emulation.ovs_sndbuf import ensure_ovs_tx_buffer
+        ensure_ovs_tx_buffer()
         self._start_controller()
 
         net = Mininet(topo=None, controller=None, build=False, switch=OVSSwitch, host=Host,

@@ -210,7 +210,8 @@ class Endpoint:
                   "ack_every": cfg.ack_every, "ack_delay_rtts": cfg.ack_delay_rtts,
                   "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns,
                   "ev_backup_count": cfg.ev_count // 2,
-                  "first_packet_grace": bool(cfg.first_packet_grace)}
+                  "first_packet_grace": bool(cfg.first_packet_grace),
+                  "loss_verdict_ns": int(cfg.loss_verdict_ms * 1e6)}
         values.update(cfg.qp)
         values.update(overrides or {})
         if "fabric_delay_bound_ns" not in values:

@@ -100,6 +100,11 @@ class EndpointConfig:
     fabric_delay_bound_ns: int | None = None
     # MRCConfig.first_packet_grace: a fresh EV's first packet meets OVS's slow path (upcall).
     first_packet_grace: bool = True
+    # MRCConfig.loss_verdict_ns, in ms (0: retire an EV at its first unexplained loss, as OCP).
+    # Measured under the 7:1 incast: trimmed headers whose NACK reached the sender up to ~80 ms
+    # after the SACK-gap / timeout that declared them lost (CPU-starved userspace switches hold
+    # packets before the egress trimmer); 100 ms covers them. The EV is out of use meanwhile.
+    loss_verdict_ms: float = 100.0
 
     def __post_init__(self) -> None:
         if isinstance(self.host, bool) or not isinstance(self.host, int) or self.host < 0:
@@ -134,6 +139,10 @@ class EndpointConfig:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if not 64 <= self.max_payload <= 9000:
             raise ConfigError(f"max_payload must be 64..9000 bytes, got {self.max_payload}")
+        if isinstance(self.loss_verdict_ms, bool) or not isinstance(
+                self.loss_verdict_ms, (int, float)) or not 0 <= self.loss_verdict_ms <= 10_000:
+            raise ConfigError(f"loss_verdict_ms must be a number of ms in 0..10000, "
+                              f"got {self.loss_verdict_ms!r}")
         if self.fabric_delay_bound_ns is not None and (
                 isinstance(self.fabric_delay_bound_ns, bool)
                 or not isinstance(self.fabric_delay_bound_ns, int) or self.fabric_delay_bound_ns < 0):

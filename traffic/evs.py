@@ -9,6 +9,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.
   and unique; plus `backup_count` backup EVs (same split per plane, state UNKNOWN until used).
 * States GOOD / ASSUMED_BAD / DENIED / UNKNOWN (OCP). "Skip" is not a state: an ECN echo makes the
   round robin pass over the EV until `until_ns`; a trimmed NACK makes it pass over it once.
+* `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
+  waits `loss_verdict_ns` for a late trimmed NACK or a late delivery): the EV is passed over
+  like a skipped one, its state stays GOOD; the verdict ends in `unsuspend` or `mark_lost`.
 * `mark_lost(ev)`: loss without trim. The EV becomes ASSUMED_BAD at once and a backup EV from the
   SAME plane takes its slot in the rotation. If the plane has no backup left the slot is dropped,
   unless that would leave fewer than `min_active` GOOD EVs in the rotation: then (project choice)
@@ -70,6 +73,7 @@ class EVInfo:
     in_rotation: bool = False
     skip_until: int = 0           # ECN echo: pass over until this time
     skip_once: bool = False       # trimmed NACK: pass over on the next turn
+    suspended: bool = False       # a loss awaits its verdict (sender's loss_verdict_ns)
     probe_successes: int = 0
     probe_failures: int = 0       # consecutive failed probes: the period backs off with them
     next_probe_ns: int = 0
@@ -175,7 +179,8 @@ class EVSet:
         """Next EV of the round robin for a packet sent now, or None if no plane can take one.
 
         Preference, in one pass over the rotation from the round-robin position: GOOD and not
-        skipped; then (second pass) anything usable except `exclude`. `plane_ok(plane)` lets the
+        skipped or suspended; else the first passed-over EV of the best kind (skipped, then
+        suspended, then not GOOD), never `exclude`. `plane_ok(plane)` lets the
         caller refuse planes whose pacer has no tokens; `allow(ev)` refuses EVs outright (the
         sender keeps retransmissions off EVs with an unexplained loss). Skip-once flags are
         consumed here.
@@ -183,7 +188,10 @@ class EVSet:
         n = len(self.rotation)
         if n == 0:
             return None
+        # Passed-over EVs, best first: 0 skipped (congestion) < 1 suspended (a loss awaits its
+        # verdict) < 2 not GOOD (kept in the rotation by the min_active floor).
         fallback = None
+        fallback_rank = 3
         for i in range(n):
             idx = (self._rr + i) % n
             ev = self.rotation[idx]
@@ -194,17 +202,20 @@ class EVSet:
                 continue
             if allow is not None and not allow(ev):
                 continue
-            if info.skip_once:
+            if info.state != GOOD:
+                rank = 2
+            elif info.suspended:
+                rank = 1
+            elif info.skip_once:
                 info.skip_once = False
-                if fallback is None:
-                    fallback = idx
-                continue
-            if info.state != GOOD or info.skip_until > now_ns:
-                if fallback is None:
-                    fallback = idx
-                continue
-            self._rr = idx + 1
-            return ev
+                rank = 0
+            elif info.skip_until > now_ns:
+                rank = 0
+            else:
+                self._rr = idx + 1
+                return ev
+            if rank < fallback_rank:
+                fallback, fallback_rank = idx, rank
         if fallback is not None:
             self._rr = fallback + 1
             return self.rotation[fallback]
@@ -240,6 +251,24 @@ class EVSet:
         self.emit({"t_ns": now_ns, "event": "ev_skip", "qp": self.qp, "ev": ev,
                    "plane": info.plane, "until_ns": now_ns, "once": True})
 
+    def suspend(self, ev: int, reason: str, now_ns: int) -> None:
+        """A loss on `ev` awaits its verdict: keep it, pass over it (like a skip) until
+        `unsuspend` (the loss was congestion after all) or `mark_lost` (it was not)."""
+        info = self.evs.get(ev)
+        if info is None or info.state != GOOD or info.suspended:
+            return
+        info.suspended = True
+        self.emit({"t_ns": now_ns, "event": "ev_suspect", "qp": self.qp, "ev": ev,
+                   "plane": info.plane, "reason": reason})
+
+    def unsuspend(self, ev: int, evidence: str, now_ns: int) -> None:
+        info = self.evs.get(ev)
+        if info is None or not info.suspended:
+            return
+        info.suspended = False
+        self.emit({"t_ns": now_ns, "event": "ev_cleared", "qp": self.qp, "ev": ev,
+                   "plane": info.plane, "evidence": evidence})
+
     def mark_lost(self, ev: int, reason: str, now_ns: int) -> int | None:
         """Loss without trim on `ev`: ASSUMED_BAD now, same-plane backup takes its slot.
 
@@ -248,6 +277,7 @@ class EVSet:
         info = self.evs.get(ev)
         if info is None or info.state != GOOD:
             return None
+        info.suspended = False
         self._set_state(info, ASSUMED_BAD, reason, now_ns)
         info.probe_successes = 0
         info.next_probe_ns = now_ns + self.probe_period_ns
@@ -282,6 +312,7 @@ class EVSet:
         info.in_rotation = True
         info.skip_until = 0
         info.skip_once = False
+        info.suspended = False
         self._set_state(info, GOOD, reason, now_ns, replaces=replaces)
 
     def _resurrect(self, info: EVInfo, now_ns: int) -> None:

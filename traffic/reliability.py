@@ -35,6 +35,13 @@ per-plane pacer (traffic/nscc.py). Loss detection, precisely:
   trim not followed by the delivery of a packet sent later on that EV); it also prefers a
   path (plane, spine) with no such loss, so a retransmission is not resent into a hole that
   swallowed a sibling EV's packet.
+  Loss verdict (loss_verdict_ns > 0; the endpoint's default): a penalised loss does not retire
+  the EV at once. The EV is suspended (passed over by the round robin, its state still GOOD)
+  and retired only if the window passes with nothing explaining the loss: a trimmed NACK of
+  that very transmission (nack.ev + echo timestamp), a SACK echoing its EV and send time (it
+  arrived late), or an ACK while it still waited for retransmission or sooner after the
+  retransmission than any round trip. Traffic leaves the path at the first loss either way; only
+  the retirement (and the replacement EV) waits for the evidence.
 
 Receiver (ReceiverQP): places each payload at its RETH VA at once (any order), ignores duplicates,
 SACKs every ack_every packets or after ack_delay (immediately on ECN, AckReq, duplicates, a
@@ -147,6 +154,17 @@ class MRCConfig:
     # in a fabric of userspace OVS the first packet of a new EV takes the slow path (upcall).
     # The endpoint turns it on (EndpointConfig.first_packet_grace); off in the pure model.
     first_packet_grace: bool = False
+    # Loss verdict (0 = judge at once, as OCP). A loss without trim puts its EV out of use at
+    # once (the packets that follow take other EVs) but the EV is only retired (ASSUMED_BAD)
+    # if, within loss_verdict_ns, no later evidence explains the loss: a trimmed NACK of that
+    # very transmission (the packet met congestion; its header was just slow) or its late
+    # delivery (a SACK echoing its timestamp, or an ACK before its retransmission could have
+    # made the round trip). Measured in the emulated fabric under a 7:1 incast: trimmed headers
+    # whose NACK came back up to ~80 ms after the SACK-gap / timeout verdict (the CPU-starved
+    # userspace switches hold packets before the egress trimmer, outside any trim bound), which
+    # retired dozens of healthy EVs per run. A black hole explains nothing, so it is retired
+    # loss_verdict_ns later than at once; no packet goes to it in between.
+    loss_verdict_ns: int = 0
     # NSCC sizes its window (1.5 BDP) and delay target on the base RTT; through userspace OVS the
     # idle min RTT (0.5-1 ms) is well under the RTT at line rate (2-3 ms: per-packet CPU in three
     # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
@@ -178,7 +196,7 @@ class MRCConfig:
                 raise ValueError(f"MRCConfig.{f.name} must be positive, got {value!r}")
         for name in ("ev_backup_count", "retry_linear", "skip_rtts", "header_overhead",
                      "reorder_window_frac", "congestion_grace_rtts", "congestion_delay_rtts",
-                     "congestion_forgive_rtts", "fabric_delay_bound_ns"):
+                     "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.mpr * MPR_UNIT >= PSN_SPACE // 2:
@@ -338,6 +356,7 @@ class _TxRecord:
     acked: bool = False
     lost: bool = False        # declared lost, waiting in the retransmit queue
     retx_reason: str = ""
+    declared: tuple[int, int] | None = None   # (ev, sent_ns) of the last transmission declared lost
 
 
 def segment_opcode(index: int, count: int, with_imm: bool) -> int:
@@ -444,6 +463,11 @@ class SenderQP(PostedWrites):
         self._loss_sent: dict = {}
         self._delivered_sent: dict = {}
         self._ev_used: set[int] = set()         # EVs that carried at least one packet
+        # Open loss verdicts: (ev, sent_ns) of a transmission declared lost -> (deadline, reason);
+        # per EV the number of open verdicts (the EV is suspended while it has any).
+        self._verdicts: dict[tuple[int, int], tuple[int, str]] = {}
+        self._verdict_heap: list[tuple[int, int, int]] = []
+        self._open_verdicts: dict[int, int] = {}
         self._wake_ns: int | None = None
         self.completions: list[Completion] = []
         self.error: str | None = None
@@ -451,7 +475,9 @@ class SenderQP(PostedWrites):
                          "retransmitted_bytes": 0, "timeouts": 0, "sack_gap_losses": 0,
                          "nacks": 0, "bad_acks": 0, "probes_sent": 0,
                          "congestion_losses_forgiven": 0, "timeouts_without_evidence": 0,
-                         "first_packet_losses_excused": 0, "retransmits_onto_suspect_evs": 0}
+                         "first_packet_losses_excused": 0, "retransmits_onto_suspect_evs": 0,
+                         "loss_verdicts_opened": 0, "losses_explained_by_trim": 0,
+                         "losses_explained_by_late_delivery": 0, "loss_verdicts_failed": 0}
 
     # ------------------------------------------------------------------ helpers
 
@@ -556,6 +582,11 @@ class SenderQP(PostedWrites):
         probe = self.evs.next_probe_deadline()
         if probe is not None:
             cands.append(probe)
+        while self._verdict_heap and (self._verdict_heap[0][1], self._verdict_heap[0][2]) \
+                not in self._verdicts:
+            heapq.heappop(self._verdict_heap)
+        if self._verdict_heap:
+            cands.append(self._verdict_heap[0][0])
         if self._wake_ns is not None:
             cands.append(max(self._wake_ns, 0) if self._wake_ns >= 0 else now_ns)
         return min(cands) if cands else None
@@ -573,6 +604,7 @@ class SenderQP(PostedWrites):
         self._check_timeouts(now_ns)
         if self.error is not None:
             return []
+        self._close_verdicts(now_ns)
         out: list[tuple[object, int]] = []
         self.evs.expire_probes(now_ns)
         for ev, seq in self.evs.due_probes(now_ns):
@@ -726,6 +758,7 @@ class SenderQP(PostedWrites):
     def _declare_lost(self, rec: _TxRecord, reason: str, now_ns: int, penalize: bool) -> None:
         rec.lost = True
         rec.retx_reason = reason
+        rec.declared = (rec.ev, rec.sent_ns)
         self.inflight_bytes -= rec.length
         heapq.heappush(self._retx, rec.seq)
         if reason != "nack_trimmed":
@@ -754,10 +787,63 @@ class SenderQP(PostedWrites):
             penalize = False
         if penalize:
             self._forgiven.pop(rec.ev, None)
-            self.evs.mark_lost(rec.ev, reason, now_ns)
+            if self.cfg.loss_verdict_ns > 0:
+                self._open_verdict(rec.ev, rec.sent_ns, reason, now_ns)
+            else:
+                self.evs.mark_lost(rec.ev, reason, now_ns)
         if self.cfg.nscc_enabled:
             self.nscc.on_loss(now_ns)
         self._wake_ns = -1
+
+    # ------------------------------------------------------------------ loss verdicts
+
+    def _open_verdict(self, ev: int, sent_ns: int, reason: str, now_ns: int) -> None:
+        key = (ev, sent_ns)
+        if key in self._verdicts:
+            return
+        deadline = now_ns + self.cfg.loss_verdict_ns
+        self._verdicts[key] = (deadline, reason)
+        heapq.heappush(self._verdict_heap, (deadline, ev, sent_ns))
+        self._open_verdicts[ev] = self._open_verdicts.get(ev, 0) + 1
+        self.counters["loss_verdicts_opened"] += 1
+        self.evs.suspend(ev, reason, now_ns)
+
+    def _release_verdict(self, ev: int) -> int:
+        left = self._open_verdicts.get(ev, 1) - 1
+        if left > 0:
+            self._open_verdicts[ev] = left
+        else:
+            self._open_verdicts.pop(ev, None)
+        return left
+
+    def _explain_loss(self, ev: int, sent_ns: int, evidence: str, now_ns: int) -> bool:
+        """Later evidence about a transmission declared lost: if its verdict is open, the loss
+        was not a path failure; the EV returns to use (unless another loss on it is open)."""
+        if self._verdicts.pop((ev, sent_ns), None) is None:
+            return False
+        self.counters["losses_explained_by_trim" if evidence == "nack_trimmed"
+                      else "losses_explained_by_late_delivery"] += 1
+        info = self.evs.evs.get(ev)
+        for key in (ev, (info.plane, info.spine) if info is not None else None):
+            if key is not None and sent_ns > self._delivered_sent.get(key, -1):
+                self._delivered_sent[key] = sent_ns     # no longer an unexplained loss
+        if self._release_verdict(ev) == 0:
+            self.evs.unsuspend(ev, evidence, now_ns)
+        self._wake_ns = -1
+        return True
+
+    def _close_verdicts(self, now_ns: int) -> None:
+        """Verdicts whose window ran out unexplained: the path lost the packet; retire the EV."""
+        heap = self._verdict_heap
+        while heap and heap[0][0] <= now_ns:
+            _, ev, sent_ns = heapq.heappop(heap)
+            entry = self._verdicts.pop((ev, sent_ns), None)
+            if entry is None:
+                continue
+            self.counters["loss_verdicts_failed"] += 1
+            self._release_verdict(ev)
+            self.evs.mark_lost(ev, entry[1], now_ns)
+            self._wake_ns = -1
 
     def _forgivable(self, ev: int, now_ns: int) -> bool:
         """EV `ev` itself carried congestion evidence recently, newer than its last forgiven
@@ -789,11 +875,16 @@ class SenderQP(PostedWrites):
 
     # ------------------------------------------------------------------ input
 
-    def _ack(self, seq: int) -> int:
+    def _ack(self, seq: int, now_ns: int) -> int:
         rec = self.records.get(seq)
         if rec is None or rec.acked:
             return 0
         rec.acked = True
+        if rec.declared is not None and self._verdicts:
+            # Acked while still waiting for its retransmission, or sooner after the
+            # retransmission than any round trip takes: the transmission declared lost arrived.
+            if rec.lost or now_ns - rec.sent_ns < self.base_rtt_ns:
+                self._explain_loss(*rec.declared, "late_delivery", now_ns)
         if not rec.lost:
             self.inflight_bytes -= rec.length
         info = self.evs.evs.get(rec.ev)
@@ -811,6 +902,9 @@ class SenderQP(PostedWrites):
         if self.error is not None:
             return
         self._peer_ports(sack.port_status, now_ns)
+        if self._verdicts and sack.echo_timestamp:
+            # the SACK reflects the EV and send time of the packet that triggered it
+            self._explain_loss(sack.ev, sack.echo_timestamp, "late_delivery", now_ns)
         rtt = now_ns - sack.echo_timestamp if sack.echo_timestamp else None
         if rtt is not None and rtt > 0:
             self._rtt_sample(rtt, now_ns, sack.ev)
@@ -823,7 +917,7 @@ class SenderQP(PostedWrites):
         newly = 0
         if cum > self.snd_una:
             for seq in range(self.snd_una, cum):
-                newly += self._ack(seq)
+                newly += self._ack(seq, now_ns)
                 del self.records[seq]
             self.snd_una = cum
         base = unwrap(sack.sack_base & PSN_MASK, self.snd_una)
@@ -832,7 +926,7 @@ class SenderQP(PostedWrites):
             low = bitmap & -bitmap
             seq = base + low.bit_length() - 1
             if self.snd_una <= seq < self.snd_nxt:
-                newly += self._ack(seq)
+                newly += self._ack(seq, now_ns)
             bitmap ^= low
         ecn = sack.skip != SkipMode.NONE
         if ecn:
@@ -863,6 +957,12 @@ class SenderQP(PostedWrites):
         if nack.reason == NackReason.UNEXP_EVENT:
             self._fail(f"remote access error (NACK UNEXP_EVENT for PSN {nack.psn})", now_ns)
             return
+        trimmed = nack.reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP)
+        if trimmed and self._verdicts and nack.echo_timestamp:
+            # a transmission already declared lost was trimmed: congestion, not failure
+            if self._explain_loss(nack.ev, nack.echo_timestamp, "nack_trimmed", now_ns):
+                self._note_congestion(now_ns)
+                self._ev_congested[nack.ev] = now_ns
         rec = self.records.get(unwrap(nack.psn & PSN_MASK, self.snd_una))
         if rec is None or rec.acked or rec.lost:
             return

@@ -27,6 +27,13 @@ class PathFault:
     ecn: float = 0.0             # probability a data packet gets CE
     trim: float = 0.0            # probability a data packet is trimmed (payload cut)
     trim_lasthop: bool = False   # trims happen at the last hop
+    # The emulated fabric's CPU-starved userspace switches hold some packets far longer than the
+    # queue bound (before the egress trimmer): a trimmed header reaches the receiver this much
+    # later than its path's normal delay; with probability `late`, a data packet arrives
+    # `late_ns` late (neither holds back the packets behind it).
+    trim_extra_delay_ns: int = 0
+    late: float = 0.0
+    late_ns: int = 0
 
 
 class SimNet:
@@ -83,6 +90,13 @@ class SimNet:
                 msg = dataclasses.replace(msg, payload=b"", trimmed=True,
                                           trim_lasthop=fault.trim_lasthop)
                 self.stats["trimmed"] += 1
+        extra = 0
+        if isinstance(msg, DataPacket) and fault is not None:
+            if msg.trimmed:
+                extra = fault.trim_extra_delay_ns
+            elif fault.late and self.rng.random() < fault.late:
+                extra = fault.late_ns
+                self.stats["late"] = self.stats.get("late", 0) + 1
         copies = 2 if self.dup and self.rng.random() < self.dup else 1
         if copies == 2:
             self.stats["duplicated"] += 1
@@ -91,6 +105,7 @@ class SimNet:
             if self.fifo_paths:
                 t = max(t, self._last_arrival.get((key, dst), 0))
                 self._last_arrival[(key, dst)] = t
+            t += extra
             self._seq += 1
             heapq.heappush(self._queue, (t, self._seq, dst, msg, plane))
 

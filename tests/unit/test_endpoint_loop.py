@@ -79,9 +79,16 @@ def test_write_survives_a_black_holed_path(tmp_path):
     a.post_write(0x100, data, 0, 0x42, imm=1)
     run_both(a, b, lambda: qb.recv_completions and qa.send_completions)
     assert bytes(dst) == data
+    # The dead path's EVs left the rotation at their first loss; they are retired once the
+    # loss verdict window (EndpointConfig.loss_verdict_ms) passes with nothing explaining it.
+    import time
+    verdict_end = time.monotonic() + a.config.loss_verdict_ms / 1e3 + 0.1
+    run_both(a, b, lambda: time.monotonic() > verdict_end)
     a.close()
     b.close()
     lines = [json.loads(x) for x in (tmp_path / "h0.jsonl").read_text().splitlines()]
+    suspects = [x for x in lines if x["event"] == "ev_suspect"]
+    assert suspects and all(x["plane"] == 1 and ev_spine(x["ev"]) == 0 for x in suspects)
     bad = [x for x in lines if x["event"] == "ev_state" and x["new"] == "ASSUMED_BAD"]
     assert bad and all(x["plane"] == 1 and ev_spine(x["ev"]) == 0 for x in bad)
     repl = [x for x in lines if x["event"] == "ev_state" and x["old"] == "UNKNOWN"
