@@ -21,7 +21,9 @@ import pandas as pd
 
 DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY",
                 "WRITE_ONLY_IMM")
-EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN")
+# OCP's EV states, plus SUSPECT: not an OCP state, the time an EV spends out of use while a
+# loss on it awaits its verdict (traffic/reliability.py loss verdicts; ev_suspect / ev_cleared).
+EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN", "SUSPECT")
 # Fault-log actions that are faults (the controller's API); other entries (e.g. port_status
 # notifications) stay in the raw log but are not drawn or measured as faults.
 FAULT_ACTIONS = ("link_down", "link_up", "flap", "gray_loss", "gray_loss_clear", "blackhole",
@@ -196,11 +198,24 @@ def retransmission_causes(ev: pd.DataFrame) -> pd.DataFrame:
 
 
 def ev_state_intervals(ev: pd.DataFrame, end_ns: int | None = None) -> pd.DataFrame:
-    """One row per (host, qp, ev) stretch in one state: start_ns, end_ns, state, reason."""
+    """One row per (host, qp, ev) stretch in one state: start_ns, end_ns, state, reason.
+    ev_suspect starts a SUSPECT stretch, ev_cleared returns the EV to GOOD."""
     s = _events(ev, "ev_state")
     cols = ["host", "qp", "ev", "plane", "state", "start_ns", "end_ns", "reason"]
     if len(s) == 0:
         return pd.DataFrame(columns=cols)
+    verdicts = ev[ev["event"].isin(["ev_suspect", "ev_cleared"])]
+    if len(verdicts):
+        suspect = verdicts["event"] == "ev_suspect"
+        reason = verdicts["reason"] if "reason" in verdicts else pd.Series(None, index=verdicts.index)
+        evidence = (verdicts["evidence"] if "evidence" in verdicts
+                    else pd.Series(None, index=verdicts.index))
+        extra = pd.DataFrame({"t_ns": verdicts["t_ns"], "host": verdicts["host"],
+                              "qp": verdicts["qp"], "ev": verdicts["ev"],
+                              "plane": verdicts.get("plane"),
+                              "new": np.where(suspect, "SUSPECT", "GOOD"),
+                              "reason": reason.where(suspect, evidence)})
+        s = pd.concat([s, extra], ignore_index=True)
     if end_ns is None:
         end_ns = int(ev["t_ns"].max())
     s = s.sort_values("t_ns", kind="stable")
@@ -225,8 +240,8 @@ def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = 
     end = int(iv["end_ns"].max()) if end_ns is None else end_ns
     bin_ns = int(bin_ms * 1e6)
     nbins = max(1, int((end - t0) // bin_ns) + 1)
-    # a bin shows the worst state held in it: DENIED > ASSUMED_BAD > UNKNOWN > GOOD
-    severity = {"GOOD": 0, "UNKNOWN": 1, "ASSUMED_BAD": 2, "DENIED": 3}
+    # a bin shows the worst state held in it: DENIED > ASSUMED_BAD > SUSPECT > UNKNOWN > GOOD
+    severity = {"GOOD": 0, "UNKNOWN": 1, "SUSPECT": 2, "ASSUMED_BAD": 3, "DENIED": 4}
     rows, worst = {}, {}
     for r in iv.itertuples(index=False):
         label = f"{r.host}/qp{r.qp}/ev{r.ev:#010x}"

@@ -21,7 +21,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from analysis import metrics as m  # noqa: E402
 
 TRANSPORT_COLORS = {"mrc": "tab:green", "roce": "tab:orange", "tcp": "tab:blue"}
-STATE_COLORS = ["#4caf50", "#ff9800", "#d32f2f", "#bdbdbd"]   # GOOD, ASSUMED_BAD, DENIED, UNKNOWN
+STATE_COLORS = ["#4caf50", "#ff9800", "#d32f2f", "#bdbdbd", "#fdd835"]  # metrics.EV_STATES order
 
 
 def _fault_markers(ax, faults: pd.DataFrame, t0_ns: int) -> None:
@@ -77,12 +77,13 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0, max_r
         step = t[1] - t[0] if len(t) > 1 else bin_ms / 1e3
         ax.pcolormesh(np.append(t, t[-1] + step), np.arange(len(mat) + 1),
                       np.ma.masked_invalid(mat.to_numpy(dtype=float)), cmap=cmap,
-                      norm=BoundaryNorm([-0.5, 0.5, 1.5, 2.5, 3.5], 4), shading="flat")
+                      norm=BoundaryNorm(np.arange(len(STATE_COLORS) + 1) - 0.5, len(STATE_COLORS)),
+                      shading="flat")
         ax.set_yticks(np.arange(len(mat)) + 0.5)
         ax.set_yticklabels(mat.index, fontsize=6)
         ax.invert_yaxis()
         ax.legend(handles=[Patch(color=c, label=s) for c, s in zip(STATE_COLORS, m.EV_STATES)],
-                  loc="upper right", fontsize=7, ncol=4)
+                  loc="upper right", fontsize=7, ncol=5)
         _fault_markers(ax, td.faults, t0_ns)
     ax.set(title=f"EV state timeline ({td.name}): host/QP/EV x time", xlabel="time since run start (s)")
     fig.tight_layout()

@@ -140,3 +140,35 @@ def test_recovery_per_fault_uses_the_shared_definition():
     assert longer > rec.recovery_ms.iloc[0] + 200
     never = m.recovery_per_fault(faults, _goodput_log(0, never_back=True), topo)
     assert not never.recovered.iloc[0] and np.isnan(never.recovery_ms.iloc[0])
+
+
+def test_ev_timeline_shows_suspect_stretches_of_loss_verdicts():
+    """ev_suspect .. ev_cleared is a SUSPECT stretch back to GOOD; ev_suspect .. ev_state
+    ASSUMED_BAD a SUSPECT stretch ending in retirement (traffic/reliability.py loss verdicts)."""
+    ms = 1_000_000
+    rows = [
+        {"t_ns": 0, "host": "h0", "event": "ev_state", "qp": 1, "ev": 7, "plane": 0,
+         "old": "UNKNOWN", "new": "GOOD", "reason": "replacement"},
+        {"t_ns": 10 * ms, "host": "h0", "event": "ev_suspect", "qp": 1, "ev": 7, "plane": 0,
+         "reason": "sack_gap"},
+        {"t_ns": 40 * ms, "host": "h0", "event": "ev_cleared", "qp": 1, "ev": 7, "plane": 0,
+         "evidence": "nack_trimmed"},
+        {"t_ns": 0, "host": "h0", "event": "ev_state", "qp": 1, "ev": 9, "plane": 1,
+         "old": "UNKNOWN", "new": "GOOD", "reason": "replacement"},
+        {"t_ns": 20 * ms, "host": "h0", "event": "ev_suspect", "qp": 1, "ev": 9, "plane": 1,
+         "reason": "timeout"},
+        {"t_ns": 120 * ms, "host": "h0", "event": "ev_state", "qp": 1, "ev": 9, "plane": 1,
+         "old": "GOOD", "new": "ASSUMED_BAD", "reason": "timeout"},
+        {"t_ns": 200 * ms, "host": "h0", "event": "goodput", "rx_bytes": 0},
+    ]
+    ev = pd.DataFrame(rows)
+    iv = m.ev_state_intervals(ev)
+    seven = iv[iv.ev == 7][["state", "start_ns", "end_ns", "reason"]].values.tolist()
+    assert seven == [["GOOD", 0, 10 * ms, "replacement"], ["SUSPECT", 10 * ms, 40 * ms, "sack_gap"],
+                     ["GOOD", 40 * ms, 200 * ms, "nack_trimmed"]]
+    nine = iv[iv.ev == 9][["state", "start_ns", "end_ns"]].values.tolist()
+    assert nine == [["GOOD", 0, 20 * ms], ["SUSPECT", 20 * ms, 120 * ms],
+                    ["ASSUMED_BAD", 120 * ms, 200 * ms]]
+    mat = m.ev_state_matrix(ev, bin_ms=10, t0_ns=0)
+    row9 = mat.loc["h0/qp1/ev0x00000009"].to_numpy()
+    assert row9[5] == m.EV_STATES.index("SUSPECT") and row9[15] == m.EV_STATES.index("ASSUMED_BAD")
