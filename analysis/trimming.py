@@ -50,6 +50,18 @@ def load_trim_counters(tdir) -> dict | None:
         return None
 
 
+def load_queue_counters(tdir) -> dict | None:
+    """The switch egress queues' counters (emulation/switchqueue.py), None if not recorded."""
+    for p in (Path(tdir) / "queue_counters.json", Path(tdir) / "fabric" / "queue_counters.json"):
+        try:
+            return json.loads(p.read_text())
+        except FileNotFoundError:
+            continue
+        except ValueError:
+            return None
+    return None
+
+
 def port_table(counters: dict | None) -> pd.DataFrame:
     """One row per switch egress port (offered, marked, trimmed, dropped, vq peak, last hop)."""
     cols = ["port", "offered_packets", "marked", "trimmed", "dropped", "mrc_data_packets",
@@ -165,7 +177,13 @@ def transport_summary(tdir, trimming: dict | None) -> dict:
     ep = load_endpoint_stats(tdir)
     victim = victim_goodput(tdir)
     last_hop = totals.get("last_hop") or {}
+    queues = load_queue_counters(tdir) or {}
+    qtotals = queues.get("totals") or {}
     return {
+        # the real switch queues (HTB, optional finite buffer): packets they dropped
+        "switch_buffer_bytes": queues.get("switch_buffer_bytes"),
+        "queue_drops": qtotals.get("dropped"),
+        "most_dropping_port": qtotals.get("most_dropping_port"),
         "trimming": trimming or {"mark": False, "trim": False},
         "marked": totals.get("marked"),
         "trimmed": totals.get("trimmed"),
@@ -193,8 +211,8 @@ def transport_summary(tdir, trimming: dict | None) -> dict:
     }
 
 
-SUMMARY_KEYS = ("trimming", "marked", "trimmed", "dropped", "marked_last_hop", "nacks_sent",
-                "trimmed_received", "retransmit_timeouts", "ev_assumed_bad",
+SUMMARY_KEYS = ("trimming", "marked", "trimmed", "dropped", "queue_drops", "marked_last_hop",
+                "nacks_sent", "trimmed_received", "retransmit_timeouts", "ev_assumed_bad",
                 "ev_assumed_bad_reverse", "ev_assumed_bad_by_reason", "loss_verdicts", "victim",
                 "victim_goodput_mbit")
 

@@ -32,7 +32,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from emulation import cleanup, hostnet, trimming as trim_mod
+from emulation import cleanup, hostnet, switchqueue, trimming as trim_mod
 from emulation.topology import FabricSpec, Topology
 
 LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
@@ -160,13 +160,15 @@ class Fabric:
                  dynamic_convergence_s: float | None = None, run_dir: str | Path | None = None,
                  link_options: dict | None = None, of_port: int = OF_PORT,
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
-                 trimming=None):
+                 trimming=None, switch_buffer_bytes: int | None = None):
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
             raise ValueError(f"dynamic_convergence_s must be >= 0, got {dynamic_convergence_s}")
         hostnet.validate_link_options(link_options)
         self.trimming = trim_mod.trimming_options(trimming)   # None = off; raises on bad input
+        # drop-tail buffer of every switch egress port (None: the deep default; switchqueue.py)
+        self.switch_buffer_bytes = switchqueue.validate_buffer_bytes(switch_buffer_bytes)
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -182,6 +184,7 @@ class Fabric:
         self._old_handlers: dict = {}
         self._tmpdir = None
         self._trim_attached = False
+        self._shaped = False
 
     # ------------------------------------------------------------ public helpers
 
@@ -290,6 +293,7 @@ class Fabric:
         self._verify_ofports()
         self._configure_hosts()
         self._configure_switch_intfs()
+        self._shaped = True          # from here on teardown snapshots the queue counters
         self._shape_links()
         self._attach_trimming()
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
@@ -366,8 +370,39 @@ class Fabric:
 
     def _switch_port_qdisc(self, intf: str, mbit: float) -> list[list[str]]:
         if self.trimming is not None:
-            return trim_mod.port_qdisc_commands(intf, mbit)
-        return hostnet.htb_argvs(intf, mbit)
+            argvs, leaves = trim_mod.port_qdisc_commands(intf, mbit), list(trim_mod.LEAF_CLASSES)
+        else:
+            argvs, leaves = hostnet.htb_argvs(intf, mbit), [hostnet.HTB_CLASS]
+        if self.switch_buffer_bytes is not None:
+            argvs += switchqueue.buffer_argvs(intf, leaves, self.switch_buffer_bytes)
+        return argvs
+
+    def switch_intfs(self) -> list[str]:
+        """Every switch-side interface (the switch egress ports), in topology order."""
+        out = []
+        for link in self.topo.links:
+            out += [link.b_intf] if link.kind == "host" else [link.a_intf, link.b_intf]
+        return out
+
+    def queue_counters(self) -> dict:
+        """{switch egress interface: its queue's counters} (sent, dropped, backlog) from tc."""
+        return {intf: switchqueue.parse_root_stats(
+                    run_checked(switchqueue.stats_argv(intf), what=f"queue counters of {intf}"),
+                    intf)
+                for intf in self.switch_intfs()}
+
+    def _snapshot_queue_counters(self) -> list[str]:
+        """queue_counters.json into run_dir before the ports go; returns errors."""
+        if self.run_dir is None:
+            return []
+        try:
+            per_port = self.queue_counters()
+            (self.run_dir / "queue_counters.json").write_text(json.dumps(
+                {"t_ns": time.monotonic_ns(), "switch_buffer_bytes": self.switch_buffer_bytes,
+                 "totals": switchqueue.totals(per_port), "ports": per_port}, indent=1))
+        except Exception as e:  # noqa: BLE001 - reported, teardown continues
+            return [f"reading queue counters failed: {e}"]
+        return []
 
     def _shape_links(self) -> None:
         """HTB on both ends of every link (host ends inside the host namespace); switch ends
@@ -443,6 +478,8 @@ class Fabric:
                     errors.append(f"child pid {proc.pid} did not exit")
             self._children = []
             if self.net is not None:
+                if self._shaped:
+                    errors += self._snapshot_queue_counters()
                 errors += self._finish_trimming()
             if self.controller_proc is not None:
                 if self.controller_proc.poll() is None:

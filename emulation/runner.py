@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import csv
 import importlib.util
-import inspect
 import json
 import shutil
 import subprocess
@@ -261,9 +260,9 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     hosts = config["hosts"]
     tail = LogTail([tdir / f"worker-{h}.jsonl" for h in hosts])
     state = {"partial": True, "error": None, "exit_codes": {}, "applied": [], "scheduler_error": None}
-    fabric_kw = {}
-    if "trimming" in inspect.signature(Fabric).parameters:
-        fabric_kw["trimming"] = scn.trimming_for(transport)
+    fabric_kw = {"trimming": scn.trimming_for(transport),
+                 "switch_buffer_bytes": (None if scn.switch_buffer_kb is None
+                                         else scn.switch_buffer_kb * 1024)}
     scheduler = None
     procs: list[subprocess.Popen] = []
     stderr_files = []
@@ -307,9 +306,9 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         fabric_log = tdir / "fabric" / "faults.jsonl"
         if fabric_log.exists():
             shutil.copy(fabric_log, tdir / "faults.jsonl")
-        trim_snapshot = tdir / "fabric" / "trim_counters.json"   # written by Fabric's teardown
-        if trim_snapshot.exists():
-            shutil.copy(trim_snapshot, tdir / "trim_counters.json")
+        for snapshot in ("trim_counters.json", "queue_counters.json"):   # Fabric's teardown
+            if (tdir / "fabric" / snapshot).exists():
+                shutil.copy(tdir / "fabric" / snapshot, tdir / snapshot)
         summary = summarize(scn, transport, tdir, state)
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
@@ -483,13 +482,14 @@ def _fmt(value, digits=1) -> str:
 def comparison_table(summaries: list[dict]) -> str:
     trim_cols = any("trimming" in s for s in summaries)   # summaries of runs since issue 6
     rows = [("transport", "verified", "mean iter ms", "slowest iter ms", "recovery ms")
-            + (("marked", "trimmed", "NACKs", "ASSUMED_BAD", "victim_Mbit/s") if trim_cols else ())]
+            + (("marked", "trimmed", "queue drops", "NACKs", "ASSUMED_BAD", "victim_Mbit/s")
+               if trim_cols else ())]
     for s in summaries:
         rec = s.get("recovery_ms") or []
         rec_text = ", ".join("never" if r is None else f"{r:.0f}" for r in rec) or "-"
         verified = "yes" if s.get("verified") else ("PARTIAL" if s.get("partial") else "NO")
         trim = (tuple("-" if s.get(k) is None else str(s[k])
-                      for k in ("marked", "trimmed", "nacks_sent", "ev_assumed_bad"))
+                      for k in ("marked", "trimmed", "queue_drops", "nacks_sent", "ev_assumed_bad"))
                 + (_fmt(s.get("victim_goodput_mbit")),)) if trim_cols else ()
         rows.append((s["transport"], verified, _fmt(s.get("mean_iteration_ms")),
                      _fmt(s.get("slowest_iteration_ms")), rec_text) + trim)

@@ -9,6 +9,9 @@ instead of after a minute of fabric start-up. Schema (every key optional unless 
     [fabric]                            # emulation.topology.FabricSpec fields
     planes = 2                          # groups, spines, hosts_per_group, host_link_mbit,
     routing = "srv6"                    #   fabric_link_mbit; routing used by mrc: srv6|ecmp
+    switch_buffer_kb = 64               # drop-tail buffer of every switch egress port, KiB
+                                        #   (omit: HTB's deep default, ~1000 packets;
+                                        #   emulation/switchqueue.py)
 
     [transport]
     names = ["mrc", "roce", "tcp"]      # what `--transport all` runs (and the default)
@@ -74,6 +77,7 @@ import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from emulation.topology import FabricSpec, SpecError, Topology
 
 TRANSPORTS = ("mrc", "roce", "tcp")
@@ -137,6 +141,7 @@ class Scenario:
     capture: bool
     goodput_interval_ms: float
     faults: list[FaultEntry] = field(default_factory=list)
+    switch_buffer_kb: int | None = None        # None: the deep default queue
     path: Path | None = None
     text: str = ""
     mrc: dict = field(default_factory=dict)    # the worker config's "mrc" table (validated)
@@ -337,9 +342,11 @@ def _build(data: dict, ck: "_Checker", default_name: str, path: Path | None,
 
     # fabric
     spec_keys = tuple(FabricSpec.__dataclass_fields__)
-    fab = ck.table(data, "fabric", spec_keys + ("routing",))
+    fab = ck.table(data, "fabric", spec_keys + ("routing", "switch_buffer_kb"))
     routing = ck.get(fab, "fabric", "routing", str, "srv6", choices=ROUTINGS)
-    spec_args = {k: v for k, v in fab.items() if k != "routing"}
+    buffer_kb = ck.get(fab, "fabric", "switch_buffer_kb", int, None,
+                       lo=-(-MIN_BUFFER_BYTES // 1024), hi=MAX_BUFFER_BYTES // 1024)
+    spec_args = {k: v for k, v in fab.items() if k not in ("routing", "switch_buffer_kb")}
     try:
         spec = FabricSpec.from_dict(spec_args)
     except SpecError as exc:
@@ -410,7 +417,8 @@ def _build(data: dict, ck: "_Checker", default_name: str, path: Path | None,
     return Scenario(name=name, description=description, spec=spec, routing=routing,
                     transports=names, tcp_reconvergence_s=tcp_rec, roce_reconvergence_s=roce_rec,
                     tcp_port=tcp_port, collective=coll, trimming=trimming, capture=capture,
-                    goodput_interval_ms=goodput_ms, faults=faults, path=path, text=text, mrc=mrc)
+                    goodput_interval_ms=goodput_ms, faults=faults, path=path, text=text, mrc=mrc,
+                    switch_buffer_kb=buffer_kb)
 
 
 def _parse_mrc(data: dict, ck: "_Checker", spec: FabricSpec) -> dict:

@@ -52,6 +52,8 @@ class TrimmingError(RuntimeError):
 
 # ---------------------------------------------------------------- tc command builders (pure)
 
+LEAF_CLASSES = ("1:10", "1:20")   # port_qdisc_commands' HTB leaves: trimmed headers, the rest
+
 
 def _ns_prefix(netns_pid: int | None) -> list[str]:
     return [] if netns_pid is None else ["nsenter", "-t", str(int(netns_pid)), "-n"]

@@ -18,6 +18,7 @@ from traffic.comm import Communicator
 
 DTYPE = np.float32
 TAG_STEP_SPACE = 1 << 16          # tags per collective call (steps * qps must fit)
+RELEASE = np.zeros(1, dtype=np.float32)   # the incast target's "iteration done" message
 
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")
 
@@ -151,7 +152,13 @@ def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
     """N-to-1: every rank except `target` sends buf to `target`, which sums what it receives.
     Optional victim flow (src, dst): src also sends buf to dst (a neighbour of the target, to
     see whether the incast hurts traffic that only shares part of its path).
-    Returns (sum at the target or None, victim payload at dst or None)."""
+    Returns (sum at the target or None, victim payload at dst or None).
+
+    Iterations are synchronised: when the target has everything it releases every other rank
+    with a 4-byte message, and they wait for it. Without the release, senders that finish
+    early start the next iteration while slower ones are still sending, the ranks drift apart,
+    and an iteration's span (first start to last end) grew threefold over 20 iterations for
+    every transport: it measured the drift, not the incast."""
     _check(comm, buf, qps)
     w, r = comm.world_size, comm.rank
     if not 0 <= target < w:
@@ -163,7 +170,10 @@ def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
                              f"and the destination must not be the incast target {target}")
     n = len(buf)
     victim_tag = tag_base + qps
+    release_tag = tag_base + 2 * qps
     handles, incoming = [], []
+    if r != target:
+        handles.append(comm.irecv(target, RELEASE.nbytes, release_tag, qp=0))
     if r == target:
         for peer in range(w):
             if peer != r:
@@ -181,6 +191,9 @@ def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
         _, sends = _post_segments(comm, victim[1], buf, victim[1], 0, victim_tag, qps)
         handles += sends
     comm.wait(handles, timeout_s)
+    if r == target:
+        comm.wait([comm.isend(peer, RELEASE, release_tag, qp=0) for peer in range(w)
+                   if peer != r], timeout_s)
     total = None
     if r == target:
         total = np.zeros(n, dtype=DTYPE)
