@@ -87,6 +87,7 @@ def _nonneg_float(text: str) -> float:
 
 def _fabric(args) -> int:
     from emulation.hostnet import LinkOptionError, validate_link_options
+    from emulation.switchqueue import QueueConfigError, validate_buffer_bytes
     from emulation.topology import FabricSpec, SpecError
 
     try:
@@ -95,10 +96,15 @@ def _fabric(args) -> int:
         spec = FabricSpec(planes=args.planes, groups=args.groups, spines=args.spines,
                           hosts_per_group=args.hosts, host_link_mbit=args.host_mbit,
                           fabric_link_mbit=args.fabric_mbit)
-    except (SpecError, LinkOptionError) as e:
+        buffer_bytes = validate_buffer_bytes(
+            None if args.switch_buffer_kb is None else args.switch_buffer_kb * 1024)
+    except (SpecError, LinkOptionError, QueueConfigError) as e:
         print(f"mrclab fabric: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.check:
+        if buffer_bytes is not None:
+            print("mrclab fabric: --switch-buffer-kb has no effect on --check (probes only)",
+                  file=sys.stderr)
         from emulation.check import run_check
         return run_check(spec, args.routing, args.dynamic_convergence_s, args.run_dir)
     from mininet.cli import CLI
@@ -121,7 +127,7 @@ def _fabric(args) -> int:
 
     from emulation.fabric import Fabric
     with Fabric(spec, routing=args.routing, dynamic_convergence_s=args.dynamic_convergence_s,
-                run_dir=args.run_dir) as fab:
+                run_dir=args.run_dir, switch_buffer_bytes=buffer_bytes) as fab:
         print(f"mrclab: fabric up ({args.routing}): {len(fab.topo.hosts)} hosts, "
               f"{len(fab.topo.switches)} switches; controller API http://127.0.0.1:"
               f"{fab.api_port}; logs in {fab.run_dir}. `exit` or Ctrl-D tears it down.")
@@ -270,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--host-mbit", type=float, default=100.0)
     f.add_argument("--fabric-mbit", type=float, default=100.0)
     f.add_argument("--routing", choices=("srv6", "ecmp"), default="srv6")
+    f.add_argument("--switch-buffer-kb", type=_positive_int, default=None,
+                   help="drop-tail buffer of every switch egress port (default: HTB's deep queue)")
     f.add_argument("--dynamic-convergence-s", type=_nonneg_float, default=None,
                    help="ecmp: recompute buckets this long after a port goes down")
     f.add_argument("--run-dir", default=None, help="controller log + fault log here")

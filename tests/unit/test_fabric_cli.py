@@ -35,6 +35,13 @@ def test_spec_out_of_range_names_field(capsys):
     assert rc == 2 and "planes must be between 1 and 8" in err
 
 
+def test_switch_buffer_out_of_range_is_refused_before_anything_starts(capsys):
+    rc, _, err = run(capsys, "fabric", "--switch-buffer-kb", "1")
+    assert rc == 2 and "switch buffer of 1024 bytes" in err
+    rc, _, err = run(capsys, "fabric", "--switch-buffer-kb", "big")
+    assert rc == 2 and "expected an integer" in err
+
+
 def test_netem_flags_explained(capsys):
     rc, _, err = run(capsys, "fabric", "--delay", "10ms")
     assert rc == 2 and "netem" in err and "gray_loss" in err
