@@ -703,7 +703,7 @@ class SenderQP(PostedWrites):
         return self.inflight_bytes + nbytes <= self.nscc.cwnd
 
     def _note_blocked(self, now_ns: int) -> None:
-        planes = {self.evs.evs[ev].plane for ev in self.evs.active()}
+        planes = self.evs.usable_planes()
         if planes:
             wake = min(self.pacer.next_send_ns(p, now_ns) for p in planes)
             # Not blocked by pacing (e.g. no usable EV): ACKs, timers or probes wake us instead.
