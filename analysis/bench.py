@@ -41,7 +41,21 @@ def write_bench_capture(path, packets: int = 20000, payload: int = 1024) -> Path
     return path
 
 
-def pcap_bench(packets: int = 20000, path=None, print_fn=print) -> dict:
+def pcap_bench(argv: list[str] | None = None) -> int:
+    """`mrclab bench pcap [--packets N] [--path FILE]`: print the figures; exit status 0.
+    (Every `mrclab bench` entry takes the argument list; run_pcap_bench returns the figures.)"""
+    import argparse
+    parser = argparse.ArgumentParser(prog="mrclab bench pcap", description=__doc__.split("\n")[0])
+    parser.add_argument("--packets", type=int, default=20000, help="packets in the made-up capture")
+    parser.add_argument("--path", default=None, help="load this capture instead")
+    args = parser.parse_args(list(argv or []))
+    if args.packets < 1:
+        parser.error(f"--packets must be >= 1, got {args.packets}")
+    run_pcap_bench(packets=args.packets, path=args.path)
+    return 0
+
+
+def run_pcap_bench(packets: int = 20000, path=None, print_fn=print) -> dict:
     """Load one capture with both loaders; returns the rates (packets/s) and their ratio."""
     from scapy.utils import rdpcap
 
@@ -76,4 +90,4 @@ def pcap_bench(packets: int = 20000, path=None, print_fn=print) -> dict:
 
 
 if __name__ == "__main__":
-    pcap_bench()
+    run_pcap_bench()

@@ -102,3 +102,13 @@ def test_fault_bodies():
     assert cli._fault_body(p.parse_args(["link", "clear", "ecn", "t0p0g0", "t1p0s0"])) == \
         {"action": "ecn_clear", "a": "t0p0g0", "b": "t1p0s0"}
     assert cli._fault_body(p.parse_args(["link", "flap", "a", "b", "--count", "2"]))["count"] == 2
+
+
+def test_bench_pcap_runs_through_the_cli(capsys):
+    """`make bench` runs every bench through `mrclab bench NAME [args]`: each entry takes the
+    argument list (the pcap bench used to take it as its packet count and crash)."""
+    rc, out, err = run(capsys, "bench", "pcap", "--packets", "500")
+    assert rc == 0, err
+    assert "pcap loading, 500 packets" in out and "ratio" in out
+    rc, _, err = run(capsys, "bench", "pcap", "--packets", "0")
+    assert rc == 2 and "--packets must be >= 1" in err
