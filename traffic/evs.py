@@ -28,7 +28,7 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.
   or probed.
 
 Every state change and skip is reported through `emit(event_dict)` using the project's event log
-schema (ev_state, ev_skip, probe); the caller adds "host".
+schema (ev_state, ev_skip, ev_suspect, ev_cleared, probe); the caller adds "host".
 """
 from __future__ import annotations
 
