@@ -881,9 +881,12 @@ class SenderQP(PostedWrites):
             return 0
         rec.acked = True
         if rec.declared is not None and self._verdicts:
-            # Acked while still waiting for its retransmission, or sooner after the
-            # retransmission than any round trip takes: the transmission declared lost arrived.
-            if rec.lost or now_ns - rec.sent_ns < self.base_rtt_ns:
+            # The ACK can only be for the transmission declared lost if there is no other
+            # candidate: the only transmission, acked while it waits for its retransmission, or
+            # the original of a single retransmission acked sooner after that retransmission
+            # than any round trip takes. (With more transmissions out, SACK echoes decide.)
+            if (rec.lost and rec.tx_count == 1) or (
+                    not rec.lost and rec.tx_count == 2 and now_ns - rec.sent_ns < self.base_rtt_ns):
                 self._explain_loss(*rec.declared, "late_delivery", now_ns)
         if not rec.lost:
             self.inflight_bytes -= rec.length
