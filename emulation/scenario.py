@@ -44,7 +44,8 @@ instead of after a minute of fabric start-up. Schema (every key optional unless 
     action = "link_down"                # controller fault API action
     a = "t0p0g0"                        # link ends (or a = switch for blackhole), or
     b = "t1p0s0"
-    links = "host"                      # instead of a/b: every "host", "fabric" or "all" link
+    links = "host"                      # instead of a/b: every "host", "fabric" or "all" link,
+                                        #   or a switch's name: all its links (a switch down)
     # action parameters (percent, direction, period_s, count, fraction, rate_mbit)
 
     [mrc]                               # MRC/RoCE endpoint settings, passed to every worker
@@ -521,12 +522,16 @@ def _parse_faults(entries, ck: _Checker, topo: Topology, coll: CollectiveSpec) -
         body = {k: v for k, v in entry.items() if k not in FAULT_TIMING_KEYS}
         if "links" in entry:
             selector = entry["links"]
-            if selector not in LINK_SELECTORS:
-                ck.fail(f"{where} links", f"must be one of {', '.join(LINK_SELECTORS)}, got "
-                        f"{selector!r}", key_line("links"))
+            switches = set(topo.switches)
+            if selector not in LINK_SELECTORS and selector not in switches:
+                ck.fail(f"{where} links", f"must be one of {', '.join(LINK_SELECTORS)} or a switch "
+                        f"of this fabric (e.g. {min(switches)}), got {selector!r}", key_line("links"))
             if "a" in entry or "b" in entry:
                 ck.fail(where, "give either links = ... or a/b, not both", key_line("links"))
-            targets = [lk for lk in topo.links if selector == "all" or lk.kind == selector]
+            if selector in switches:         # every link of one switch: the switch goes down
+                targets = [lk for lk in topo.links if selector in (lk.a, lk.b)]
+            else:
+                targets = [lk for lk in topo.links if selector == "all" or lk.kind == selector]
             commands = [dict(body, a=lk.a, b=lk.b) for lk in targets]
         else:
             commands = [body]

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
-           "random-loss", "incast", "incast-shallow", "flap")
+           "random-loss", "incast", "incast-shallow", "flap", "switch-down")
 RUNS = [(name, "mrc") for name in SHIPPED] + [("fabric-links-down", "tcp")]
 
 
@@ -158,6 +158,18 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"]
         assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 0 for e in retired), \
             f"{name}: no EV through plane 0 spine 0 turned ASSUMED_BAD after the fault"
+    elif name == "switch-down":
+        # T1 down: EVs through t1p0s0 (plane 0, spine 0) retired; T0 t0p1g1 down: h2 and h3
+        # lose their plane-1 port and their endpoints see it (port event), no QP error
+        t_t0 = summary["fault_times_ns"][2]
+        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+                   if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"
+                   and e["t_ns"] < t_t0]
+        assert retired and all((ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0) for e in retired), \
+            retired[:5]
+        ports = [e for e in _endpoint_events(tdir, scn, "port", t_t0)
+                 if e.get("plane") == 1 and e.get("up") is False and e.get("side") == "local"]
+        assert {e["host"] for e in ports} == {"h2", "h3"}, ports[:5]
     elif name == "random-loss":
         assert _endpoint_events(tdir, scn, "retransmit", t_first), "no retransmission under loss"
     elif name == "incast":

@@ -90,6 +90,17 @@ def test_link_selector_expands_to_every_host_link():
     assert all(c["percent"] == 1.0 for c in entry.commands)
 
 
+def test_switch_selector_takes_down_every_link_of_that_switch():
+    t1 = S.parse(GOOD.replace('a = "t0p0g0"\nb = "t1p0s0"', 'links = "t1p0s0"')).faults[0]
+    assert sorted((c["a"], c["b"]) for c in t1.commands) == [("t0p0g0", "t1p0s0"),
+                                                              ("t0p0g1", "t1p0s0")]
+    t0 = S.parse(GOOD.replace('a = "t0p0g0"\nb = "t1p0s0"', 'links = "t0p1g1"')).faults[0]
+    assert sorted((c["a"], c["b"]) for c in t0.commands) == [
+        ("h2", "t0p1g1"), ("h3", "t0p1g1"), ("t0p1g1", "t1p1s0"), ("t0p1g1", "t1p1s1")]
+    err = error_of(GOOD.replace('a = "t0p0g0"\nb = "t1p0s0"', 'links = "t9p0s0"'))
+    assert "or a switch of this fabric" in err and "'t9p0s0'" in err
+
+
 def test_incast_needs_sensible_victim():
     text = GOOD.replace('kind = "allreduce"', 'kind = "incast"\nvictim = ["h2", "h0"]')
     assert "must not be the incast target" in error_of(text)
