@@ -136,12 +136,31 @@ def test_ecn_skip_keeps_state_and_expires():
 
 
 def test_skip_once_passes_over_exactly_once():
+    """Planes take turns: the target's plane passes over it on its next turn (the plane's
+    other EV goes) and takes it on the turn after."""
     evs, _ = make(ev_count=4, backup_count=0)
     target = evs.rotation[0]
     evs.skip_next_turn(target, 0)
-    first_round = [evs.pick(0) for _ in range(3)]
-    assert target not in first_round
-    assert evs.pick(0) == target and evs.state(target) == GOOD
+    picks = [evs.pick(0) for _ in range(4)]
+    same_plane = [ev for ev in picks if ev_plane(ev) == ev_plane(target)]
+    assert same_plane[0] != target and same_plane[1] == target
+    assert evs.state(target) == GOOD
+
+
+def test_planes_take_turns_whatever_their_ev_count():
+    """Each plane is its own NIC port: after one plane lost EVs for good (no backups left, slots
+    dropped), it still gets every other packet, not a share by slot count."""
+    evs, _ = make(planes=2, ev_count=16, backup_count=0)
+    plane0 = [ev for ev in evs.rotation if ev_plane(ev) == 0]
+    for ev in plane0[:5]:
+        evs.mark_lost(ev, "timeout", 0)
+    assert sum(ev_plane(ev) == 0 for ev in evs.rotation) == 3      # 3 of 8 slots left
+    picks = [evs.pick(0) for _ in range(60)]
+    assert sum(ev_plane(ev) == 0 for ev in picks) == 30
+    assert {ev for ev in picks if ev_plane(ev) == 0} == set(plane0[5:])   # the 3 left, in turn
+    # a plane with nothing usable passes its turn to the others
+    evs.set_plane_local(0, False)
+    assert {ev_plane(evs.pick(0)) for _ in range(10)} == {1}
 
 
 def test_plane_down_removes_plane_and_up_restores():
