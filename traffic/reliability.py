@@ -1062,6 +1062,7 @@ class ReceiverQP(AssembledCompletions):
         self._unacked = 0
         self._ack_due_ns: int | None = None     # delayed SACK deadline while _unacked > 0
         self._last_data: tuple | None = None    # (ev, timestamp, plane, seq) of the newest packet
+        self._newest_sent_ts = 0                # latest sender timestamp seen on this QP
         self.counters = {"rx_packets": 0, "rx_bytes": 0, "placed_bytes": 0, "duplicates": 0,
                          "ooo": 0, "trimmed": 0, "access_errors": 0, "malformed": 0,
                          "out_of_window": 0, "foreign": 0, "sacks": 0, "nacks": 0}
@@ -1142,7 +1143,15 @@ class ReceiverQP(AssembledCompletions):
         # (selective SACK bits free the sender's window as well as the cumulative PSN does).
         # A SACK leaves at once for what the sender must act on quickly: ECN (EV skip, NSCC),
         # AckReq (retransmissions, message ends), or a bitmap about to overflow its 64 PSNs.
-        if (self._unacked >= self.cfg.ack_every or pkt.ecn_ce or pkt.ack_req
+        # A late packet (sent a reorder window or more before the newest one seen) gets a SACK
+        # of its own: the sender may already have declared it lost, and only a SACK reflecting
+        # this very packet's EV and timestamp tells its loss verdict the path merely delayed it
+        # (a coalesced SACK reflects another packet; the retransmission's, the retransmission).
+        late = False
+        if pkt.timestamp:
+            late = self._newest_sent_ts - pkt.timestamp >= self._late_after_ns()
+            self._newest_sent_ts = max(self._newest_sent_ts, pkt.timestamp)
+        if (self._unacked >= self.cfg.ack_every or pkt.ecn_ce or pkt.ack_req or late
                 or pkt.opcode in LAST_OPCODES
                 or seq - self.rcv_cum >= SACK_BITMAP_BITS // 2):
             return self._sack(pkt, seq, now_ns, plane)
@@ -1150,6 +1159,10 @@ class ReceiverQP(AssembledCompletions):
         if self._ack_due_ns is None:
             self._ack_due_ns = now_ns + self._ack_delay()
         return []
+
+    def _late_after_ns(self) -> int:
+        return max(1, int(self.cfg.reorder_window_frac * self.cfg.base_rtt_ns),
+                   self.cfg.fabric_delay_bound_ns)
 
     def _ack_delay(self) -> int:
         if self.cfg.ack_delay_ns is not None:
