@@ -10,8 +10,10 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.
 * States GOOD / ASSUMED_BAD / DENIED / UNKNOWN (OCP). "Skip" is not a state: an ECN echo makes the
   round robin pass over the EV until `until_ns`; a trimmed NACK makes it pass over it once.
 * `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
-  waits `loss_verdict_ns` for a late trimmed NACK or a late delivery): the EV is passed over
-  like a skipped one, its state stays GOOD; the verdict ends in `unsuspend` or `mark_lost`.
+  waits `loss_verdict_ns` for a late trimmed NACK or a late delivery): the EV leaves the
+  rotation and a same-plane backup takes its slot at once (without a backup it keeps the slot
+  and is passed over), its state stays GOOD; the verdict ends in `unsuspend` (back to use) or
+  `mark_lost`.
 * `mark_lost(ev)`: loss without trim. The EV becomes ASSUMED_BAD at once and a backup EV from the
   SAME plane takes its slot in the rotation. If the plane has no backup left the slot is dropped,
   unless that would leave fewer than `min_active` GOOD EVs in the rotation: then (project choice)
@@ -274,14 +276,24 @@ class EVSet:
                    "plane": info.plane, "until_ns": now_ns, "once": True})
 
     def suspend(self, ev: int, reason: str, now_ns: int) -> None:
-        """A loss on `ev` awaits its verdict: keep it, pass over it (like a skip) until
-        `unsuspend` (the loss was congestion after all) or `mark_lost` (it was not)."""
+        """A loss on `ev` awaits its verdict: the EV leaves the rotation at once and a same-plane
+        backup takes its slot, as for a retirement, but its state stays GOOD until `unsuspend`
+        (the loss was congestion after all: it returns to use) or `mark_lost` (it was not).
+        Replacing only at the verdict made a failure cost one verdict window per wave of
+        replacements that landed on the dead path again (measured: recovery 1.2-2.5 s instead
+        of 0.2-0.6 s with a 300 ms window). Without a backup the EV keeps its slot and is
+        passed over."""
         info = self.evs.get(ev)
         if info is None or info.state != GOOD or info.suspended:
             return
         info.suspended = True
         self.emit({"t_ns": now_ns, "event": "ev_suspect", "qp": self.qp, "ev": ev,
                    "plane": info.plane, "reason": reason})
+        if info.in_rotation:
+            backup = self._take_backup(info.plane)
+            if backup is not None:
+                self._put_in_slot(self.rotation.index(ev), backup, now_ns, reason="replacement",
+                                  replaces=ev)
 
     def unsuspend(self, ev: int, evidence: str, now_ns: int) -> None:
         info = self.evs.get(ev)
@@ -290,6 +302,8 @@ class EVSet:
         info.suspended = False
         self.emit({"t_ns": now_ns, "event": "ev_cleared", "qp": self.qp, "ev": ev,
                    "plane": info.plane, "evidence": evidence})
+        if not info.in_rotation and info.state == GOOD:
+            self._return_to_use(info, now_ns)
 
     def mark_lost(self, ev: int, reason: str, now_ns: int) -> int | None:
         """Loss without trim on `ev`: ASSUMED_BAD now, same-plane backup takes its slot.
@@ -342,6 +356,12 @@ class EVSet:
         self._set_state(info, GOOD, "probe_ok", now_ns)
         if info.in_rotation:
             return
+        self._return_to_use(info, now_ns)
+
+    def _return_to_use(self, info: EVInfo, now_ns: int) -> None:
+        """A GOOD EV out of the rotation (probed back, or cleared by its loss verdict): refill
+        its plane's rotation if below quota, else replace a floor-kept bad EV of its plane, else
+        join the backups."""
         in_plane = [i for i, ev in enumerate(self.rotation) if self.evs[ev].plane == info.plane]
         if len(in_plane) < self.quota:
             self.rotation.append(info.ev)

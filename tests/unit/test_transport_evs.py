@@ -189,3 +189,23 @@ def test_bad_arguments_raise_clearly():
         EVSet(PathInfo((0, 1, 2), 2), random.Random(1), ev_count=2)
     with pytest.raises(ValueError, match="planes"):
         PathInfo((), 2)
+
+
+def test_suspended_ev_is_replaced_at_once_and_returns_if_cleared():
+    """A loss awaiting its verdict: a same-plane backup takes the slot now (failover does not
+    wait for the verdict); cleared, the EV is GOOD and usable again (here: back to the backups,
+    its plane's rotation being full); retired, it is ASSUMED_BAD and probed, not in rotation."""
+    evs, events = make(planes=2, ev_count=8, backup_count=4)
+    a, b = [ev for ev in evs.rotation if ev_plane(ev) == 0][:2]
+    evs.suspend(a, "sack_gap", 10)
+    assert a not in evs.rotation and evs.state(a) == GOOD
+    repl = [e for e in events if e["event"] == "ev_state" and e.get("replaces") == a]
+    assert len(repl) == 1 and ev_plane(repl[0]["ev"]) == 0 and repl[0]["ev"] in evs.rotation
+    assert len(evs.rotation) == 8
+    evs.unsuspend(a, "nack_trimmed", 20)
+    assert a in evs.backups[0] and not evs.evs[a].suspended
+    assert [e["evidence"] for e in events if e["event"] == "ev_cleared"] == ["nack_trimmed"]
+    evs.suspend(b, "timeout", 30)
+    evs.mark_lost(b, "timeout", 40)
+    assert evs.state(b) == ASSUMED_BAD and b not in evs.rotation
+    assert any(ev == b for ev, _ in evs.due_probes(40 + 1000))
