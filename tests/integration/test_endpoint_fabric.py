@@ -107,7 +107,13 @@ def test_16mib_write_survives_t0_t1_link_down(tmp_path):
     same_plane = [e for e in on_link if e["ev"] in replaced]
     assert same_plane, "no retired EV of the downed link got a replacement"
     for e in same_plane:
+        # the backup took the slot at the EV's first unexplained loss (ev_suspect), not when
+        # the loss verdict retired it (ASSUMED_BAD, a verdict window later)
         r = next(r for r in replacements if r.get("replaces") == e["ev"])
-        assert r["plane"] == 0 and r["t_ns"] >= e["t_ns"]
+        suspected = [x["t_ns"] for x in events if x["event"] == "ev_suspect"
+                     and x["ev"] == e["ev"] and x["qp"] == e["qp"] and x["t_ns"] <= e["t_ns"]]
+        assert suspected, f"EV {e['ev']:#x} was retired without being suspended first"
+        assert r["plane"] == 0 and r["t_ns"] <= e["t_ns"], (r, e)
+        assert any(t <= r["t_ns"] for t in suspected), (suspected, r, e)
     final = [e for e in events if e["event"] == "counters"][-1]
     assert final["retransmitted"] > 0
