@@ -169,7 +169,9 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         # (a healthy path's loss that nothing explained within the verdict window may retire
         # a stray EV elsewhere; the failure's own must dominate)
         assert on_path and len(on_path) >= 0.8 * len(retired), retired[:5]
-        ports = [e for e in _endpoint_events(tdir, scn, "port", t_t0)
+        # (from the T1 repair on: the controller stamps a fault once applied, and an endpoint
+        # can see its carrier drop a moment before that stamp)
+        ports = [e for e in _endpoint_events(tdir, scn, "port", summary["fault_times_ns"][1])
                  if e.get("plane") == 1 and e.get("up") is False and e.get("side") == "local"]
         assert {e["host"] for e in ports} == {"h2", "h3"}, ports[:5]
     elif name == "random-loss":
