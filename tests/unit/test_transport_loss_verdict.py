@@ -66,13 +66,19 @@ def test_slow_trimmed_headers_retire_nothing_with_a_verdict_window():
     assert not any(info.suspended for info in h.sender.evs.evs.values())
 
 
-def test_late_packets_are_explained_by_their_late_delivery():
-    net = SimNet(planes=2, spines=2, seed=11)
+def _late_net(seed: int, late_ns: int) -> SimNet:
+    """Every path delivers 3% of data packets late_ns late."""
+    net = SimNet(planes=2, spines=2, seed=seed)
     for plane in range(2):
         for spine in range(2):
             fault = net.path(plane, spine)
             fault.late = 0.03
-            fault.late_ns = 15_000_000
+            fault.late_ns = late_ns
+    return net
+
+
+def test_late_packets_are_explained_by_their_late_delivery():
+    net = _late_net(11, 15_000_000)
     h = Harness(net, _cfg(VERDICT_NS), seed=11)
     expected, region = h.post([150_000] * 4)
     h.run_until_idle()
@@ -131,14 +137,9 @@ def test_late_packets_are_explained_even_with_coalesced_sacks():
     before its retransmission must still be reflected in a SACK of its own, or the sender cannot
     tell its loss verdict that the packet was only late (the retransmission's SACK reflects the
     retransmission)."""
-    net = SimNet(planes=2, spines=2, seed=13)
-    for plane in range(2):
-        for spine in range(2):
-            fault = net.path(plane, spine)
-            fault.late = 0.03
-            # late enough to be declared lost, early enough to arrive before the retransmission
-            # (measured without the receiver's late-packet SACK: 5 of 16 verdicts failed)
-            fault.late_ns = 1_500_000
+    # late enough to be declared lost, early enough to arrive before the retransmission
+    # (measured without the receiver's late-packet SACK: 5 of 16 verdicts failed)
+    net = _late_net(13, 1_500_000)
     cfg = MRCConfig(ev_count=16, ev_backup_count=16, mtu=1000, base_rtt_ns=1_000_000,
                     loss_verdict_ns=VERDICT_NS, ack_every=4)
     h = Harness(net, cfg, seed=13)
