@@ -110,6 +110,13 @@ class Communicator(ABC):
             raise ValueError(f"qp {qp} out of range 0..{self.qps_per_peer - 1}")
         return qp
 
+    def _check_recv_args(self, peer: int, nbytes: int, tag: int, qp: int | None) -> int:
+        """_check_args for irecv, plus the length it expects."""
+        qp = self._check_args(peer, tag, qp)
+        if nbytes < 0:
+            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        return qp
+
 
 def as_bytes(data) -> memoryview:
     """A flat byte view of bytes/bytearray/memoryview/numpy array (no copy when contiguous)."""
@@ -172,9 +179,7 @@ class InMemoryComm(Communicator):
         return handle
 
     def irecv(self, peer, nbytes, tag=0, *, qp=None):
-        qp = self._check_args(peer, tag, qp)
-        if nbytes < 0:
-            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        qp = self._check_recv_args(peer, nbytes, tag, qp)
         return Handle("recv", peer, tag, nbytes, qp)
 
     def _try_complete(self, handle: Handle) -> None:

@@ -216,9 +216,7 @@ class MRCComm(Communicator):
         return handle
 
     def irecv(self, peer, nbytes, tag=0, *, qp=None):
-        k = self._check_args(peer, tag, qp)
-        if nbytes < 0:
-            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        k = self._check_recv_args(peer, nbytes, tag, qp)
         handle = Handle("recv", peer, tag, nbytes, k)
         key = (peer, tag)
         if self.unexpected.get(key):

@@ -171,9 +171,7 @@ class TCPComm(Communicator):
         return handle
 
     def irecv(self, peer, nbytes, tag=0, *, qp=None):
-        qp = self._check_args(peer, tag, qp)
-        if nbytes < 0:
-            raise ValueError(f"nbytes must be >= 0, got {nbytes}")
+        qp = self._check_recv_args(peer, nbytes, tag, qp)
         handle = Handle("recv", peer, tag, nbytes, qp)
         box = self.unexpected.get((peer, tag))
         if box:
