@@ -40,26 +40,26 @@ def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
     return out
 
 
-def load_trim_counters(tdir) -> dict | None:
-    p = Path(tdir) / "trim_counters.json"
+def _load_snapshot(tdir, name: str) -> dict | None:
+    """A counters snapshot the fabric wrote at teardown: the run dir's copy, else the one in
+    its fabric/ directory; None if missing or unreadable."""
+    p = Path(tdir) / name
     if not p.exists():
-        p = Path(tdir) / "fabric" / "trim_counters.json"
+        p = Path(tdir) / "fabric" / name
     try:
         return json.loads(p.read_text())
     except (FileNotFoundError, ValueError):
         return None
 
 
+def load_trim_counters(tdir) -> dict | None:
+    """The BPF virtual queues' counters (emulation/bpf/trim.c), None if not recorded."""
+    return _load_snapshot(tdir, "trim_counters.json")
+
+
 def load_queue_counters(tdir) -> dict | None:
     """The switch egress queues' counters (emulation/switchqueue.py), None if not recorded."""
-    for p in (Path(tdir) / "queue_counters.json", Path(tdir) / "fabric" / "queue_counters.json"):
-        try:
-            return json.loads(p.read_text())
-        except FileNotFoundError:
-            continue
-        except ValueError:
-            return None
-    return None
+    return _load_snapshot(tdir, "queue_counters.json")
 
 
 def port_table(counters: dict | None) -> pd.DataFrame:
