@@ -95,6 +95,9 @@ def main(args) -> int:
     except RuntimeError as err:
         print(f"mrclab wireshark: {err}", file=sys.stderr)
         return 1
+    except OSError as err:           # e.g. a root-owned run directory, read by a normal user
+        raise UsageError(f"cannot write the merged capture {out}: {err.strerror}; choose "
+                         f"another file with --out") from None
     print(f"merged {len(pcaps)} capture(s) of {run_dir} into {out}")
     commands = viewer_commands(out)
     if not args.print_only and has_display() and shutil.which("wireshark"):

@@ -180,3 +180,13 @@ def test_link_loss_direction_reaches_the_controller(capsys, tmp_path, direction,
     assert rc == 0, err
     touched = sorted(i for i in ("t0p0g0-e2", "t1p0s0-e1") if any(i in " ".join(a) for a in argvs))
     assert touched == egress and len(argvs) == len(egress)
+
+
+def test_bench_json_prints_one_object_on_stdout(capsys):
+    import json
+    rc, out, err = run(capsys, "bench", "codec", "--seconds", "0.05", "--payload-bytes", "100",
+                       "--json")
+    assert rc == 0, err
+    figures = json.loads(out)
+    assert figures["payload_bytes"] == 100 and figures["fast_pkts_per_s"] > 0
+    assert "codec bench (srv6, 100 B payload" in err      # the human-readable lines moved

@@ -111,3 +111,10 @@ def test_missing_run_and_missing_mergecap(capsys, monkeypatch, run_dir, tmp_path
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--print-only")
     assert rc == 2 and "mergecap is not installed" in err
+
+
+def test_unwritable_output_is_exit_2_naming_it(capsys, run_dir, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--out", str(blocker / "m.pcapng"))
+    assert rc == 2 and f"cannot write the merged capture {blocker / 'm.pcapng'}" in err
