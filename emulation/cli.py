@@ -236,6 +236,13 @@ def _add_link_parser(sub) -> None:
                       help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
     acts = link.add_subparsers(dest="action", required=True, metavar="ACTION",
                                parser_class=_Parser)
+    # --api-port is accepted after the action too; SUPPRESS keeps an earlier value when absent.
+    port_after = argparse.ArgumentParser(add_help=False)
+    port_after.add_argument("--api-port", type=tcp_port, default=argparse.SUPPRESS,
+                            help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
+
+    def action(name, **kwargs):
+        return acts.add_parser(name, parents=[port_after], **kwargs)
 
     def ab(p):
         p.add_argument("a", help="node at one end (e.g. t0p0g0 or h0)")
@@ -247,24 +254,24 @@ def _add_link_parser(sub) -> None:
                        help=f"forward: {what} packets from A to B only; reverse: from B to A "
                             f"only; both (default)")
 
-    ab(acts.add_parser("down", help="take a link down (both ends, port-status events)"))
-    ab(acts.add_parser("up", help="bring a link back up"))
-    p = ab(acts.add_parser("flap", help="take a link down and up repeatedly"))
+    ab(action("down", help="take a link down (both ends, port-status events)"))
+    ab(action("up", help="bring a link back up"))
+    p = ab(action("flap", help="take a link down and up repeatedly"))
     p.add_argument("--period-s", type=nonneg_float, default=1.0,
                    help="seconds down, then the same up (default 1)")
     p.add_argument("--count", type=positive_int, default=3, help="down/up cycles (default 3)")
-    p = ab(acts.add_parser("loss", help="gray loss: drop a percentage of packets silently"))
+    p = ab(action("loss", help="gray loss: drop a percentage of packets silently"))
     p.add_argument("percent", type=finite_float, help="packets dropped, 0..100")
     direction(p, "drop")
-    p = acts.add_parser("blackhole", help="a switch silently drops everything")
+    p = action("blackhole", help="a switch silently drops everything")
     p.add_argument("switch", help="switch name (e.g. t1p0s1)")
-    p = ab(acts.add_parser("degrade", help="meter a link to a fraction of its rate"))
+    p = ab(action("degrade", help="meter a link to a fraction of its rate"))
     p.add_argument("fraction", type=finite_float, help="fraction of the link rate kept, (0, 1]")
-    p = ab(acts.add_parser("ecn", help="mark CE on packets above a rate"))
+    p = ab(action("ecn", help="mark CE on packets above a rate"))
     p.add_argument("rate_mbit", type=finite_float, help="rate (Mbit/s) above which packets are "
                                                         "CE-marked")
     direction(p, "mark")
-    p = acts.add_parser("clear", help="clear a fault: gray_loss|blackhole|degrade|ecn")
+    p = action("clear", help="clear a fault: gray_loss|blackhole|degrade|ecn")
     p.add_argument("what", choices=("gray_loss", "blackhole", "degrade", "ecn"),
                    help="which fault to clear")
     p.add_argument("a", help="the switch (blackhole) or one end of the link")

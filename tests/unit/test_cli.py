@@ -128,6 +128,7 @@ def _capture_without_mrc(tmp_path):
     (["link", "--api-port", "99999", "down", "a", "b"],
      "argument --api-port: must be a TCP port in 1..65535, got 99999"),
     (["link", "--api-port", "0", "down", "a", "b"], "argument --api-port: must be a TCP port"),
+    (["link", "down", "a", "b", "--api-port", "x"], "argument --api-port: expected an integer"),
     (["link", "loss", "a", "b", "inf"], "argument percent: expected a finite number"),
     (["fabric", "--host-mbit", "-5"], "argument --host-mbit: must be > 0"),
 ])
@@ -172,9 +173,9 @@ def test_link_loss_direction_reaches_the_controller(capsys, tmp_path, direction,
                            "ecmp", None, str(tmp_path / "faults.jsonl"),
                            run=lambda argv: argvs.append(argv) or "")
     server = ApiServer(ctl, 0).start()
-    try:
-        rc, out, err = run(capsys, "link", "--api-port", str(server.port), "loss", "t0p0g0",
-                           "t1p0s0", "5", "--direction", direction)
+    try:      # --api-port after the action's arguments works as well as before them
+        rc, out, err = run(capsys, "link", "loss", "t0p0g0", "t1p0s0", "5", "--direction",
+                           direction, "--api-port", str(server.port))
     finally:
         server.stop()
     assert rc == 0, err
