@@ -30,12 +30,28 @@ def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
             "problems": {n: t.problems for n, t in run.transports.items()}}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mrclab analyze", description="figures + HTML report of a run")
-    p.add_argument("run", nargs="?", default="latest", help="run directory or 'latest' (default)")
-    p.add_argument("--out", help="output directory (default: <run>/analysis)")
-    p.add_argument("--bin-ms", type=float, default=10.0, help="time bin of rate series (ms)")
-    args = p.parse_args(argv)
+def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `mrclab analyze`, declared on the CLI's subparser (or a standalone one)."""
+    from emulation.argtypes import positive_float
+    parser.add_argument("run", nargs="?", default="latest",
+                        help="run directory or 'latest' (default: the newest under results/)")
+    parser.add_argument("--out", help="output directory (default: <run>/analysis)")
+    parser.add_argument("--bin-ms", type=positive_float, default=10.0,
+                        help="time bin of the rate series in ms (default 10)")
+
+
+def _parsed(args, prog: str, description: str, add_arguments) -> argparse.Namespace:
+    """args as parsed by the CLI's tree, or parse an argv list (None: sys.argv) here."""
+    if isinstance(args, argparse.Namespace):
+        return args
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(parser)
+    return parser.parse_args(args)
+
+
+def main(args=None) -> int:
+    """`mrclab analyze`."""
+    args = _parsed(args, "mrclab analyze", "figures + HTML report of a run", add_analyze_arguments)
     try:
         res = analyze(args.run, args.out, args.bin_ms)
     except FileNotFoundError as exc:
@@ -75,11 +91,18 @@ def run_notebook(run_dir, out_path=None, timeout_s: int = 600) -> Path:
     return out_path
 
 
-def notebook_main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mrclab notebook", description="execute the analysis notebook on a run")
-    p.add_argument("run", nargs="?", default="latest")
-    p.add_argument("--out", help="where to save the executed notebook")
-    args = p.parse_args(argv)
+def add_notebook_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `mrclab notebook`."""
+    parser.add_argument("run", nargs="?", default="latest",
+                        help="run directory or 'latest' (default: the newest under results/)")
+    parser.add_argument("--out", help="where to save the executed notebook "
+                                      "(default: <run>/analysis/mrc_run.ipynb)")
+
+
+def notebook_main(args=None) -> int:
+    """`mrclab notebook`."""
+    args = _parsed(args, "mrclab notebook", "execute the analysis notebook on a run",
+                   add_notebook_arguments)
     try:
         out = run_notebook(args.run, args.out)
     except FileNotFoundError as exc:

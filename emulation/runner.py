@@ -499,9 +499,8 @@ def comparison_table(summaries: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="mrclab run", description="Run a scenario (TOML) on the "
-                                     "emulated fabric for one or all transports.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `mrclab run`, declared on the CLI's subparser (or a standalone parser)."""
     parser.add_argument("scenario", help="experiments/<name>.toml")
     parser.add_argument("--transport", default="all", choices=TRANSPORTS + ("all",),
                         help="one transport, or all listed in the scenario's [transport] names")
@@ -511,11 +510,19 @@ def parse_args(argv):
                              "schedule scaled down; what the integration tests run)")
     parser.add_argument("--validate-only", action="store_true",
                         help="check the scenario and exit without starting anything")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="mrclab run", description="Run a scenario (TOML) on the "
+                                     "emulated fabric for one or all transports.")
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def main(args: argparse.Namespace | list[str] | None = None) -> int:
+    """`mrclab run`: args parsed by the CLI's tree, or an argv list (parsed here)."""
+    if not isinstance(args, argparse.Namespace):
+        args = parse_args(sys.argv[1:] if args is None else args)
     try:
         scn = scenario_mod.load(args.scenario, short=args.short)
     except ScenarioError as exc:
