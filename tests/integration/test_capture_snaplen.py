@@ -59,11 +59,12 @@ def test_tcpdump_capture_keeps_reth_and_immdt(veth_ns, tmp_path):
     frames = [enc.encode(m) for m in sent]
     pcap = tmp_path / "h0-p0.pcap"
     dump = subprocess.Popen(["ip", "netns", "exec", veth_ns, "tcpdump", "-i", "snapb", "-U", "-n",
-                             "-s", str(CAPTURE_SNAPLEN), "-w", str(pcap), "udp port 4791"],
+                             "-s", str(CAPTURE_SNAPLEN), "-w", str(pcap)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         line = dump.stderr.readline()
         assert "listening on" in line, f"tcpdump did not start: {line}"
+        time.sleep(0.5)      # a fresh veth pair can drop the first frames while it comes up
         subprocess.run(["ip", "netns", "exec", veth_ns, sys.executable, "-c", SEND,
                         *(f.hex() for f in frames)], check=True, timeout=20)
         time.sleep(0.5)
