@@ -45,8 +45,9 @@ def _fault_markers(ax, faults: pd.DataFrame, t0_ns: int, *, color: str = "red") 
     for x, label in marks:
         ax.axvline(x, color=color, ls="--", lw=1, alpha=0.7)
         level = 1 - level if prev_x is not None and (x - prev_x) < 0.25 * span else 0
-        ax.text(x, 1.01 + 0.06 * level, label, va="bottom", ha="left", fontsize=7, color=color,
-                transform=ax.get_xaxis_transform(), clip_on=False)
+        ax.annotate(label, (x, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(2, 3 + 11 * level),
+                    textcoords="offset points", va="bottom", ha="left", fontsize=7, color=color,
+                    annotation_clip=False)
         prev_x = x
 
 
@@ -109,7 +110,7 @@ def goodput_figure(run: m.RunAnalysis):
                    else "time since the transport's first goodput sample (s)"),
            ylabel="goodput (Mbit/s)")
     ax.set_title(f"Goodput of every transport, aligned on its first fault ({run.bin_ms:g} ms bins)",
-                 pad=34)
+                 pad=30)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
@@ -221,7 +222,7 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
                   title="EV state")
         _fault_markers(ax, td.faults, t0_ns)
     ax.set_title(f"EV state per path ({td.name}): worst state of the host's EVs via each T1",
-                 pad=34)
+                 pad=30)
     ax.set_xlabel("time since run start (s)")
     fig.tight_layout()
     return fig
