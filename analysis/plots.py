@@ -3,7 +3,8 @@
 Every function takes analysed data (analysis.metrics.RunAnalysis or DataFrames), draws one
 figure with a title, axis units and a legend, and returns the matplotlib Figure; `save_all`
 writes every figure of a run as PNG and returns {name: path}. Time axes are seconds since the
-run's first event; faults are dashed vertical lines labelled with their action.
+run's first event, except goodput's (each transport from its first fault, so they overlay);
+faults are dashed vertical lines labelled above the axes.
 """
 from __future__ import annotations
 
@@ -61,10 +62,16 @@ def _total_goodput(td: m.TransportData, bin_ms: float, t0_ns: int) -> tuple[pd.S
     return (gp.sum(axis=1), "captures") if gp.shape[1] else (pd.Series(dtype=float), "")
 
 
+def _named_events(events: pd.DataFrame, name: str) -> pd.DataFrame:
+    if len(events) == 0 or "event" not in events:
+        return pd.DataFrame()
+    return events[events["event"] == name].dropna(axis=1, how="all")
+
+
 def recovery_window_ms(td: m.TransportData) -> float:
     """The window analysis.recovery measures goodput over for this transport's run (one typical
     iteration, at least its default): the rolling mean uses the same one."""
-    it = m._events(td.events, "iteration")
+    it = _named_events(td.events, "iteration")
     spans = (recovery.iteration_spans_ms(zip(it["iter"], it["start_ns"], it["end_ns"]))
              if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns) else [])
     return recovery.collective_windows(spans)["window_ms"]
@@ -154,7 +161,7 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
     mat = m.ev_state_matrix(events, bin_ms, t0_ns)
     if len(mat) == 0:
         return mat, {}
-    st = m._events(events, "ev_state")
+    st = _named_events(events, "ev_state")
     direction, retired = {}, {}
     for r in st.to_dict("records"):
         key = f"{r['host']}/qp{int(r['qp'])}/ev{int(r['ev']):#010x}"

@@ -70,25 +70,25 @@ def test_goodput_aligns_each_transport_on_its_first_fault(tmp_path):
 
 def _ev_events():
     rows = []
-    good = lambda t, host, qp, ev, old, new, reason, **kw: rows.append(  # noqa: E731
-        {"t_ns": t, "host": host, "event": "ev_state", "qp": qp, "ev": ev, "plane": ev >> 28,
-         "old": old, "new": new, "reason": reason, **kw})
+
+    def add(t, host, qp, ev, old, new, reason, **kw):
+        rows.append({"t_ns": t, "host": host, "event": "ev_state", "qp": qp, "ev": ev,
+                     "plane": ev >> 28, "old": old, "new": new, "reason": reason, **kw})
     bad, spare, other = make_ev(0, 0, 11), make_ev(0, 1, 12), make_ev(1, 1, 13)
-    good(0, "h1", 5, bad, "UNKNOWN", "GOOD", "init")
-    good(0, "h1", 5, other, "UNKNOWN", "GOOD", "init")
-    good(100 * MS, "h1", 5, bad, "GOOD", "ASSUMED_BAD", "timeout")
+    add(0, "h1", 5, bad, "UNKNOWN", "GOOD", "init")
+    add(0, "h1", 5, other, "UNKNOWN", "GOOD", "init")
+    add(100 * MS, "h1", 5, bad, "GOOD", "ASSUMED_BAD", "timeout")
     # a reverse (ACK-path) EV replaced: the retired one must stop counting at the replacement
-    good(0, "h0", 5, bad, "UNKNOWN", "GOOD", "init", direction="reverse")
-    good(100 * MS, "h0", 5, bad, "GOOD", "ASSUMED_BAD", "reverse_probe_timeout", direction="reverse")
-    good(200 * MS, "h0", 5, spare, "UNKNOWN", "GOOD", "replacement", replaces=bad,
+    add(0, "h0", 5, bad, "UNKNOWN", "GOOD", "init", direction="reverse")
+    add(100 * MS, "h0", 5, bad, "GOOD", "ASSUMED_BAD", "reverse_probe_timeout", direction="reverse")
+    add(200 * MS, "h0", 5, spare, "UNKNOWN", "GOOD", "replacement", replaces=bad,
          direction="reverse")
-    good(400 * MS, "h1", 5, other, "GOOD", "GOOD", "tick")
+    add(400 * MS, "h1", 5, other, "GOOD", "GOOD", "tick")
     return pd.DataFrame(rows)
 
 
 def test_ev_states_grouped_by_path():
-    mat, counts = m_rows = plots.ev_path_matrix(_ev_events(), 10.0, 0, TOPO)
-    assert m_rows
+    mat, counts = plots.ev_path_matrix(_ev_events(), 10.0, 0, TOPO)
     # hosts h0 (ACKs) and h1 (data), each with 2 planes x 2 T1s
     assert list(mat.index) == [f"h{h} {d}  plane {p} via t1p{p}s{s}"
                                for h, d in ((0, "ACKs"), (1, "data"))
