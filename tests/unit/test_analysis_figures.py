@@ -56,6 +56,8 @@ def test_goodput_aligns_each_transport_on_its_first_fault(tmp_path):
         rx, ry = np.asarray(rolling.get_xdata(), float), np.asarray(rolling.get_ydata(), float)
         assert ry[np.argmin(abs(rx - 0.1))] == pytest.approx(0.0, abs=1e-9)
         assert ry[np.argmin(abs(rx + 0.6))] == pytest.approx(80.0, rel=0.02)
+        # [0.25, 0.35] s: 5 zero bins (0.25-0.29) and 5 at 80 Mbit/s
+        assert ry[np.argmin(abs(rx - 0.25))] == pytest.approx(40.0, rel=0.05)
         # the recovery bar: 90% of the pre-fault 80 Mbit/s (no topology: full capacity expected)
         bars = [c for c in ax.collections if np.allclose(c.get_color()[0][:3],
                                                          plots.matplotlib.colors.to_rgb(color))]
