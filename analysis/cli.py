@@ -2,8 +2,9 @@
 
 analyze: loads the run, writes figures/<name>.png and report.html into <run-dir>/analysis/,
 prints the transport comparison and what could not be read. notebook: executes
-analysis/notebooks/mrc_run.ipynb with nbclient on the run (MRCLAB_RUN env var) and saves the
-executed copy as <run-dir>/analysis/mrc_run.ipynb.
+analysis/notebooks/mrc_run.ipynb with nbclient on the run (its `parameters` cell, overridden
+the way papermill does) and saves the executed copy as <run-dir>/analysis/mrc_run.ipynb and
+mrc_run.html.
 """
 from __future__ import annotations
 
@@ -69,25 +70,27 @@ def main(args=None) -> int:
 
 
 def run_notebook(run_dir, out_path=None, timeout_s: int = 600) -> Path:
-    """Execute the analysis notebook on run_dir; raises nbclient's CellExecutionError on a failing cell."""
+    """Execute the analysis notebook on run_dir and save it executed, as .ipynb (out_path,
+    default <run>/analysis/mrc_run.ipynb) and as .html beside it (readable without Jupyter).
+    The run is passed the way papermill does: a cell tagged `injected-parameters` after the one
+    tagged `parameters`. Raises nbclient's CellExecutionError on a failing cell."""
     import nbformat
     from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
     from analysis.logs import resolve_run
     run_dir = resolve_run(run_dir).resolve()
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    old = os.environ.get("MRCLAB_RUN")
-    os.environ["MRCLAB_RUN"] = str(run_dir)      # the kernel inherits it
-    try:
-        NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                       resources={"metadata": {"path": str(run_dir)}}).execute()
-    finally:
-        if old is None:
-            os.environ.pop("MRCLAB_RUN", None)
-        else:
-            os.environ["MRCLAB_RUN"] = old
+    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    injected = nbformat.v4.new_code_cell(f"# Injected by mrclab notebook\nRUN = {str(run_dir)!r}",
+                                         metadata={"tags": ["injected-parameters"]})
+    nb.cells.insert(tagged[0] + 1 if tagged else 0, injected)
+    NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
+                   resources={"metadata": {"path": str(run_dir)}}).execute()
     out_path = Path(out_path) if out_path else run_dir / "analysis" / "mrc_run.ipynb"
     out_path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out_path)
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    out_path.with_suffix(".html").write_text(html, encoding="utf-8")
     return out_path
 
 
