@@ -250,6 +250,8 @@ def resolve_run(path, results_root="results") -> Path:
                                     f"first (mrclab run experiments/<name>.toml)")
         return max(runs, key=lambda d: d.stat().st_mtime)
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise FileNotFoundError(f"{p} is not a run directory (a directory of one run's results)")
     if not p.is_dir():
         raise FileNotFoundError(f"run directory {p} does not exist")
     return p
