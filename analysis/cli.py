@@ -38,7 +38,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     try:
         res = analyze(args.run, args.out, args.bin_ms)
-    except FileNotFoundError as exc:
+    except OSError as exc:      # no run there, or the run / output directory is not usable
         print(f"mrclab analyze: {exc}", file=sys.stderr)
         return 2
     import pandas as pd

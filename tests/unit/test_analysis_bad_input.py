@@ -153,6 +153,12 @@ def test_analyze_of_a_file_instead_of_a_run_exits_2(tmp_path, capsys):
     assert "notes.txt is not a run directory" in capsys.readouterr().err
 
 
+def test_analyze_into_an_unusable_output_directory_exits_2(run, tmp_path, capsys):
+    (tmp_path / "a-file").write_text("x")
+    assert cli.main([str(run), "--out", str(tmp_path / "a-file" / "analysis")]) == 2
+    assert "a-file" in capsys.readouterr().err
+
+
 def test_analyze_of_a_run_without_any_data_exits_2(tmp_path, capsys):
     (tmp_path / "empty" / "mrc").mkdir(parents=True)
     (tmp_path / "empty" / "summary.json").write_bytes(b"\xff")
