@@ -38,9 +38,10 @@ class ScenarioError(ValueError):
 
 @dataclass(frozen=True)
 class Key:
-    """One key of a table. kind: int | number | bool | str | strings (list of str) | ints.
-    lo/hi bound numbers (inclusive; `above` makes lo exclusive), choices bound strings.
-    required=False keys with default None are simply absent from the result when not given."""
+    """One key of a table. kind: int | number | bool | str | strings (list of str) | ints |
+    table | array (of tables). lo/hi bound numbers (inclusive; `above` makes lo exclusive),
+    choices bound strings. default None: the key has no value unless the file sets it (the
+    consumer's own default applies, e.g. MRCConfig's for [mrc.qp])."""
     kind: str
     default: object = None
     doc: str = ""
@@ -389,3 +390,34 @@ def with_defaults(values: dict, schema: dict) -> dict:
     """values plus every absent key's default."""
     return {**{k: s.default for k, s in schema.items() if s.kind not in ("table", "array")},
             **values}
+
+
+def _range_text(key: Key) -> str:
+    if key.choices:
+        return ", ".join(map(str, key.choices))
+    if key.lo is None and key.hi is None:
+        return ""
+    low = "" if key.lo is None else f"{'>' if key.above else ''}{key.lo}"
+    return f"{low}..{'' if key.hi is None else key.hi}"
+
+
+def reference() -> str:
+    """Every key as a Markdown table per TOML table (`python -m emulation.scenario_schema`)."""
+    out = []
+    tables = dict(SCHEMA, **{"[faults]": FAULT, "short": SHORT_ONLY})
+    for name, table in tables.items():
+        rows = [(k, v) for k, v in table.items() if v.kind not in ("table", "array")]
+        if not rows:
+            continue
+        title = "top level" if not name else (name if name.startswith("[") else f"[{name}]")
+        out += [f"### {title}", "", "| key | type | range | default | meaning |",
+                "| --- | --- | --- | --- | --- |"]
+        for key, spec in rows:
+            default = "" if spec.default is None else repr(spec.default).replace("'", '"')
+            out.append(f"| {key} | {spec.kind} | {_range_text(spec)} | {default} | {spec.doc} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(reference())

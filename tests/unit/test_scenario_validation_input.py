@@ -232,3 +232,11 @@ def test_links_selector_validates_one_link_per_kind_not_every_link(monkeypatch):
     for cmd in entry.commands:
         assert cmd == real({"action": "gray_loss", "a": cmd["a"], "b": cmd["b"], "percent": 2.5},
                            topo)
+
+
+def test_reference_lists_every_key_with_its_range():
+    from emulation import scenario_schema as schema
+    text = schema.reference()
+    for table, key, spec in _keys():
+        assert f"| {key} | {spec.kind} |" in text
+    assert "| mtu | int | 1280..9000 | 1500 | link MTU of every host and switch port |" in text
