@@ -83,7 +83,7 @@ from pathlib import Path
 from emulation.scenario_schema import (COLLECTIVE, COLLECTIVES, FABRIC, FAULT, LINK_SELECTORS,
                                        MRC, MRC_ENDPOINT, MRC_ENDPOINT_RESERVED, MRC_QP, OPTIONS,
                                        ROUTINGS, TOP, TRANSPORT, TRANSPORTS, Checker,
-                                       ScenarioError, range_error, type_error, with_defaults)
+                                       ScenarioError, type_error, with_defaults)
 from emulation.scenario_short import apply_short
 from emulation.topology import FabricSpec, SpecError, Topology
 

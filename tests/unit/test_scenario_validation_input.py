@@ -240,3 +240,9 @@ def test_reference_lists_every_key_with_its_range():
     for table, key, spec in _keys():
         assert f"| {key} | {spec.kind} |" in text
     assert "| mtu | int | 1280..9000 | 1500 | link MTU of every host and switch port |" in text
+
+
+def test_ev_min_active_is_checked_against_the_endpoints_ev_count():
+    # the endpoint hands its ev_count to every QP; MRCConfig alone would compare with its own 128
+    text = BASE + "[mrc.endpoint]\nev_count = 8\n[mrc.qp]\nev_min_active = 9\n"
+    assert "[mrc.qp] ev_min_active: must be at most ev_count (8), got 9" in error_of(text)
