@@ -55,7 +55,7 @@ def main(args=None) -> int:
     args = _parsed(args, "mrclab analyze", "figures + HTML report of a run", add_analyze_arguments)
     try:
         res = analyze(args.run, args.out, args.bin_ms)
-    except FileNotFoundError as exc:
+    except OSError as exc:      # no run there, or the run / output directory is not usable
         print(f"mrclab analyze: {exc}", file=sys.stderr)
         return 2
     import pandas as pd

@@ -383,6 +383,8 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
     run_dir = Path(run_dir)
     transports = {}
     starts = []
+    run_problems: list[str] = []       # the run's own summary.json: shown with every transport
+    run_summary = load_summary(run_dir, run_problems)
     for name, d in transport_dirs(run_dir).items():
         pk = load_captures(d, transport=name)
         events = load_events(d)
@@ -392,13 +394,15 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
         problems = list(events.attrs.get("log_problems", [])) + list(faults.attrs.get("log_problems", []))
         for rep in pk.attrs.get("pcap_reports", []):
             problems += [f"{Path(rep['path']).name}: {p}" for p in rep.get("problems", [])]
-        transports[name] = TransportData(name, d, pk, events, faults, load_summary(d), problems,
-                                         run_topology(d) or run_topology(run_dir))
+        summary = load_summary(d, problems)
+        topology = run_topology(d, problems) or run_topology(run_dir, problems)
+        problems = list(dict.fromkeys(problems + run_problems))   # one line per problem
+        transports[name] = TransportData(name, d, pk, events, faults, summary, problems, topology)
         for df, col in ((pk, "time_ns"), (events, "t_ns")):
             if len(df):
                 starts.append(int(df[col].min()))
     t0 = min(starts) if starts else 0
-    return RunAnalysis(run_dir, transports, t0, bin_ms, load_summary(run_dir))
+    return RunAnalysis(run_dir, transports, t0, bin_ms, run_summary)
 
 
 def transport_metrics(td: TransportData, t0_ns: int, bin_ms: float = 10.0) -> dict:
