@@ -9,7 +9,6 @@ mrc_run.html.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -115,6 +114,7 @@ def notebook_main(args=None) -> int:
         print(f"mrclab notebook: a cell failed: {str(exc)[-2000:]}", file=sys.stderr)
         return 1
     print(f"executed notebook: {out}")
+    print(f"as HTML:           {Path(out).with_suffix('.html')}")
     return 0
 
 

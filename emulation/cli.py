@@ -119,6 +119,9 @@ def package_version() -> str:
 
 
 def _fabric(args) -> int:
+    if not getattr(args, "validate_only", False) and _not_root(
+            "mrclab fabric", "it creates network namespaces, veths and Open vSwitch bridges"):
+        return EXIT_USAGE
     from emulation.hostnet import LinkOptionError, validate_link_options
     from emulation.switchqueue import QueueConfigError, validate_buffer_bytes
     from emulation.topology import FabricSpec, SpecError
@@ -351,10 +354,18 @@ def _add_bench_parsers(sub, populate: bool) -> dict:
     return parsers
 
 
+def _not_root(prog: str, why: str) -> bool:
+    """True (after saying so) when not root: the fabric needs namespaces, OVS and nft."""
+    if os.geteuid() == 0:
+        return False
+    print(f"{prog}: must run as root ({why}); try `sudo .venv/bin/{prog}` or `sudo make ...`",
+          file=sys.stderr)
+    return True
+
+
 def _clean(args) -> int:
-    if os.geteuid() != 0:
-        print("mrclab clean: must run as root (it deletes the fabric's network interfaces, OVS "
-              "bridges and nft tables); try `sudo mrclab clean`", file=sys.stderr)
+    if _not_root("mrclab clean", "it deletes the fabric's network interfaces, OVS bridges and "
+                 "nft tables"):
         return EXIT_USAGE
     from emulation import cleanup
     from emulation.fabric import FabricLockTimeout, acquire_fabric_lock, release_fabric_lock
@@ -456,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
         return _clean(args)
     if args.cmd == "bench":
         return _bench(args, parser)
+    if (args.cmd == "run" and not getattr(args, "validate_only", False)
+            and _not_root("mrclab run", "it builds the fabric: namespaces, veths, OVS bridges")):
+        return EXIT_USAGE
     return _run_main(f"mrclab {args.cmd}", DISPATCH[args.cmd], args)
 
 

@@ -33,7 +33,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
 
     [options]
     trimming = true                     # in-fabric packet trimming (mrc)
-    capture = true                      # tcpdump -s 128 on every host port
+    capture = true                      # tcpdump on every host port (snap length: every MRC header whole)
     goodput_interval_ms = 10
 
     [[faults]]                          # any number, applied in time order
