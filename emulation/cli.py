@@ -7,8 +7,8 @@
     mrclab bench NAME|all [--json]
 
 One argparse tree: every subcommand declares its own options (`mrclab <command> --help`).
-Subcommands owned by other modules are imported lazily through "module:function" strings, so a
-missing module only breaks its own subcommand (exit 2, "not available yet").
+Subcommands owned by other modules are imported lazily through "module:function" strings, only for
+the command chosen: `mrclab link` does not pay the runner's seconds of imports.
 """
 from __future__ import annotations
 
@@ -65,31 +65,14 @@ EXIT_USAGE = 2
 DEFAULT_API_PORT = 8787
 
 
-class NotAvailable(Exception):
-    pass
-
-
 def resolve(target: str):
-    """'pkg.module:function' -> the function; NotAvailable if the module/function is missing."""
+    """'pkg.module:function' -> the function, imported only now (see the module docstring)."""
     module_name, _, func_name = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise NotAvailable(f"not available yet: {module_name}") from None
-        raise
-    func = getattr(module, func_name, None)
-    if func is None:
-        raise NotAvailable(f"not available yet: {module_name}:{func_name}")
-    return func
+    return getattr(importlib.import_module(module_name), func_name)
 
 
 def _run_main(prog: str, target: str, args) -> int:
-    try:
-        func = resolve(target)
-    except NotAvailable as e:
-        print(f"{prog}: {e}", file=sys.stderr)
-        return EXIT_USAGE
+    func = resolve(target)
     try:
         rc = func(args)
     except UsageError as e:
@@ -211,11 +194,7 @@ def _fault_body(args) -> dict:
 
 def _link(args) -> int:
     body = _fault_body(args)
-    try:
-        from controller.client import ControllerClient, ControllerError
-    except ImportError as e:
-        print(f"mrclab: not available yet: controller.client ({e})", file=sys.stderr)
-        return EXIT_USAGE
+    from controller.client import ControllerClient, ControllerError
     client = ControllerClient(port=args.api_port)
     try:
         result = client.fault(body)
@@ -286,11 +265,7 @@ def _add_link_parser(sub) -> None:
 
 def _run_bench(name: str, args) -> tuple[int, dict | None]:
     module, _, main_name, _ = BENCHES[name]
-    try:
-        func = resolve(f"{module}:{main_name}")
-    except NotAvailable as e:
-        print(f"mrclab bench {name}: {e}", file=sys.stderr)
-        return EXIT_USAGE, None
+    func = resolve(f"{module}:{main_name}")
     try:
         if getattr(args, "json", False):
             # The human-readable figures go to stderr so stdout holds one JSON object.
@@ -312,10 +287,7 @@ def _bench(args, parser) -> int:
         return rc
     results, rc = {}, 0
     for name in BENCHES:
-        sub = parser.bench_parsers.get(name)
-        if sub is None:
-            print(f"mrclab bench: not available yet: {name}", file=sys.stderr)
-            continue
+        sub = parser.bench_parsers[name]
         bench_args = sub.parse_args([])          # every bench with its defaults
         bench_args.json = args.json
         print(f"== bench {name}", file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -343,10 +315,7 @@ def _add_bench_parsers(sub, populate: bool) -> dict:
         p.add_argument("--json", action="store_true",
                        help="print the figures as one JSON object on stdout")
         if populate:
-            try:
-                resolve(f"{module}:{add_name}")(p)
-            except NotAvailable:
-                continue
+            resolve(f"{module}:{add_name}")(p)
         parsers[name] = p
     p = names.add_parser("all", help="every benchmark above with its defaults")
     p.add_argument("--json", action="store_true",
@@ -446,11 +415,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     for name, target in ARGUMENTS.items():
         p = sub.add_parser(name, help=COMMAND_HELP[name], description=COMMAND_HELP[name])
         if populate(name):
-            try:
-                resolve(target)(p)
-            except NotAvailable:
-                # Its main will say "not available"; accept whatever follows meanwhile.
-                p.add_argument("rest", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+            resolve(target)(p)
     ap.bench_parsers = _add_bench_parsers(sub, populate=populate("bench"))
     return ap
 
