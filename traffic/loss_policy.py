@@ -68,10 +68,8 @@ _CONGESTION = Decision(Verdict.FORGIVE, "congestion")
 _ALREADY_SUSPENDED = Decision(Verdict.EXCUSE, "already_suspended")
 _RETIRE = {cause: Decision(Verdict.RETIRE, cause) for cause in (TIMEOUT, SACK_GAP)}
 
-_NOT_A_PATH_LOSS = {cause: Decision(Verdict.FORGIVE if cause == TRIMMED else Verdict.EXCUSE,
-                                      "trimmed" if cause == TRIMMED else
-                                      "trimmed_lasthop" if cause == TRIMMED_LASTHOP else "nack")
-                      for cause in (TRIMMED, TRIMMED_LASTHOP, NACK_OTHER)}
+# A trim explains the loss (congestion); another NACK means the packet reached the receiver.
+_NOT_A_PATH_LOSS = {TRIMMED: _TRIMMED, TRIMMED_LASTHOP: _TRIMMED_LASTHOP, NACK_OTHER: _NACK}
 
 
 class LossPolicy:
