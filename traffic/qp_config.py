@@ -93,9 +93,10 @@ class MRCConfig:
     # loss_verdict_ns later than at once; no packet goes to it in between.
     loss_verdict_ns: int = 0
     # Which rule turns a loss into a verdict on its path (traffic/loss_policy.py): "ocp" retires
-    # the EV at the first loss a trim does not explain; "tolerant" adds the loss verdict window,
-    # first-packet grace, per-EV congestion forgiveness and the stall rule above, which the
-    # emulated fabric's CPU-starved userspace switches need today.
+    # the EV at the first loss a trim does not explain, and ignores first_packet_grace,
+    # loss_verdict_ns and the congestion forgiveness knobs; "tolerant" applies them and excuses
+    # a timeout with nothing later delivered, which the emulated fabric's CPU-starved userspace
+    # switches need while they hold packets for up to 250 ms before the egress trimmer.
     loss_policy: str = "tolerant"
     # NSCC sizes its window (1.5 BDP) and delay target on the base RTT; through userspace OVS the
     # idle min RTT (0.5-1 ms) is well under the RTT at line rate (2-3 ms: per-packet CPU in three
