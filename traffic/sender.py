@@ -124,6 +124,7 @@ class SenderQP(PostedWrites):
                          max_window_bdp=config.nscc_max_window_bdp,
                          initial_window_bdp=config.nscc_initial_window_bdp,
                          target_frac=0.75 if config.trimming else 1.0)
+        self._mpr_window = config.mpr_window  # read per packet; the config never changes
         self.snd_una = config.start_psn     # absolute sequence numbers; wire PSN = seq & mask
         self.snd_nxt = config.start_psn
         self.next_msn = 0
@@ -286,7 +287,7 @@ class SenderQP(PostedWrites):
 
         blocked = self._wake_ns is not None
         while self.send_queue and not blocked:
-            if self.snd_nxt - self.snd_una >= self.cfg.mpr_window:
+            if self.snd_nxt - self.snd_una >= self._mpr_window:
                 break
             msg = self.send_queue[0]
             count = max(1, math.ceil(msg.length / self.cfg.mtu))
@@ -516,7 +517,7 @@ class SenderQP(PostedWrites):
         else:
             rtt = None
         cum = unwrap(sack.cum_psn & PSN_MASK, self.snd_una)
-        if cum > self.snd_nxt or cum < self.snd_una - self.cfg.mpr_window:
+        if cum > self.snd_nxt or cum < self.snd_una - self._mpr_window:
             self.counters["bad_acks"] += 1
             return
         newly = 0
