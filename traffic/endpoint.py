@@ -11,8 +11,8 @@ pacer. A frame that fails to decode, names an unknown QP or comes from the wrong
 by reason and dropped; nothing a peer sends can raise out of the loop.
 
 Timers scale with the emulated RTT: at QP creation the endpoint measures the base RTT to the
-peer with probes (PROBE on QP 2 with src_qp 0, answered by the peer endpoint itself) and derives
-RTO, probe period and skip time from it (EndpointConfig.timers).
+peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the peer endpoint
+itself) and derives RTO, probe period and skip time from it (EndpointConfig.timers).
 
 Run as a process:  python -m traffic.endpoint --config FILE   (serves traffic/control.py).
 """
