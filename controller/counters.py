@@ -7,11 +7,10 @@ from typing import Callable
 
 from controller import bpf_maps
 from controller.api import CommandError
-from emulation.topology import Topology
 
 
-def switch_egress_ports(topo: Topology) -> list[str]:
-    """Interface of every switch end of every link."""
+def switch_egress_ports(topo) -> list[str]:
+    """Interface of every switch end of every link of `topo` (a Topology)."""
     return [intf for link in topo.links
             for node, intf in ((link.a, link.a_intf), (link.b, link.b_intf))
             if node in topo.switches]
@@ -34,7 +33,7 @@ def marker_active(intf: str, run: Callable[[list[str]], str]) -> bool:
         return False
 
 
-def trim_counters(topo: Topology, run: Callable[[list[str]], str]) -> dict:
+def trim_counters(topo, run: Callable[[list[str]], str]) -> dict:
     """{switch egress interface: counters} for every port that has the program; ports without
     it (trimming off, or a port that went away) are left out."""
     out = {}
