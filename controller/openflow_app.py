@@ -22,7 +22,7 @@ from controller.service import FabricController
 
 LOG = logging.getLogger("mrclab.controller")
 OPENFLOW_TIMEOUT_S = 5.0
-CONTROLLER_KEYWORD = "mrclab_controller"
+CONTROLLER_KEYWORD = "mrclab_controller"   # MrcLabApp.__init__ keyword the controller arrives as
 
 
 class MrcLabApp(app_manager.OSKenApp):
@@ -36,7 +36,6 @@ class MrcLabApp(app_manager.OSKenApp):
         self.controller.openflow = self
         self.datapaths = {}          # switch name -> datapath
         self.ready = set()
-        self.dp_lock = threading.Lock()
         self.waiters = {}            # xid -> (event, replies list)
         self.setup_xids = {}         # barrier xid -> switch name
 
