@@ -16,7 +16,7 @@ GOAL_RATIO = 20.0
 def write_bench_capture(path, packets: int = 20000, payload: int = 1024) -> Path:
     """A capture like a run's: SRv6 WRITEs h0->h1 on plane 0 with SACKs back (1 per 4 writes),
     frames from the project codec, written in tcpdump's pcap format (nanosecond variant)."""
-    from emulation.topology import FabricSpec, Topology, make_ev
+    from model.topology import FabricSpec, Topology, make_ev
     from traffic.codec import Codec
     from traffic.messages import DataPacket, Sack
     topo = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
@@ -43,7 +43,7 @@ def write_bench_capture(path, packets: int = 20000, payload: int = 1024) -> Path
 
 def add_pcap_arguments(parser) -> None:
     """The options of `mrclab bench pcap`."""
-    from emulation.argtypes import existing_file, positive_int
+    from model.argtypes import existing_file, positive_int
     parser.add_argument("--packets", type=positive_int, default=20000,
                         help="packets in the made-up capture (default 20000)")
     parser.add_argument("--path", type=existing_file, default=None,
@@ -54,7 +54,7 @@ def pcap_main(args) -> dict:
     """`mrclab bench pcap`: the figures; a --path that is not a capture of MRC packets is a
     UsageError naming the file."""
     from analysis.pcap import PcapError, load_pcap
-    from emulation.argtypes import UsageError
+    from model.argtypes import UsageError
     if args.path is not None:
         try:
             mrc_packets = len(load_pcap(args.path))

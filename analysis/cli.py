@@ -32,7 +32,7 @@ def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
 
 def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `mrclab analyze`, declared on the CLI's subparser (or a standalone one)."""
-    from emulation.argtypes import positive_float
+    from model.argtypes import positive_float
     parser.add_argument("run", nargs="?", default="latest",
                         help="run directory or 'latest' (default: the newest under results/)")
     parser.add_argument("--out", help="output directory (default: <run>/analysis)")

@@ -34,7 +34,7 @@ def add_arguments(parser) -> None:
 def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
     """The run's capture files (of one transport or all), sorted; UsageError if there are none."""
     from analysis.logs import transport_dirs
-    from emulation.argtypes import UsageError
+    from model.argtypes import UsageError
     dirs = transport_dirs(run_dir)
     if transport is not None:
         if transport not in dirs:
@@ -52,7 +52,7 @@ def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
 def merge(pcaps: list[Path], out: Path) -> Path:
     """mergecap the captures into out (chronological merge); raises on a missing or failing
     mergecap with its stderr."""
-    from emulation.argtypes import UsageError
+    from model.argtypes import UsageError
     mergecap = shutil.which("mergecap")
     if mergecap is None:
         raise UsageError("mergecap is not installed (Debian package wireshark-common, which "
@@ -82,7 +82,7 @@ def main(args) -> int:
     import sys
 
     from analysis.logs import resolve_run
-    from emulation.argtypes import UsageError
+    from model.argtypes import UsageError
     try:
         run_dir = resolve_run(args.run)
     except FileNotFoundError as err:

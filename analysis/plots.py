@@ -157,7 +157,7 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
     replacement EV takes its place (its last state is history, not the path's state). With a
     topology, paths that logged no transition get an empty row too, so an untouched plane shows.
     Returns (matrix of EV_STATES indices, NaN = nothing logged; {row label: EVs on the path})."""
-    from emulation.topology import ev_plane, ev_spine, t1_name
+    from model.topology import ev_plane, ev_spine, t1_name
     mat = m.ev_state_matrix(events, bin_ms, t0_ns)
     if len(mat) == 0:
         return mat, {}

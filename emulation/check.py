@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 
-from emulation.topology import Topology, make_ev
+from model.topology import Topology, make_ev
 
 PROBES_PER_FLOW = 5
 PIN_PACKETS = 40

@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from emulation.argtypes import (UsageError, finite_float, nonneg_float, positive_float,
+from model.argtypes import (UsageError, finite_float, nonneg_float, positive_float,
                                 positive_int, tcp_port)
 
 # Subcommands implemented elsewhere, imported only when chosen, so `mrclab link` does not pay for
@@ -107,7 +107,7 @@ def _fabric(args) -> int:
         return EXIT_USAGE
     from emulation.hostnet import LinkOptionError, validate_link_options
     from emulation.switchqueue import QueueConfigError, validate_buffer_bytes
-    from emulation.topology import FabricSpec, SpecError
+    from model.topology import FabricSpec, SpecError
 
     try:
         validate_link_options({k: v for k, v in (("delay", args.delay), ("loss", args.loss))

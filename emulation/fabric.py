@@ -33,7 +33,7 @@ import urllib.request
 from pathlib import Path
 
 from emulation import cleanup, hostnet, switchqueue, trimming as trim_mod
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
 OF_PORT = 6653

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from emulation.topology import USID_LOCATOR, Topology, plane_prefix
+from model.topology import USID_LOCATOR, Topology, plane_prefix
 
 # Link options Mininet's TCLink accepts that need sch_netem / RED, which this kernel lacks.
 NETEM_OPTIONS = ("delay", "jitter", "loss", "enable_ecn", "enable_red", "max_queue_size")

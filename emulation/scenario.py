@@ -7,7 +7,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     name = "demo"                       # default: the file's stem
     description = "..."
 
-    [fabric]                            # emulation.topology.FabricSpec fields
+    [fabric]                            # model.topology.FabricSpec fields
     planes = 2                          # groups, spines, hosts_per_group, host_link_mbit,
     routing = "srv6"                    #   fabric_link_mbit; routing used by mrc: srv6|ecmp
     switch_buffer_kb = 64               # drop-tail buffer of every switch egress port, KiB
@@ -85,7 +85,7 @@ from emulation.scenario_schema import (COLLECTIVE, COLLECTIVES, FABRIC, FAULT, L
                                        ROUTINGS, TOP, TRANSPORT, TRANSPORTS, Checker,
                                        ScenarioError, type_error, with_defaults)
 from emulation.scenario_short import apply_short
-from emulation.topology import FabricSpec, SpecError, Topology
+from model.topology import FabricSpec, SpecError, Topology
 
 __all__ = ["COLLECTIVES", "CollectiveSpec", "FaultEntry", "LINK_SELECTORS", "ROUTINGS",
            "Scenario", "ScenarioError", "TRANSPORTS", "load", "parse", "schedule_order"]

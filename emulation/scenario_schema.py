@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
-from emulation.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
+from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 
 TRANSPORTS = ("mrc", "roce", "tcp")
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")

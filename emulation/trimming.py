@@ -410,7 +410,7 @@ def _flood(intf: str, frame: bytes, seconds: float) -> int:
 
 def add_bench_arguments(parser) -> None:
     """The options of `mrclab bench trim`."""
-    from emulation.argtypes import positive_float, positive_int
+    from model.argtypes import positive_float, positive_int
     parser.add_argument("--seconds", type=positive_float, default=1.0,
                         help="seconds per round (default 1)")
     parser.add_argument("--rounds", type=positive_int, default=3,
@@ -458,7 +458,7 @@ def measure_fabric_bench(seconds_per_round: float = 1.0, rounds: int = 3) -> dic
     import json
     import sys
     from emulation.fabric import Fabric
-    from emulation.topology import FabricSpec
+    from model.topology import FabricSpec
     from traffic.codec import Codec
     from traffic.messages import DataPacket
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from emulation.argtypes import nonneg_int, positive_float, positive_int
+from model.argtypes import nonneg_int, positive_float, positive_int
 
 CODEC_GOAL_RATIO = 50.0
 
@@ -59,7 +59,7 @@ def codec_bench(argv: list[str] | None = None, *, seconds: float = 1.0, payload_
     from scapy.layers.l2 import Ether
     from scapy.packet import Raw
 
-    from emulation.topology import FabricSpec, Topology, make_ev
+    from model.topology import FabricSpec, Topology, make_ev
     from traffic.codec import Codec
     from traffic.layers import BTH, METH, RETH, TSETH
     from traffic.messages import DataPacket, Opcode
@@ -237,7 +237,7 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30):
     as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet."""
     import tempfile
     from emulation.fabric import Fabric
-    from emulation.topology import FabricSpec
+    from model.topology import FabricSpec
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
     size = size_mib << 20
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:
@@ -320,7 +320,7 @@ def failover_bench(*, size_mib: int = 16, link_mbit: int = 30, keep_logs: str = 
     import tempfile
     from analysis import recovery
     from emulation.fabric import Fabric
-    from emulation.topology import FabricSpec
+    from model.topology import FabricSpec
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
     size = size_mib << 20
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:

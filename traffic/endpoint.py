@@ -27,7 +27,7 @@ import signal
 import sys
 import time
 
-from emulation.topology import (Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev)
+from model.topology import (Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev)
 from traffic.codec import Codec, DecodeError
 from traffic.endpoint_support import (MAX_DATA_OVERHEAD, ConfigError, Counters, EndpointConfig,
                                       EventLog, Pacer, trimming_delay_bound_ns)

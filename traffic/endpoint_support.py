@@ -8,7 +8,7 @@ import os
 import time
 from dataclasses import dataclass, field, fields
 
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 
 # Wire overhead of the largest data packet (SRv6 mode, TSETH and ImmDt present):
 # Ethernet 14 + outer IPv6 40 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + TSETH 8 + RETH 16 + ImmDt 4 + ICRC 4

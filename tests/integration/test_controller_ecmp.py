@@ -6,7 +6,7 @@ import pytest
 
 from controller import routing
 from emulation.fabric import Fabric
-from emulation.topology import FabricSpec, make_ev
+from model.topology import FabricSpec, make_ev
 from tests.integration.test_controller_fabric import send_and_count
 
 pytestmark = pytest.mark.integration

@@ -13,7 +13,7 @@ import pytest
 from controller import routing
 from controller.client import ControllerError
 from emulation.fabric import Fabric
-from emulation.topology import FabricSpec, make_ev
+from model.topology import FabricSpec, make_ev
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from emulation import runner
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 
 pytestmark = pytest.mark.integration
 

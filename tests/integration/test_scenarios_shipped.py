@@ -11,7 +11,7 @@ import pytest
 
 from emulation import runner
 from emulation.scenario import load
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 
 pytestmark = pytest.mark.integration
 

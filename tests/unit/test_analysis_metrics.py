@@ -128,7 +128,7 @@ def _goodput_log(outage_ms, never_back=False):
 
 
 def test_recovery_per_fault_uses_the_shared_definition():
-    from emulation.topology import FabricSpec, Topology
+    from model.topology import FabricSpec, Topology
     topo = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
     faults = pd.DataFrame([{"t_ns": 1_000_000_000, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"}])
     rec = m.recovery_per_fault(faults, _goodput_log(150), topo)

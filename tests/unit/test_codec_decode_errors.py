@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from emulation import vqueue
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import DECODE_REASONS, Codec, DecodeError
 from traffic.messages import DataPacket, Nack, Opcode, Probe, Sack
 

@@ -4,7 +4,7 @@ from collections import Counter
 import pytest
 
 from controller import routing
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from tests.unit.fakeoftable import FakeFabric, lookup
 
 SIZES = [

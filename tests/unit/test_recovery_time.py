@@ -2,7 +2,7 @@
 import pytest
 
 from analysis import recovery as R
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 MS = 1_000_000
 

@@ -21,7 +21,7 @@ import pytest
 
 from emulation import runner
 from emulation import scenario as S
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 from traffic.loss_policy import OcpLossPolicy, TolerantLossPolicy
 from tests.unit.test_endpoint_mrc_comm import FakeSwitch
 from traffic.comm import CommError

@@ -3,7 +3,7 @@ import random
 
 import pytest
 
-from emulation.topology import ev_plane
+from model.topology import ev_plane
 from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
 
 

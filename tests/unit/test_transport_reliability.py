@@ -1,7 +1,7 @@
 """MRC sender/receiver over the simulated multi-plane network (deterministic seeds, fake clock)."""
 import pytest
 
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, GOOD
 from traffic.messages import PSN_MASK
 from traffic.reliability import MRCConfig, QPError

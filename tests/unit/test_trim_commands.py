@@ -4,7 +4,7 @@ import struct
 import pytest
 
 from emulation import trimming
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
 
 
