@@ -365,7 +365,7 @@ class Fabric:
     def _configure_switch_intfs(self) -> None:
         for link in self.topo.links:
             for intf in ([link.b_intf] if link.kind == "host" else [link.a_intf, link.b_intf]):
-                for argv in hostnet.switch_intf_argvs(intf):
+                for argv in hostnet.switch_intf_argvs(intf, self.topo.spec.mtu):
                     run_checked(argv, what=f"configuring {intf}")
 
     def _switch_port_qdisc(self, intf: str, mbit: float) -> list[list[str]]:
