@@ -24,6 +24,7 @@ DISPATCH = {
 BENCHES = {
     "codec": "traffic.bench:codec_bench",
     "goodput": "traffic.bench:goodput_bench",
+    "cpu": "traffic.bench:cpu_bench",
     "failover": "traffic.bench:failover_bench",
     "memory": "traffic.bench:memory_bench",
     "pcap": "analysis.bench:pcap_bench",

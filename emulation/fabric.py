@@ -160,7 +160,7 @@ class Fabric:
                  dynamic_convergence_s: float | None = None, run_dir: str | Path | None = None,
                  link_options: dict | None = None, of_port: int = OF_PORT,
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
-                 trimming=None, switch_buffer_bytes: int | None = None):
+                 trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True):
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
@@ -169,6 +169,12 @@ class Fabric:
         self.trimming = trim_mod.trimming_options(trimming)   # None = off; raises on bad input
         # drop-tail buffer of every switch egress port (None: the deep default; switchqueue.py)
         self.switch_buffer_bytes = switchqueue.validate_buffer_bytes(switch_buffer_bytes)
+        if not shaped and (self.trimming is not None or self.switch_buffer_bytes is not None):
+            raise ValueError("an unshaped fabric has no switch queue: trimming and "
+                             "switch_buffer_bytes need shaped=True")
+        # shaped=False leaves every port without HTB (no rate limit anywhere): the fabric is
+        # then as fast as the userspace switches, for measuring the endpoints' own ceiling.
+        self.shaped = shaped
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -293,8 +299,9 @@ class Fabric:
         self._verify_ofports()
         self._configure_hosts()
         self._configure_switch_intfs()
-        self._shaped = True          # from here on teardown snapshots the queue counters
-        self._shape_links()
+        if self.shaped:
+            self._shaped = True      # from here on teardown snapshots the queue counters
+            self._shape_links()
         self._attach_trimming()
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
                                                 f"tcp:127.0.0.1:{self.of_port}"),

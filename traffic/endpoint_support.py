@@ -61,6 +61,9 @@ class EndpointConfig:
     port_rate_mbit: float | None = None             # default: fabric host_link_mbit
     pacing_fraction: float = 0.96                   # pace a bit under line rate (HTB shaping)
     pacing_burst_packets: int = 4
+    # True: frames arrive through a PACKET_MMAP ring (packet_io.RingPort), read in batches with
+    # no system call per frame; False: the reference path, one recv() per frame (PacketPort).
+    fast_path: bool = True
     max_payload: int | None = None                  # payload cap; None: payload_for_mtu(fabric mtu)
     base_rtt_ns: int | None = None                  # None: measure with probes at QP creation
     default_base_rtt_ns: int = 1_000_000            # used if probing gets no answer
@@ -124,6 +127,8 @@ class EndpointConfig:
             raise ConfigError(f"fabric: {e}") from None
         if self.max_payload is None:
             self.max_payload = payload_for_mtu(self.spec.mtu)
+        if not isinstance(self.fast_path, bool):
+            raise ConfigError(f"fast_path must be true or false, got {self.fast_path!r}")
         if self.host >= self.spec.num_hosts:
             raise ConfigError(f"host {self.host} not in the fabric (hosts 0..{self.spec.num_hosts - 1})")
         if self.routing not in ("srv6", "ecmp"):
