@@ -166,7 +166,13 @@ class _EndpointPair:
                              base_rtt_ns=self.base_rtt_ns, transport=transport)
 
     def cpu_s(self) -> float:
-        return sum(self.cpu_user_sys_s())
+        """CPU seconds (user + system) of both endpoint processes so far, to the nanosecond:
+        /proc/<pid>/schedstat, where /proc/<pid>/stat counts 10 ms ticks."""
+        total = 0
+        for proc in self.procs.values():
+            with open(f"/proc/{proc.pid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
 
     def cpu_user_sys_s(self) -> tuple[float, float]:
         """(user, system) CPU seconds of both endpoint processes so far, from /proc."""
@@ -220,17 +226,23 @@ def _bench_args(argv, name, doc, **defaults):
     return vars(parser.parse_args(list(argv)))
 
 
-def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit: int = 30):
+def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit: int = 30,
+                  unshaped: bool = False, mtu: int = 1500, json: bool = False):
     """One MRC QP h0 (group 0) -> h2 (group 1) over the real fabric (srv6), no faults: goodput
-    as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet."""
+    as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet.
+    --unshaped: no rate limit on any link, and the same QP against one kernel TCP connection
+    between the same two hosts (unshaped_goodput)."""
     if argv is not None:
         goodput_bench(**_bench_args(argv, "goodput", goodput_bench.__doc__, size_mib=size_mib,
-                                    link_mbit=link_mbit))
+                                    link_mbit=link_mbit, unshaped=unshaped, mtu=mtu, json=json))
         return 0
+    if unshaped:
+        return unshaped_goodput(size_mib=size_mib, mtu=mtu, json=json)
     import tempfile
     from emulation.fabric import Fabric
     from emulation.topology import FabricSpec
-    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
+    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit,
+                      mtu=mtu)
     size = size_mib << 20
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:
         pair = _EndpointPair(fab, tmp, "srv6")
@@ -246,10 +258,12 @@ def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit
             stats = pair.close()
     line_bps = link_mbit * 1e6 * spec.planes
     goodput_bps = size * 8 / elapsed
-    # Headers cap goodput below the wire rate: 1344 B payload in a 1490 B SRv6 frame (Ethernet,
-    # two IPv6, UDP, BTH, METH, TSETH, RETH, ICRC) is 90.2% of the line rate at best.
-    ceiling = 1344 / (1344 + 146)
-    packets = size / 1344
+    # Headers cap goodput below the wire rate: at MTU 1500, 1344 B payload in a 1490 B SRv6
+    # frame (Ethernet, two IPv6, UDP, BTH, METH, TSETH, RETH, ICRC) is 90.2% of the line rate.
+    from traffic.endpoint_support import payload_for_mtu
+    payload = payload_for_mtu(mtu)
+    ceiling = payload / (payload + 146)
+    packets = size / payload
     sent = stats.get(0, {}).get("counters", {})
     result = {"bytes": size, "seconds": elapsed, "goodput_mbit": goodput_bps / 1e6,
               "line_rate_mbit": line_bps / 1e6, "fraction_of_line_rate": goodput_bps / line_bps,
@@ -258,7 +272,11 @@ def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit
               "retransmitted": sent.get("retransmitted"), "rss_bytes": rss,
               "base_rtt_ms": pair.base_rtt_ns / 1e6,
               "header_ceiling_fraction": ceiling,
-              "fraction_of_ceiling": goodput_bps / line_bps / ceiling}
+              "fraction_of_ceiling": goodput_bps / line_bps / ceiling, "mtu": mtu}
+    if json:
+        import json as jsonlib
+        print(jsonlib.dumps(result))
+        return result
     print(f"goodput: {result['goodput_mbit']:.1f} Mbit/s of {result['line_rate_mbit']:.0f} Mbit/s "
           f"line rate = {100 * result['fraction_of_line_rate']:.0f}% (goal "
           f"{100 * GOODPUT_GOAL_FRACTION:.0f}%; headers cap it at {100 * ceiling:.1f}%, so "
@@ -367,6 +385,20 @@ CPU_GOAL_RATIO = 10.0
 REFERENCE_PATH = {"fast_path": False, "max_payload": 1344}
 
 
+def _socket_drops(pair: "_EndpointPair") -> dict:
+    """{host: frames its NIC sockets dropped (receive buffer or ring full)}, from the final
+    `counters` event of each endpoint's log (after pair.close())."""
+    import json
+    out = {}
+    for host, path in pair.logs.items():
+        with open(path) as f:
+            for line in f:
+                e = json.loads(line)
+                if e.get("event") == "counters":
+                    out[f"h{host}"] = sum(e.get("socket_drops", {}).values())
+    return out
+
+
 def _timed_transfer(pair: "_EndpointPair", size: int) -> dict:
     """Seconds, CPU seconds (user, system) of both endpoints and the sender's frames and
     retransmissions of one WRITE of `size` bytes after a 1 MiB warm-up (switch flow caches,
@@ -378,11 +410,12 @@ def _timed_transfer(pair: "_EndpointPair", size: int) -> dict:
     # sha256 inside that call cost ~7 ms of CPU per MiB, the same for every path, and are not
     # the data path.
     pair.write(size, rkey=0x11, seed=3)
-    (user0, sys0), t0 = pair.cpu_user_sys_s(), time.monotonic()
+    (user0, sys0), cpu0, t0 = pair.cpu_user_sys_s(), pair.cpu_s(), time.monotonic()
     pair.wait_recv()
-    elapsed, (user1, sys1) = time.monotonic() - t0, pair.cpu_user_sys_s()
+    elapsed, cpu1, (user1, sys1) = time.monotonic() - t0, pair.cpu_s(), pair.cpu_user_sys_s()
     after = pair.clients[0].call("status")["counters"]
-    return {"seconds": elapsed, "cpu_user_s": user1 - user0, "cpu_sys_s": sys1 - sys0,
+    return {"seconds": elapsed, "cpu_s": cpu1 - cpu0,
+            "cpu_user_s": user1 - user0, "cpu_sys_s": sys1 - sys0,
             "frames_sent": after["sent"] - before["sent"],
             "retransmitted": after["retransmitted"] - before["retransmitted"]}
 
@@ -415,7 +448,8 @@ def cpu_bench(argv: list[str] | None = None, *, size_mib: int = 16, mtu: int = 9
                 run = _timed_transfer(pair, size)
             finally:
                 pair.close()
-            cpu = run["cpu_user_s"] + run["cpu_sys_s"]
+            run["socket_drops"] = _socket_drops(pair)
+            cpu = run["cpu_s"]
             runs[name] = {"cpu_ms_per_mib": cpu * 1e3 / size_mib,
                           "cpu_us_per_frame": cpu * 1e6 / max(1, run["frames_sent"]),
                           "goodput_mbit": size * 8 / run["seconds"] / 1e6, **run}
@@ -435,4 +469,105 @@ def cpu_bench(argv: list[str] | None = None, *, size_mib: int = 16, mtu: int = 9
               f"{r['cpu_sys_s']:7.2f} {r['goodput_mbit']:7.0f} {r['frames_sent']:7} "
               f"{r['retransmitted']:6}")
     print(f"  ratio {result['ratio']:.1f}x (goal >= {CPU_GOAL_RATIO:.0f}x)")
+    return result
+
+
+TCP_BENCH_PORT = 5201
+
+
+def tcp_sink_main(port: int) -> None:
+    """Accept one TCP connection on [::]:port, read it to EOF, print {"bytes", "seconds"}
+    (first accept to EOF) as JSON. Runs inside a fabric host (unshaped_goodput)."""
+    import json
+    import socket
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as srv:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("::", port))
+        srv.listen(1)
+        print("listening", flush=True)
+        conn, _ = srv.accept()
+        t0 = time.monotonic()
+        buf = bytearray(1 << 20)
+        total = 0
+        with conn:
+            while True:
+                n = conn.recv_into(buf)
+                if not n:
+                    break
+                total += n
+        print(json.dumps({"bytes": total, "seconds": time.monotonic() - t0}), flush=True)
+
+
+def tcp_source_main(addr: str, port: int, size: int) -> None:
+    """Connect to [addr]:port and send `size` zero bytes, then close."""
+    import socket
+    data = memoryview(bytes(size))
+    with socket.create_connection((addr, port), timeout=60) as conn:
+        conn.sendall(data)
+
+
+def _tcp_goodput_mbit(fab, src: int, dst: int, size: int) -> float:
+    """Goodput of one kernel TCP connection src -> dst over plane 0 of a running fabric."""
+    import json
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sink = fab.popen_in_host(dst, [sys.executable, "-c",
+                                   f"from traffic.bench import tcp_sink_main; "
+                                   f"tcp_sink_main({TCP_BENCH_PORT})"],
+                             cwd=repo, stdout=subprocess.PIPE, text=True)
+    try:
+        if sink.stdout.readline().strip() != "listening":
+            raise RuntimeError("TCP sink did not start")
+        addr = fab.topo.nic_addr(dst, 0)
+        source = fab.popen_in_host(src, [sys.executable, "-c",
+                                         f"from traffic.bench import tcp_source_main; "
+                                         f"tcp_source_main({addr!r}, {TCP_BENCH_PORT}, {size})"],
+                                   cwd=repo)
+        if source.wait(timeout=300) != 0:
+            raise RuntimeError(f"TCP source exited with {source.returncode}")
+        result = json.loads(sink.stdout.readline())
+        sink.wait(timeout=30)
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait()
+    if result["bytes"] != size:
+        raise RuntimeError(f"TCP sink got {result['bytes']} of {size} bytes")
+    return size * 8 / result["seconds"] / 1e6
+
+
+def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500, json: bool = False) -> dict:
+    """No rate limit on any link: one MRC QP h0 -> h2 (both planes, fast path) and then one
+    kernel TCP connection h0 -> h2 (plane 0) over the same fabric; goal ratio MRC/TCP >= 1.
+    The endpoints pace at the spec's 10 Gbit/s, i.e. not at all on this machine."""
+    import json as jsonlib
+    import tempfile
+    from emulation.fabric import Fabric
+    from emulation.topology import FabricSpec
+    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=10000, fabric_link_mbit=10000, mtu=mtu)
+    size = size_mib << 20
+    with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, \
+            Fabric(spec, routing="srv6", shaped=False) as fab:
+        pair = _EndpointPair(fab, tmp, "srv6")
+        try:
+            run = _timed_transfer(pair, size)
+        finally:
+            pair.close()
+        run["socket_drops"] = _socket_drops(pair)
+        tcp_mbit = _tcp_goodput_mbit(fab, 0, 2, size)
+    mrc_mbit = size * 8 / run["seconds"] / 1e6
+    result = {"mrc_mbit": round(mrc_mbit, 1), "tcp_mbit": round(tcp_mbit, 1),
+              "ratio": round(mrc_mbit / tcp_mbit, 2), "goal_ratio": 1.0, "mtu": mtu,
+              "size_mib": size_mib, "mrc_retransmitted": run["retransmitted"],
+              "mrc_socket_drops": run["socket_drops"],
+              "mrc_cpu_ms_per_mib": round(run["cpu_s"] * 1e3 / size_mib, 2)}
+    if json:
+        print(jsonlib.dumps(result))
+        return result
+    print(f"goodput, unshaped fabric (MTU {mtu}, {size_mib} MiB, h0 -> h2): MRC "
+          f"{mrc_mbit:.0f} Mbit/s (one QP, both planes), kernel TCP {tcp_mbit:.0f} Mbit/s (one "
+          f"connection), ratio {result['ratio']:.2f} (goal >= 1.0); MRC retransmitted "
+          f"{run['retransmitted']}, CPU {result['mrc_cpu_ms_per_mib']:.1f} ms/MiB")
     return result

@@ -224,11 +224,30 @@ def ring_geometry(mtu: int, ring_bytes: int = 4 << 20) -> tuple[int, int, int, i
     return block, block_nr, frame, block_nr * (block // frame)
 
 
-def ring_frame(ring, offset: int) -> tuple[int, int, int]:
-    """(status, start, length) of the ring slot at `offset`: the frame is ring[start:start+length].
-    Pure (any buffer), so the parsing is unit-tested against hand-built slots."""
-    status, _len, snaplen, mac, _net, _s, _ns, _v, _t = TPACKET2_HDR.unpack_from(ring, offset)
-    return status, offset + mac, snaplen
+def drain_ring(ring, frame_size: int, frame_nr: int, index: int, handle,
+               limit: int) -> tuple[int, int, int]:
+    """Hand the ready slots of a TPACKET_V2 ring to handle(frame), in ring order from slot
+    `index`, up to `limit` of them; each slot goes back to the kernel (status 0) right after
+    its handler returns, so `frame` (a view into the ring) is valid only during the call.
+    Returns (next slot index, slots consumed, slots skipped as truncated). Pure: works on any
+    writable buffer laid out like the kernel's ring, which is how it is unit-tested."""
+    done = truncated = 0
+    unpack = TPACKET2_HDR.unpack_from
+    while done < limit:
+        off = index * frame_size
+        status, _len, snaplen, mac, _net, _s, _ns, _v, _t = unpack(ring, off)
+        if not status & TP_STATUS_USER:
+            break
+        try:
+            if status & TP_STATUS_COPY:
+                truncated += 1              # slots are sized from the MTU: should not happen
+            else:
+                handle(ring[off + mac:off + mac + snaplen])
+        finally:
+            ring[off:off + 4] = b"\0\0\0\0"   # TP_STATUS_KERNEL: the slot is the kernel's again
+        index = index + 1 if index + 1 < frame_nr else 0
+        done += 1
+    return index, done, truncated
 
 
 class RingPort(PacketPort):
@@ -264,28 +283,10 @@ class RingPort(PacketPort):
         self.truncated = 0
 
     def drain(self, handle, limit: int) -> int:
-        """handle(frame) for up to `limit` ready frames in ring order, each slot given back to
-        the kernel right after its handler returns (the frame is a view into the ring, valid
-        only during the call). Returns how many were handled; 0 when the ring is empty."""
-        ring, size, total = self._ring, self.frame_size, self.frame_nr
-        i = self._next
-        done = 0
-        unpack = TPACKET2_HDR.unpack_from
-        while done < limit:
-            off = i * size
-            status, _len, snaplen, mac, _n, _s, _ns, _v, _t = unpack(ring, off)
-            if not status & TP_STATUS_USER:
-                break
-            try:
-                if status & TP_STATUS_COPY:
-                    self.truncated += 1     # cannot happen with slots sized from the MTU
-                else:
-                    handle(ring[off + mac:off + mac + snaplen])
-            finally:
-                ring[off:off + 4] = b"\0\0\0\0"     # TP_STATUS_KERNEL: slot back to the kernel
-            i = i + 1 if i + 1 < total else 0
-            done += 1
-        self._next = i
+        """handle(frame) for up to `limit` ready frames (drain_ring); returns how many."""
+        self._next, done, truncated = drain_ring(self._ring, self.frame_size, self.frame_nr,
+                                                 self._next, handle, limit)
+        self.truncated += truncated
         return done
 
     def recv(self) -> int:
