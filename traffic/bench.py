@@ -420,15 +420,21 @@ def _timed_transfer(pair: "_EndpointPair", size: int) -> dict:
             "retransmitted": after["retransmitted"] - before["retransmitted"]}
 
 
+# Each lever of the fast path alone (--levers): the ring at today's payload, the MTU without it.
+LEVER_PATHS = {"ring_only": {"fast_path": True, "max_payload": 1344},
+               "mtu_only": {"fast_path": False}}
+
+
 def cpu_bench(argv: list[str] | None = None, *, size_mib: int = 16, mtu: int = 9000,
-              link_mbit: int = 10000, json: bool = False):
+              link_mbit: int = 10000, json: bool = False, levers: bool = False):
     """One MRC QP h0 (group 0) -> h2 (group 1) on one unshaped fabric of MTU `mtu`: CPU time
     (user + sys, both endpoint processes) per MiB delivered, for the reference path (one
     recv() per frame, 1344 B payload as at MTU 1500) and the fast path (PACKET_MMAP ring,
-    payload from the fabric MTU), one after the other in the same run. Goal ratio >= 10."""
+    payload from the fabric MTU), one after the other in the same run. Goal ratio >= 10.
+    --levers adds each lever alone (LEVER_PATHS)."""
     if argv is not None:
         cpu_bench(**_bench_args(argv, "cpu", cpu_bench.__doc__, size_mib=size_mib, mtu=mtu,
-                                link_mbit=link_mbit, json=json))
+                                link_mbit=link_mbit, json=json, levers=levers))
         return 0
     import json as jsonlib
     import os
@@ -440,7 +446,9 @@ def cpu_bench(argv: list[str] | None = None, *, size_mib: int = 16, mtu: int = 9
     runs = {}
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, \
             Fabric(spec, routing="srv6", shaped=False) as fab:
-        for name, config in (("reference", REFERENCE_PATH), ("fast", {"fast_path": True})):
+        paths = {"reference": REFERENCE_PATH, **(LEVER_PATHS if levers else {}),
+                 "fast": {"fast_path": True}}
+        for name, config in paths.items():
             workdir = os.path.join(tmp, name)
             os.makedirs(workdir)
             pair = _EndpointPair(fab, workdir, "srv6", config=config)
