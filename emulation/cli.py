@@ -96,7 +96,7 @@ def _fabric(args) -> int:
                                if v is not None})
         spec = FabricSpec(planes=args.planes, groups=args.groups, spines=args.spines,
                           hosts_per_group=args.hosts, host_link_mbit=args.host_mbit,
-                          fabric_link_mbit=args.fabric_mbit)
+                          fabric_link_mbit=args.fabric_mbit, mtu=args.mtu)
         buffer_bytes = validate_buffer_bytes(
             None if args.switch_buffer_kb is None else args.switch_buffer_kb * 1024)
     except (SpecError, LinkOptionError, QueueConfigError) as e:
@@ -276,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--hosts", type=_positive_int, default=2, help="hosts per T0 group")
     f.add_argument("--host-mbit", type=float, default=100.0)
     f.add_argument("--fabric-mbit", type=float, default=100.0)
+    f.add_argument("--mtu", type=int, default=1500, help="IP MTU of every port (1280..9000)")
     f.add_argument("--routing", choices=("srv6", "ecmp"), default="srv6")
     f.add_argument("--switch-buffer-kb", type=_positive_int, default=None,
                    help="drop-tail buffer of every switch egress port (default: HTB's deep queue)")
