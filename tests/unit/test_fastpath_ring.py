@@ -110,3 +110,12 @@ def test_fabric_mtu_round_trips_and_reaches_every_port():
     sw = hostnet.switch_intf_argvs("t0p0g0-e1", 4200)
     assert ["ip", "link", "set", "dev", "t0p0g0-e1", "mtu", "4200"] in sw
     assert any(a[0] == "ovs-vsctl" and "mtu_request=4200" in a and "t0p0g0-e1" in a for a in sw)
+
+
+def test_unshaped_fabric_refuses_options_that_need_a_switch_queue():
+    from emulation.fabric import Fabric
+    Fabric(FabricSpec(), shaped=False)                 # nothing starts before __enter__
+    with pytest.raises(ValueError, match="unshaped"):
+        Fabric(FabricSpec(), shaped=False, trimming=True)
+    with pytest.raises(ValueError, match="unshaped"):
+        Fabric(FabricSpec(), shaped=False, switch_buffer_bytes=64_000)
