@@ -5,8 +5,9 @@ decide what to send and when; this module only moves their messages between them
 ports: codec (traffic/codec.py) + AF_PACKET sockets (traffic/packet_io.py) + timers + pacing.
 
 Loop (run_once): wait in poll() until a frame arrives, a QP deadline, the pacer, the port
-poll tick or the goodput tick; read every pending frame (preallocated buffer, recv_into),
-decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
+poll tick or the goodput tick; read every pending frame (fast path: straight from the port's
+PACKET_MMAP ring, no system call per frame; reference path, EndpointConfig.fast_path = false:
+one recv_into per frame into a preallocated buffer), decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
 pacer. A frame that fails to decode, names an unknown QP or comes from the wrong peer is counted
 by reason and dropped; nothing a peer sends can raise out of the loop.
 
@@ -130,8 +131,8 @@ class QueuePair:
 
 
 class Endpoint:
-    """All QPs of one host. `ports` maps plane -> port object (PacketPort or a test double
-    with send(frame), recv() -> n into .buf, fileno(), is_up())."""
+    """All QPs of one host. `ports` maps plane -> port object (RingPort with drain(handle, n),
+    PacketPort or a test double with send(frame), recv() -> n into .buf, fileno(), is_up())."""
 
     def __init__(self, config: EndpointConfig, ports: dict | None = None,
                  clock=time.monotonic_ns, open_ports: bool = True):
