@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from emulation.argtypes import nonneg_int, positive_float, positive_int
+
 CODEC_GOAL_RATIO = 50.0
 
 
@@ -22,21 +24,33 @@ def _rate(fn, min_seconds: float, min_iterations: int) -> tuple[float, int]:
             return n / ((now - start) / 1e9), n
 
 
+def add_codec_arguments(parser) -> None:
+    """The options of `mrclab bench codec`."""
+    parser.add_argument("--seconds", type=positive_float, default=1.0,
+                        help="measuring time of each codec in seconds (default 1)")
+    parser.add_argument("--payload-bytes", type=nonneg_int, default=1024,
+                        help="WRITE payload per packet in bytes (default 1024)")
+    parser.add_argument("--mode", choices=("srv6", "ecmp"), default="srv6",
+                        help="frame layout: srv6 (outer IPv6 with a uSID container) or ecmp "
+                             "(default srv6)")
+
+
+def codec_main(args) -> dict:
+    return codec_bench(seconds=args.seconds, payload_bytes=args.payload_bytes, mode=args.mode)
+
+
 def codec_bench(argv: list[str] | None = None, *, seconds: float = 1.0, payload_bytes: int = 1024,
                 mode: str = "srv6"):
     """Encode+decode rate of one WRITE data packet (1 KiB payload by default): fast codec vs
     building and dissecting the same frame with the Scapy layers per packet, side by side.
 
-    codec_bench() returns the figures as a dict. `mrclab bench codec [--seconds S]
-    [--payload-bytes N] [--mode srv6|ecmp]` calls codec_bench(argv) and gets an exit code (0)."""
+    codec_bench() returns the figures as a dict; codec_bench(argv) parses `mrclab bench codec`
+    options and returns an exit code (0)."""
     if argv is not None:
         import argparse
         parser = argparse.ArgumentParser(prog="mrclab bench codec", description=codec_bench.__doc__)
-        parser.add_argument("--seconds", type=float, default=seconds)
-        parser.add_argument("--payload-bytes", type=int, default=payload_bytes)
-        parser.add_argument("--mode", choices=("srv6", "ecmp"), default=mode)
-        args = parser.parse_args(list(argv))
-        codec_bench(seconds=args.seconds, payload_bytes=args.payload_bytes, mode=args.mode)
+        add_codec_arguments(parser)
+        codec_main(parser.parse_args(list(argv)))
         return 0
     if not seconds > 0 or payload_bytes < 0:
         raise ValueError(f"need seconds > 0 and payload_bytes >= 0, got {seconds}, {payload_bytes}")
@@ -215,29 +229,32 @@ class _EndpointPair:
         return stats
 
 
-def _bench_args(argv, name, doc, **defaults):
-    import argparse
-    parser = argparse.ArgumentParser(prog=f"mrclab bench {name}", description=doc)
-    for key, value in defaults.items():
-        if isinstance(value, bool):
-            parser.add_argument("--" + key.replace("_", "-"), action="store_true", default=value)
-        else:
-            parser.add_argument("--" + key.replace("_", "-"), type=type(value), default=value)
-    return vars(parser.parse_args(list(argv)))
+def _add_transfer_arguments(parser, size_mib: int, link_mbit: int) -> None:
+    parser.add_argument("--size-mib", type=positive_int, default=size_mib,
+                        help=f"bytes written h0 -> h2, in MiB (default {size_mib})")
+    parser.add_argument("--link-mbit", type=positive_int, default=link_mbit,
+                        help=f"rate of every host and fabric link in Mbit/s (default {link_mbit})")
 
 
-def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit: int = 30,
-                  unshaped: bool = False, mtu: int = 1500, json: bool = False):
+def add_goodput_arguments(parser) -> None:
+    """The options of `mrclab bench goodput`."""
+    _add_transfer_arguments(parser, size_mib=8, link_mbit=30)
+    parser.add_argument("--mtu", type=positive_int, default=1500,
+                        help="IP MTU of every port, 1280..9000 (default 1500)")
+    parser.add_argument("--unshaped", action="store_true",
+                        help="no rate limit on any link; MRC against one kernel TCP connection "
+                             "between the same hosts (--link-mbit is then ignored)")
+
+
+def goodput_main(args) -> dict:
+    if args.unshaped:
+        return unshaped_goodput(size_mib=args.size_mib, mtu=args.mtu)
+    return goodput_bench(size_mib=args.size_mib, link_mbit=args.link_mbit, mtu=args.mtu)
+
+
+def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
     """One MRC QP h0 (group 0) -> h2 (group 1) over the real fabric (srv6), no faults: goodput
-    as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet.
-    --unshaped: no rate limit on any link, and the same QP against one kernel TCP connection
-    between the same two hosts (unshaped_goodput)."""
-    if argv is not None:
-        goodput_bench(**_bench_args(argv, "goodput", goodput_bench.__doc__, size_mib=size_mib,
-                                    link_mbit=link_mbit, unshaped=unshaped, mtu=mtu, json=json))
-        return 0
-    if unshaped:
-        return unshaped_goodput(size_mib=size_mib, mtu=mtu, json=json)
+    as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet."""
     import tempfile
     from emulation.fabric import Fabric
     from emulation.topology import FabricSpec
@@ -273,10 +290,6 @@ def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit
               "base_rtt_ms": pair.base_rtt_ns / 1e6,
               "header_ceiling_fraction": ceiling,
               "fraction_of_ceiling": goodput_bps / line_bps / ceiling, "mtu": mtu}
-    if json:
-        import json as jsonlib
-        print(jsonlib.dumps(result))
-        return result
     print(f"goodput: {result['goodput_mbit']:.1f} Mbit/s of {result['line_rate_mbit']:.0f} Mbit/s "
           f"line rate = {100 * result['fraction_of_line_rate']:.0f}% (goal "
           f"{100 * GOODPUT_GOAL_FRACTION:.0f}%; headers cap it at {100 * ceiling:.1f}%, so "
@@ -309,16 +322,24 @@ def _rx_samples(log_path: str) -> list[tuple[int, int]]:
     return out
 
 
-def failover_bench(argv: list[str] | None = None, *, size_mib: int = 16, link_mbit: int = 30,
-                   keep_logs: str = ""):
+def add_failover_arguments(parser) -> None:
+    """The options of `mrclab bench failover`."""
+    _add_transfer_arguments(parser, size_mib=16, link_mbit=30)
+    parser.add_argument("--keep-logs", default="", metavar="DIR",
+                        help="keep the endpoints' event logs in DIR (default: a temporary "
+                             "directory, removed)")
+
+
+def failover_main(args) -> dict:
+    return failover_bench(size_mib=args.size_mib, link_mbit=args.link_mbit,
+                          keep_logs=args.keep_logs)
+
+
+def failover_bench(*, size_mib: int = 16, link_mbit: int = 30, keep_logs: str = ""):
     """One sprayed MRC QP h0 -> h2; the T0-T1 link t0p0g0-t1p0s0 (on a quarter of its paths)
     goes down at a quarter of the transfer: time until the goodput (receiver, 50 ms windows)
     stays >= 90% of the pre-fault rate for 200 ms, in ms and base RTTs (goal <= 5). The
     surviving fabric still carries the NIC line rate here, so the pre-fault rate is the target."""
-    if argv is not None:
-        failover_bench(**_bench_args(argv, "failover", failover_bench.__doc__,
-                                     size_mib=size_mib, link_mbit=link_mbit, keep_logs=keep_logs))
-        return 0
     import tempfile
     from analysis import recovery
     from emulation.fabric import Fabric
@@ -364,12 +385,17 @@ def failover_bench(argv: list[str] | None = None, *, size_mib: int = 16, link_mb
     return result
 
 
-def memory_bench(argv: list[str] | None = None, *, size_mib: int = 4, link_mbit: int = 30):
+def add_memory_arguments(parser) -> None:
+    """The options of `mrclab bench memory`."""
+    _add_transfer_arguments(parser, size_mib=4, link_mbit=30)
+
+
+def memory_main(args) -> dict:
+    return memory_bench(size_mib=args.size_mib, link_mbit=args.link_mbit)
+
+
+def memory_bench(*, size_mib: int = 4, link_mbit: int = 30):
     """Endpoint RSS per host (h0 sender, h2 receiver with a size_mib region) after a transfer."""
-    if argv is not None:
-        memory_bench(**_bench_args(argv, "memory", memory_bench.__doc__, size_mib=size_mib,
-                                   link_mbit=link_mbit))
-        return 0
     r = goodput_bench(size_mib=size_mib, link_mbit=link_mbit)
     rss = {h: b / 2**20 for h, b in r["rss_bytes"].items()}
     print("memory: endpoint RSS " + ", ".join(f"{h} {m:.1f} MiB" for h, m in rss.items())
@@ -425,18 +451,33 @@ LEVER_PATHS = {"ring_only": {"fast_path": True, "max_payload": 1344},
                "mtu_only": {"fast_path": False}}
 
 
-def cpu_bench(argv: list[str] | None = None, *, size_mib: int = 16, mtu: int = 9000,
-              link_mbit: int = 10000, json: bool = False, levers: bool = False):
+def add_cpu_arguments(parser) -> None:
+    """The options of `mrclab bench cpu`."""
+    parser.add_argument("--size-mib", type=positive_int, default=16,
+                        help="bytes written h0 -> h2 per path, in MiB (default 16)")
+    parser.add_argument("--mtu", type=positive_int, default=9000,
+                        help="IP MTU of the fabric, which sets the fast path's payload "
+                             "(default 9000)")
+    parser.add_argument("--link-mbit", type=positive_int, default=10000,
+                        help="rate the endpoints pace at, in Mbit/s; no link is shaped "
+                             "(default 10000)")
+    parser.add_argument("--levers", action="store_true",
+                        help="also measure each lever alone: the ring at 1344 B payload, and "
+                             "the MTU with one recv() per frame")
+
+
+def cpu_main(args) -> dict:
+    return cpu_bench(size_mib=args.size_mib, mtu=args.mtu, link_mbit=args.link_mbit,
+                     levers=args.levers)
+
+
+def cpu_bench(*, size_mib: int = 16, mtu: int = 9000, link_mbit: int = 10000,
+              levers: bool = False):
     """One MRC QP h0 (group 0) -> h2 (group 1) on one unshaped fabric of MTU `mtu`: CPU time
     (user + sys, both endpoint processes) per MiB delivered, for the reference path (one
     recv() per frame, 1344 B payload as at MTU 1500) and the fast path (PACKET_MMAP ring,
     payload from the fabric MTU), one after the other in the same run. Goal ratio >= 10.
-    --levers adds each lever alone (LEVER_PATHS)."""
-    if argv is not None:
-        cpu_bench(**_bench_args(argv, "cpu", cpu_bench.__doc__, size_mib=size_mib, mtu=mtu,
-                                link_mbit=link_mbit, json=json, levers=levers))
-        return 0
-    import json as jsonlib
+    levers=True adds each lever alone (LEVER_PATHS)."""
     import os
     import tempfile
     from emulation.fabric import Fabric
@@ -465,9 +506,6 @@ def cpu_bench(argv: list[str] | None = None, *, size_mib: int = 16, mtu: int = 9
     result = {"reference_cpu_ms_per_mib": round(ref, 2), "fast_cpu_ms_per_mib": round(fast, 2),
               "ratio": round(ref / fast, 2), "goal_ratio": CPU_GOAL_RATIO, "mtu": mtu,
               "size_mib": size_mib, "runs": runs}
-    if json:
-        print(jsonlib.dumps(result))
-        return result
     print(f"cpu: one MRC QP h0 -> h2, {size_mib} MiB, unshaped fabric, MTU {mtu}; "
           f"CPU of both endpoints per MiB delivered")
     print(f"  {'path':10} {'cpu ms/MiB':>11} {'user s':>7} {'sys s':>7} {'Mbit/s':>7} "
@@ -546,11 +584,10 @@ def _tcp_goodput_mbit(fab, src: int, dst: int, size: int) -> float:
     return size * 8 / result["seconds"] / 1e6
 
 
-def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500, json: bool = False) -> dict:
+def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500) -> dict:
     """No rate limit on any link: one MRC QP h0 -> h2 (both planes, fast path) and then one
     kernel TCP connection h0 -> h2 (plane 0) over the same fabric; goal ratio MRC/TCP >= 1.
     The endpoints pace at the spec's 10 Gbit/s, i.e. not at all on this machine."""
-    import json as jsonlib
     import tempfile
     from emulation.fabric import Fabric
     from emulation.topology import FabricSpec
@@ -571,9 +608,6 @@ def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500, json: bool = False) 
               "size_mib": size_mib, "mrc_retransmitted": run["retransmitted"],
               "mrc_socket_drops": run["socket_drops"],
               "mrc_cpu_ms_per_mib": round(run["cpu_s"] * 1e3 / size_mib, 2)}
-    if json:
-        print(jsonlib.dumps(result))
-        return result
     print(f"goodput, unshaped fabric (MTU {mtu}, {size_mib} MiB, h0 -> h2): MRC "
           f"{mrc_mbit:.0f} Mbit/s (one QP, both planes), kernel TCP {tcp_mbit:.0f} Mbit/s (one "
           f"connection), ratio {result['ratio']:.2f} (goal >= 1.0); MRC retransmitted "
