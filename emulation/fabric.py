@@ -379,7 +379,7 @@ class Fabric:
         if self.trimming is not None:
             argvs, leaves = trim_mod.port_qdisc_commands(intf, mbit), list(trim_mod.LEAF_CLASSES)
         else:
-            argvs, leaves = hostnet.htb_argvs(intf, mbit), [hostnet.HTB_CLASS]
+            argvs, leaves = hostnet.htb_argvs(intf, mbit, self.spec.mtu), [hostnet.HTB_CLASS]
         if self.switch_buffer_bytes is not None:
             argvs += switchqueue.buffer_argvs(intf, leaves, self.switch_buffer_bytes)
         return argvs
@@ -417,7 +417,7 @@ class Fabric:
         for link in self.topo.links:
             if link.kind == "host":
                 n = self.topo.host(link.a).index
-                for argv in hostnet.htb_argvs(link.a_intf, link.mbit):
+                for argv in hostnet.htb_argvs(link.a_intf, link.mbit, self.spec.mtu):
                     self.cmd_in_host(n, argv)
                 for argv in self._switch_port_qdisc(link.b_intf, link.mbit):
                     run_checked(argv, what=f"shaping {link.b_intf}")

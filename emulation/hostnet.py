@@ -133,13 +133,14 @@ def switch_intf_argvs(intf: str, mtu: int = DEFAULT_MTU) -> list[list[str]]:
     ]
 
 
-def htb_argvs(intf: str, mbit: float) -> list[list[str]]:
+def htb_argvs(intf: str, mbit: float, mtu: int = DEFAULT_MTU) -> list[list[str]]:
     """HTB shaping of one interface's egress to `mbit` (what TCIntf does for bw=, minus netem)."""
     if mbit <= 0:
         raise ValueError(f"rate of {intf} must be positive, got {mbit} Mbit/s")
     rate = f"{mbit:g}mbit"
-    # Burst of at least 10 full frames, so a 100 Mbit/s link is not limited by timer granularity.
-    burst = max(15000, int(mbit * 1e6 / 8 / 1000))
+    # Burst of at least 10 MTU-sized packets, so a 100 Mbit/s link is not limited by timer
+    # granularity (and a jumbo-frame link still passes a burst of several frames).
+    burst = max(10 * mtu, int(mbit * 1e6 / 8 / 1000))
     return [
         ["tc", "qdisc", "replace", "dev", intf, "root", "handle", HTB_HANDLE, "htb",
          "default", "1"],

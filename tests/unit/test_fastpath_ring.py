@@ -119,3 +119,10 @@ def test_unshaped_fabric_refuses_options_that_need_a_switch_queue():
         Fabric(FabricSpec(), shaped=False, trimming=True)
     with pytest.raises(ValueError, match="unshaped"):
         Fabric(FabricSpec(), shaped=False, switch_buffer_bytes=64_000)
+
+
+@pytest.mark.parametrize("mtu", [1500, 4200, 9000])
+def test_htb_burst_holds_ten_packets_of_the_mtu(mtu):
+    _, cls = hostnet.htb_argvs("t0p0g0-e1", 30, mtu)
+    # 30 Mbit/s drains 3750 B per ms: the burst floor of ten full packets decides here
+    assert int(cls[cls.index("burst") + 1]) >= 10 * mtu
