@@ -160,7 +160,7 @@ class Fabric:
                  dynamic_convergence_s: float | None = None, run_dir: str | Path | None = None,
                  link_options: dict | None = None, of_port: int = OF_PORT,
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
-                 trimming=None, switch_buffer_bytes: int | None = None):
+                 trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True):
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
@@ -169,6 +169,12 @@ class Fabric:
         self.trimming = trim_mod.trimming_options(trimming)   # None = off; raises on bad input
         # drop-tail buffer of every switch egress port (None: the deep default; switchqueue.py)
         self.switch_buffer_bytes = switchqueue.validate_buffer_bytes(switch_buffer_bytes)
+        if not shaped and (self.trimming is not None or self.switch_buffer_bytes is not None):
+            raise ValueError("an unshaped fabric has no switch queue: trimming and "
+                             "switch_buffer_bytes need shaped=True")
+        # shaped=False leaves every port without HTB (no rate limit anywhere): the fabric is
+        # then as fast as the userspace switches, for measuring the endpoints' own ceiling.
+        self.shaped = shaped
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -293,8 +299,9 @@ class Fabric:
         self._verify_ofports()
         self._configure_hosts()
         self._configure_switch_intfs()
-        self._shaped = True          # from here on teardown snapshots the queue counters
-        self._shape_links()
+        if self.shaped:
+            self._shaped = True      # from here on teardown snapshots the queue counters
+            self._shape_links()
         self._attach_trimming()
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
                                                 f"tcp:127.0.0.1:{self.of_port}"),
@@ -365,14 +372,14 @@ class Fabric:
     def _configure_switch_intfs(self) -> None:
         for link in self.topo.links:
             for intf in ([link.b_intf] if link.kind == "host" else [link.a_intf, link.b_intf]):
-                for argv in hostnet.switch_intf_argvs(intf):
+                for argv in hostnet.switch_intf_argvs(intf, self.topo.spec.mtu):
                     run_checked(argv, what=f"configuring {intf}")
 
     def _switch_port_qdisc(self, intf: str, mbit: float) -> list[list[str]]:
         if self.trimming is not None:
             argvs, leaves = trim_mod.port_qdisc_commands(intf, mbit), list(trim_mod.LEAF_CLASSES)
         else:
-            argvs, leaves = hostnet.htb_argvs(intf, mbit), [hostnet.HTB_CLASS]
+            argvs, leaves = hostnet.htb_argvs(intf, mbit, self.spec.mtu), [hostnet.HTB_CLASS]
         if self.switch_buffer_bytes is not None:
             argvs += switchqueue.buffer_argvs(intf, leaves, self.switch_buffer_bytes)
         return argvs
@@ -410,7 +417,7 @@ class Fabric:
         for link in self.topo.links:
             if link.kind == "host":
                 n = self.topo.host(link.a).index
-                for argv in hostnet.htb_argvs(link.a_intf, link.mbit):
+                for argv in hostnet.htb_argvs(link.a_intf, link.mbit, self.spec.mtu):
                     self.cmd_in_host(n, argv)
                 for argv in self._switch_port_qdisc(link.b_intf, link.mbit):
                     run_checked(argv, what=f"shaping {link.b_intf}")

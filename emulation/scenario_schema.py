@@ -135,6 +135,7 @@ MRC_ENDPOINT = {
                            hi=100000.0),
     "pacing_fraction": _n(None, 0, 1.5, "pace at this fraction of the port rate", above=True),
     "pacing_burst_packets": _i(None, 1, 1024, "pacer burst"),
+    "fast_path": _b(None, "receive through a PACKET_MMAP ring (false: one recv() per frame)"),
     "max_payload": _i(None, 64, 9000, "per-packet payload cap (the port MTU also caps it)"),
     "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT (omit: measured)"),
     "default_base_rtt_ns": _i(None, 1, NS_MAX, "base RTT if probing gets no answer"),

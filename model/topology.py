@@ -29,6 +29,10 @@ MAX_PLANES = 8
 MAX_GROUPS = 64
 MAX_SPINES = 64
 MAX_HOSTS_PER_GROUP = 32
+# Port MTU bounds: IPv6's minimum link MTU (RFC 8200) up to a 9000-byte jumbo frame.
+DEFAULT_MTU = 1500
+MIN_MTU = 1280
+MAX_MTU = 9000
 
 ROCE_UDP_PORT = 4791
 
@@ -64,6 +68,9 @@ class FabricSpec:
     hosts_per_group: int = 2
     host_link_mbit: float = 100.0
     fabric_link_mbit: float = 100.0
+    # IP MTU of every host and switch port. Userspace OVS costs per packet, not per byte, so
+    # bigger frames carry more data per unit of CPU (RoCE's own MTU is 4096 B of payload).
+    mtu: int = DEFAULT_MTU
 
     def __post_init__(self) -> None:
         for name, value, ceiling in (
@@ -82,6 +89,10 @@ class FabricSpec:
                 raise SpecError(f"{name} must be a number, got {value!r}")
             if not 0.1 <= value <= 10000:
                 raise SpecError(f"{name} must be between 0.1 and 10000 Mbit/s, got {value}")
+        if isinstance(self.mtu, bool) or not isinstance(self.mtu, int) or not (
+                MIN_MTU <= self.mtu <= MAX_MTU):
+            raise SpecError(f"mtu must be an integer number of bytes between {MIN_MTU} and "
+                            f"{MAX_MTU}, got {self.mtu!r}")
         if self.num_hosts < 2:
             raise SpecError("the fabric needs at least 2 hosts (groups * hosts_per_group >= 2)")
 
@@ -94,6 +105,7 @@ class FabricSpec:
             "planes": self.planes, "groups": self.groups, "spines": self.spines,
             "hosts_per_group": self.hosts_per_group,
             "host_link_mbit": self.host_link_mbit, "fabric_link_mbit": self.fabric_link_mbit,
+            "mtu": self.mtu,
         }
 
     @classmethod

@@ -5,8 +5,9 @@ decide what to send and when; this module only moves their messages between them
 ports: codec (traffic/codec.py) + AF_PACKET sockets (traffic/packet_io.py) + timers + pacing.
 
 Loop (run_once): wait in poll() until a frame arrives, a QP deadline, the pacer, the port
-poll tick or the goodput tick; read every pending frame (preallocated buffer, recv_into),
-decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
+poll tick or the goodput tick; read every pending frame (fast path: straight from the port's
+PACKET_MMAP ring, no system call per frame; reference path, EndpointConfig.fast_path = false:
+one recv_into per frame into a preallocated buffer), decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
 pacer. A frame that fails to decode, names an unknown QP or comes from the wrong peer is counted
 by reason and dropped; nothing a peer sends can raise out of the loop.
 
@@ -129,9 +130,15 @@ class QueuePair:
                 "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
 
 
+def port_class_for(config: EndpointConfig):
+    """The NIC port type of the data path: a PACKET_MMAP ring (fast) or one recv() per frame."""
+    from traffic.packet_io import PacketPort, RingPort   # deferred: opens AF_PACKET sockets (root)
+    return RingPort if config.fast_path else PacketPort
+
+
 class Endpoint:
-    """All QPs of one host. `ports` maps plane -> port object (PacketPort or a test double
-    with send(frame), recv() -> n into .buf, fileno(), is_up())."""
+    """All QPs of one host. `ports` maps plane -> port object (RingPort with drain(handle, n),
+    PacketPort or a test double with send(frame), recv() -> n into .buf, fileno(), is_up())."""
 
     def __init__(self, config: EndpointConfig, ports: dict | None = None,
                  clock=time.monotonic_ns, open_ports: bool = True):
@@ -143,12 +150,13 @@ class Endpoint:
         self.log = EventLog(config.event_log, f"h{self.host}", clock)
         self.counters = Counters()
         if ports is None and open_ports:
-            from traffic.packet_io import PacketPort
-            ports = {p: PacketPort(host_intf(self.host, p), p) for p in config.planes}
+            port_class = port_class_for(config)
+            ports = {p: port_class(host_intf(self.host, p), p) for p in config.planes}
         self.ports = ports or {}
         now = clock()
         rate_bps = config.port_rate_mbit * 1e6     # QPs pace below this; this is a safety net
-        self.pacers = {p: Pacer(rate_bps, (config.pacing_burst_packets + 2) * 1600, now)
+        frame_bytes = config.max_payload + MAX_DATA_OVERHEAD + 4     # + Ethernet FCS
+        self.pacers = {p: Pacer(rate_bps, (config.pacing_burst_packets + 2) * frame_bytes, now)
                        for p in self.ports}
         self.txq = {p: collections.deque() for p in self.ports}
         self.port_up = {p: True for p in self.ports}
@@ -557,6 +565,14 @@ class Endpoint:
             more = []
             for plane in ready:
                 port = self.ports[plane]
+                drain = getattr(port, "drain", None)
+                if drain is not None:       # a ring port: no system call per frame
+                    handle, clock = self.handle_frame, self.clock
+                    got = drain(lambda frame: handle(plane, frame, clock()), RX_ROUND)
+                    budget -= got
+                    if got == RX_ROUND:
+                        more.append(plane)
+                    continue
                 for _ in range(RX_ROUND):
                     n = port.recv()
                     if not n:

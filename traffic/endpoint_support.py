@@ -15,6 +15,12 @@ from model.topology import FabricSpec
 MAX_DATA_OVERHEAD = 150
 
 
+def payload_for_mtu(mtu: int) -> int:
+    """Per-packet payload that fits the largest data packet's headers in one `mtu`-byte IP
+    packet, rounded down to 64 bytes: 1344 at 1500, 4032 at 4200, 8832 at 9000."""
+    return (mtu + 14 - MAX_DATA_OVERHEAD) // 64 * 64
+
+
 class ConfigError(ValueError):
     """An endpoint config that cannot run; the message names the key."""
 
@@ -55,7 +61,10 @@ class EndpointConfig:
     port_rate_mbit: float | None = None             # default: fabric host_link_mbit
     pacing_fraction: float = 0.96                   # pace a bit under line rate (HTB shaping)
     pacing_burst_packets: int = 4
-    max_payload: int = 1344                         # per-packet payload cap (MTU also caps it)
+    # True: frames arrive through a PACKET_MMAP ring (packet_io.RingPort), read in batches with
+    # no system call per frame; False: the reference path, one recv() per frame (PacketPort).
+    fast_path: bool = True
+    max_payload: int | None = None                  # payload cap; None: payload_for_mtu(fabric mtu)
     base_rtt_ns: int | None = None                  # None: measure with probes at QP creation
     default_base_rtt_ns: int = 1_000_000            # used if probing gets no answer
     rtt_probe_count: int = 8
@@ -116,6 +125,10 @@ class EndpointConfig:
             self.spec = FabricSpec.from_dict(self.fabric) if self.fabric else FabricSpec()
         except (TypeError, ValueError) as e:
             raise ConfigError(f"fabric: {e}") from None
+        if self.max_payload is None:
+            self.max_payload = payload_for_mtu(self.spec.mtu)
+        if not isinstance(self.fast_path, bool):
+            raise ConfigError(f"fast_path must be true or false, got {self.fast_path!r}")
         if self.host >= self.spec.num_hosts:
             raise ConfigError(f"host {self.host} not in the fabric (hosts 0..{self.spec.num_hosts - 1})")
         if self.routing not in ("srv6", "ecmp"):
