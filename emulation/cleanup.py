@@ -21,6 +21,8 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
+from emulation import trimming
+
 RUN_DIR = "/run/mrclab"
 CONTROLLER_PID_FILE = os.path.join(RUN_DIR, "controller.pid")
 STATE_FILE = os.path.join(RUN_DIR, "fabric.json")
@@ -271,7 +273,6 @@ def clean(verbose: bool = False) -> Leftovers:
 def detach_trim_programs(intfs: list[str]) -> list[str]:
     """Remove the trimming program (emulation/trimming.py) from these interfaces of ours; returns
     the ones it was on. Best effort: a port that vanished meanwhile is skipped."""
-    from emulation import trimming
     done = []
     for intf in intfs:
         if not is_our_switch_intf(intf):

@@ -8,7 +8,9 @@ import os
 import time
 from dataclasses import dataclass, field, fields
 
+from emulation.vqueue import default_port_config
 from model.topology import FabricSpec
+from traffic.reliability import MRCConfig
 
 # Wire overhead of the largest data packet (SRv6 mode, TSETH and ImmDt present):
 # Ethernet 14 + outer IPv6 40 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + TSETH 8 + RETH 16 + ImmDt 4 + ICRC 4
@@ -19,6 +21,10 @@ def payload_for_mtu(mtu: int) -> int:
     """Per-packet payload that fits the largest data packet's headers in one `mtu`-byte IP
     packet, rounded down to 64 bytes: 1344 at 1500, 4032 at 4200, 8832 at 9000."""
     return (mtu + 14 - MAX_DATA_OVERHEAD) // 64 * 64
+
+
+class EndpointError(RuntimeError):
+    """A request to the endpoint that cannot be served (unknown QP, bad region, ...)."""
 
 
 class ConfigError(ValueError):
@@ -35,7 +41,6 @@ def trimming_delay_bound_ns(spec: FabricSpec) -> int:
     T1 downlink, T0 last hop) of a fabric whose switch ports use the default thresholds
     (emulation/vqueue.default_port_config): the sum of the ports' trim thresholds as drain
     times, with TRIM_BOUND_MARGIN. Above it the packet would have been trimmed (and NACKed)."""
-    from emulation.vqueue import default_port_config
     total_s = 0.0
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
@@ -185,7 +190,6 @@ class EndpointConfig:
     def _check_qp_accepts_overrides(self) -> None:
         """A key the QP cannot take must fail here, at validation, not be accepted, logged as
         applied and then dropped (or fail at QP creation inside a worker)."""
-        from traffic.reliability import MRCConfig
         known = {f.name for f in fields(MRCConfig)}
         unknown = sorted(set(self.qp) - known)
         if unknown:
