@@ -32,7 +32,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from emulation import cleanup, hostnet, switchqueue, trimming as trim_mod
+from emulation import cleanup, hostnet, switchqueue
+from emulation import trimming as trim_mod
+from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
 
 LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
@@ -50,18 +52,8 @@ class FabricLockTimeout(FabricError):
 
 
 def run_checked(argv: list[str], timeout: float = 60, what: str = "") -> str:
-    """Run one command; raise FabricError with the command and its stderr on failure."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise FabricError(f"{what + ': ' if what else ''}command not found: {argv[0]}") from None
-    except subprocess.TimeoutExpired:
-        raise FabricError(f"{what + ': ' if what else ''}timed out after {timeout}s: "
-                          f"{' '.join(argv)}") from None
-    if proc.returncode != 0:
-        raise FabricError(f"{what + ': ' if what else ''}command failed (exit {proc.returncode}): "
-                          f"{' '.join(argv)}: {(proc.stderr or proc.stdout).strip()}")
-    return proc.stdout
+    """model.proc.run_checked raising FabricError (what the fabric's callers catch)."""
+    return run_command(argv, timeout=timeout, what=what, error=FabricError)
 
 
 # ---------------------------------------------------------------- lock
@@ -259,10 +251,10 @@ class Fabric:
         self._old_handlers = {}
 
     def _start(self) -> None:
+        from mininet.link import Link
         from mininet.log import setLogLevel
         from mininet.net import Mininet
         from mininet.node import Host, OVSSwitch
-        from mininet.link import Link
 
         if not os.environ.get("MRCLAB_MININET_LOG"):
             setLogLevel("warning")
@@ -326,10 +318,6 @@ class Fabric:
                                                     stdin=subprocess.DEVNULL,
                                                     start_new_session=True)
         Path(cleanup.CONTROLLER_PID_FILE).write_text(f"{self.controller_proc.pid}\n")
-        try:
-            from controller.client import ControllerClient
-        except ImportError as e:
-            raise FabricError(f"controller/client.py is not available: {e}") from None
         self.controller = ControllerClient(port=self.api_port)
 
     def _wait_controller_ready(self) -> None:
