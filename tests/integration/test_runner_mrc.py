@@ -81,8 +81,16 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
     roce_gbn = sum(e["event"] == "retransmit" and e["reason"] == "gbn"
                    for h in range(4) for e in events(run_dir / "roce" / f"endpoint-h{h}.jsonl"))
     assert roce_gbn > 0
-    inf = float("inf")
+    # Recovery (analysis.recovery): goodput back to 90% of the surviving capacity for a hold
+    # window before link_up; None = never within the 3 s the fault lasts. RoCE waits 2 s for
+    # the reconvergence plus its ACK timeout; MRC only for its loss verdict, so MRC is faster.
     rec_mrc = summaries["mrc"]["recovery_ms"][0]
     rec_roce = summaries["roce"]["recovery_ms"][0]
-    assert (inf if rec_mrc is None else rec_mrc) < (inf if rec_roce is None else rec_roce), \
-        (rec_mrc, rec_roce)
+    if rec_mrc is not None or rec_roce is not None:
+        assert rec_mrc is not None and (rec_roce is None or rec_mrc < rec_roce), (rec_mrc, rec_roce)
+    else:
+        # Neither goodput series held 90% for the whole hold window (a loaded machine's rate
+        # jitter can keep both below it). The stall itself still shows: RoCE's iteration that
+        # spans the fault waits >= 2 s (reconvergence); MRC's worst iteration must be shorter.
+        worst = {t: max(s["iteration_times_ms"]) for t, s in summaries.items()}
+        assert worst["roce"] >= 2000 and worst["mrc"] < worst["roce"], worst
