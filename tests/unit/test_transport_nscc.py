@@ -93,3 +93,53 @@ def test_pacer_holds_rate_per_plane():
             t = pacer.next_send_ns(0, t)
     assert 99_000 <= sent <= 103_000             # 100 KB in 100 ms plus one burst
     assert pacer.can_send(1, t)                  # planes are independent
+
+
+# Hand-worked numbers below: link 10 MB/s, base RTT 1 ms -> BDP 10_000 B, initial window
+# 1 BDP = 10_000 B, max window 1.5 BDP = 15_000 B, MSS 1000 B.
+def ten_mbyte(**kw):
+    return Nscc(base_rtt_ns=RTT, link_rate_Bps=10_000_000, mss=1000, **kw)
+
+
+def test_trimming_target_turns_a_three_quarter_rtt_delay_into_fair_increase():
+    """Delay 0.8 base RTT, no ECN. Default target (1 RTT): below target, proportional increase
+    10_000 + 2000 x (1 - 0.8) = 10_400. Trimming target (0.75 RTT): at/above target, fair
+    increase 10_000 + 1000 x 2000 / 10_000 = 10_200."""
+    plain, trimming = ten_mbyte(), ten_mbyte(target_frac=0.75)
+    assert plain.on_ack(2000, RTT + 800_000, False, 0) == NsccResponse.PROPORTIONAL_INCREASE
+    assert plain.cwnd == pytest.approx(10_400)
+    assert trimming.on_ack(2000, RTT + 800_000, False, 0) == NsccResponse.FAIR_INCREASE
+    assert trimming.cwnd == pytest.approx(10_200)
+
+
+def test_delay_above_four_targets_quick_adapts_to_what_was_acked_last_rtt():
+    """Quick adapt is also driven by delay alone (> 4 x target, no ECN, no loss): the window
+    falls to the bytes acknowledged in the last base RTT, at most once per base RTT."""
+    cc = ten_mbyte()
+    assert cc.on_ack(3000, RTT + 200_000, False, 0) == NsccResponse.PROPORTIONAL_INCREASE
+    assert cc.cwnd == pytest.approx(10_000 + 3000 * 0.8)
+    # exactly 4 targets of delay is not above the threshold: fair increase
+    assert cc.on_ack(1000, RTT + 4 * RTT, False, 500_000) == NsccResponse.FAIR_INCREASE
+    # one base RTT later the previous interval acked 3000 + 1000 = 4000 B
+    assert cc.on_ack(500, RTT + 5 * RTT, False, RTT) == NsccResponse.QUICK_ADAPT
+    assert cc.cwnd == pytest.approx(4000)
+    # within the same base RTT: no second quick adapt; delay >= target -> fair increase
+    assert cc.on_ack(500, RTT + 5 * RTT, False, RTT + 500_000) == NsccResponse.FAIR_INCREASE
+    assert cc.cwnd == pytest.approx(4000 + 1000 * 500 / 4000)
+
+
+def test_pacer_tokens_never_exceed_the_burst_after_idle():
+    """Burst 3000 B at 1 MB/s: ten idle seconds still leave only 3000 B of tokens, so sending
+    4000 B overdraws by 1000 B = 1 ms at 1 MB/s before the next packet may go."""
+    pacer = PlanePacer([0, 1], rate_Bps=1_000_000, burst_bytes=3000)
+    pacer.consume(0, 3000, 0)
+    assert not pacer.can_send(0, 0)
+    t = 10_000_000_000
+    assert pacer.can_send(0, t)
+    pacer.consume(0, 4000, t)
+    assert not pacer.can_send(0, t)
+    assert pacer.next_send_ns(0, t) == t + 1_000_000 + 1
+    assert pacer.next_send_ns(0, t + 1_000_001) == t + 1_000_001
+    # the other plane's bucket is its own: full burst, untouched
+    pacer.consume(1, 2999, t)
+    assert pacer.can_send(1, t)

@@ -3,7 +3,8 @@ import pytest
 
 from emulation.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, GOOD
-from traffic.messages import PSN_MASK
+from emulation.topology import make_ev
+from traffic.messages import PSN_MASK, DataPacket, Nack, NackReason, Opcode
 from traffic.reliability import MRCConfig, QPError
 from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
 
@@ -230,3 +231,36 @@ def test_roce_go_back_n_retransmits_far_more_than_mrc_at_1_percent():
         deliver(h, sizes=sizes)
         retx[name] = h.sender.counters["retransmitted_bytes"]
     assert retx["roce"] > 4 * retx["mrc"] > 0
+
+
+def test_sender_never_runs_more_than_mpr_x_128_psns_past_the_cumulative_ack():
+    """MRC.md: the window never goes beyond cumulative ACK + MPR (units of 128 PSNs). MPR 1 and
+    no ACK ever coming back: exactly PSNs 0..127 go out, however long the sender polls."""
+    net = SimNet(seed=3, planes=2, spines=2)
+    net.failed_planes.update({0, 1})
+    cfg = MRCConfig(mpr=1, nscc_enabled=False, mtu=1000, rto_ns=60_000 * MS)
+    h = Harness(net, cfg=cfg)
+    h.post([300 * 1000])
+    psns = set()
+    t = h.clock.now_ns
+    for _ in range(3000):
+        psns.update(pkt.psn for pkt, _plane in h.sender.poll(t) if isinstance(pkt, DataPacket))
+        t += 100_000
+    assert psns == set(range(128))
+
+
+def _oor_nack(h, psn):
+    region = h.registry.register(bytearray(64))
+    pkt = DataPacket(dest_qp=0x22, psn=psn, opcode=Opcode.WRITE_ONLY, msn=0, va=region.va,
+                     rkey=region.rkey, dma_len=8, payload=b"8 bytes!", ev=make_ev(0, 0, 5))
+    return [m for m, _plane in h.receiver.on_data(pkt, h.clock.now_ns, 0)
+            if isinstance(m, Nack) and m.reason == NackReason.PSN_OOR_WINDOW]
+
+
+def test_receiver_accepts_up_to_cumulative_ack_plus_mpr_x_128_psns():
+    """Default MPR 8 -> 1024 PSNs: with nothing received yet, PSN 1023 is inside the window and
+    PSN 1024 is out of it (NACK PSN_OOR_WINDOW, 0x0B)."""
+    h = Harness(SimNet(seed=3))
+    assert _oor_nack(h, 1023) == []
+    assert len(_oor_nack(h, 1024)) == 1
+    assert h.receiver.counters["out_of_window"] == 1
