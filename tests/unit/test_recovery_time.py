@@ -103,3 +103,49 @@ def test_phase_gaps_of_a_collective_are_not_an_outage_with_collective_windows():
     steady_100 = R.steady_goodput_bps(samples, 0, fault)
     rec_100 = R.recovery_time_ms(samples, fault, steady_100)
     assert rec_100 is None or rec_100 > 1000, rec_100     # a bogus "outage" of seconds
+
+
+# 2 planes x 2 groups x 2 spines x 2 hosts, every link 100 Mbit/s. Cuts by hand: each host has
+# 2 NIC links; each group's T0s have 2 planes x 2 spines = 4 uplinks.
+CLOS = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
+
+
+def capacity_after(*faults):
+    state = {}
+    for fault in faults:
+        state = R.apply_fault_to_capacity(CLOS, state, fault)
+    return R.surviving_capacity_fraction(CLOS, state)
+
+
+def test_flap_takes_the_link_out_like_link_down():
+    """A flapping uplink carries nothing usable: group 0 keeps 3 of 4 uplinks -> 0.75."""
+    assert capacity_after({"action": "flap", "a": "t0p0g0", "b": "t1p0s0"}) == 0.75
+    assert capacity_after({"action": "flap", "a": "t0p0g0", "b": "t1p0s0"},
+                          {"action": "link_up", "a": "t1p0s0", "b": "t0p0g0"}) == 1.0
+
+
+def test_degrade_keeps_the_given_fraction_of_the_link():
+    """Uplink at half rate: group 0 has 3 + 0.5 of 4 uplinks -> 0.875. A host link at a
+    quarter: that host has 1 + 0.25 of 2 ports -> 0.625. degrade_clear restores it."""
+    up = {"action": "degrade", "a": "t0p0g0", "b": "t1p0s0", "fraction": 0.5}
+    assert capacity_after(up) == 0.875
+    host = {"action": "degrade", "a": "h0", "b": "t0p0g0", "fraction": 0.25}
+    assert capacity_after(host) == 0.625
+    assert capacity_after(host, {"action": "degrade_clear", "a": "t0p0g0", "b": "h0"}) == 1.0
+    # a second degrade of the same link replaces the first, in either name order
+    assert capacity_after(up, {"action": "degrade", "a": "t1p0s0", "b": "t0p0g0",
+                               "fraction": 0.25}) == (3 + 0.25) / 4
+
+
+def test_blackhole_and_its_clear_act_on_every_link_of_the_node():
+    """A black-holed T1 (t1p0s0) takes one uplink from each group -> 0.75; a black-holed T0
+    (t0p0g0) takes both its hosts' plane-0 ports -> 0.5. blackhole_clear gives back exactly
+    that node's links: another fault (t0p1g1~t1p1s1 down) stays in force -> 0.75 (with the
+    black hole, group 1 had lost 2 of 4 -> 0.5)."""
+    t1 = {"action": "blackhole", "a": "t1p0s0"}
+    assert capacity_after(t1) == 0.75
+    assert capacity_after({"action": "blackhole", "node": "t0p0g0"}) == 0.5
+    other = {"action": "link_down", "a": "t0p1g1", "b": "t1p1s1"}
+    assert capacity_after(t1, other) == 0.5              # group 1 lost 2 of its 4 uplinks
+    assert capacity_after(t1, other, {"action": "blackhole_clear", "a": "t1p0s0"}) == 0.75
+    assert capacity_after(t1, {"action": "blackhole_clear", "a": "t1p0s0"}) == 1.0
