@@ -52,13 +52,14 @@ def send_and_count(fab, routing_mode, evs, count, pps=2000, ecn=2, src=0, dst=1)
     return got
 
 
-# Delivery tolerance on a path that works. pathcheck frames are 128 bytes, so 2000-4000 pps
-# is 2-4 Mbit/s on 50 Mbit/s links: no queue ever builds, the HTB shaper drops nothing, and a
-# missing frame can only be one a CPU-starved userspace OVS or the receiver's socket dropped.
-# Allow 5% (+1) of those; a failed path delivers 0, so working and failed stay far apart.
+# Delivery tolerance on a path that works. pathcheck frames are 128 bytes, so 2000 pps is
+# 2 Mbit/s on 50 Mbit/s links: no queue ever builds, the HTB shaper drops nothing, and a
+# missing frame can only be one a CPU-starved userspace OVS or the receiver's socket dropped
+# (measured with one core busy: none in short bursts at 2000 pps, 42% in a 1000-frame burst
+# at 4000 pps). Allow a quarter; a failed path delivers 0, so working and failed stay apart.
 def delivered_all(got, sent):
     """`got` frames of `sent` is what a working path delivers on a loaded machine."""
-    return sent - max(1, sent // 20) <= got <= sent
+    return sent - max(1, sent // 4) <= got <= sent
 
 
 def works(got, evs, sent, ce=0):
@@ -155,22 +156,25 @@ def test_link_down_loses_only_that_paths_evs(fab):
 
 
 def test_gray_loss_rate_within_tolerance_and_silent(fab):
+    """20% gray loss on spine 1's downlink: EV_S1 (through it) delivers 80% of what EV_S0
+    (spine 0, same sender, frames interleaved) delivers. Comparing with EV_S0 cancels the
+    frames a CPU-starved OVS or receiver drops from both alike (measured: 42% of both at
+    4000 pps with one core busy). Binomial: ratio sd = sqrt(0.8 x 0.2 / n0), 0.026 at n0 = 240
+    (the least EV_S0 may deliver, below); 0.8 +- 0.12 is over 4.5 sd."""
     c = fab.controller
     t0 = time.monotonic_ns()
     c.fault({"action": "gray_loss", "a": "t1p0s1", "b": "t0p0g1", "percent": 20,
              "direction": "a->b"})
     try:
-        got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 1000, pps=4000)
+        got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 1000, pps=2000)
     finally:
         c.fault({"action": "gray_loss_clear", "a": "t1p0s1", "b": "t0p0g1"})
-    # 4000 pps x 128 B = 4 Mbit/s: no queue loss (see delivered_all). EV_S1 crosses the 20%
-    # gray link: 1000 x 0.8 = 800 expected, binomial sd sqrt(1000 x 0.2 x 0.8) = 12.6, so
-    # 800 +- 60 (4.7 sd) is the loss itself; the lower end also allows the 5% CPU-drop
-    # tolerance of a working path (800 x 0.95 - 40 = 720).
-    assert delivered_all(got[EV_S0][0], 1000), got
-    assert 720 <= got[EV_S1][0] <= 860, got
+    n0, n1 = got[EV_S0][0], got[EV_S1][0]
+    assert n0 >= 240, f"the healthy path delivered only {n0} of 1000: {got}"
+    assert 0.68 <= n1 / n0 <= 0.92, got
     assert port_status_events(fab, t0) == []
-    assert delivered_all(send_and_count(fab, "srv6", [EV_S1], 50)[EV_S1][0], 50)
+    wait_until_delivered(fab, [EV_S1])
+    assert works(send_and_count(fab, "srv6", [EV_S1], 50), [EV_S1], 50)
 
 
 def test_ecn_marks_only_where_configured(fab):

@@ -1,4 +1,6 @@
 """mrclab argument handling: bad input -> clear message, exit 2; missing modules don't break it."""
+import sys
+
 import pytest
 
 from emulation import cli
@@ -68,6 +70,7 @@ def test_dispatch_passes_argv_and_exit_code(capsys, monkeypatch, tmp_path):
     mod = tmp_path / "mrclab_fake_cli_mod.py"
     mod.write_text("seen = []\ndef main(argv):\n    seen.append(argv)\n    return 3\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "mrclab_fake_cli_mod", raising=False)   # fresh `seen`
     monkeypatch.setitem(cli.DISPATCH, "analyze", "mrclab_fake_cli_mod:main")
     rc, _, _ = run(capsys, "analyze", "results/x", "--plots")
     import mrclab_fake_cli_mod
