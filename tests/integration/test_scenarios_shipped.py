@@ -193,7 +193,10 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         # trimming on, deep queues: nothing dropped by a queue, and (a CPU-starved userspace
         # switch can still drop a frame silently, retiring one EV) at most one retired path
         # per sender of the 7:1 incast
-        assert summary["queue_drops"] == 0 and summary["ev_assumed_bad"] <= 7, summary
+        assert summary["trimmed"] > 0, summary
+        assert summary["queue_drops"] == 0 and summary["ev_assumed_bad"] <= 7, \
+            {k: summary.get(k) for k in ("trimmed", "queue_drops", "ev_assumed_bad",
+                                         "ev_assumed_bad_by_reason", "nacks_sent")}
     elif name == "incast-shallow":
         # 64 KiB drop-tail switch buffers, trimming off: what trimming exists for. Congestion
         # drops at the incast's last hops, and MRC cannot tell them from failures (measured
