@@ -130,6 +130,8 @@ def main(argv=None) -> int:
     ap.add_argument("--children", type=int, default=2, help="parallel mutant processes (shared machine: 1-2)")
     ap.add_argument("--survivors", action="store_true", help="list surviving mutants")
     ap.add_argument("--timeout-multiplier", type=float, default=15.0)
+    ap.add_argument("--report-only", action="store_true",
+                    help="only read the results of the last (possibly interrupted) run")
     args = ap.parse_args(argv)
     unknown = [m for m in args.modules if not (ROOT / m).is_file()]
     if unknown:
@@ -140,6 +142,14 @@ def main(argv=None) -> int:
 
     equivalents = load_equivalents()
     started = time.monotonic()
+    if not args.report_only:
+        run_mutmut(args)
+    elapsed = time.monotonic() - started
+    return report(args, equivalents, elapsed)
+
+
+def run_mutmut(args) -> None:
+    mutmut = Path(sys.executable).parent / "mutmut"
     copy_tree(args.keep)
     (WORK / "pyproject.toml").write_text(scratch_pyproject(args.modules, args.timeout_multiplier))
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
@@ -151,8 +161,9 @@ def main(argv=None) -> int:
         tail = log.read_text(errors="replace")[-3000:]
         sys.stderr.write(tail.replace("\r", "\n") + "\n")
         raise SystemExit(f"mutmut run failed (exit {run.returncode}); full output in {log}")
-    elapsed = time.monotonic() - started
 
+
+def report(args, equivalents: dict[str, str], elapsed: float) -> int:
     by_module = results(args.modules)
     unused = set(equivalents) - {n for codes in by_module.values() for n in codes}
     total_killed = total_counted = 0
@@ -172,12 +183,16 @@ def main(argv=None) -> int:
         score = 100.0 * killed / counted if counted else 100.0
         if score < GOAL_MODULE:
             low.append(mod)
-        rows.append((mod, len(codes), killed, counted - killed, equiv, not_run, score))
+        checked = counted - not_run
+        rows.append((mod, len(codes), killed, counted - killed, equiv, not_run, score,
+                     100.0 * killed / checked if checked else float("nan")))
         total_killed += killed
         total_counted += counted
-    print(f"{'module':28} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv':>6} {'not run':>7} {'score':>7}")
-    for mod, n, k, s, e, nr, score in rows:
-        print(f"{mod:28} {n:7d} {k:7d} {s:8d} {e:6d} {nr:7d} {score:6.1f}%")
+    # "of checked": the score over the mutants the run got to (differs only for a partial run)
+    print(f"{'module':28} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv':>6} {'not run':>7} "
+          f"{'score':>7} {'of checked':>10}")
+    for mod, n, k, s, e, nr, score, of_checked in rows:
+        print(f"{mod:28} {n:7d} {k:7d} {s:8d} {e:6d} {nr:7d} {score:6.1f}% {of_checked:9.1f}%")
     if args.survivors:
         for name, code in survivors:
             print(f"survived: {name} (exit {code})")
@@ -185,7 +200,8 @@ def main(argv=None) -> int:
         print(f"note: {len(unused)} listed equivalent mutants no longer exist: {sorted(unused)[:5]}")
     if low:
         print(f"below {GOAL_MODULE:.0f}%: {', '.join(low)}")
-    print(f"time: {elapsed:.0f} s with {args.children} worker(s)")
+    if not args.report_only:
+        print(f"time: {elapsed:.0f} s with {args.children} worker(s)")
     total = 100.0 * total_killed / total_counted if total_counted else 100.0
     print(f"mutation score: {total:.0f}%")
     return 0
