@@ -149,3 +149,40 @@ def test_blackhole_and_its_clear_act_on_every_link_of_the_node():
     assert capacity_after(t1, other) == 0.5              # group 1 lost 2 of its 4 uplinks
     assert capacity_after(t1, other, {"action": "blackhole_clear", "a": "t1p0s0"}) == 0.75
     assert capacity_after(t1, {"action": "blackhole_clear", "a": "t1p0s0"}) == 1.0
+
+
+def _cumulative(dips_ms, start_ms=200, end_ms=2500, rate_b_per_ms=1000):
+    """(t_ns, cumulative bytes) every 5 ms: nothing before start_ms, then 1000 B/ms except in
+    the dips [a, b) (ms)."""
+    out, cum = [], 0
+    for t in range(0, end_ms + 1, 5):
+        out.append((t * R.MS, cum))
+        if t >= start_ms and not any(a <= t < b for a, b in dips_ms):
+            cum += 5 * rate_b_per_ms
+    return out
+
+
+def test_recovery_needs_every_window_of_the_hold_by_hand():
+    """Windows of 125 ms every 5 ms, threshold 60% of 1e6 B/s: a window is good when it holds
+    >= 75 ms of traffic. Traffic starts at 200 ms (first good window at 150: 75 ms inside) but a
+    dip [720, 820) spoils the windows starting 650..765, and 650 is the 101st window of the
+    hold from 150 (hold 500 ms -> windows 150, 155, ..., 650): no recovery at 150. The window at
+    770 holds exactly 75 ms (820..895): good, and its hold (to 1270) ends before the second dip
+    [1500, 1600) spoils 1430..1545. So 770 ms, not 150 nor 775 nor 1550."""
+    samples = _cumulative([(720, 820), (1500, 1600)])
+    got = R.recovery_time_ms(samples, 0, 1e6, threshold=0.6, window_ms=125, step_ms=5,
+                             hold_ms=500)
+    assert got == 770.0
+
+
+def test_recovery_edge_cases_by_hand():
+    two = [(0, 0), (1_000_000_000, 1_000_000)]             # two samples suffice: 1e6 B/s
+    assert R.recovery_time_ms(two, 0, 1e6) == 0.0
+    assert R.recovery_time_ms(two, 0, 0.5) == 0.0          # any positive rate is a valid goal
+    assert R.recovery_time_ms(two[:1], 0, 1e6) is None
+    with pytest.raises(ValueError, match="expected_bps must be > 0, got 0"):
+        R.recovery_time_ms(two, 0, 0)
+    # until_ns bounds the evaluation: traffic only resumes after it
+    late = _cumulative([], start_ms=1500)
+    assert R.recovery_time_ms(late, 0, 1e6, until_ns=1400 * R.MS) is None
+    assert R.recovery_time_ms(late, 0, 1e6) == 1490.0   # window 1490..1590: 90 of 100 ms
