@@ -143,3 +143,59 @@ def test_pacer_tokens_never_exceed_the_burst_after_idle():
     # the other plane's bucket is its own: full burst, untouched
     pacer.consume(1, 2999, t)
     assert pacer.can_send(1, t)
+
+
+def test_window_bounds_and_construction_by_hand():
+    """BDP 10_000 B: initial 1 BDP, max 1.5 BDP; an initial window above the max is capped, one
+    below min_window raised; a smaller base RTT shrinks the max (and the window with it)."""
+    assert ten_mbyte().cwnd == 10_000 and ten_mbyte().max_window == 15_000
+    assert ten_mbyte(initial_window_bdp=3).cwnd == 15_000
+    assert ten_mbyte(initial_window_bdp=0.01, min_window=2500).cwnd == 2500
+    assert ten_mbyte(max_window_bdp=0.1, min_window=2000).max_window == 2000
+    cc = ten_mbyte(initial_window_bdp=1.5)
+    cc.set_base_rtt(500_000)                               # BDP 5000 -> max 7500
+    assert cc.base_rtt_ns == 500_000 and cc.cwnd == 7500
+    cc.set_base_rtt(0)
+    assert cc.base_rtt_ns == 1
+    for kw, msg in (({"max_md": 0}, "max_md"), ({"max_md": 0.51}, "max_md"),
+                    ({"mss": 0}, "must be positive")):
+        with pytest.raises(ValueError, match=msg):
+            Nscc(**{"base_rtt_ns": RTT, "link_rate_Bps": 1e7, "mss": 1000, **kw})
+    with pytest.raises(ValueError, match="must be positive"):
+        Nscc(base_rtt_ns=0, link_rate_Bps=1e7, mss=1000)
+    with pytest.raises(ValueError, match="must be positive"):
+        Nscc(base_rtt_ns=RTT, link_rate_Bps=0, mss=1000)
+
+
+def test_md_once_per_base_rtt_boundary_and_gamma_by_hand():
+    """gamma 0.5, delay 2 targets: factor = 1 - 0.5 x (2 - 1) / 2 = 0.75. A second ECN ack
+    exactly one base RTT later decreases again (at most once PER base RTT, not less often)."""
+    cc = ten_mbyte(gamma=0.5)
+    assert cc.on_ack(0, 3 * RTT, True, 0) == NsccResponse.MULTIPLICATIVE_DECREASE
+    assert cc.cwnd == pytest.approx(7500)
+    cc.on_ack(0, 3 * RTT, True, RTT - 1)
+    assert cc.cwnd == pytest.approx(7500)
+    cc.on_ack(0, 3 * RTT, True, RTT)
+    assert cc.cwnd == pytest.approx(7500 * 0.75)
+    assert cc.last_response == NsccResponse.MULTIPLICATIVE_DECREASE
+
+
+def test_ack_without_rtt_sample_counts_as_no_queueing():
+    """No RTT sample (e.g. a SACK of a retransmission): delay taken as 0 -> proportional
+    increase by the full acked bytes (alpha 1): 10_000 + 1500."""
+    cc = ten_mbyte()
+    assert cc.on_ack(1500, None, False, 0) == NsccResponse.PROPORTIONAL_INCREASE
+    assert cc.cwnd == pytest.approx(11_500)
+
+
+def test_quick_adapt_uses_the_better_of_the_last_and_current_interval():
+    """Interval 1 acked 2000 B; interval 2 has already acked 6000 B when the loss comes: the
+    window falls to 6000, not 2000. Before any ack the window falls to min_window (0 acked)."""
+    cc = ten_mbyte()
+    cc.on_ack(2000, RTT, False, 0)
+    cc.on_ack(6000, RTT, False, RTT)
+    assert cc.on_loss(RTT + 1) and cc.last_response == NsccResponse.QUICK_ADAPT
+    assert cc.cwnd == pytest.approx(6000)
+    fresh_cc = ten_mbyte()
+    assert fresh_cc.on_loss(5) and fresh_cc.cwnd == 1000
+    assert not fresh_cc.on_loss(5 + RTT - 1) and fresh_cc.on_loss(5 + RTT)
