@@ -60,14 +60,14 @@ def toml_value(v) -> str:
     raise TypeError(f"cannot write {v!r} as TOML")
 
 
-def scratch_pyproject(modules: list[str], children_timeout: float) -> str:
+def scratch_pyproject(modules: list[str], children_timeout: float, tests: list[str]) -> str:
     """pyproject.toml for the scratch tree: the project's pytest settings plus mutmut's."""
     pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     mutmut = {
         "source_paths": PACKAGES,
         "only_mutate": modules,
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q"],
-        "pytest_add_cli_args_test_selection": TEST_SELECTION,
+        "pytest_add_cli_args_test_selection": tests,
         "timeout_multiplier": children_timeout,
         # data the tests read (scenarios, scripts): mutmut runs the tests inside mutants/
         "also_copy": sorted(p.name for p in WORK.iterdir()
@@ -130,6 +130,9 @@ def main(argv=None) -> int:
     ap.add_argument("--children", type=int, default=2, help="parallel mutant processes (shared machine: 1-2)")
     ap.add_argument("--survivors", action="store_true", help="list surviving mutants")
     ap.add_argument("--timeout-multiplier", type=float, default=15.0)
+    ap.add_argument("--tests", nargs="+", default=TEST_SELECTION,
+                    help="test files to run (default: all unit tests); fewer = faster, and a "
+                         "lower bound on the score")
     ap.add_argument("--report-only", action="store_true",
                     help="only read the results of the last (possibly interrupted) run")
     args = ap.parse_args(argv)
@@ -151,7 +154,7 @@ def main(argv=None) -> int:
 def run_mutmut(args) -> None:
     mutmut = Path(sys.executable).parent / "mutmut"
     copy_tree(args.keep)
-    (WORK / "pyproject.toml").write_text(scratch_pyproject(args.modules, args.timeout_multiplier))
+    (WORK / "pyproject.toml").write_text(scratch_pyproject(args.modules, args.timeout_multiplier, args.tests))
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     log = ROOT / "build" / "mutmut.log"
     with log.open("w") as out:
