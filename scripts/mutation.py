@@ -181,7 +181,7 @@ def report(args, equivalents: dict[str, str], elapsed: float) -> int:
                 not_run += code in NOT_RUN      # counted as survived: nothing showed it killed
                 if code in KILLED:
                     killed += 1
-                else:
+                elif code not in NOT_RUN:
                     survivors.append((name, code))
         score = 100.0 * killed / counted if counted else 100.0
         if score < GOAL_MODULE:

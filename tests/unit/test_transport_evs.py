@@ -258,3 +258,31 @@ def test_path_info_from_a_topology_lists_every_plane_and_spine():
     assert info == PathInfo(planes=(0, 1, 2), spines=5)
     with pytest.raises(ValueError, match="spines must be >= 1, got 0"):
         PathInfo((0,), 0)
+
+
+def test_skip_suspect_and_cleared_events_carry_what_the_analysis_reads():
+    """The event log is the analysis' input (ev_skip / ev_suspect / ev_cleared timelines): each
+    carries time, QP, EV, plane and its cause. Suspending twice, or an EV that is not GOOD,
+    changes nothing; clearing an EV that is not suspended changes nothing."""
+    evs, events = make()
+    ev = evs.rotation[2]
+    plane = ev_plane(ev)
+    evs.skip_next_turn(ev, 10)
+    evs.skip_next_turn(0xDEAD, 11)                        # not one of ours: ignored
+    evs.suspend(ev, "sack_gap", 20)
+    evs.suspend(ev, "timeout", 21)                        # already suspended
+    evs.unsuspend(ev, "nack_trimmed", 30)
+    evs.unsuspend(ev, "late_delivery", 31)                # no longer suspended
+    mine = [e for e in events if e.get("ev") == ev and e["event"] != "ev_state"]
+    assert mine == [
+        {"t_ns": 10, "event": "ev_skip", "qp": 9, "ev": ev, "plane": plane, "until_ns": 10,
+         "once": True},
+        {"t_ns": 20, "event": "ev_suspect", "qp": 9, "ev": ev, "plane": plane,
+         "reason": "sack_gap"},
+        {"t_ns": 30, "event": "ev_cleared", "qp": 9, "ev": ev, "plane": plane,
+         "evidence": "nack_trimmed"}]
+    other = evs.rotation[3]
+    evs.mark_lost(other, "timeout", 40)
+    evs.suspend(other, "timeout", 41)                     # ASSUMED_BAD: not suspended
+    assert not evs.evs[other].suspended
+    assert not [e for e in events if e["event"] == "ev_suspect" and e["ev"] == other]
