@@ -116,3 +116,10 @@ def test_validation_names_what_is_wrong():
     with pytest.raises(FaultError, match="'h2' is a host"):
         ok(action="blackhole_clear", a="h2")
     assert faults.directed_pairs({"a": "x", "b": "y"}) == [("x", "y"), ("y", "x")]
+
+
+def test_flap_schedule_and_table_names_by_hand():
+    """period 0.5 s: down at 0, 0.5, 1.0 s, each for a quarter second."""
+    assert faults.flap_schedule(0.5, 3) == [(0.0, False), (0.25, True), (0.5, False),
+                                            (0.75, True), (1.0, False), (1.25, True)]
+    assert faults.nft_table_name("loss", "T0p0G1-e3.x") == "mrclab_loss_T0p0G1_e3_x"

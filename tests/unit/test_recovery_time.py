@@ -186,3 +186,12 @@ def test_recovery_edge_cases_by_hand():
     late = _cumulative([], start_ms=1500)
     assert R.recovery_time_ms(late, 0, 1e6, until_ns=1400 * R.MS) is None
     assert R.recovery_time_ms(late, 0, 1e6) == 1490.0   # window 1490..1590: 90 of 100 ms
+
+
+def test_collective_window_is_the_median_of_the_positive_iteration_times():
+    """None, 0 and negative times are not iterations: median of [0.5, 200, 300] = 200 ms;
+    the hold is at least 500 ms and at least one window."""
+    assert R.collective_windows([None, 0, -5, 0.5, 200, 300]) == {"window_ms": 200.0,
+                                                                  "hold_ms": 500.0}
+    assert R.collective_windows([800, 900, 1000]) == {"window_ms": 900.0, "hold_ms": 900.0}
+    assert R.collective_windows([None, 0]) == {"window_ms": 100.0, "hold_ms": 500.0}

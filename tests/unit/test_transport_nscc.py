@@ -199,3 +199,15 @@ def test_quick_adapt_uses_the_better_of_the_last_and_current_interval():
     fresh_cc = ten_mbyte()
     assert fresh_cc.on_loss(5) and fresh_cc.cwnd == 1000
     assert not fresh_cc.on_loss(5 + RTT - 1) and fresh_cc.on_loss(5 + RTT)
+
+
+def test_quick_adapt_starts_the_measuring_interval_at_the_loss():
+    """A loss before any ack opens the one-base-RTT measuring interval at the loss (t = 0):
+    3000 B acked at 0.5 RTT fall in it, the 1000 B at 1 RTT open the next one. A loss at
+    1 RTT then adapts to the complete interval's 3000 B."""
+    cc = ten_mbyte(min_window=0)
+    assert cc.on_loss(0) and cc.cwnd == 0                 # nothing acked yet: 0 bytes
+    cc.on_ack(3000, RTT, False, RTT // 2)
+    cc.on_ack(1000, RTT, False, RTT)
+    assert cc.on_loss(RTT)
+    assert cc.cwnd == pytest.approx(3000)
