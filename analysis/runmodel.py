@@ -101,7 +101,7 @@ class TransportRun:
     traffic_end_ns: int | None
     data_verified: bool                            # no iteration record failed verification
     worker_errors: list[str]
-    faults: list[Fault]
+    faults: list[Fault]                            # every schedule entry, in schedule order
     baseline_goodput_bps: float | None
     windows: dict
     rank_iterations: list[tuple] = field(default_factory=list)  # (iter, host, start_ns, end_ns, bytes, verified)
@@ -123,7 +123,9 @@ class TransportRun:
     def summary_fields(self) -> dict:
         """The summary.json keys that come from the run's files."""
         times = self.iteration_times_ms
-        effective = [f for f in self.faults if f.t_ns is not None and f.status in (APPLIED, FAILED)]
+        effective = sorted((f for f in self.faults
+                            if f.t_ns is not None and f.status in (APPLIED, FAILED)),
+                           key=lambda f: f.t_ns)
         return {
             "iterations_completed": len(self.iterations),
             "iteration_times_ms": times,
@@ -387,7 +389,7 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
     done = {f.entry: replace(f, capacity_fraction=fr, expected_goodput_bps=exp, recovery_ms=rec)
             for f, (fr, exp, rec) in zip(measured, results)}
     faults = [done.get(f.entry, f) for f in outcomes]
-    faults.sort(key=lambda f: (f.t_ns is None, f.t_ns or 0, f.entry))
+    faults.sort(key=lambda f: f.entry)
     planned = _int(config.get("iterations"))
     return TransportRun(name=name or str(config.get("transport") or tdir.name), directory=tdir,
                         hosts=hosts, iterations_planned=planned, iterations=iterations,
