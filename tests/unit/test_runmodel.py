@@ -28,12 +28,12 @@ action = "link_down"
 a = "t0p0g0"
 b = "t1p0s0"
 [[faults]]
-at_s = 1.7
+at_s = 2.7
 action = "link_up"
 a = "t0p0g0"
 b = "t1p0s0"
 [[faults]]
-at_s = 2.5
+at_s = 2.8
 action = "gray_loss_clear"
 a = "t0p0g0"
 b = "t1p0s1"
@@ -90,8 +90,8 @@ def sent(entry, when, at_ms, command, ok=True, error=None):
 def records(scn):
     c = [e.commands[0] for e in scn.faults]
     return [sent(0, "at_s=1.0", 1000, c[0]),
-            sent(1, "at_s=1.7", 1700, c[1]),
-            sent(2, "at_s=2.5", 2500, c[2], ok=False, error="no gray_loss on t0p0g0~t1p1s0"),
+            sent(1, "at_s=2.7", 2700, c[1]),
+            sent(2, "at_s=2.8", 2800, c[2], ok=False, error="no gray_loss on t0p0g0~t1p1s0"),
             sent(3, "at_s=3.5", 3500, c[3]),
             {"entry": 4, "when": "at_s=9.0", "reached": False, "ok": False, "action": "link_down",
              "a": "t0p1g0", "b": "t1p1s1", "reason": "the traffic ended before it was due"}]
@@ -105,14 +105,15 @@ def test_recovery_inputs_start_at_the_timed_start_and_end_with_the_traffic(tmp_p
     assert abs(model.baseline_goodput_bps - 4e6) < 1
     assert model.windows == {"window_ms": 100.0, "hold_ms": 500.0}
     down, up = model.applied
-    assert (down.t_ns, up.t_ns) == (T0 + 1000 * MS, T0 + 1700 * MS)
+    assert (down.t_ns, up.t_ns) == (T0 + 1000 * MS, T0 + 2700 * MS)
     # one of a host's two links down: 3/4 of the narrowest cut. Expected 0.9 x 0.75 x 4e6 =
     # 2.7e6 B/s; the 100 ms window starting 360 ms after the fault holds the 7 samples at
     # 1400..1460 ms: 7 x 10,000 x 4 B / 0.1 s = 2.8e6 (at 350 ms: 6 samples, 2.4e6).
     assert down.capacity_fraction == 0.75
     assert abs(down.recovery_ms - 360.0) < 1e-6
-    # link_up at 1700 ms: full rate at once; its evaluation ends with the traffic at 3000 ms.
-    # Ending at the last sample (5000 ms, flat after 3000) would fail the 500 ms hold: "never".
+    # link_up at 2700 ms: full rate at once; its evaluation (and hold) ends with the traffic at
+    # 3000 ms. Ending at the last sample (5000 ms, flat after 3000) would put windows over the
+    # idle tail inside the 500 ms hold: "never".
     assert up.capacity_fraction == 1.0 and up.recovery_ms == 0.0
 
 
@@ -136,7 +137,7 @@ def test_every_fault_that_did_not_take_effect_is_named_with_its_reason(tmp_path)
     assert [f["entry"] for f in fields["faults_not_reached"]] == [3, 4]
     # recovery is listed for the faults the traffic met: not the refused or the late ones
     assert fields["recovery_ms"] == [360.0, 0.0]
-    assert fields["fault_times_ns"] == [T0 + 1000 * MS, T0 + 1700 * MS]
+    assert fields["fault_times_ns"] == [T0 + 1000 * MS, T0 + 2700 * MS]
 
 
 def test_an_entry_without_any_record_is_not_reached(tmp_path):

@@ -38,8 +38,8 @@ def test_a_refused_clear_and_a_late_fault_fail_the_run_with_their_names(tmp_path
 def test_all_faults_applied_in_time_exit_zero(tmp_path):
     scn = S.parse(TEXT)
     c = [e.commands[0] for e in scn.faults]
-    recs = [sent(0, "at_s=1.0", 1000, c[0]), sent(1, "at_s=1.7", 1700, c[1])]
-    scn2 = S.parse(TEXT.split("[[faults]]\nat_s = 2.5")[0])
+    recs = [sent(0, "at_s=1.0", 1000, c[0]), sent(1, "at_s=2.7", 2700, c[1])]
+    scn2 = S.parse(TEXT.split("[[faults]]\nat_s = 2.8")[0])
     write_run(tmp_path, recs)
     s = runner.summarize(scn2, "tcp", tmp_path, {"partial": False,
                                                  "exit_codes": {f"h{i}": 0 for i in range(4)}})
@@ -76,7 +76,7 @@ def test_a_scheduler_that_dies_leaves_its_entries_named_as_not_reached(tmp_path)
     recs = runner.unreached_records(scn, sched.sent, reason)
     assert [r["entry"] for r in recs] == [0, 1, 2, 3, 4]
     assert all(r["reached"] is False and "scheduler died" in r["reason"] for r in recs)
-    assert recs[2]["action"] == "gray_loss_clear" and recs[2]["when"] == "at_s=2.5"
+    assert recs[2]["action"] == "gray_loss_clear" and recs[2]["when"] == "at_s=2.8"
 
 
 def test_unreached_reason_says_how_long_the_traffic_ran():
