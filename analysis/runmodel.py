@@ -285,6 +285,16 @@ def _goodput(logs: dict[str, list[dict]]) -> dict[str, list[tuple[int, int]]]:
     return out
 
 
+def tidy_when(when) -> str:
+    """'at_s=1.2000000000000002' (a scaled float) -> 'at_s=1.2'; anything else unchanged."""
+    key, sep, value = str(when).partition("=")
+    try:
+        number = float(value)
+    except ValueError:
+        return str(when)
+    return f"{key}{sep}{number:.6g}" if sep and math.isfinite(number) else str(when)
+
+
 def _group_entries(records: list[dict], traffic_end_ns: int | None):
     """(fault outcomes per schedule entry without recovery, {entry: its records})."""
     by_entry: dict[int, list[dict]] = {}
@@ -295,7 +305,7 @@ def _group_entries(records: list[dict], traffic_end_ns: int | None):
     out = []
     for entry, recs in sorted(by_entry.items()):
         first_cmd = next((r.get("command") for r in recs if isinstance(r.get("command"), dict)), {})
-        when = str(recs[0].get("when", "?"))
+        when = tidy_when(recs[0].get("when", "?"))
         base = dict(entry=entry, when=when, action=first_cmd.get("action") or recs[0].get("action"),
                     a=first_cmd.get("a") or recs[0].get("a"), b=first_cmd.get("b") or recs[0].get("b"))
         sent = [r for r in recs if r.get("reached", True) is not False]

@@ -129,7 +129,7 @@ def test_every_fault_that_did_not_take_effect_is_named_with_its_reason(tmp_path)
     assert "gray_loss_clear t0p0g0~t1p0s1" in lines[0] and "no gray_loss on" in lines[0]
     assert "link_down t0p1g0~t1p1s0 (at_s=3.5)" in lines[1] and "after the traffic" in lines[1]
     assert "0.50 s after" in lines[1]           # sent at 3500 ms, traffic ended at 3000 ms
-    assert "link_down t0p1g0~t1p1s1 (at_s=9.0)" in lines[2] and "traffic ended" in lines[2]
+    assert "link_down t0p1g0~t1p1s1 (at_s=9)" in lines[2] and "traffic ended" in lines[2]
     fields = model.summary_fields()
     assert fields["faults_ok"] is False
     assert fields["faults_scheduled"] == 5 and fields["faults_applied"] == 2
