@@ -10,7 +10,7 @@ EXP     ?= nic-link-down
 RUN     ?= latest
 ARGS    ?=
 
-.PHONY: setup demo test unit integration fabric experiment analyze notebook bench clean
+.PHONY: setup venv-ready demo test unit integration fabric experiment analyze notebook bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -23,11 +23,24 @@ test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration
 
-unit: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+# unit and integration need root only to build .venv: as root they run setup first; a normal
+# user reuses the .venv of one earlier `sudo make setup` (integration tests then skip, saying why).
+unit:
+	@$(MAKE) -s venv-ready
+	$(PY) -m pytest -q -rs -p no:cacheprovider tests/unit
 
-integration: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests/integration
+integration:
+	@$(MAKE) -s venv-ready
+	$(PY) -m pytest -q -rs -p no:cacheprovider tests/integration
+
+venv-ready:
+	@if [ "$$(id -u)" -eq 0 ]; then bash scripts/setup.sh; \
+	elif [ ! -x $(PY) ]; then \
+	  echo "make: no .venv yet; run 'sudo make setup' once, then 'make unit' works as any user" >&2; \
+	  exit 1; \
+	elif ! ls .venv/.installed-$$(sha1sum pyproject.toml | cut -c1-12) >/dev/null 2>&1; then \
+	  echo "make: pyproject.toml changed since the last setup; run 'sudo make setup' to update .venv" >&2; \
+	fi
 
 fabric: setup
 	$(MRCLAB) fabric --planes $(PLANES) --groups $(GROUPS) --spines $(SPINES) --hosts $(HOSTS) --routing $(ROUTING) $(ARGS)

@@ -1,6 +1,6 @@
 """Benchmark: pcap loading rate of analysis.pcap vs Scapy's rdpcap on the same capture.
 
-`mrclab bench pcap` calls pcap_bench(); both loaders read the same file in one run, the figures
+`mrclab bench pcap` calls pcap_main(); both loaders read the same file in one run, the figures
 and their ratio are printed (goal: analysis.pcap >= 20x rdpcap).
 """
 from __future__ import annotations
@@ -41,18 +41,32 @@ def write_bench_capture(path, packets: int = 20000, payload: int = 1024) -> Path
     return path
 
 
-def pcap_bench(argv: list[str] | None = None) -> int:
-    """`mrclab bench pcap [--packets N] [--path FILE]`: print the figures; exit status 0.
-    (Every `mrclab bench` entry takes the argument list; run_pcap_bench returns the figures.)"""
-    import argparse
-    parser = argparse.ArgumentParser(prog="mrclab bench pcap", description=__doc__.split("\n")[0])
-    parser.add_argument("--packets", type=int, default=20000, help="packets in the made-up capture")
-    parser.add_argument("--path", default=None, help="load this capture instead")
-    args = parser.parse_args(list(argv or []))
-    if args.packets < 1:
-        parser.error(f"--packets must be >= 1, got {args.packets}")
-    run_pcap_bench(packets=args.packets, path=args.path)
-    return 0
+def add_pcap_arguments(parser) -> None:
+    """The options of `mrclab bench pcap`."""
+    from emulation.argtypes import existing_file, positive_int
+    parser.add_argument("--packets", type=positive_int, default=20000,
+                        help="packets in the made-up capture (default 20000)")
+    parser.add_argument("--path", type=existing_file, default=None,
+                        help="load this capture (a run's pcaps/h<n>-p<plane>.pcap) instead")
+
+
+def pcap_main(args) -> dict:
+    """`mrclab bench pcap`: the figures; a --path that is not a capture of MRC packets is a
+    UsageError naming the file."""
+    from analysis.pcap import PcapError, load_pcap
+    from emulation.argtypes import UsageError
+    if args.path is not None:
+        try:
+            mrc_packets = len(load_pcap(args.path))
+        except (PcapError, OSError) as err:
+            raise UsageError(f"--path {args.path}: cannot read it as a capture: {err}") from None
+        if mrc_packets == 0:
+            raise UsageError(f"--path {args.path}: no MRC packets in this capture")
+    try:
+        return run_pcap_bench(packets=args.packets, path=args.path)
+    except AssertionError as err:       # the two loaders disagree: a mixed capture
+        raise UsageError(f"--path {args.path}: {err} (the bench needs a capture of MRC "
+                         f"packets only)") from None
 
 
 def run_pcap_bench(packets: int = 20000, path=None, print_fn=print) -> dict:

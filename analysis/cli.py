@@ -2,13 +2,13 @@
 
 analyze: loads the run, writes figures/<name>.png and report.html into <run-dir>/analysis/,
 prints the transport comparison and what could not be read. notebook: executes
-analysis/notebooks/mrc_run.ipynb with nbclient on the run (MRCLAB_RUN env var) and saves the
-executed copy as <run-dir>/analysis/mrc_run.ipynb.
+analysis/notebooks/mrc_run.ipynb with nbclient on the run (its `parameters` cell, overridden
+the way papermill does) and saves the executed copy as <run-dir>/analysis/mrc_run.ipynb and
+mrc_run.html.
 """
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -30,15 +30,31 @@ def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
             "problems": {n: t.problems for n, t in run.transports.items()}}
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mrclab analyze", description="figures + HTML report of a run")
-    p.add_argument("run", nargs="?", default="latest", help="run directory or 'latest' (default)")
-    p.add_argument("--out", help="output directory (default: <run>/analysis)")
-    p.add_argument("--bin-ms", type=float, default=10.0, help="time bin of rate series (ms)")
-    args = p.parse_args(argv)
+def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `mrclab analyze`, declared on the CLI's subparser (or a standalone one)."""
+    from emulation.argtypes import positive_float
+    parser.add_argument("run", nargs="?", default="latest",
+                        help="run directory or 'latest' (default: the newest under results/)")
+    parser.add_argument("--out", help="output directory (default: <run>/analysis)")
+    parser.add_argument("--bin-ms", type=positive_float, default=10.0,
+                        help="time bin of the rate series in ms (default 10)")
+
+
+def _parsed(args, prog: str, description: str, add_arguments) -> argparse.Namespace:
+    """args as parsed by the CLI's tree, or parse an argv list (None: sys.argv) here."""
+    if isinstance(args, argparse.Namespace):
+        return args
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    add_arguments(parser)
+    return parser.parse_args(args)
+
+
+def main(args=None) -> int:
+    """`mrclab analyze`."""
+    args = _parsed(args, "mrclab analyze", "figures + HTML report of a run", add_analyze_arguments)
     try:
         res = analyze(args.run, args.out, args.bin_ms)
-    except FileNotFoundError as exc:
+    except OSError as exc:      # no run there, or the run / output directory is not usable
         print(f"mrclab analyze: {exc}", file=sys.stderr)
         return 2
     import pandas as pd
@@ -53,33 +69,42 @@ def main(argv=None) -> int:
 
 
 def run_notebook(run_dir, out_path=None, timeout_s: int = 600) -> Path:
-    """Execute the analysis notebook on run_dir; raises nbclient's CellExecutionError on a failing cell."""
+    """Execute the analysis notebook on run_dir and save it executed, as .ipynb (out_path,
+    default <run>/analysis/mrc_run.ipynb) and as .html beside it (readable without Jupyter).
+    The run is passed the way papermill does: a cell tagged `injected-parameters` after the one
+    tagged `parameters`. Raises nbclient's CellExecutionError on a failing cell."""
     import nbformat
     from nbclient import NotebookClient
+    from nbconvert import HTMLExporter
     from analysis.logs import resolve_run
     run_dir = resolve_run(run_dir).resolve()
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    old = os.environ.get("MRCLAB_RUN")
-    os.environ["MRCLAB_RUN"] = str(run_dir)      # the kernel inherits it
-    try:
-        NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                       resources={"metadata": {"path": str(run_dir)}}).execute()
-    finally:
-        if old is None:
-            os.environ.pop("MRCLAB_RUN", None)
-        else:
-            os.environ["MRCLAB_RUN"] = old
+    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
+    injected = nbformat.v4.new_code_cell(f"# Injected by mrclab notebook\nRUN = {str(run_dir)!r}",
+                                         metadata={"tags": ["injected-parameters"]})
+    nb.cells.insert(tagged[0] + 1 if tagged else 0, injected)
+    NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
+                   resources={"metadata": {"path": str(run_dir)}}).execute()
     out_path = Path(out_path) if out_path else run_dir / "analysis" / "mrc_run.ipynb"
     out_path.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, out_path)
+    html, _ = HTMLExporter().from_notebook_node(nb)
+    out_path.with_suffix(".html").write_text(html, encoding="utf-8")
     return out_path
 
 
-def notebook_main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="mrclab notebook", description="execute the analysis notebook on a run")
-    p.add_argument("run", nargs="?", default="latest")
-    p.add_argument("--out", help="where to save the executed notebook")
-    args = p.parse_args(argv)
+def add_notebook_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `mrclab notebook`."""
+    parser.add_argument("run", nargs="?", default="latest",
+                        help="run directory or 'latest' (default: the newest under results/)")
+    parser.add_argument("--out", help="where to save the executed notebook "
+                                      "(default: <run>/analysis/mrc_run.ipynb)")
+
+
+def notebook_main(args=None) -> int:
+    """`mrclab notebook`."""
+    args = _parsed(args, "mrclab notebook", "execute the analysis notebook on a run",
+                   add_notebook_arguments)
     try:
         out = run_notebook(args.run, args.out)
     except FileNotFoundError as exc:
@@ -89,6 +114,7 @@ def notebook_main(argv=None) -> int:
         print(f"mrclab notebook: a cell failed: {str(exc)[-2000:]}", file=sys.stderr)
         return 1
     print(f"executed notebook: {out}")
+    print(f"as HTML:           {Path(out).with_suffix('.html')}")
     return 0
 
 

@@ -11,6 +11,7 @@ loaders of pcap, metrics and the CLI all need the same answers.
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 from pathlib import Path
 
@@ -22,6 +23,109 @@ EVENT_REQUIRED = ("t_ns", "event")
 FAULT_REQUIRED = ("t_ns", "action")
 FAULT_LOG_NAMES = ("faults.jsonl", "fault.jsonl", "fault_log.jsonl", "faults.log")
 NOT_EVENT_LOGS = FAULT_LOG_NAMES + ("faults-applied.jsonl",)   # runner's request/answer log
+INT64_MAX = (1 << 63) - 1          # t_ns and other *_ns values become int64 columns
+
+# The fields the analysis computes with, per event, and their kinds: a line whose field has
+# another kind is reported and skipped, so one corrupt line (a process killed mid-write, a hand
+# edit) never stops the analysis of the others. Fields not listed pass through untouched.
+#   time: integer ns in 0..2^63-1; count: integer >= 0; number: finite number >= 0;
+#   str: string; bool: true/false; table: JSON object; null counts as absent
+COMMON_FIELDS = {"t_ns": "time", "event": "str", "host": "str", "action": "str", "a": "str",
+                 "b": "str", "transport": "str"}
+EVENT_FIELDS = {
+    "goodput": {"rx_bytes": "number", "tx_bytes": "number"},
+    "iteration": {"iter": "count", "start_ns": "time", "end_ns": "time", "bytes": "number",
+                  "collective": "str", "verified": "bool"},
+    "ev_state": {"qp": "count", "ev": "count", "plane": "count", "new": "str", "old": "str"},
+    "ev_suspect": {"qp": "count", "ev": "count", "plane": "count"},
+    "ev_cleared": {"qp": "count", "ev": "count", "plane": "count"},
+    "retransmit": {"qp": "count"},
+    "phase": {"phase": "str"},
+    "counters": {"qps": "table"},
+}
+# fields without which an event says nothing the analysis can use
+EVENT_NEEDS = {"goodput": ("rx_bytes",), "iteration": ("iter", "start_ns", "end_ns", "collective"),
+               "ev_state": ("qp", "ev", "new"), "ev_suspect": ("qp", "ev"),
+               "ev_cleared": ("qp", "ev")}
+
+
+def _kind_ok(kind: str, value) -> bool:
+    if kind == "str":
+        return isinstance(value, str)
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "table":
+        return isinstance(value, dict)
+    if isinstance(value, bool):
+        return False
+    if kind in ("time", "count"):
+        return isinstance(value, int) and 0 <= value <= INT64_MAX
+    return isinstance(value, (int, float)) and math.isfinite(value) and value >= 0   # number
+
+
+_KIND_NAMES = {"time": "an integer ns in 0..2^63-1", "count": "a non-negative integer",
+               "number": "a non-negative number", "str": "a string", "bool": "true or false",
+               "table": "an object"}
+
+
+def record_problem(obj: dict, required=EVENT_REQUIRED, needs=EVENT_NEEDS) -> str | None:
+    """Why a parsed log line cannot be a row (missing or mistyped field), or None. `needs`:
+    per event, the fields its consumer cannot do without."""
+    missing = [k for k in required if obj.get(k) is None]
+    if missing:
+        return f"missing {', '.join(missing)}"
+    event = obj.get("event")
+    kinds = dict(COMMON_FIELDS, **EVENT_FIELDS.get(event, {})) if isinstance(event, str) \
+        else COMMON_FIELDS
+    for key, kind in kinds.items():
+        if obj.get(key) is not None and not _kind_ok(kind, obj[key]):
+            return f"{key} is not {_KIND_NAMES[kind]} (got {_short(obj[key])})"
+    if isinstance(event, str):
+        missing = [k for k in needs.get(event, ()) if obj.get(k) is None]
+        if missing:
+            return f"{event} event without {', '.join(missing)}"
+    return None
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def parse_json(data: bytes | str):
+    """json.loads, with every way a corrupt input fails as ValueError: undecodable bytes,
+    bad syntax, and nesting deep enough to exhaust the parser's recursion."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def read_json(path, problems: list | None = None, what: str = "a JSON object"):
+    """The JSON object of a small file (summary, clock, counters, worker config), or None if it
+    is missing; an unreadable or non-object file is None too and is reported in `problems`."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        _note(problems, f"{path.name}: cannot read ({exc.strerror})")
+        return None
+    try:
+        value = parse_json(raw)
+    except ValueError as exc:
+        _note(problems, f"{path.name}: not JSON ({exc.__class__.__name__}: {str(exc)[:60]})")
+        return None
+    if not isinstance(value, dict):
+        _note(problems, f"{path.name}: not {what}, got {type(value).__name__}")
+        return None
+    return value
+
+
+def _note(problems: list | None, text: str) -> None:
+    if problems is not None:
+        problems.append(text)
 
 
 def read_jsonl(path, required=EVENT_REQUIRED) -> tuple[list[dict], list[str]]:
@@ -36,20 +140,17 @@ def read_jsonl(path, required=EVENT_REQUIRED) -> tuple[list[dict], list[str]]:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            obj = parse_json(line)
+        except ValueError as exc:
             problems.append(f"{path.name}:{lineno}: not JSON ({exc.__class__.__name__}: "
                             f"{str(exc)[:60]})")
             continue
         if not isinstance(obj, dict):
             problems.append(f"{path.name}:{lineno}: not a JSON object")
             continue
-        missing = [k for k in required if k not in obj]
-        if missing:
-            problems.append(f"{path.name}:{lineno}: missing {', '.join(missing)}")
-            continue
-        if not isinstance(obj["t_ns"], int) or isinstance(obj["t_ns"], bool):
-            problems.append(f"{path.name}:{lineno}: t_ns is not an integer")
+        problem = record_problem(obj, required)
+        if problem:
+            problems.append(f"{path.name}:{lineno}: {problem}")
             continue
         records.append(obj)
     return records, problems
@@ -149,6 +250,8 @@ def resolve_run(path, results_root="results") -> Path:
                                     f"first (mrclab run experiments/<name>.toml)")
         return max(runs, key=lambda d: d.stat().st_mtime)
     p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise FileNotFoundError(f"{p} is not a run directory (a directory of one run's results)")
     if not p.is_dir():
         raise FileNotFoundError(f"run directory {p} does not exist")
     return p
@@ -168,41 +271,53 @@ def transport_dirs(run_dir) -> dict[str, Path]:
     return {d.name: d for d in sorted(run_dir.iterdir()) if d.is_dir() and is_transport_dir(d)}
 
 
-def load_summary(run_dir) -> dict:
-    p = Path(run_dir) / "summary.json"
-    try:
-        return json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
+# summary.json fields the analysis reads, and their kinds (others are shown, not computed with)
+SUMMARY_FIELDS = {"world_size": "count", "fabric": "table", "transports": "table"}
 
 
-def load_scenario(run_dir) -> dict:
-    """The scenario copy (scenario.toml or any *.toml in the dir or its parent); {} if none."""
+def load_summary(run_dir, problems: list | None = None) -> dict:
+    """summary.json of a run or transport directory; {} if missing or unreadable (reported in
+    `problems`). A field the analysis computes with that has another type is dropped and reported."""
+    summary = read_json(Path(run_dir) / "summary.json", problems) or {}
+    for key, kind in SUMMARY_FIELDS.items():
+        if key in summary and not _kind_ok(kind, summary[key]):
+            _note(problems, f"summary.json: {key} is not {_KIND_NAMES[kind]} "
+                            f"(got {_short(summary[key])}), ignored")
+            summary = {k: v for k, v in summary.items() if k != key}
+    return summary
+
+
+def load_scenario(run_dir, problems: list | None = None) -> dict:
+    """The scenario copy (scenario.toml or any *.toml in the dir or its parent); {} if none.
+    A copy that is not UTF-8 TOML is reported in `problems` and the next candidate tried."""
     d = Path(run_dir)
     for cand in [d / "scenario.toml", *sorted(d.glob("*.toml")), d.parent / "scenario.toml",
                  d.parent.parent / "scenario.toml"]:
         if cand.is_file():
             try:
-                return tomllib.loads(cand.read_text())
-            except (tomllib.TOMLDecodeError, OSError):
+                return tomllib.loads(cand.read_bytes().decode("utf-8"))
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+                _note(problems, f"{cand.name}: not readable TOML ({exc.__class__.__name__}: "
+                                f"{str(exc)[:60]})")
                 continue
     return {}
 
 
-def run_topology(run_dir) -> Topology | None:
+def run_topology(run_dir, problems: list | None = None) -> Topology | None:
     """Topology of the run's fabric from the scenario's [fabric] table (or summary's "fabric")."""
-    fabric = load_scenario(run_dir).get("fabric") or load_summary(run_dir).get("fabric")
+    fabric = (load_scenario(run_dir, problems).get("fabric")
+              or load_summary(run_dir, problems).get("fabric"))
     if not isinstance(fabric, dict):
-        for spec_json in (Path(run_dir) / "fabric" / "spec.json", Path(run_dir).parent / "fabric" / "spec.json"):
-            try:
-                fabric = json.loads(spec_json.read_text())
+        for spec_json in (Path(run_dir) / "fabric" / "spec.json",
+                          Path(run_dir).parent / "fabric" / "spec.json"):
+            fabric = read_json(spec_json, problems)
+            if fabric is not None:
                 break
-            except (OSError, json.JSONDecodeError):
-                continue
     if not isinstance(fabric, dict):
         return None
     known = set(FabricSpec.__dataclass_fields__)
     try:
         return Topology(FabricSpec.from_dict({k: v for k, v in fabric.items() if k in known}))
-    except (SpecError, TypeError):
+    except (SpecError, TypeError) as exc:
+        _note(problems, f"fabric description unusable: {exc}")
         return None

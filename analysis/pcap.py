@@ -90,12 +90,19 @@ class ClockOffset:
 
     @classmethod
     def load(cls, path) -> "ClockOffset":
-        data = json.loads(Path(path).read_text())
+        """Raises ValueError naming the file when it is not the runner's clock.json."""
         try:
-            return cls(int(data["monotonic_ns"]), int(data["realtime_ns"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ValueError(f"{path}: clock file needs integer monotonic_ns and realtime_ns "
-                             f"({exc})") from None
+            data = json.loads(Path(path).read_bytes())
+        except RecursionError:
+            raise ValueError(f"{path}: not JSON (nested too deeply)") from None
+        except ValueError as exc:
+            raise ValueError(f"{path}: not JSON ({exc})") from None
+        values = [data.get(k) for k in ("monotonic_ns", "realtime_ns")] \
+            if isinstance(data, dict) else [None]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 1 << 63
+                   for v in values):
+            raise ValueError(f"{path}: clock file needs integer monotonic_ns and realtime_ns")
+        return cls(*values)
 
 
 def capture_identity(path) -> tuple[str | None, int | None]:
@@ -443,8 +450,9 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
     in df.attrs["pcap_reports"]; unreadable files are reported there, never raised."""
     run_dir = Path(run_dir)
     clock_kind = "monotonic"
+    clock_problems: list[str] = []
     if clock is None:
-        clock = find_clock(run_dir)
+        clock = find_clock(run_dir, clock_problems)
     if clock is None and find_captures(run_dir):
         clock, clock_kind = clock_now(), "estimated_at_analysis"
     frames, reports, topologies = [], [], {}
@@ -481,6 +489,8 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
         out.insert(3, "plane", np.zeros(0, dtype=np.int8))
         out["transport"] = pd.Categorical([])
         out = out[COLUMNS + ["transport"]]
+    if clock_problems:
+        reports.append({"path": str(run_dir), "mrc_packets": 0, "problems": clock_problems})
     if clock_kind != "monotonic":
         reports.append({"path": str(run_dir), "mrc_packets": 0, "problems": [
             "no clock.json: pcap times converted with the realtime-monotonic offset of the analysis "
@@ -500,14 +510,16 @@ def clock_now() -> ClockOffset:
     return ClockOffset(time.monotonic_ns(), time.time_ns())
 
 
-def find_clock(run_dir) -> ClockOffset | None:
-    """clock.json in run_dir or one of its two parents (per-transport dirs sit under the run)."""
+def find_clock(run_dir, problems: list | None = None) -> ClockOffset | None:
+    """clock.json in run_dir or one of its two parents (per-transport dirs sit under the run);
+    an unreadable one is reported in `problems` and the next one up is tried."""
     d = Path(run_dir).resolve()
     for candidate in (d, d.parent, d.parent.parent):
         p = candidate / "clock.json"
         if p.is_file():
             try:
                 return ClockOffset.load(p)
-            except (ValueError, OSError):
-                return None
+            except (ValueError, OSError) as exc:
+                if problems is not None:
+                    problems.append(str(exc))
     return None

@@ -3,7 +3,8 @@
 Every function takes analysed data (analysis.metrics.RunAnalysis or DataFrames), draws one
 figure with a title, axis units and a legend, and returns the matplotlib Figure; `save_all`
 writes every figure of a run as PNG and returns {name: path}. Time axes are seconds since the
-run's first event; faults are dashed vertical lines labelled with their action.
+run's first event, except goodput's (each transport from its first fault, so they overlay);
+faults are dashed vertical lines labelled above the axes.
 """
 from __future__ import annotations
 
@@ -19,59 +20,194 @@ from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from analysis import metrics as m  # noqa: E402
+from analysis import recovery  # noqa: E402
 
 TRANSPORT_COLORS = {"mrc": "tab:green", "roce": "tab:orange", "tcp": "tab:blue"}
 STATE_COLORS = ["#4caf50", "#ff9800", "#d32f2f", "#bdbdbd", "#fdd835"]  # metrics.EV_STATES order
 
 
-def _fault_markers(ax, faults: pd.DataFrame, t0_ns: int) -> None:
+def _fault_label(f) -> str:
+    a, b = getattr(f, "a", None), getattr(f, "b", None)
+    ends = "~".join(str(x) for x in (a, b) if isinstance(x, str) and x)
+    return f"{f.action} {ends}".strip()
+
+
+def _fault_markers(ax, faults: pd.DataFrame, t0_ns: int, *, color: str = "red") -> None:
+    """Dashed lines at the faults; labels above the axes (never over the data, never clipped),
+    staggered when two faults are close."""
     if faults is None or len(faults) == 0:
         return
-    seen = set()
-    for f in faults.drop_duplicates(subset=["t_ns", "action"]).itertuples(index=False):
-        x = (f.t_ns - t0_ns) / 1e9
-        ax.axvline(x, color="red", ls="--", lw=1, alpha=0.7)
-        label = f"{f.action} {getattr(f, 'a', '') or ''}~{getattr(f, 'b', '') or ''}".strip("~ ")
-        if (x, label) not in seen:
-            ax.text(x, 1.0, " " + label, rotation=90, va="top", ha="left", fontsize=7,
-                    color="red", transform=ax.get_xaxis_transform())
-            seen.add((x, label))
+    marks = {}
+    for f in faults.drop_duplicates(subset=["t_ns", "action"]).sort_values("t_ns").itertuples(index=False):
+        marks.setdefault(((f.t_ns - t0_ns) / 1e9, _fault_label(f)), None)
+    lo, hi = ax.get_xlim()
+    span = max(hi - lo, 1e-9)
+    prev_x, level = None, 0
+    for x, label in marks:
+        ax.axvline(x, color=color, ls="--", lw=1, alpha=0.7)
+        level = 1 - level if prev_x is not None and (x - prev_x) < 0.25 * span else 0
+        ax.annotate(label, (x, 1.0), xycoords=ax.get_xaxis_transform(), xytext=(2, 3 + 11 * level),
+                    textcoords="offset points", va="bottom", ha="left", fontsize=7, color=color,
+                    annotation_clip=False)
+        prev_x = x
+
+
+def _total_goodput(td: m.TransportData, bin_ms: float, t0_ns: int) -> tuple[pd.Series, str]:
+    """Delivered goodput (Mbit/s) summed over the receivers, per bin: endpoint logs when they
+    have goodput events, else first arrivals in the captures."""
+    gp = m.log_goodput_series(td.events, bin_ms, t0_ns)
+    if gp.shape[1]:
+        return gp.sum(axis=1), "endpoint logs"
+    gp = m.goodput_series(td.packets, bin_ms, by=("host",), t0_ns=t0_ns)
+    return (gp.sum(axis=1), "captures") if gp.shape[1] else (pd.Series(dtype=float), "")
+
+
+def _named_events(events: pd.DataFrame, name: str) -> pd.DataFrame:
+    if len(events) == 0 or "event" not in events:
+        return pd.DataFrame()
+    return events[events["event"] == name].dropna(axis=1, how="all")
+
+
+def recovery_window_ms(td: m.TransportData) -> float:
+    """The window analysis.recovery measures goodput over for this transport's run (one typical
+    iteration, at least its default): the rolling mean uses the same one."""
+    it = _named_events(td.events, "iteration")
+    spans = (recovery.iteration_spans_ms(zip(it["iter"], it["start_ns"], it["end_ns"]))
+             if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns) else [])
+    return recovery.collective_windows(spans)["window_ms"]
 
 
 def goodput_figure(run: m.RunAnalysis):
-    """Total delivered goodput per transport, overlaid, with fault markers."""
-    fig, ax = plt.subplots(figsize=(10, 4.5))
+    """Delivered goodput of each transport, overlaid on one axis with t = 0 at that transport's
+    first fault (each transport runs on its own fabric, at its own wall-clock time).
+
+    Thin steps: per-bin goodput. Thick line: its rolling mean over analysis.recovery's window,
+    drawn at the window's start, so the curve at t is the rate the recovery metric judges at t.
+    Dashed horizontal segments: the metric's bar (90% of the rate the surviving capacity
+    allows) between one fault and the next; a dot where the metric says the transport recovered.
+    """
+    fig, ax = plt.subplots(figsize=(11, 4.8))
+    first_faults = None
+    aligned_any = False
     for name, td in run.transports.items():
-        gp = m.log_goodput_series(td.events, run.bin_ms, run.t0_ns)
-        source = "endpoint logs"
-        if gp.shape[1] == 0:
-            gp = m.goodput_series(td.packets, run.bin_ms, by=("host",), t0_ns=run.t0_ns)
-            source = "captures"
-        if gp.shape[1] == 0:
+        total, source = _total_goodput(td, run.bin_ms, run.t0_ns)
+        if len(total) == 0:
             continue
-        ax.plot(gp.index, gp.sum(axis=1), label=f"{name} ({source})",
-                color=TRANSPORT_COLORS.get(name), lw=1.4, drawstyle="steps-post")
-    _fault_markers(ax, run.all_faults(), run.t0_ns)
-    ax.set(title=f"Goodput vs time (all receivers, {run.bin_ms:g} ms bins)",
-           xlabel="time since run start (s)", ylabel="goodput (Mbit/s)")
+        color = TRANSPORT_COLORS.get(name)
+        faults = td.faults.sort_values("t_ns") if len(td.faults) else td.faults
+        origin_ns = int(faults["t_ns"].iloc[0]) if len(faults) else run.t0_ns + int(total.index[0] * 1e9)
+        aligned_any |= bool(len(faults))
+        x = total.index.to_numpy(dtype=float) - (origin_ns - run.t0_ns) / 1e9
+        window_ms = recovery_window_ms(td)
+        n = max(1, int(round(window_ms / run.bin_ms)))
+        rolling = total.rolling(n, min_periods=n).mean().shift(-(n - 1))
+        ax.plot(x, total.to_numpy(), drawstyle="steps-post", lw=0.6, alpha=0.3, color=color)
+        ax.plot(x, rolling.to_numpy(), lw=2, color=color,
+                label=f"{name}: {window_ms:.0f} ms rolling mean ({source})")
+        if len(faults):
+            first_faults = first_faults if first_faults is not None else faults
+            _recovery_bars(ax, td, faults, origin_ns, x[-1] if len(x) else 0.0, color)
+    if first_faults is not None:
+        ax.set_xlim(ax.get_xlim())
+        _fault_markers(ax, first_faults, int(first_faults["t_ns"].iloc[0]), color="black")
+    ax.plot([], [], color="grey", ls=(0, (4, 2)), lw=1.2,
+            label=f"{recovery.DEFAULT_THRESHOLD:.0%} of the surviving capacity's rate "
+                  "(recovery bar)")
+    ax.set(xlabel=("time since the transport's first fault (s)" if aligned_any
+                   else "time since the transport's first goodput sample (s)"),
+           ylabel="goodput (Mbit/s)")
+    ax.set_title(f"Goodput of every transport, aligned on its first fault ({run.bin_ms:g} ms bins)",
+                 pad=30)
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0, max_rows: int = 64):
-    """Heatmap: one row per (host, QP, EV), colour = EV state over time."""
-    mat = m.ev_state_matrix(td.events, bin_ms, t0_ns)
-    fig, ax = plt.subplots(figsize=(10, 1.5 + 0.18 * min(max(len(mat), 1), max_rows)))
+def _recovery_bars(ax, td: m.TransportData, faults: pd.DataFrame, origin_ns: int, x_end: float,
+                   color) -> None:
+    """The recovery metric's bar after each fault and the point where it says goodput came back."""
+    rec = m.recovery_per_fault(faults, td.events, td.topology)
+    if len(rec) == 0:
+        return
+    rec = rec.sort_values("t_ns").reset_index(drop=True)
+    starts = (rec["t_ns"].to_numpy(dtype=float) - origin_ns) / 1e9
+    for i, row in rec.iterrows():
+        if not np.isfinite(row.expected_mbit):
+            continue
+        bar = recovery.DEFAULT_THRESHOLD * row.expected_mbit
+        stop = starts[i + 1] if i + 1 < len(rec) else max(x_end, starts[i])
+        ax.hlines(bar, starts[i], stop, colors=color, linestyles=(0, (4, 2)), lw=1.2)
+        if np.isfinite(row.recovery_ms):
+            ax.plot([starts[i] + row.recovery_ms / 1e3], [bar], "o", ms=6, color=color,
+                    markeredgecolor="black", zorder=5)
+            ax.annotate(f"{row.recovery_ms:.0f} ms", (starts[i] + row.recovery_ms / 1e3, bar),
+                        textcoords="offset points", xytext=(4, -11), fontsize=7, color=color)
+
+
+_SEVERITY = {"GOOD": 0, "UNKNOWN": 1, "SUSPECT": 2, "ASSUMED_BAD": 3, "DENIED": 4}
+
+
+def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
+                   topology=None) -> tuple[pd.DataFrame, dict]:
+    """EV states grouped by path: one row per (host, direction, plane, T1), a bin holding the
+    worst state any of that host's live EVs on the path held in it (metrics.ev_state_matrix's
+    order: DENIED > ASSUMED_BAD > SUSPECT > UNKNOWN > GOOD). An EV stops counting once a
+    replacement EV takes its place (its last state is history, not the path's state). With a
+    topology, paths that logged no transition get an empty row too, so an untouched plane shows.
+    Returns (matrix of EV_STATES indices, NaN = nothing logged; {row label: EVs on the path})."""
+    from emulation.topology import ev_plane, ev_spine, t1_name
+    mat = m.ev_state_matrix(events, bin_ms, t0_ns)
+    if len(mat) == 0:
+        return mat, {}
+    st = _named_events(events, "ev_state")
+    direction, retired = {}, {}
+    for r in st.to_dict("records"):
+        key = f"{r['host']}/qp{int(r['qp'])}/ev{int(r['ev']):#010x}"
+        direction[key] = "ACKs" if r.get("direction") == "reverse" else "data"
+        old = r.get("replaces")
+        if old is not None and not (isinstance(old, float) and np.isnan(old)):
+            retired.setdefault(f"{r['host']}/qp{int(r['qp'])}/ev{int(old):#010x}", r["t_ns"])
+    times = mat.columns.to_numpy(dtype=float)
+    to_sev = np.array([_SEVERITY[s] for s in m.EV_STATES], dtype=float)
+    from_sev = {v: m.EV_STATES.index(k) for k, v in _SEVERITY.items()}
+    groups: dict = {}
+    for label in mat.index:
+        host, _qp, ev_text = label.split("/")
+        ev = int(ev_text[2:], 16)
+        groups.setdefault((int(host.lstrip("h")), direction.get(label, "data"), ev_plane(ev),
+                           ev_spine(ev)), []).append(label)
+    if topology is not None:
+        for host, dirn in {(k[0], k[1]) for k in groups}:
+            for plane in range(topology.spec.planes):
+                for spine in range(topology.spec.spines):
+                    groups.setdefault((host, dirn, plane, spine), [])
+    rows, counts = {}, {}
+    for (host, dirn, plane, spine), labels in sorted(groups.items()):
+        sev = np.full(len(times), -1.0)
+        for label in labels:
+            codes = mat.loc[label].to_numpy(dtype=float)
+            level = np.where(np.isnan(codes), -1, to_sev[np.nan_to_num(codes).astype(int)])
+            if label in retired:
+                level[times >= (retired[label] - t0_ns) / 1e9] = -1
+            sev = np.maximum(sev, level)
+        key = f"h{host} {dirn}  plane {plane} via {t1_name(plane, spine)}"
+        rows[key] = np.array([np.nan if v < 0 else from_sev[int(v)] for v in sev])
+        counts[key] = len(labels)
+    return pd.DataFrame(rows, index=mat.columns).T, counts
+
+
+def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
+    """EV state over time, one row per path (host, data or ACK direction, plane, T1): the worst
+    state of the host's live EVs on that path in each time bin. A dead T0-T1 link shows as the
+    rows via that T1 turning ASSUMED_BAD while the other paths stay as they were."""
+    mat, counts = ev_path_matrix(td.events, bin_ms, t0_ns, td.topology)
+    fig, ax = plt.subplots(figsize=(11, 1.9 + 0.3 * max(len(mat), 1)))
     if len(mat) == 0:
         ax.text(0.5, 0.5, f"no ev_state events in the {td.name} logs", ha="center", va="center")
         ax.set_axis_off()
     else:
-        # rows that ever leave GOOD first, so the interesting EVs are visible when truncated
-        bad_first = mat.apply(lambda r: -(r.fillna(0) > 0).sum(), axis=1).sort_values(kind="stable")
-        mat = mat.loc[bad_first.index[:max_rows]]
         cmap = ListedColormap(STATE_COLORS).with_extremes(bad="white")
         t = mat.columns.to_numpy(dtype=float)
         step = t[1] - t[0] if len(t) > 1 else bin_ms / 1e3
@@ -80,12 +216,21 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0, max_r
                       norm=BoundaryNorm(np.arange(len(STATE_COLORS) + 1) - 0.5, len(STATE_COLORS)),
                       shading="flat")
         ax.set_yticks(np.arange(len(mat)) + 0.5)
-        ax.set_yticklabels(mat.index, fontsize=6)
-        ax.invert_yaxis()
-        ax.legend(handles=[Patch(color=c, label=s) for c, s in zip(STATE_COLORS, m.EV_STATES)],
-                  loc="upper right", fontsize=7, ncol=5)
+        ax.set_yticklabels([f"{k}  ({counts[k]} EVs logged)" for k in mat.index], fontsize=8)
+        hosts = [" ".join(k.split()[:2]) for k in mat.index]
+        for i in range(1, len(hosts)):
+            if hosts[i] != hosts[i - 1]:
+                ax.axhline(i, color="black", lw=0.8)
+        ax.set_ylim(len(mat), 0)
+        ax.set_xlim(t[0], t[-1] + step)
+        handles = [Patch(color=c, label=s) for c, s in zip(STATE_COLORS, m.EV_STATES)]
+        handles.append(Patch(facecolor="white", edgecolor="grey", label="no transition logged"))
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+                  title="EV state")
         _fault_markers(ax, td.faults, t0_ns)
-    ax.set(title=f"EV state timeline ({td.name}): host/QP/EV x time", xlabel="time since run start (s)")
+    ax.set_title(f"EV state per path ({td.name}): worst state of the host's EVs via each T1",
+                 pad=30)
+    ax.set_xlabel("time since run start (s)")
     fig.tight_layout()
     return fig
 
@@ -176,7 +321,6 @@ def iteration_figure(run: m.RunAnalysis):
 def topology_figure(topology, faults: pd.DataFrame | None = None):
     """The fabric: hosts at the bottom, T0s, T1s on top, one colour per plane; links that a
     fault left down (or lossy/black-holed) at the end of the fault log in red."""
-    from analysis import recovery
     fig, ax = plt.subplots(figsize=(10, 5))
     if topology is None:
         ax.text(0.5, 0.5, "fabric spec not found in the run directory", ha="center")
@@ -218,7 +362,8 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
                    edgecolor="black", zorder=5)
         ax.text(x, y - 0.06 if y == 0 else y + 0.05, name, ha="center", fontsize=7)
     handles = [Patch(color=plane_colors(p), label=f"plane {p}") for p in range(spec.planes)]
-    handles.append(Patch(color="red", label="failed at end of fault log"))
+    if failed:
+        handles.append(Patch(color="red", label="failed at end of fault log"))
     if touched - failed:
         handles.append(Patch(color="grey", label="faulted, restored (dotted)"))
     ax.legend(handles=handles, loc="upper left", fontsize=7, bbox_to_anchor=(1.0, 1.0))
@@ -271,33 +416,44 @@ def trim_figure(run: m.RunAnalysis):
     names = sorted(set().union(*(set(p["port"]) for p in ports.values())))
     busy = [p for p in names if any(int(df.loc[df["port"] == p, ["marked", "trimmed"]].sum().sum())
                                     for df in ports.values())] or names[:8]
-    x = np.arange(len(busy))
-    width = 0.8 / (2 * len(ports))
-    for i, (name, df) in enumerate(ports.items()):
+    # Only series with a non-zero value get a bar and a legend entry: some are zero by design
+    # (a transport run without trimming never trims); the note under the axes names them.
+    series, zero = [], []
+    for name, df in ports.items():
         d = df.set_index("port").reindex(busy).fillna(0)
-        color = TRANSPORT_COLORS.get(name)
-        ax1.bar(x + (2 * i) * width, d["marked"], width, color=color, alpha=0.5,
-                label=f"{name} marked")
-        ax1.bar(x + (2 * i + 1) * width, d["trimmed"], width, color=color, hatch="//",
-                label=f"{name} trimmed")
-    ax1.set_xticks(x + 0.4 - width / 2, busy, rotation=60, ha="right", fontsize=7)
+        for col, style in (("marked", {"alpha": 0.5}), ("trimmed", {"hatch": "//"})):
+            (series if d[col].sum() > 0 else zero).append((name, col, d[col], style))
+    x = np.arange(len(busy))
+    width = 0.8 / max(1, len(series))
+    for i, (name, col, values, style) in enumerate(series):
+        ax1.bar(x + i * width, values, width, color=TRANSPORT_COLORS.get(name),
+                label=f"{name} {col}", **style)
+    ax1.set_xticks(x + width * (len(series) - 1) / 2, busy, rotation=60, ha="right", fontsize=7)
     ax1.set(title="Switch egress ports with marks or trims", ylabel="packets")
-    ax1.legend(fontsize=7)
+    if series:
+        ax1.legend(fontsize=7)
     rows = []
     for name, td in run.transports.items():
         s = td.summary or {}
         rc = s.get("retransmits_by_reason") or {}
-        rows.append((name, s.get("trimmed") or 0, s.get("nacks_sent") or 0,
-                     rc.get("nack_trimmed", 0), rc.get("timeout", 0), s.get("ev_assumed_bad") or 0))
+        rows.append((name, [s.get("trimmed") or 0, s.get("nacks_sent") or 0,
+                            rc.get("nack_trimmed", 0), rc.get("timeout", 0),
+                            s.get("ev_assumed_bad") or 0]))
     labels = ["trimmed", "NACKs sent", "retx nack_trimmed", "retx timeout", "ASSUMED_BAD (fwd)"]
+    drawn = [(n, v) for n, v in rows if any(v)]
+    zero += [(n, "counters", None, None) for n, v in rows if not any(v)]
     x2 = np.arange(len(labels))
-    w2 = 0.8 / max(1, len(rows))
-    for i, row in enumerate(rows):
-        ax2.bar(x2 + i * w2, row[1:], w2, color=TRANSPORT_COLORS.get(row[0]), label=row[0])
-    ax2.set_xticks(x2 + 0.4 - w2 / 2, labels, rotation=30, ha="right", fontsize=8)
+    w2 = 0.8 / max(1, len(drawn))
+    for i, (name, values) in enumerate(drawn):
+        ax2.bar(x2 + i * w2, values, w2, color=TRANSPORT_COLORS.get(name), label=name)
+    ax2.set_xticks(x2 + w2 * (len(drawn) - 1) / 2, labels, rotation=30, ha="right", fontsize=8)
     ax2.set(title="Per transport", ylabel="count")
-    ax2.legend(fontsize=8)
-    fig.tight_layout()
+    if drawn:
+        ax2.legend(fontsize=8)
+    if zero:
+        fig.text(0.01, 0.01, "zero throughout (not drawn): " +
+                 ", ".join(f"{n} {c}" for n, c, _, _ in zero), fontsize=7, color="dimgrey")
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
     return fig
 
 

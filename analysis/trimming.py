@@ -14,7 +14,7 @@ and the figures.
 """
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 
 import pandas as pd
@@ -22,7 +22,14 @@ import pandas as pd
 CONGESTION_REASONS_NOT_FAILURE = ("nack_trimmed",)
 
 
+# the fields this module's consumers read of each event
+TRIM_EVENT_NEEDS = {"goodput": ("rx_bytes",), "iteration": ("end_ns",)}
+
+
 def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
+    """The `wanted` events of one JSONL log that the analysis can use: lines cut by a crash, and
+    lines whose fields have the wrong type (analysis.logs.record_problem), are skipped."""
+    from analysis.logs import parse_json, record_problem
     out = []
     try:
         with open(path, "rb") as f:
@@ -30,26 +37,61 @@ def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
                 if not any(w.encode() in line for w in wanted):
                     continue
                 try:
-                    ev = json.loads(line)
+                    ev = parse_json(line)
                 except ValueError:
                     continue   # a line cut by a crash
-                if ev.get("event") in wanted:
+                if (isinstance(ev, dict) and ev.get("event") in wanted
+                        and record_problem(ev, needs=TRIM_EVENT_NEEDS) is None
+                        and _counters_ok(ev)):
                     out.append(ev)
-    except FileNotFoundError:
+    except OSError:
         pass
     return out
 
 
+# the per-QP counters endpoint_stats adds up
+QP_COUNTERS = {"sender": ("nacks", "timeouts", "loss_verdicts_opened", "losses_explained_by_trim",
+                          "losses_explained_by_late_delivery", "loss_verdicts_failed"),
+               "receiver": ("nacks", "trimmed")}
+
+
+def _counters_ok(ev: dict) -> bool:
+    """A final `counters` event's per-QP sender/receiver counters are numbers."""
+    if ev.get("event") != "counters":
+        return True
+    qps = ev.get("qps") or {}
+    for qp in qps.values():
+        if not isinstance(qp, dict):
+            return False
+        for side, keys in QP_COUNTERS.items():
+            table = qp.get(side) or {}
+            if not isinstance(table, dict) or not all(_is_count(table.get(k, 0)) for k in keys):
+                return False
+    return True
+
+
 def _load_snapshot(tdir, name: str) -> dict | None:
     """A counters snapshot the fabric wrote at teardown: the run dir's copy, else the one in
-    its fabric/ directory; None if missing or unreadable."""
+    its fabric/ directory; None if missing or unreadable. Ports whose counters are not numbers
+    are left out, so one corrupt entry does not hide the others."""
+    from analysis.logs import read_json
     p = Path(tdir) / name
     if not p.exists():
         p = Path(tdir) / "fabric" / name
-    try:
-        return json.loads(p.read_text())
-    except (FileNotFoundError, ValueError):
+    data = read_json(p)
+    if data is None:
         return None
+    if "ports" in data:
+        ports = data["ports"] if isinstance(data["ports"], dict) else {}
+        data["ports"] = {port: v for port, v in ports.items()
+                         if isinstance(v, dict) and all(_is_count(v.get(c, 0)) for c in PORT_COUNTERS)}
+    if not isinstance(data.get("totals", {}), dict):
+        data["totals"] = {}
+    return data
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def load_trim_counters(tdir) -> dict | None:
@@ -62,10 +104,13 @@ def load_queue_counters(tdir) -> dict | None:
     return _load_snapshot(tdir, "queue_counters.json")
 
 
+PORT_COUNTERS = ("offered_packets", "marked", "trimmed", "dropped", "mrc_data_packets",
+                 "vq_peak_bytes")
+
+
 def port_table(counters: dict | None) -> pd.DataFrame:
     """One row per switch egress port (offered, marked, trimmed, dropped, vq peak, last hop)."""
-    cols = ["port", "offered_packets", "marked", "trimmed", "dropped", "mrc_data_packets",
-            "vq_peak_bytes"]
+    cols = ["port", *PORT_COUNTERS]
     if not counters or not counters.get("ports"):
         return pd.DataFrame(columns=cols)
     rows = [{"port": p, **{c: int(v.get(c, 0)) for c in cols[1:]}}
@@ -145,13 +190,27 @@ def victim_info(worker_cfg: dict) -> tuple[str, str] | None:
     return hosts[src], hosts[dst]
 
 
+def _victim_config_ok(cfg: dict) -> bool:
+    """worker.json's victim is [src rank, dst rank] of its hosts (or of world_size ranks)."""
+    victim, hosts = cfg.get("victim"), cfg.get("hosts")
+    if not victim:
+        return True
+    if hosts is not None and not (isinstance(hosts, list)
+                                  and all(isinstance(h, str) for h in hosts)):
+        return False
+    world = cfg.get("world_size", 0)
+    n = len(hosts) if hosts is not None else world if isinstance(world, int) else 0
+    return (isinstance(victim, list) and len(victim) == 2
+            and all(isinstance(r, int) and not isinstance(r, bool) and 0 <= r < n for r in victim))
+
+
 def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dict | None:
     """The victim flow's goodput: series (Mbit/s per bin) and mean over the timed phase, from the
     victim destination's worker goodput events."""
+    from analysis.logs import read_json
     tdir = Path(tdir)
-    try:
-        cfg = json.loads((tdir / "worker.json").read_text())
-    except (FileNotFoundError, ValueError):
+    cfg = read_json(tdir / "worker.json")
+    if cfg is None or not _victim_config_ok(cfg):
         return None
     pair = victim_info(cfg)
     if pair is None:

@@ -3,6 +3,7 @@
 The server knows nothing about OpenFlow: it parses requests, calls a backend object
 (controller.app.FabricController) and maps its exceptions to HTTP codes:
   FaultError / ValueError / KeyError (bad input, nothing changed) -> 400
+    (including a body shorter than its Content-Length: the read times out, 400, not a hang)
   CommandError (a tc/ip/nft command failed)                       -> 500 with its stderr
   TimeoutError (a switch did not answer)                          -> 504
   anything else                                                   -> 500 (the controller lives on)
@@ -17,7 +18,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from controller.faults import FaultError
 
 LOG = logging.getLogger("mrclab.api")
+# POST /hosts of a 16k-host fabric is ~0.4 MB ({"h16383": 4194304, ...}); fault commands are tiny.
 MAX_BODY = 1 << 20
+# A client that announces more body than it sends would otherwise hold a handler thread forever.
+REQUEST_TIMEOUT_S = 5.0
 
 
 class CommandError(RuntimeError):
@@ -31,6 +35,7 @@ def _json_bytes(obj) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "mrclab-controller/1"
     backend = None  # set per server class
+    timeout = REQUEST_TIMEOUT_S   # socket timeout of every read (StreamRequestHandler applies it)
 
     def log_message(self, fmt, *args):  # quiet: requests are frequent in tests
         LOG.debug("%s %s", self.address_string(), fmt % args)
@@ -47,13 +52,31 @@ class _Handler(BaseHTTPRequestHandler):
         self._reply(status, {"ok": False, "error": message})
 
     def _body(self):
-        length = int(self.headers.get("Content-Length") or 0)
+        text = self.headers.get("Content-Length")
+        if text is None:
+            raise ValueError("request has no Content-Length header; send the JSON body with one")
+        try:
+            length = int(text)
+        except ValueError:
+            raise ValueError(f"bad Content-Length {text!r}: not an integer") from None
+        if length < 0:
+            raise ValueError(f"bad Content-Length {length}: negative")
         if length > MAX_BODY:
-            raise ValueError(f"request body too large ({length} bytes)")
-        raw = self.rfile.read(length) if length else b""
+            self.close_connection = True          # the unread body must not become a request
+            raise ValueError(f"request body too large ({length} bytes; at most {MAX_BODY})")
+        try:
+            raw = self.rfile.read(length) if length else b""
+        except TimeoutError:
+            self.close_connection = True
+            raise ValueError(f"request body shorter than its Content-Length {length}: nothing "
+                             f"more arrived within {self.timeout} s") from None
+        if len(raw) < length:
+            self.close_connection = True
+            raise ValueError(f"request body shorter than its Content-Length {length}: got "
+                             f"{len(raw)} bytes before the connection closed")
         try:
             return json.loads(raw or b"null")
-        except json.JSONDecodeError as err:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
             raise ValueError(f"request body is not valid JSON: {err}") from None
 
     def _dispatch(self, method: str) -> None:
@@ -99,8 +122,9 @@ class _Handler(BaseHTTPRequestHandler):
 class ApiServer:
     """ThreadingHTTPServer on 127.0.0.1:port serving `backend`, in a daemon thread."""
 
-    def __init__(self, backend, port: int, host: str = "127.0.0.1"):
-        handler = type("Handler", (_Handler,), {"backend": backend})
+    def __init__(self, backend, port: int, host: str = "127.0.0.1",
+                 request_timeout_s: float = REQUEST_TIMEOUT_S):
+        handler = type("Handler", (_Handler,), {"backend": backend, "timeout": request_timeout_s})
         ThreadingHTTPServer.allow_reuse_address = True
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True

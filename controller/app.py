@@ -23,7 +23,7 @@ import time
 from controller import faults as F
 from controller import routing as R
 from controller.api import ApiServer, CommandError
-from emulation.topology import FabricSpec, Topology
+from emulation.topology import FabricSpec, Topology, host_intf
 
 LOG = logging.getLogger("mrclab.controller")
 COMMAND_TIMEOUT_S = 10.0
@@ -171,22 +171,47 @@ class FabricController:
                 "dynamic_convergence_s": self.convergence_s, "ecmp_buckets": self.buckets}
 
     def register_hosts(self, pids) -> dict:
+        """Accept only the fabric's own host namespaces: the controller (root) later runs tc and
+        nft inside them, so a pid is taken only if its network namespace holds every NIC port
+        of the host it is registered as (h<n>-p<plane>, which the fabric creates) and is not
+        the controller's own namespace."""
         if not isinstance(pids, dict) or not pids:
             raise ValueError('POST /hosts needs a JSON object {"h0": pid, ...}')
         clean = {}
         for name, pid in pids.items():
             try:
-                self.topo.host(name)
+                host = self.topo.host(name)
             except KeyError as err:
                 raise ValueError(err.args[0]) from None
             if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 0:
                 raise ValueError(f"pid of {name} must be a positive integer, got {pid!r}")
-            if not os.path.exists(f"/proc/{pid}/ns/net"):
-                raise ValueError(f"pid {pid} of {name} is not a running process")
+            self._check_host_namespace(name, host.index, pid)
             clean[name] = pid
         with self.lock:
             self.host_pids.update(clean)
         return {"ok": True, "hosts": sorted(self.host_pids)}
+
+    def _check_host_namespace(self, name: str, index: int, pid: int) -> None:
+        try:
+            theirs = os.stat(f"/proc/{pid}/ns/net")
+            with open(f"/proc/{pid}/net/dev") as f:
+                interfaces = {line.split(":", 1)[0].strip() for line in f.readlines()[2:]}
+        except FileNotFoundError:
+            raise ValueError(f"pid {pid} of {name} is not a running process") from None
+        except OSError as err:
+            raise ValueError(f"pid {pid} of {name}: cannot inspect its network namespace "
+                             f"({err.strerror})") from None
+        own = os.stat("/proc/self/ns/net")
+        if (theirs.st_dev, theirs.st_ino) == (own.st_dev, own.st_ino):
+            raise ValueError(f"pid {pid} of {name} shares the controller's network namespace; "
+                             f"register the process that holds {name}'s namespace (its Mininet "
+                             f"host shell)")
+        ports = [host_intf(index, plane) for plane in range(self.topo.spec.planes)]
+        missing = [p for p in ports if p not in interfaces]
+        if missing:
+            raise ValueError(f"pid {pid} is not in {name}'s network namespace: it has no "
+                             f"interface {', '.join(missing)} (it has "
+                             f"{', '.join(sorted(interfaces)[:8]) or 'none'})")
 
     def links(self) -> list:
         down = self.observed_down_links()

@@ -3,89 +3,108 @@
     mrclab fabric [--planes P --groups G --spines S --hosts H ...] [--check]
     mrclab link down|up|flap|loss|blackhole|degrade|ecn|clear ...
     mrclab clean
-    mrclab run | analyze | notebook | bench NAME|all
+    mrclab run | analyze | notebook | wireshark ...
+    mrclab bench NAME|all [--json]
 
-Subcommands owned by other modules are dispatched through "module:function" strings and
-imported lazily, so a missing module only breaks its own subcommand (exit 2, "not available yet").
+One argparse tree: every subcommand declares its own options (`mrclab <command> --help`).
+Subcommands owned by other modules are imported lazily through "module:function" strings, only for
+the command chosen: `mrclab link` does not pay the runner's seconds of imports.
 """
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import importlib.metadata
 import json
+import os
 import sys
 
-# Lazily imported entry points (they take an argv list and return an exit code).
+from emulation.argtypes import (UsageError, finite_float, nonneg_float, positive_float,
+                                positive_int, tcp_port)
+
+# Subcommands implemented elsewhere, imported only when chosen, so `mrclab link` does not pay for
+# the runner's imports and a missing module breaks only its own subcommand. Each module declares
+# its options in an "add arguments" function and runs from the parsed namespace in its main.
 DISPATCH = {
     "run": "emulation.runner:main",
     "analyze": "analysis.cli:main",
     "notebook": "analysis.cli:notebook_main",
+    "wireshark": "analysis.open_captures:main",
 }
+ARGUMENTS = {
+    "run": "emulation.runner:add_arguments",
+    "analyze": "analysis.cli:add_analyze_arguments",
+    "notebook": "analysis.cli:add_notebook_arguments",
+    "wireshark": "analysis.open_captures:add_arguments",
+}
+COMMAND_HELP = {
+    "run": "run a scenario (experiments/<name>.toml) for one or all transports",
+    "analyze": "figures and report.html of a run directory",
+    "notebook": "execute the analysis notebook on a run directory",
+    "wireshark": "merge a run's captures and open them with the MRC dissector",
+}
+# name -> (module, add-arguments function, main function taking the parsed args and returning
+# the figures as a dict, one-line help).
 BENCHES = {
-    "codec": "traffic.bench:codec_bench",
-    "goodput": "traffic.bench:goodput_bench",
-    "failover": "traffic.bench:failover_bench",
-    "memory": "traffic.bench:memory_bench",
-    "pcap": "analysis.bench:pcap_bench",
-    "trim": "emulation.trimming:bench",
+    "codec": ("traffic.bench", "add_codec_arguments", "codec_main",
+              "fast codec vs Scapy encode+decode rate (no fabric)"),
+    "goodput": ("traffic.bench", "add_goodput_arguments", "goodput_main",
+                "one MRC QP over the real fabric: goodput and CPU per packet"),
+    "failover": ("traffic.bench", "add_failover_arguments", "failover_main",
+                 "recovery time after a T0-T1 link goes down, in base RTTs"),
+    "memory": ("traffic.bench", "add_memory_arguments", "memory_main",
+               "endpoint RSS after a transfer"),
+    "pcap": ("analysis.bench", "add_pcap_arguments", "pcap_main",
+             "pcap loading rate of analysis.pcap vs Scapy's rdpcap"),
+    "trim": ("emulation.trimming", "add_bench_arguments", "bench_main",
+             "cost of the in-fabric trimming program per packet"),
 }
 
 EXIT_USAGE = 2
-
-
-class NotAvailable(Exception):
-    pass
+DEFAULT_API_PORT = 8787
 
 
 def resolve(target: str):
-    """'pkg.module:function' -> the function; NotAvailable if the module/function is missing."""
+    """'pkg.module:function' -> the function, imported only now (see the module docstring)."""
     module_name, _, func_name = target.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name and (module_name == e.name or module_name.startswith(e.name + ".")):
-            raise NotAvailable(f"not available yet: {module_name}") from None
-        raise
-    func = getattr(module, func_name, None)
-    if func is None:
-        raise NotAvailable(f"not available yet: {module_name}:{func_name}")
-    return func
+    return getattr(importlib.import_module(module_name), func_name)
 
 
-def _dispatch(target: str, argv: list[str]) -> int:
+def _run_main(prog: str, target: str, args) -> int:
+    func = resolve(target)
     try:
-        func = resolve(target)
-    except NotAvailable as e:
-        print(f"mrclab: {e}", file=sys.stderr)
+        rc = func(args)
+    except UsageError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
         return EXIT_USAGE
-    rc = func(argv)
     return int(rc or 0)
+
+
+class _Parser(argparse.ArgumentParser):
+    """ArgumentParser whose subcommand choices can carry their own "unknown" message."""
+
+    def _check_value(self, action, value):
+        message = getattr(action, "unknown_choice_message", None)
+        if message and action.choices is not None and value not in action.choices:
+            raise argparse.ArgumentError(action, message.format(value=value))
+        super()._check_value(action, value)
+
+
+def package_version() -> str:
+    try:
+        return importlib.metadata.version("mrclab")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed as a package; run scripts/setup.sh)"
 
 
 # ---------------------------------------------------------------- fabric
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
-
-
-def _nonneg_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
-
-
 def _fabric(args) -> int:
+    if not getattr(args, "validate_only", False) and _not_root(
+            "mrclab fabric", "it creates network namespaces, veths and Open vSwitch bridges"):
+        return EXIT_USAGE
     from emulation.hostnet import LinkOptionError, validate_link_options
     from emulation.switchqueue import QueueConfigError, validate_buffer_bytes
     from emulation.topology import FabricSpec, SpecError
@@ -142,6 +161,10 @@ def _fabric(args) -> int:
 # ---------------------------------------------------------------- link faults
 
 
+# Shell-safe spellings of the controller's directions ("a->b" would be a redirect to file "b").
+WIRE_DIRECTION = {"forward": "a->b", "reverse": "b->a", "both": "both"}
+
+
 def _fault_body(args) -> dict:
     a = args.action
     if a == "down":
@@ -153,14 +176,14 @@ def _fault_body(args) -> dict:
                 "count": args.count}
     if a == "loss":
         return {"action": "gray_loss", "a": args.a, "b": args.b, "percent": args.percent,
-                "direction": args.direction}
+                "direction": WIRE_DIRECTION[args.direction]}
     if a == "blackhole":
         return {"action": "blackhole", "a": args.switch}
     if a == "degrade":
         return {"action": "degrade", "a": args.a, "b": args.b, "fraction": args.fraction}
     if a == "ecn":
         return {"action": "ecn_mark", "a": args.a, "b": args.b, "rate_mbit": args.rate_mbit,
-                "direction": args.direction}
+                "direction": WIRE_DIRECTION[args.direction]}
     if a == "clear":
         body = {"action": f"{args.what}_clear", "a": args.a}
         if args.b is not None:
@@ -171,11 +194,7 @@ def _fault_body(args) -> dict:
 
 def _link(args) -> int:
     body = _fault_body(args)
-    try:
-        from controller.client import ControllerClient, ControllerError
-    except ImportError as e:
-        print(f"mrclab: not available yet: controller.client ({e})", file=sys.stderr)
-        return EXIT_USAGE
+    from controller.client import ControllerClient, ControllerError
     client = ControllerClient(port=args.api_port)
     try:
         result = client.fault(body)
@@ -191,64 +210,132 @@ def _link(args) -> int:
 
 
 def _add_link_parser(sub) -> None:
-    link = sub.add_parser("link", help="inject a fault through the running controller")
-    link.add_argument("--api-port", type=int, default=8787)
-    acts = link.add_subparsers(dest="action", required=True)
+    link = sub.add_parser("link", help="inject a fault through the running fabric's controller",
+                          description="Inject or clear a fault through the controller API of a "
+                          "running `mrclab fabric` (or run). Nodes: hosts h0.., switches "
+                          "t0p<plane>g<group>, t1p<plane>s<spine>.")
+    link.add_argument("--api-port", type=tcp_port, default=DEFAULT_API_PORT,
+                      help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
+    acts = link.add_subparsers(dest="action", required=True, metavar="ACTION",
+                               parser_class=_Parser)
+    # --api-port is accepted after the action too; SUPPRESS keeps an earlier value when absent.
+    port_after = argparse.ArgumentParser(add_help=False)
+    port_after.add_argument("--api-port", type=tcp_port, default=argparse.SUPPRESS,
+                            help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
+
+    def action(name, **kwargs):
+        return acts.add_parser(name, parents=[port_after], **kwargs)
 
     def ab(p):
         p.add_argument("a", help="node at one end (e.g. t0p0g0 or h0)")
-        p.add_argument("b", help="node at the other end")
+        p.add_argument("b", help="node at the other end (e.g. t1p0s0)")
         return p
 
-    ab(acts.add_parser("down", help="take a link down (both ends, port-status events)"))
-    ab(acts.add_parser("up", help="bring a link back up"))
-    p = ab(acts.add_parser("flap", help="down/up repeatedly"))
-    p.add_argument("--period-s", type=_nonneg_float, default=1.0)
-    p.add_argument("--count", type=_positive_int, default=3)
-    p = ab(acts.add_parser("loss", help="gray loss: drop a percentage silently"))
-    p.add_argument("percent", type=float)
-    p.add_argument("--direction", default="both", choices=("a->b", "b->a", "both"))
-    p = acts.add_parser("blackhole", help="a switch silently drops everything")
-    p.add_argument("switch")
-    p = ab(acts.add_parser("degrade", help="meter a link to a fraction of its rate"))
-    p.add_argument("fraction", type=float)
-    p = ab(acts.add_parser("ecn", help="mark CE above a rate"))
-    p.add_argument("rate_mbit", type=float)
-    p.add_argument("--direction", default="both", choices=("a->b", "b->a", "both"))
-    p = acts.add_parser("clear", help="clear a fault: gray_loss|blackhole|degrade|ecn")
-    p.add_argument("what", choices=("gray_loss", "blackhole", "degrade", "ecn"))
-    p.add_argument("a")
-    p.add_argument("b", nargs="?")
+    def direction(p, what):
+        p.add_argument("--direction", default="both", choices=tuple(WIRE_DIRECTION),
+                       help=f"forward: {what} packets from A to B only; reverse: from B to A "
+                            f"only; both (default)")
+
+    ab(action("down", help="take a link down (both ends, port-status events)"))
+    ab(action("up", help="bring a link back up"))
+    p = ab(action("flap", help="take a link down and up repeatedly"))
+    p.add_argument("--period-s", type=nonneg_float, default=1.0,
+                   help="seconds down, then the same up (default 1)")
+    p.add_argument("--count", type=positive_int, default=3, help="down/up cycles (default 3)")
+    p = ab(action("loss", help="gray loss: drop a percentage of packets silently"))
+    p.add_argument("percent", type=finite_float, help="packets dropped, 0..100")
+    direction(p, "drop")
+    p = action("blackhole", help="a switch silently drops everything")
+    p.add_argument("switch", help="switch name (e.g. t1p0s1)")
+    p = ab(action("degrade", help="meter a link to a fraction of its rate"))
+    p.add_argument("fraction", type=finite_float, help="fraction of the link rate kept, (0, 1]")
+    p = ab(action("ecn", help="mark CE on packets above a rate"))
+    p.add_argument("rate_mbit", type=finite_float, help="rate (Mbit/s) above which packets are "
+                                                        "CE-marked")
+    direction(p, "mark")
+    p = action("clear", help="clear a fault: gray_loss|blackhole|degrade|ecn")
+    p.add_argument("what", choices=("gray_loss", "blackhole", "degrade", "ecn"),
+                   help="which fault to clear")
+    p.add_argument("a", help="the switch (blackhole) or one end of the link")
+    p.add_argument("b", nargs="?", help="the other end of the link (not for blackhole)")
 
 
 # ---------------------------------------------------------------- bench / clean
 
 
-def _bench(args) -> int:
-    if args.name == "all":
-        ran, missing, rc = 0, [], 0
-        for name, target in BENCHES.items():
-            try:
-                func = resolve(target)
-            except NotAvailable:
-                missing.append(name)
-                continue
-            print(f"== bench {name}", flush=True)
-            rc = max(rc, int(func(args.rest) or 0))
-            ran += 1
-        if missing:
-            print(f"mrclab bench: not available yet: {', '.join(missing)}", file=sys.stderr)
-        if not ran:
-            return EXIT_USAGE
+def _run_bench(name: str, args) -> tuple[int, dict | None]:
+    module, _, main_name, _ = BENCHES[name]
+    func = resolve(f"{module}:{main_name}")
+    try:
+        if getattr(args, "json", False):
+            # The human-readable figures go to stderr so stdout holds one JSON object.
+            with contextlib.redirect_stdout(sys.stderr):
+                figures = func(args)
+        else:
+            figures = func(args)
+    except UsageError as e:
+        print(f"mrclab bench {name}: {e}", file=sys.stderr)
+        return EXIT_USAGE, None
+    return 0, figures
+
+
+def _bench(args, parser) -> int:
+    if args.bench != "all":
+        rc, figures = _run_bench(args.bench, args)
+        if rc == 0 and args.json:
+            print(json.dumps(figures, default=str))
         return rc
-    if args.name not in BENCHES:
-        print(f"mrclab bench: unknown benchmark {args.name!r}; known: "
-              f"{', '.join(BENCHES)}, all", file=sys.stderr)
+    results, rc = {}, 0
+    for name in BENCHES:
+        sub = parser.bench_parsers[name]
+        bench_args = sub.parse_args([])          # every bench with its defaults
+        bench_args.json = args.json
+        print(f"== bench {name}", file=sys.stderr if args.json else sys.stdout, flush=True)
+        one_rc, figures = _run_bench(name, bench_args)
+        rc = max(rc, one_rc)
+        if one_rc == 0:
+            results[name] = figures
+    if not results:
         return EXIT_USAGE
-    return _dispatch(BENCHES[args.name], args.rest)
+    if args.json:
+        print(json.dumps(results, default=str))
+    return rc
+
+
+def _add_bench_parsers(sub, populate: bool) -> dict:
+    b = sub.add_parser("bench", help="benchmarks: " + ", ".join(BENCHES) + ", all",
+                       description="Benchmarks: each measures the compared implementations side "
+                       "by side in one run and prints its figures (--json: one JSON object).")
+    names = b.add_subparsers(dest="bench", required=True, metavar="NAME", parser_class=_Parser)
+    names.unknown_choice_message = ("unknown benchmark {value!r}; known: "
+                                    + ", ".join(BENCHES) + ", all")
+    parsers = {}
+    for name, (module, add_name, _, help_text) in BENCHES.items():
+        p = names.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--json", action="store_true",
+                       help="print the figures as one JSON object on stdout")
+        if populate:
+            resolve(f"{module}:{add_name}")(p)
+        parsers[name] = p
+    p = names.add_parser("all", help="every benchmark above with its defaults")
+    p.add_argument("--json", action="store_true",
+                   help="print {bench name: figures} as one JSON object on stdout")
+    return parsers
+
+
+def _not_root(prog: str, why: str) -> bool:
+    """True (after saying so) when not root: the fabric needs namespaces, OVS and nft."""
+    if os.geteuid() == 0:
+        return False
+    print(f"{prog}: must run as root ({why}); try `sudo .venv/bin/{prog}` or `sudo make ...`",
+          file=sys.stderr)
+    return True
 
 
 def _clean(args) -> int:
+    if _not_root("mrclab clean", "it deletes the fabric's network interfaces, OVS bridges and "
+                 "nft tables"):
+        return EXIT_USAGE
     from emulation import cleanup
     from emulation.fabric import FabricLockTimeout, acquire_fabric_lock, release_fabric_lock
     try:
@@ -256,6 +343,10 @@ def _clean(args) -> int:
     except FabricLockTimeout as e:
         print(f"mrclab clean: refusing while a fabric is running: {e}", file=sys.stderr)
         return 1
+    except OSError as e:
+        print(f"mrclab clean: cannot take the fabric lock {e.filename or ''}: {e.strerror}",
+              file=sys.stderr)
+        return EXIT_USAGE
     try:
         cleanup.clean(verbose=True)
     finally:
@@ -263,22 +354,51 @@ def _clean(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="mrclab", description="MRC lab: multipath RDMA transport "
-                                 "emulator on a Mininet multi-plane Clos fabric")
-    sub = ap.add_subparsers(dest="cmd", required=True)
+# ---------------------------------------------------------------- the tree
 
-    f = sub.add_parser("fabric", help="build the fabric (Mininet CLI, or --check)")
-    f.add_argument("--planes", type=_positive_int, default=2)
-    f.add_argument("--groups", type=_positive_int, default=2)
-    f.add_argument("--spines", type=_positive_int, default=2)
-    f.add_argument("--hosts", type=_positive_int, default=2, help="hosts per T0 group")
-    f.add_argument("--host-mbit", type=float, default=100.0)
-    f.add_argument("--fabric-mbit", type=float, default=100.0)
-    f.add_argument("--routing", choices=("srv6", "ecmp"), default="srv6")
-    f.add_argument("--switch-buffer-kb", type=_positive_int, default=None,
+
+def _chosen_command(argv: list[str]) -> str | None:
+    """The subcommand word of argv (the top level has no options that take a value)."""
+    for word in argv:
+        if not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole `mrclab` tree. Options of the subcommands that live in other modules are
+    declared only for the subcommand argv chooses (all of them when argv is None), so that
+    `mrclab link` does not import the runner."""
+    chosen = None if argv is None else _chosen_command(argv)
+
+    def populate(name: str) -> bool:
+        return argv is None or name == chosen
+
+    ap = _Parser(prog="mrclab", description="MRC lab: multipath RDMA transport emulator on a "
+                 "Mininet multi-plane Clos fabric")
+    ap.add_argument("--version", action="version", version=f"mrclab {package_version()}",
+                    help="print the package version and exit")
+    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", parser_class=_Parser)
+
+    f = sub.add_parser("fabric", help="build the fabric (Mininet CLI, or --check)",
+                       description="Build the multi-plane Clos fabric and open Mininet's CLI on "
+                       "it (or verify forwarding with --check). Needs root.")
+    f.add_argument("--planes", type=positive_int, default=2, help="parallel planes (default 2)")
+    f.add_argument("--groups", type=positive_int, default=2,
+                   help="T0 groups (one T0 switch per plane and group; default 2)")
+    f.add_argument("--spines", type=positive_int, default=2,
+                   help="T1 spines per plane (default 2)")
+    f.add_argument("--hosts", type=positive_int, default=2, help="hosts per T0 group (default 2)")
+    f.add_argument("--host-mbit", type=positive_float, default=100.0,
+                   help="rate of every host-T0 link in Mbit/s (default 100)")
+    f.add_argument("--fabric-mbit", type=positive_float, default=100.0,
+                   help="rate of every T0-T1 link in Mbit/s (default 100)")
+    f.add_argument("--routing", choices=("srv6", "ecmp"), default="srv6",
+                   help="srv6: the sender picks the path (MRC); ecmp: switches hash flows "
+                        "(default srv6)")
+    f.add_argument("--switch-buffer-kb", type=positive_int, default=None,
                    help="drop-tail buffer of every switch egress port (default: HTB's deep queue)")
-    f.add_argument("--dynamic-convergence-s", type=_nonneg_float, default=None,
+    f.add_argument("--dynamic-convergence-s", type=nonneg_float, default=None,
                    help="ecmp: recompute buckets this long after a port goes down")
     f.add_argument("--run-dir", default=None, help="controller log + fault log here")
     f.add_argument("--check", action="store_true", help="verify forwarding, print one line, exit")
@@ -288,21 +408,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_link_parser(sub)
 
-    c = sub.add_parser("clean", help="remove leftovers of a crashed fabric (ours only)")
-    c.add_argument("--wait-s", type=_nonneg_float, default=5.0,
-                   help="how long to wait for a running fabric's lock")
+    c = sub.add_parser("clean", help="remove leftovers of a crashed fabric (ours only; root)")
+    c.add_argument("--wait-s", type=nonneg_float, default=5.0,
+                   help="how long to wait for a running fabric's lock (default 5)")
 
-    for name in DISPATCH:
-        p = sub.add_parser(name, help=f"(dispatches to {DISPATCH[name]})", add_help=False)
-        p.add_argument("rest", nargs=argparse.REMAINDER)
-    b = sub.add_parser("bench", help="benchmarks: " + ", ".join(BENCHES) + ", all")
-    b.add_argument("name")
-    b.add_argument("rest", nargs=argparse.REMAINDER)
+    for name, target in ARGUMENTS.items():
+        p = sub.add_parser(name, help=COMMAND_HELP[name], description=COMMAND_HELP[name])
+        if populate(name):
+            resolve(target)(p)
+    ap.bench_parsers = _add_bench_parsers(sub, populate=populate("bench"))
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
     if args.cmd == "fabric":
         return _fabric(args)
     if args.cmd == "link":
@@ -310,8 +431,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "clean":
         return _clean(args)
     if args.cmd == "bench":
-        return _bench(args)
-    return _dispatch(DISPATCH[args.cmd], args.rest)
+        return _bench(args, parser)
+    if (args.cmd == "run" and not getattr(args, "validate_only", False)
+            and _not_root("mrclab run", "it builds the fabric: namespaces, veths, OVS bridges")):
+        return EXIT_USAGE
+    return _run_main(f"mrclab {args.cmd}", DISPATCH[args.cmd], args)
 
 
 if __name__ == "__main__":

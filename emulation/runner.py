@@ -23,7 +23,7 @@ through the controller's HTTP API at the right moments, show progress, and write
                                       and a "reached": false record per entry never sent
             faults.jsonl              the controller's fault log (copied from fabric/)
             fabric/                   controller log, spec, fault log (Fabric's run_dir)
-            pcaps/h<n>-p<plane>.pcap  headers only (-s 128)
+            pcaps/h<n>-p<plane>.pcap  MRC headers only (-s CAPTURE_SNAPLEN)
             iterations.csv, goodput.csv
 
 Fault times: at_s counts from the start of the timed iterations (the first worker's
@@ -57,7 +57,21 @@ from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic.comm import TRANSPORT_MODULES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-CAPTURE_SNAPLEN = 128
+
+
+def mrc_header_snaplen() -> int:
+    """Bytes tcpdump must keep so every MRC frame's headers survive whole (tcpdump's -s counts
+    from the Ethernet header): the deepest stack the codec writes, an SRv6 (IPv6-in-IPv6) frame
+    with BTH plus either a data packet's METH+TSETH+RETH+ImmDt or a whole control body with its
+    ICRC (control packets have no payload, so they are kept entirely)."""
+    from traffic import codec
+    outer = codec.ETH_LEN + 2 * codec.IP6_LEN + codec.UDP_LEN + codec.BTH_LEN
+    data = codec.METH_LEN + codec.TSETH_LEN + codec.RETH_LEN + codec.IMM_LEN
+    control = max(codec.SACK_LEN, codec.NACK_LEN, codec.PROBE_LEN) + codec.ICRC_LEN
+    return outer + max(data, control)
+
+
+CAPTURE_SNAPLEN = mrc_header_snaplen()
 POLL_S = 0.01
 # Exit codes of `mrclab run` (README "Running an experiment").
 EXIT_OK = 0
@@ -551,9 +565,8 @@ def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted
                          "[options] trimming = false: plain HTB switch ports, no marking, no trimming"}
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(prog="mrclab run", description="Run a scenario (TOML) on the "
-                                     "emulated fabric for one or all transports.")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `mrclab run`, declared on the CLI's subparser (or a standalone parser)."""
     parser.add_argument("scenario", help="experiments/<name>.toml")
     parser.add_argument("--transport", default="all", choices=TRANSPORTS + ("all",),
                         help="one transport, or all listed in the scenario's [transport] names")
@@ -563,11 +576,19 @@ def parse_args(argv):
                              "schedule scaled down; what the integration tests run)")
     parser.add_argument("--validate-only", action="store_true",
                         help="check the scenario and exit without starting anything")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="mrclab run", description="Run a scenario (TOML) on the "
+                                     "emulated fabric for one or all transports.")
+    add_arguments(parser)
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(sys.argv[1:] if argv is None else argv)
+def main(args: argparse.Namespace | list[str] | None = None) -> int:
+    """`mrclab run`: args parsed by the CLI's tree, or an argv list (parsed here)."""
+    if not isinstance(args, argparse.Namespace):
+        args = parse_args(sys.argv[1:] if args is None else args)
     try:
         scn = scenario_mod.load(args.scenario, short=args.short)
     except ScenarioError as exc:

@@ -519,18 +519,31 @@ def _flood(intf: str, frame: bytes, seconds: float) -> int:
     return sent
 
 
-def bench(argv: list[str] | None = None) -> int:
-    """`mrclab bench trim [--seconds S] [--rounds N]`: print the figures; exit status 0."""
-    import argparse
-    parser = argparse.ArgumentParser(prog="mrclab bench trim")
-    parser.add_argument("--seconds", type=float, default=1.0, help="seconds per round")
-    parser.add_argument("--rounds", type=int, default=3)
+def add_bench_arguments(parser) -> None:
+    """The options of `mrclab bench trim`."""
+    from emulation.argtypes import positive_float, positive_int
+    parser.add_argument("--seconds", type=positive_float, default=1.0,
+                        help="seconds per round (default 1)")
+    parser.add_argument("--rounds", type=positive_int, default=3,
+                        help="alternating with/without rounds; the median is reported (default 3)")
     parser.add_argument("--no-fabric", action="store_true",
                         help="skip the OVS switch-port figure (needs the fabric lock)")
-    args = parser.parse_args(list(argv or []))
-    measure_bench(args.seconds, args.rounds)
+
+
+def bench_main(args) -> dict:
+    """`mrclab bench trim`: the figures of the program alone and, unless --no-fabric, on a port."""
+    figures = {"program": measure_bench(args.seconds, args.rounds)}
     if not args.no_fabric:
-        measure_fabric_bench(args.seconds, args.rounds)
+        figures["fabric"] = measure_fabric_bench(args.seconds, args.rounds)
+    return figures
+
+
+def bench(argv: list[str] | None = None) -> int:
+    """`mrclab bench trim [--seconds S] [--rounds N]` from an argument list; exit status 0."""
+    import argparse
+    parser = argparse.ArgumentParser(prog="mrclab bench trim")
+    add_bench_arguments(parser)
+    bench_main(parser.parse_args(list(argv or [])))
     return 0
 
 

@@ -55,7 +55,7 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
-# In-fabric trimming / ECN BPF object (issue 6): built from source, never committed.
+# In-fabric trimming / ECN BPF object: built from source, never committed.
 if [ -f emulation/bpf/Makefile ]; then
   make -s -C emulation/bpf
 fi

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+from emulation.argtypes import nonneg_int, positive_float, positive_int
+
 CODEC_GOAL_RATIO = 50.0
 
 
@@ -22,21 +24,33 @@ def _rate(fn, min_seconds: float, min_iterations: int) -> tuple[float, int]:
             return n / ((now - start) / 1e9), n
 
 
+def add_codec_arguments(parser) -> None:
+    """The options of `mrclab bench codec`."""
+    parser.add_argument("--seconds", type=positive_float, default=1.0,
+                        help="measuring time of each codec in seconds (default 1)")
+    parser.add_argument("--payload-bytes", type=nonneg_int, default=1024,
+                        help="WRITE payload per packet in bytes (default 1024)")
+    parser.add_argument("--mode", choices=("srv6", "ecmp"), default="srv6",
+                        help="frame layout: srv6 (outer IPv6 with a uSID container) or ecmp "
+                             "(default srv6)")
+
+
+def codec_main(args) -> dict:
+    return codec_bench(seconds=args.seconds, payload_bytes=args.payload_bytes, mode=args.mode)
+
+
 def codec_bench(argv: list[str] | None = None, *, seconds: float = 1.0, payload_bytes: int = 1024,
                 mode: str = "srv6"):
     """Encode+decode rate of one WRITE data packet (1 KiB payload by default): fast codec vs
     building and dissecting the same frame with the Scapy layers per packet, side by side.
 
-    codec_bench() returns the figures as a dict. `mrclab bench codec [--seconds S]
-    [--payload-bytes N] [--mode srv6|ecmp]` calls codec_bench(argv) and gets an exit code (0)."""
+    codec_bench() returns the figures as a dict; codec_bench(argv) parses `mrclab bench codec`
+    options and returns an exit code (0)."""
     if argv is not None:
         import argparse
         parser = argparse.ArgumentParser(prog="mrclab bench codec", description=codec_bench.__doc__)
-        parser.add_argument("--seconds", type=float, default=seconds)
-        parser.add_argument("--payload-bytes", type=int, default=payload_bytes)
-        parser.add_argument("--mode", choices=("srv6", "ecmp"), default=mode)
-        args = parser.parse_args(list(argv))
-        codec_bench(seconds=args.seconds, payload_bytes=args.payload_bytes, mode=args.mode)
+        add_codec_arguments(parser)
+        codec_main(parser.parse_args(list(argv)))
         return 0
     if not seconds > 0 or payload_bytes < 0:
         raise ValueError(f"need seconds > 0 and payload_bytes >= 0, got {seconds}, {payload_bytes}")
@@ -202,21 +216,25 @@ class _EndpointPair:
         return stats
 
 
-def _bench_args(argv, name, doc, **defaults):
-    import argparse
-    parser = argparse.ArgumentParser(prog=f"mrclab bench {name}", description=doc)
-    for key, value in defaults.items():
-        parser.add_argument("--" + key.replace("_", "-"), type=type(value), default=value)
-    return vars(parser.parse_args(list(argv)))
+def _add_transfer_arguments(parser, size_mib: int, link_mbit: int) -> None:
+    parser.add_argument("--size-mib", type=positive_int, default=size_mib,
+                        help=f"bytes written h0 -> h2, in MiB (default {size_mib})")
+    parser.add_argument("--link-mbit", type=positive_int, default=link_mbit,
+                        help=f"rate of every host and fabric link in Mbit/s (default {link_mbit})")
 
 
-def goodput_bench(argv: list[str] | None = None, *, size_mib: int = 8, link_mbit: int = 30):
+def add_goodput_arguments(parser) -> None:
+    """The options of `mrclab bench goodput`."""
+    _add_transfer_arguments(parser, size_mib=8, link_mbit=30)
+
+
+def goodput_main(args) -> dict:
+    return goodput_bench(size_mib=args.size_mib, link_mbit=args.link_mbit)
+
+
+def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30):
     """One MRC QP h0 (group 0) -> h2 (group 1) over the real fabric (srv6), no faults: goodput
     as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet."""
-    if argv is not None:
-        goodput_bench(**_bench_args(argv, "goodput", goodput_bench.__doc__, size_mib=size_mib,
-                                    link_mbit=link_mbit))
-        return 0
     import tempfile
     from emulation.fabric import Fabric
     from emulation.topology import FabricSpec
@@ -281,16 +299,24 @@ def _rx_samples(log_path: str) -> list[tuple[int, int]]:
     return out
 
 
-def failover_bench(argv: list[str] | None = None, *, size_mib: int = 16, link_mbit: int = 30,
-                   keep_logs: str = ""):
+def add_failover_arguments(parser) -> None:
+    """The options of `mrclab bench failover`."""
+    _add_transfer_arguments(parser, size_mib=16, link_mbit=30)
+    parser.add_argument("--keep-logs", default="", metavar="DIR",
+                        help="keep the endpoints' event logs in DIR (default: a temporary "
+                             "directory, removed)")
+
+
+def failover_main(args) -> dict:
+    return failover_bench(size_mib=args.size_mib, link_mbit=args.link_mbit,
+                          keep_logs=args.keep_logs)
+
+
+def failover_bench(*, size_mib: int = 16, link_mbit: int = 30, keep_logs: str = ""):
     """One sprayed MRC QP h0 -> h2; the T0-T1 link t0p0g0-t1p0s0 (on a quarter of its paths)
     goes down at a quarter of the transfer: time until the goodput (receiver, 50 ms windows)
     stays >= 90% of the pre-fault rate for 200 ms, in ms and base RTTs (goal <= 5). The
     surviving fabric still carries the NIC line rate here, so the pre-fault rate is the target."""
-    if argv is not None:
-        failover_bench(**_bench_args(argv, "failover", failover_bench.__doc__,
-                                     size_mib=size_mib, link_mbit=link_mbit, keep_logs=keep_logs))
-        return 0
     import tempfile
     from analysis import recovery
     from emulation.fabric import Fabric
@@ -336,12 +362,17 @@ def failover_bench(argv: list[str] | None = None, *, size_mib: int = 16, link_mb
     return result
 
 
-def memory_bench(argv: list[str] | None = None, *, size_mib: int = 4, link_mbit: int = 30):
+def add_memory_arguments(parser) -> None:
+    """The options of `mrclab bench memory`."""
+    _add_transfer_arguments(parser, size_mib=4, link_mbit=30)
+
+
+def memory_main(args) -> dict:
+    return memory_bench(size_mib=args.size_mib, link_mbit=args.link_mbit)
+
+
+def memory_bench(*, size_mib: int = 4, link_mbit: int = 30):
     """Endpoint RSS per host (h0 sender, h2 receiver with a size_mib region) after a transfer."""
-    if argv is not None:
-        memory_bench(**_bench_args(argv, "memory", memory_bench.__doc__, size_mib=size_mib,
-                                   link_mbit=link_mbit))
-        return 0
     r = goodput_bench(size_mib=size_mib, link_mbit=link_mbit)
     rss = {h: b / 2**20 for h, b in r["rss_bytes"].items()}
     print("memory: endpoint RSS " + ", ".join(f"{h} {m:.1f} MiB" for h, m in rss.items())

@@ -5,6 +5,8 @@ import shutil
 import subprocess
 
 import pytest
+
+pytestmark = pytest.mark.needs_tshark
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 

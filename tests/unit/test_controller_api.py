@@ -86,6 +86,7 @@ def test_command_failure_is_500_with_stderr_and_controller_survives(api):
 
 
 def test_host_faults_need_registered_namespace(api):
+    from tests.unit.test_controller_api_input import namespace_with
     client, _, run, _ = api
     with pytest.raises(ControllerError, match="POST /hosts"):
         client.fault({"action": "gray_loss", "a": "h0", "b": "t0p0g0", "percent": 5,
@@ -94,11 +95,15 @@ def test_host_faults_need_registered_namespace(api):
         client.register_hosts({"h9": 1})
     with pytest.raises(ControllerError, match="positive integer"):
         client.register_hosts({"h0": "x"})
-    import os
-    assert client.register_hosts({"h0": os.getpid()})["hosts"] == ["h0"]
+    h0 = namespace_with("h0-p0")
+    try:
+        assert client.register_hosts({"h0": h0.pid})["hosts"] == ["h0"]
+    finally:
+        h0.kill()
+        h0.wait()
     client.fault({"action": "gray_loss", "a": "h0", "b": "t0p0g0", "percent": 5,
                   "direction": "a->b"})
-    assert run.argvs[-1][:5] == ["nsenter", "-t", str(os.getpid()), "-n", "nft"]
+    assert run.argvs[-1][:5] == ["nsenter", "-t", str(h0.pid), "-n", "nft"]
     [link] = [l for l in client.links() if l["a"] == "h0"]
     assert link["faults"] == [{"action": "gray_loss", "from": "h0", "to": "t0p0g0", "percent": 5.0}]
     client.fault({"action": "gray_loss_clear", "a": "h0", "b": "t0p0g0"})

@@ -1,4 +1,6 @@
 """mrclab argument handling: bad input -> clear message, exit 2; missing modules don't break it."""
+import json
+
 import pytest
 
 from emulation import cli
@@ -52,36 +54,30 @@ def test_unknown_bench(capsys):
     assert rc == 2 and "unknown benchmark 'warp'" in err and "codec" in err
 
 
-def test_missing_module_not_available(capsys, monkeypatch):
-    monkeypatch.setitem(cli.DISPATCH, "run", "emulation.no_such_module_xyz:main")
-    rc, _, err = run(capsys, "run", "x.toml")
-    assert rc == 2 and "not available yet: emulation.no_such_module_xyz" in err
-
-
-def test_missing_function_not_available(capsys, monkeypatch):
-    monkeypatch.setitem(cli.BENCHES, "codec", "emulation.topology:no_such_bench")
-    rc, _, err = run(capsys, "bench", "codec")
-    assert rc == 2 and "not available yet: emulation.topology:no_such_bench" in err
-
-
-def test_dispatch_passes_argv_and_exit_code(capsys, monkeypatch, tmp_path):
+def test_dispatch_passes_parsed_args_and_exit_code(capsys, monkeypatch, tmp_path):
     mod = tmp_path / "mrclab_fake_cli_mod.py"
-    mod.write_text("seen = []\ndef main(argv):\n    seen.append(argv)\n    return 3\n")
+    mod.write_text("seen = []\n"
+                   "def add_arguments(p):\n    p.add_argument('run')\n"
+                   "    p.add_argument('--plots', action='store_true', help='x')\n"
+                   "def main(args):\n    seen.append((args.run, args.plots))\n    return 3\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setitem(cli.ARGUMENTS, "analyze", "mrclab_fake_cli_mod:add_arguments")
     monkeypatch.setitem(cli.DISPATCH, "analyze", "mrclab_fake_cli_mod:main")
-    rc, _, _ = run(capsys, "analyze", "results/x", "--plots")
+    rc, _, _ = run(capsys, "analyze", "--plots", "results/x")
     import mrclab_fake_cli_mod
-    assert rc == 3 and mrclab_fake_cli_mod.seen == [["results/x", "--plots"]]
+    assert rc == 3 and mrclab_fake_cli_mod.seen == [("results/x", True)]
 
 
-def test_bench_all_runs_available_and_reports_missing(capsys, monkeypatch, tmp_path):
+def test_bench_all_runs_every_bench_with_its_defaults(capsys, monkeypatch, tmp_path):
     (tmp_path / "mrclab_fake_bench.py").write_text(
-        "calls = []\ndef a(argv):\n    calls.append('a')\n    print('figure a')\n")
+        "def add(p):\n    p.add_argument('--n', type=int, default=4, help='x')\n"
+        "def a(args):\n    print('figure a', args.n)\n    return {'n': args.n}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(cli, "BENCHES", {"a": "mrclab_fake_bench:a",
-                                         "b": "mrclab_missing_bench_xyz:b"})
+    monkeypatch.setattr(cli, "BENCHES", {"a": ("mrclab_fake_bench", "add", "a", "bench a")})
     rc, out, err = run(capsys, "bench", "all")
-    assert rc == 0 and "figure a" in out and "not available yet: b" in err
+    assert rc == 0 and "figure a 4" in out and "== bench a" in out
+    rc, out, err = run(capsys, "bench", "all", "--json")
+    assert rc == 0 and json.loads(out) == {"a": {"n": 4}} and "figure a 4" in err
 
 
 def test_import_error_inside_module_is_not_masked(monkeypatch, tmp_path):
@@ -94,7 +90,7 @@ def test_import_error_inside_module_is_not_masked(monkeypatch, tmp_path):
 def test_fault_bodies():
     p = cli.build_parser()
     body = cli._fault_body(p.parse_args(["link", "loss", "t0p0g0", "t1p0s0", "5",
-                                         "--direction", "a->b"]))
+                                         "--direction", "forward"]))
     assert body == {"action": "gray_loss", "a": "t0p0g0", "b": "t1p0s0", "percent": 5.0,
                     "direction": "a->b"}
     assert cli._fault_body(p.parse_args(["link", "blackhole", "t1p0s0"])) == \
@@ -105,10 +101,9 @@ def test_fault_bodies():
 
 
 def test_bench_pcap_runs_through_the_cli(capsys):
-    """`make bench` runs every bench through `mrclab bench NAME [args]`: each entry takes the
-    argument list (the pcap bench used to take it as its packet count and crash)."""
+    """`make bench` runs every bench through `mrclab bench NAME [args]`."""
     rc, out, err = run(capsys, "bench", "pcap", "--packets", "500")
     assert rc == 0, err
     assert "pcap loading, 500 packets" in out and "ratio" in out
     rc, _, err = run(capsys, "bench", "pcap", "--packets", "0")
-    assert rc == 2 and "--packets must be >= 1" in err
+    assert rc == 2 and "--packets: must be >= 1" in err

@@ -59,7 +59,7 @@ def error_of(text):
     (("iterations = 10", "iterations = 10\nmesage_bytes = 4"), "x.toml:12: [collective] mesage_bytes: unknown key"),
     (("message_bytes = 4096", "message_bytes = 4097"), "x.toml:10: [collective] message_bytes: must be a multiple of 4"),
     (("iterations = 10", "iterations = \"ten\""), "x.toml:11: [collective] iterations: must be an integer"),
-    (("planes = 2", "planes = 0"), "x.toml:4: [fabric] planes: planes must be between 1 and 8"),
+    (("planes = 2", "planes = 0"), "x.toml:4: [fabric] planes: must be between 1 and 8"),
     (('b = "t1p0s0"', 'b = "t1p0s7"'), "x.toml:16: [[faults]] #1 b: no node 't1p0s7'"),
     (('b = "t1p0s0"', 'b = "h3"'), "no link between 't0p0g0' and 'h3'"),
     (("at_s = 1.5", "at_s = 1.5\nat_iteration = 2"), "x.toml:12: [[faults]] #1: needs exactly one of"),

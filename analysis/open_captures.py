@@ -1,0 +1,116 @@
+"""`mrclab wireshark RUN [--transport T]`: one capture file of a run, read with the MRC dissector.
+
+A run captures every host NIC port separately (<run>/<transport>/pcaps/h<n>-p<plane>.pcap).
+mergecap (Debian's wireshark-common, installed with tshark) merges them in time order into one
+pcapng; then Wireshark opens it with analysis/wireshark/mrc.lua when a display exists, or the
+exact wireshark and tshark command lines are printed (tshark works headless).
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+DISSECTOR = Path(__file__).resolve().with_name("wireshark") / "mrc.lua"
+
+
+def add_arguments(parser) -> None:
+    """The options of `mrclab wireshark`."""
+    parser.add_argument("run", nargs="?", default="latest",
+                        help="run directory or 'latest' (default: the newest under results/)")
+    parser.add_argument("--transport", default=None,
+                        help="merge only this transport's captures (default: every transport "
+                             "of the run; they ran one after another)")
+    parser.add_argument("--out", default=None,
+                        help="merged capture file (default: <run>/analysis/captures-"
+                             "<transport|all>.pcapng)")
+    parser.add_argument("--print-only", action="store_true",
+                        help="print the wireshark and tshark command lines, do not start "
+                             "wireshark even when a display exists")
+
+
+def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
+    """The run's capture files (of one transport or all), sorted; UsageError if there are none."""
+    from analysis.logs import transport_dirs
+    from emulation.argtypes import UsageError
+    dirs = transport_dirs(run_dir)
+    if transport is not None:
+        if transport not in dirs:
+            known = ", ".join(dirs) or "none"
+            raise UsageError(f"--transport {transport}: {run_dir} has no captures or logs of it "
+                             f"(transports there: {known})")
+        dirs = {transport: dirs[transport]}
+    pcaps = sorted(p for d in dirs.values() for p in [*d.glob("pcaps/*.pcap"), *d.glob("*.pcap")])
+    if not pcaps:
+        raise UsageError(f"{run_dir}: no capture files (<transport>/pcaps/*.pcap); was the run "
+                         f"made with captures on?")
+    return pcaps
+
+
+def merge(pcaps: list[Path], out: Path) -> Path:
+    """mergecap the captures into out (chronological merge); raises on a missing or failing
+    mergecap with its stderr."""
+    from emulation.argtypes import UsageError
+    mergecap = shutil.which("mergecap")
+    if mergecap is None:
+        raise UsageError("mergecap is not installed (Debian package wireshark-common, which "
+                         "tshark depends on; scripts/setup.sh installs it)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    argv = [mergecap, "-w", str(out), *map(str, pcaps)]
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    if res.returncode != 0:
+        raise RuntimeError(f"{shlex.join(argv)} failed (exit {res.returncode}): "
+                           f"{res.stderr.strip()}")
+    return out
+
+
+def viewer_commands(capture: Path) -> dict[str, list[str]]:
+    lua = f"lua_script:{DISSECTOR}"
+    return {"wireshark": ["wireshark", "-X", lua, str(capture)],
+            "tshark": ["tshark", "-X", lua, "-r", str(capture)]}
+
+
+def has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def main(args) -> int:
+    """`mrclab wireshark`: exit 0 (merged; opened or commands printed), 2 on bad input, 1 when
+    mergecap fails."""
+    import sys
+
+    from analysis.logs import resolve_run
+    from emulation.argtypes import UsageError
+    try:
+        run_dir = resolve_run(args.run)
+    except FileNotFoundError as err:
+        raise UsageError(str(err)) from None
+    pcaps = run_captures(run_dir, args.transport)
+    out = Path(args.out) if args.out else \
+        run_dir / "analysis" / f"captures-{args.transport or 'all'}.pcapng"
+    try:
+        merge(pcaps, out)
+    except RuntimeError as err:
+        print(f"mrclab wireshark: {err}", file=sys.stderr)
+        return 1
+    except OSError as err:           # e.g. a root-owned run directory, read by a normal user
+        raise UsageError(f"cannot write the merged capture {out}: {err.strerror}; choose "
+                         f"another file with --out") from None
+    print(f"merged {len(pcaps)} capture(s) of {run_dir} into {out}")
+    commands = viewer_commands(out)
+    if not args.print_only and has_display() and shutil.which("wireshark"):
+        subprocess.Popen(commands["wireshark"], stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True)      # outlives this command
+        print(f"opened: {shlex.join(commands['wireshark'])}")
+        return 0
+    if not args.print_only:
+        why = ("no display (DISPLAY/WAYLAND_DISPLAY unset)" if not has_display()
+               else "wireshark (the GUI, Debian package wireshark) is not installed")
+        print(f"not opening Wireshark: {why}")
+    print(f"GUI:        {shlex.join(commands['wireshark'])}")
+    print(f"headless:   {shlex.join(commands['tshark'])}")
+    print(f"            (add -V for every MRC field, or -Y 'mrc.retransmission == 1' for retransmissions)")
+    return 0

@@ -1,0 +1,428 @@
+"""Every key a scenario file may hold: type, range, default and meaning, one table per TOML table,
+and the checker that applies them with `file:line: [table] key: ...` messages.
+
+Declared rather than hand-checked so that no key can slip through untyped: a key that is not in
+its table's schema is an error naming it, and every value is type- and range-checked before the
+fabric starts (a value that only fails inside a worker costs a minute of fabric start-up, or
+hangs it: a fractional `mpr` leaves the sender a PSN window of less than one packet).
+Cross-key rules (fragment_bytes <= ring_bytes / 2, a victim that is not the incast target, ...)
+stay in emulation/scenario.py, next to the model they build.
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
+from emulation.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
+
+TRANSPORTS = ("mrc", "roce", "tcp")
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")
+ROUTINGS = ("srv6", "ecmp")
+LINK_SELECTORS = ("host", "fabric", "all")
+
+# Generous ceilings that still reject what cannot be meant: times in ns up to 100 s, ratios of
+# base RTTs up to 10^4, packet counts up to what a 24-bit PSN space or a 64-bit SACK bitmap holds.
+NS_MAX = 100 * 10**9
+RTTS_MAX = 10_000
+PSN_SPACE = 1 << 24
+MPR_UNIT = 128                      # MRC's MPR is in units of 128 PSNs (OCP)
+SACK_BITMAP_BITS = 64
+EV_COUNT_MAX = 4096                 # entropy space is 0x4000 values per (plane, spine)
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot run; the message names the file, line and key."""
+
+
+@dataclass(frozen=True)
+class Key:
+    """One key of a table. kind: int | number | bool | str | strings (list of str) | ints |
+    table | array (of tables). lo/hi bound numbers (inclusive; `above` makes lo exclusive),
+    choices bound strings. default None: the key has no value unless the file sets it (the
+    consumer's own default applies, e.g. MRCConfig's for [mrc.qp])."""
+    kind: str
+    default: object = None
+    doc: str = ""
+    lo: float | None = None
+    hi: float | None = None
+    above: bool = False
+    choices: tuple | None = None
+
+
+def _i(default, lo, hi, doc):
+    return Key("int", default, doc, lo, hi)
+
+
+def _n(default, lo, hi, doc, above=False):
+    return Key("number", default, doc, lo, hi, above)
+
+
+def _b(default, doc):
+    return Key("bool", default, doc)
+
+
+def _pos(default, doc, hi=RTTS_MAX):
+    """A number that must be > 0 (a ratio or a period: 0 would divide or spin)."""
+    return Key("number", default, doc, 0, hi, True)
+
+
+TOP = {
+    "name": Key("str", None, "run name (results/<name>-<stamp>); default: the file's stem"),
+    "description": Key("str", "", "one paragraph: what the run shows"),
+    "fabric": Key("table"), "transport": Key("table"), "collective": Key("table"),
+    "options": Key("table"), "faults": Key("array"), "mrc": Key("table"), "short": Key("table"),
+}
+
+FABRIC = {
+    "planes": _i(2, 1, MAX_PLANES, "parallel planes; every host has one NIC port per plane"),
+    "groups": _i(2, 1, MAX_GROUPS, "T0 (leaf) groups per plane"),
+    "spines": _i(2, 1, MAX_SPINES, "T1 (spine) switches per plane"),
+    "hosts_per_group": _i(2, 1, MAX_HOSTS_PER_GROUP, "hosts under each T0"),
+    "host_link_mbit": _n(100.0, 0.1, 10000, "host-T0 link rate, Mbit/s"),
+    "fabric_link_mbit": _n(100.0, 0.1, 10000, "T0-T1 link rate, Mbit/s"),
+    "routing": Key("str", "srv6", "routing mrc uses (roce and tcp always use ecmp)",
+                   choices=ROUTINGS),
+    "switch_buffer_kb": _i(None, -(-MIN_BUFFER_BYTES // 1024), MAX_BUFFER_BYTES // 1024,
+                           "drop-tail buffer of every switch egress port, KiB (omit: HTB's "
+                           "deep default)"),
+    "mtu": _i(1500, 1280, 9000, "link MTU of every host and switch port"),
+}
+
+TRANSPORT = {
+    "names": Key("strings", list(TRANSPORTS), "what `--transport all` runs", choices=TRANSPORTS),
+    "tcp_reconvergence_s": _n(2.0, 0.0, 600.0, "ECMP reconvergence delay after a fault, tcp"),
+    "roce_reconvergence_s": _n(None, 0.0, 600.0, "the same for roce; omit: static ECMP"),
+    "tcp_port": _i(47000, 1024, 65535, "TCP port of the accepting side"),
+}
+
+COLLECTIVE = {
+    "kind": Key("str", "allreduce", "the collective", choices=COLLECTIVES),
+    "message_bytes": _i(1 << 20, 4, 1 << 30, "per-rank buffer, a multiple of 4 (float32)"),
+    "iterations": _i(20, 1, 100000, "timed iterations (after warmup)"),
+    "warmup": _i(2, 0, 1000, "untimed iterations first"),
+    "qps_per_peer": _i(2, 1, 64, "queue pairs (or TCP connections) per peer"),
+    "timeout_s": _n(60.0, 0.1, 3600.0, "per wait(): a stuck transport fails the worker"),
+    "incast_target": Key("str", None, "incast only: the host every rank sends to"),
+    "victim": Key("strings", None, "incast only: [src, dst] of an extra flow"),
+}
+
+OPTIONS = {
+    "trimming": _b(True, "in-fabric packet trimming and ECN marking"),
+    "capture": _b(True, "tcpdump on every host port"),
+    "goodput_interval_ms": _n(10.0, 1.0, 10000.0, "goodput sampling period, ms"),
+}
+
+SHORT_ONLY = {
+    "time_scale": _n(1.0, 0.01, 1.0, "multiplies every fault's at_s, after_s and flap period_s"),
+}
+
+MRC = {
+    "ring_bytes": _i(None, 4096, 1 << 30, "receive ring per QP"),
+    "fragment_bytes": _i(None, 64, 1 << 29, "WRITE-with-IMM fragment, <= ring_bytes / 2"),
+    "linger_s": _n(None, 0.0, 60.0, "keep answering peers this long after the last iteration"),
+    "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT (omit: measured with probes)"),
+    "connect_timeout_s": _n(None, 0.1, 3600.0, "QP connection set-up limit"),
+    "endpoint": Key("table"), "qp": Key("table"),
+}
+
+# traffic.endpoint_support.EndpointConfig overrides; host, fabric, routing, event_log and
+# control_socket are set by the runner per host, qp comes from [mrc.qp].
+MRC_ENDPOINT = {
+    "planes": Key("ints", None, "NIC ports (planes) to open; default all"),
+    "port_rate_mbit": _pos(None, "pacing rate per port, Mbit/s (default: host_link_mbit)",
+                           hi=100000.0),
+    "pacing_fraction": _n(None, 0, 1.5, "pace at this fraction of the port rate", above=True),
+    "pacing_burst_packets": _i(None, 1, 1024, "pacer burst"),
+    "max_payload": _i(None, 64, 9000, "per-packet payload cap (the port MTU also caps it)"),
+    "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT (omit: measured)"),
+    "default_base_rtt_ns": _i(None, 1, NS_MAX, "base RTT if probing gets no answer"),
+    "rtt_probe_count": _i(None, 1, 1000, "probes that measure the base RTT"),
+    "rto_rtts": _pos(None, "retransmission timeout, base RTTs"),
+    "probe_period_rtts": _pos(None, "probe period of a bad EV, base RTTs"),
+    "skip_rtts": _pos(None, "skip an ECN-marked EV this long, base RTTs"),
+    "reorder_rtts": _pos(None, "SACK-gap loss window, base RTTs"),
+    "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),
+    "reverse_probe_rtts": _pos(None, "reverse-path probe period, base RTTs"),
+    "min_base_rtt_ns": _i(None, 1, NS_MAX, "timers start from at least this base RTT"),
+    "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs per QP, split equally over the planes"),
+    "ack_every": _i(None, 1, SACK_BITMAP_BITS, "one SACK per this many data packets"),
+    "ack_delay_rtts": _pos(None, "delayed-SACK limit, base RTTs"),
+    "rto_ns": _i(None, 1, NS_MAX, "fixed RTO (wins over rto_rtts)"),
+    "probe_period_ns": _i(None, 1, NS_MAX, "fixed probe period (wins over probe_period_rtts)"),
+    "skip_ns": _i(None, 1, NS_MAX, "fixed skip time (wins over skip_rtts)"),
+    "port_poll_ms": _pos(None, "NIC port state poll period, ms", hi=10000.0),
+    "goodput_interval_ms": _pos(None, "goodput sampling period, ms", hi=10000.0),
+    "seed": _i(None, 0, (1 << 63) - 1, "EV choice seed (omit: from the clock)"),
+    "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric "
+                                "(omit: derived; 0: off)"),
+    "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
+    "loss_verdict_ms": _n(None, 0.0, 10000.0, "wait this long for evidence before retiring an EV"),
+}
+MRC_ENDPOINT_RESERVED = {
+    "host": "set by the runner per host", "fabric": "comes from [fabric]",
+    "routing": "comes from [fabric] routing", "event_log": "set by the runner",
+    "control_socket": "set by the runner", "qp": "use the [mrc.qp] table",
+}
+
+# traffic.reliability.MRCConfig overrides
+MRC_QP = {
+    "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs, equal per plane"),
+    "ev_backup_count": _i(None, 0, EV_COUNT_MAX, "backup EVs, equal per plane"),
+    "ev_min_active": _i(None, 0, EV_COUNT_MAX, "keep at least this many EVs (<= ev_count)"),
+    "probe_k": _i(None, 1, 1000, "probe successes that return an EV to GOOD"),
+    "probe_period_rtts": _pos(None, "probe period of a bad EV, base RTTs"),
+    "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),
+    "probe_backoff_max": _i(None, 1, 1024, "failed probes double the period up to this factor"),
+    "skip_rtts": _n(None, 0.0, RTTS_MAX, "ECN echo: skip the EV this long, base RTTs"),
+    "mtu": _i(None, 64, 9000, "payload bytes per packet (must fit the fabric's MTU)"),
+    "mpr": _i(None, 1, PSN_SPACE // 2 // MPR_UNIT - 1, "max PSN range, units of 128 PSNs"),
+    "start_psn": _i(None, 0, PSN_SPACE - 1, "initial PSN"),
+    "base_rtt_ns": _i(None, 1, NS_MAX, "initial base RTT estimate"),
+    "rto_ns": _i(None, 1, NS_MAX, "fixed base RTO"),
+    "rto_rtt_multiplier": _pos(None, "RTO in base RTTs"),
+    "rto_min_ns": _i(None, 1, NS_MAX, "RTO floor"),
+    "rto_max_ns": _i(None, 1, NS_MAX, "RTO ceiling (>= rto_min_ns)"),
+    "retry_linear": _i(None, 0, 1000, "retries with linear backoff"),
+    "retry_limit": _i(None, 1, 1000, "timeouts of one PSN before the QP fails"),
+    "reorder_window_frac": _n(None, 0.0, RTTS_MAX, "SACK-gap loss window, base RTTs"),
+    "adaptive_reorder": _b(None, "grow the reorder window with measured RTT variance"),
+    "congestion_grace_rtts": _n(None, 0.0, 1e6, "congestion evidence forgives a loss this long"),
+    "congestion_delay_rtts": _n(None, 0.0, 1e6, "queueing delay that counts as congestion"),
+    "congestion_forgive_rtts": _n(None, 0.0, 1e6, "how long a forgiven EV is remembered"),
+    "ack_every": _i(None, 1, SACK_BITMAP_BITS, "receiver SACK coalescing"),
+    "ack_delay_ns": _i(None, 1, NS_MAX, "delayed-SACK limit (wins over ack_delay_rtts)"),
+    "ack_delay_rtts": _pos(None, "delayed-SACK limit, base RTTs"),
+    "nscc_enabled": _b(None, "NSCC congestion control"),
+    "nscc_gamma": _n(None, 0.0, 1.0, "NSCC multiplicative-decrease gain", above=True),
+    "nscc_max_md": _n(None, 0.0, 0.5, "largest NSCC decrease", above=True),
+    "nscc_fair_increase_mss": _pos(None, "NSCC fair increase, MSS", hi=1000.0),
+    "nscc_prop_gain": _pos(None, "NSCC proportional increase gain", hi=100.0),
+    "nscc_max_window_bdp": _pos(None, "NSCC window ceiling, BDPs", hi=100.0),
+    "nscc_initial_window_bdp": _pos(None, "NSCC initial window, BDPs", hi=100.0),
+    "trimming": _b(None, "the fabric trims (delay target 0.75 base RTT)"),
+    "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric"),
+    "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
+    "loss_verdict_ns": _i(None, 0, NS_MAX, "wait this long for evidence before retiring an EV"),
+    "probe_period_ns": _i(None, 1, NS_MAX, "fixed probe period (wins over probe_period_rtts)"),
+    "skip_ns": _i(None, 1, NS_MAX, "fixed ECN skip time (wins over skip_rtts)"),
+    "loss_policy": Key("str", None, "what an unexplained loss does to its EV: 'ocp' retires it "
+                       "at once, 'tolerant' adds the emulator's verdict window and excuses "
+                       "(traffic/loss_policy.py)", choices=("ocp", "tolerant")),
+    "nscc_min_base_rtt_ns": _i(None, 0, NS_MAX, "NSCC's BDP uses at least this RTT"),
+    "port_rate_Bps": _pos(None, "pacing rate per plane, bytes/s", hi=1.25e10),
+    "pacer_burst_packets": _i(None, 1, 1024, "pacer burst"),
+    "header_overhead": _i(None, 0, 1024, "header bytes the pacer counts per packet"),
+    "reverse_evs_per_plane": _i(None, 1, 64, "receiver reverse-path EVs per plane"),
+    "reverse_probe_rtts": _pos(None, "reverse-EV probe period, base RTTs"),
+    "reverse_probe_fail_limit": _i(None, 1, 1000, "failed reverse probes before a new EV"),
+    "reverse_idle_rtts": _pos(None, "stop reverse probing after this idle time", hi=1e6),
+    "roce_window_psns": _i(None, 1, PSN_SPACE // 2 - 1, "RoCE RC window, PSNs"),
+    "roce_retry_limit": _i(None, 1, 7, "RoCE retry_cnt (3 bits)"),
+}
+
+# [[faults]] timing and target keys; the action's own parameters are checked by
+# controller.faults.validate, which owns them.
+FAULT = {
+    "at_s": _n(None, 0.0, 86400.0, "seconds after the timed iterations start"),
+    "at_iteration": Key("int", None, "when any rank starts this timed iteration", 0),
+    "after_s": _n(None, 0.0, 86400.0, "seconds after the previous entry was applied"),
+    "action": Key("str", None, "controller fault action"),
+    "a": Key("str", None, "link end (or the switch of a blackhole)"),
+    "b": Key("str", None, "the other link end"),
+    "node": Key("str", None, "the switch of a blackhole (same as a)"),
+    "links": Key("str", None, "host | fabric | all | a switch: every such link"),
+}
+
+SCHEMA = {"": TOP, "fabric": FABRIC, "transport": TRANSPORT, "collective": COLLECTIVE,
+          "options": OPTIONS, "mrc": MRC, "mrc.endpoint": MRC_ENDPOINT, "mrc.qp": MRC_QP}
+
+_TYPE_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
+               "str": "a string", "strings": "a list of strings", "ints": "a list of integers",
+               "table": "a table", "array": "an array of tables"}
+
+
+def type_error(key: Key, value) -> str | None:
+    """Why `value` is not of the key's kind, or None. TOML's inf/nan are numbers to tomllib, so
+    they are rejected here: no setting of this project means infinity."""
+    k = key.kind
+    if k == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif k == "number":
+        ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
+              and math.isfinite(value))
+    elif k == "bool":
+        ok = isinstance(value, bool)
+    elif k == "str":
+        ok = isinstance(value, str)
+    elif k == "strings":
+        ok = isinstance(value, list) and all(isinstance(v, str) for v in value)
+    elif k == "ints":
+        ok = isinstance(value, list) and all(
+            isinstance(v, int) and not isinstance(v, bool) for v in value)
+    elif k == "table":
+        ok = isinstance(value, dict)
+    elif k == "array":
+        ok = isinstance(value, list) and all(isinstance(v, dict) for v in value)
+    else:
+        raise AssertionError(f"unknown key kind {k!r}")
+    return None if ok else f"must be {_TYPE_NAMES[k]}, got {value!r}"
+
+
+def range_error(key: Key, value, hi=None) -> str | None:
+    """Why a value of the right type is out of range, or None. `hi` overrides the key's
+    ceiling when it depends on another key (at_iteration < iterations)."""
+    if key.choices is not None:
+        bad = [v for v in (value if isinstance(value, list) else [value]) if v not in key.choices]
+        if bad:
+            return f"must be one of {', '.join(map(str, key.choices))}, got {bad[0]!r}"
+        return None
+    if key.kind not in ("int", "number"):
+        return None
+    lo, hi = key.lo, key.hi if hi is None else hi
+    low_bad = lo is not None and (value <= lo if key.above else value < lo)
+    if low_bad or (hi is not None and value > hi):
+        if key.above:
+            return f"must be above {lo} and at most {hi}, got {value!r}"
+        if hi is None:
+            return f"must be at least {lo}, got {value!r}"
+        return f"must be between {lo} and {hi}, got {value!r}"
+    return None
+
+
+# ---------------------------------------------------------------- locating keys in the text
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')\s*=")
+
+
+class Locator:
+    """Line numbers of tables and keys (tomllib gives values, not positions), indexed in one pass
+    so that looking up a key costs a dict access however large the file."""
+
+    def __init__(self, text: str):
+        self.tables: dict[tuple[str, int], int] = {}
+        self.keys: dict[tuple[str, int, str], int] = {}
+        seen: dict[str, int] = {}
+        table, occurrence = "", 0
+        in_string = None
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if in_string:                       # inside a multi-line string value
+                if line.count(in_string) % 2:
+                    in_string = None
+                continue
+            header = _HEADER.match(line)
+            if header:
+                table = re.sub(r"\s*\.\s*", ".", header.group(2)).replace('"', "")
+                occurrence = seen.get(table, 0)
+                seen[table] = occurrence + 1
+                self.tables.setdefault((table, occurrence), lineno)
+                continue
+            key = _KEY.match(line)
+            if key:
+                self.keys.setdefault((table, occurrence, key.group(1).strip("\"'")), lineno)
+            for quote in ('"""', "'''"):
+                if line.count(quote) % 2:
+                    in_string = quote
+                    break
+
+    def table(self, name: str, occurrence: int = 0) -> int | None:
+        return self.tables.get((name, occurrence))
+
+    def key(self, table: str, key: str, occurrence: int = 0) -> int | None:
+        """The key's line; else its table's line (a key of an inline table); else None."""
+        line = self.keys.get((table, occurrence, key))
+        if line is None and "." in table:     # [mrc] endpoint = {...} or mrc.endpoint.x = ...
+            parent, _, child = table.rpartition(".")
+            line = self.keys.get((parent, occurrence, child))
+        return line or self.table(table, occurrence)
+
+
+class Checker:
+    """Applies the schema to one parsed file; every failure raises ScenarioError with
+    `source:line: where: message`."""
+
+    def __init__(self, source: str, text: str):
+        self.source = source
+        self.loc = Locator(text)
+
+    def fail(self, where: str, message: str, line: int | None = None):
+        at = f"{self.source}:{line}" if line else self.source
+        raise ScenarioError(f"{at}: {where}: {message}")
+
+    def table(self, data: dict, name: str, schema: dict, *, parent: str = "",
+              reserved: dict | None = None) -> dict:
+        """The table `name` of `data` checked against `schema`: {key: typed value} for the keys
+        present (numbers of kind "number" as float); {} if absent."""
+        full = f"{parent}.{name}" if parent else name
+        if name not in data:
+            return {}
+        value = data[name]
+        if not isinstance(value, dict):
+            where = f"[{parent}] {name}" if parent else name
+            self.fail(where, f"must be a table ([{full}]), got {value!r}",
+                      self.loc.key(parent, name))
+        return self.keys(value, full, schema, reserved=reserved)
+
+    def keys(self, values: dict, table: str, schema: dict, *, occurrence: int = 0,
+             where: str | None = None, reserved: dict | None = None, his: dict | None = None,
+             extra: tuple = ()) -> dict:
+        """Type- and range-check every key of one table. Keys in `extra` pass unchecked (a
+        fault's action parameters). his: per-key ceilings that depend on other keys."""
+        prefix = where or f"[{table}]"
+        out = {}
+        for key, value in values.items():
+            line = self.loc.key(table, key, occurrence)
+            if key not in schema:
+                if key in extra:
+                    out[key] = value
+                    continue
+                if reserved and key in reserved:
+                    self.fail(f"{prefix} {key}", f"unknown key here ({reserved[key]})", line)
+                known = ", ".join(list(schema) + list(extra))
+                self.fail(f"{prefix} {key}", f"unknown key; known keys: {known}", line)
+            spec = schema[key]
+            problem = type_error(spec, value) or range_error(spec, value, (his or {}).get(key))
+            if problem:
+                self.fail(f"{prefix} {key}", problem, line)
+            out[key] = float(value) if spec.kind == "number" else value
+        return out
+
+
+def with_defaults(values: dict, schema: dict) -> dict:
+    """values plus every absent key's default."""
+    return {**{k: s.default for k, s in schema.items() if s.kind not in ("table", "array")},
+            **values}
+
+
+def _range_text(key: Key) -> str:
+    if key.choices:
+        return ", ".join(map(str, key.choices))
+    if key.lo is None and key.hi is None:
+        return ""
+    low = "" if key.lo is None else f"{'>' if key.above else ''}{key.lo}"
+    return f"{low}..{'' if key.hi is None else key.hi}"
+
+
+def reference() -> str:
+    """Every key as a Markdown table per TOML table (`python -m emulation.scenario_schema`)."""
+    out = []
+    tables = dict(SCHEMA, **{"[faults]": FAULT, "short": SHORT_ONLY})
+    for name, table in tables.items():
+        rows = [(k, v) for k, v in table.items() if v.kind not in ("table", "array")]
+        if not rows:
+            continue
+        title = "top level" if not name else (name if name.startswith("[") else f"[{name}]")
+        out += [f"### {title}", "", "| key | type | range | default | meaning |",
+                "| --- | --- | --- | --- | --- |"]
+        for key, spec in rows:
+            default = "" if spec.default is None else repr(spec.default).replace("'", '"')
+            out.append(f"| {key} | {spec.kind} | {_range_text(spec)} | {default} | {spec.doc} |")
+        out.append("")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(reference())

@@ -1,0 +1,161 @@
+"""Figures: goodput aligned on each transport's first fault with the recovery bar, EV states
+grouped by path, legends that list only what is drawn. Hand-built runs: every expected value
+follows from how the data was made."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import metrics as m
+from analysis import plots
+from emulation.topology import FabricSpec, Topology, make_ev
+
+MS = 1_000_000
+RATE_BPS = 10_000_000            # 10 MB/s = 80 Mbit/s while healthy
+TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
+
+
+def _goodput_events(fault_ns: int, outage_ms: int, end_ns: int) -> pd.DataFrame:
+    """One receiver's cumulative rx_bytes every 10 ms: RATE_BPS except for outage_ms after
+    the fault, when nothing arrives."""
+    rows, cum, t = [], 0.0, 0
+    while t <= end_ns:
+        rows.append({"t_ns": t, "host": "h1", "event": "goodput", "rx_bytes": cum})
+        if not fault_ns <= t < fault_ns + outage_ms * MS:
+            cum += RATE_BPS * 0.01
+        t += 10 * MS
+    return pd.DataFrame(rows)
+
+
+def _transport(name, fault_s, tmp_path, outage_ms=300):
+    fault_ns = int(fault_s * 1e9)
+    faults = pd.DataFrame([{"t_ns": fault_ns, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"}])
+    ev = _goodput_events(fault_ns, outage_ms, fault_ns + 3_000 * MS)
+    return m.TransportData(name, tmp_path, pd.DataFrame(), ev, faults, {}, [], None)
+
+
+def test_goodput_aligns_each_transport_on_its_first_fault(tmp_path):
+    run = m.RunAnalysis(tmp_path, {"mrc": _transport("mrc", 1.0, tmp_path),
+                                   "tcp": _transport("tcp", 4.0, tmp_path)}, 0, 10.0, {})
+    ax = plots.goodput_figure(run).axes[0]
+    for color in (plots.TRANSPORT_COLORS["mrc"], plots.TRANSPORT_COLORS["tcp"]):
+        lines = [ln for ln in ax.lines if ln.get_color() == color and ln.get_linestyle() == "-"]
+        raw = min(lines, key=lambda ln: ln.get_linewidth())      # per-bin steps
+        rolling = max(lines, key=lambda ln: ln.get_linewidth())  # the rolling mean
+        x, y = np.asarray(raw.get_xdata(), float), np.asarray(raw.get_ydata(), float)
+        # bin t holds the bytes of [t - 10 ms, t): the 300 ms outage empties bins 0.01 .. 0.30 s
+        # on the aligned axis, whatever the fault's time
+        zero = x[(y == 0) & (x > -0.5)]
+        assert zero.min() == pytest.approx(0.01, abs=1e-3) and zero.max() == pytest.approx(0.30, abs=1e-3)
+        assert y[x < -0.1].mean() == pytest.approx(80.0, rel=0.02)
+        # rolling mean over the recovery window (100 ms with no iteration events), from t on:
+        # the window [0.1, 0.2] s lies inside the outage, [-0.6, -0.5] in healthy traffic
+        rx, ry = np.asarray(rolling.get_xdata(), float), np.asarray(rolling.get_ydata(), float)
+        assert ry[np.argmin(abs(rx - 0.1))] == pytest.approx(0.0, abs=1e-9)
+        assert ry[np.argmin(abs(rx + 0.6))] == pytest.approx(80.0, rel=0.02)
+        # the window from 0.25 s holds bins 0.25 .. 0.34: six empty, four at 80 Mbit/s
+        assert ry[np.argmin(abs(rx - 0.25))] == pytest.approx(32.0, rel=0.01)
+        # the recovery bar: 90% of the pre-fault 80 Mbit/s (no topology: full capacity expected)
+        bars = [c for c in ax.collections if np.allclose(c.get_color()[0][:3],
+                                                         plots.matplotlib.colors.to_rgb(color))]
+        assert len(bars) == 1
+        seg = bars[0].get_segments()[0]
+        assert seg[0][0] == pytest.approx(0.0) and seg[0][1] == pytest.approx(72.0, rel=0.02)
+        # where the metric says goodput came back: the first 100 ms window at >= 90% starts
+        # 290 ms after the fault (10 ms of outage in it = exactly 90%)
+        dots = [ln for ln in ax.lines if ln.get_color() == color and ln.get_marker() == "o"]
+        assert len(dots) == 1 and dots[0].get_xdata()[0] == pytest.approx(0.29, abs=0.011)
+
+
+def _ev_events():
+    rows = []
+
+    def add(t, host, qp, ev, old, new, reason, **kw):
+        rows.append({"t_ns": t, "host": host, "event": "ev_state", "qp": qp, "ev": ev,
+                     "plane": ev >> 28, "old": old, "new": new, "reason": reason, **kw})
+    bad, spare, other = make_ev(0, 0, 11), make_ev(0, 1, 12), make_ev(1, 1, 13)
+    add(0, "h1", 5, bad, "UNKNOWN", "GOOD", "init")
+    add(0, "h1", 5, other, "UNKNOWN", "GOOD", "init")
+    add(100 * MS, "h1", 5, bad, "GOOD", "ASSUMED_BAD", "timeout")
+    # a reverse (ACK-path) EV replaced: the retired one must stop counting at the replacement
+    add(0, "h0", 5, bad, "UNKNOWN", "GOOD", "init", direction="reverse")
+    add(100 * MS, "h0", 5, bad, "GOOD", "ASSUMED_BAD", "reverse_probe_timeout", direction="reverse")
+    add(200 * MS, "h0", 5, spare, "UNKNOWN", "GOOD", "replacement", replaces=bad,
+         direction="reverse")
+    add(400 * MS, "h1", 5, other, "GOOD", "GOOD", "tick")
+    return pd.DataFrame(rows)
+
+
+def test_ev_states_grouped_by_path():
+    mat, counts = plots.ev_path_matrix(_ev_events(), 10.0, 0, TOPO)
+    # hosts h0 (ACKs) and h1 (data), each with 2 planes x 2 T1s
+    assert list(mat.index) == [f"h{h} {d}  plane {p} via t1p{p}s{s}"
+                               for h, d in ((0, "ACKs"), (1, "data"))
+                               for p in (0, 1) for s in (0, 1)]
+    state = {name: i for i, name in enumerate(m.EV_STATES)}
+    row = mat.loc["h1 data  plane 0 via t1p0s0"].to_numpy()
+    assert row[5] == state["GOOD"] and row[15] == state["ASSUMED_BAD"]
+    assert mat.loc["h1 data  plane 1 via t1p1s1"].to_numpy()[15] == state["GOOD"]
+    assert mat.loc["h1 data  plane 1 via t1p1s0"].isna().all() and \
+        counts["h1 data  plane 1 via t1p1s0"] == 0
+    acks = mat.loc["h0 ACKs  plane 0 via t1p0s0"].to_numpy()
+    assert acks[15] == state["ASSUMED_BAD"] and np.isnan(acks[25])   # retired at 200 ms
+    assert mat.loc["h0 ACKs  plane 0 via t1p0s1"].to_numpy()[25] == state["GOOD"]
+
+
+def test_ev_figure_legend_outside_and_fault_label_visible(tmp_path):
+    faults = pd.DataFrame([{"t_ns": 100 * MS, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"},
+                           {"t_ns": 150 * MS, "action": "link_up", "a": "t0p0g0", "b": "t1p0s0"}])
+    td = m.TransportData("mrc", tmp_path, pd.DataFrame(), _ev_events(), faults, {}, [], TOPO)
+    fig = plots.ev_state_figure(td, 0, 10.0)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    render = fig.canvas.get_renderer()
+    axes_box = ax.get_window_extent(render)
+    legend_box = ax.get_legend().get_window_extent(render)
+    assert legend_box.x0 >= axes_box.x1                      # beside the rows, not over them
+    fig_box = fig.bbox
+    labels = [t for t in ax.texts if t.get_text().startswith("link_")]
+    assert len(labels) == 2
+    for t in labels:
+        box = t.get_window_extent(render)
+        assert box.y0 >= axes_box.y1 - 1 and box.y1 <= fig_box.y1 and box.x1 <= fig_box.x1
+    title = ax.title.get_window_extent(render)
+    for t in labels:
+        assert not t.get_window_extent(render).overlaps(title)
+
+
+def test_topology_legend_names_failed_only_when_a_link_failed():
+    def legend(faults):
+        fig = plots.topology_figure(TOPO, faults)
+        return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert not any("failed" in s for s in legend(None))
+    down = pd.DataFrame([{"t_ns": 1, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"}])
+    assert any("failed" in s for s in legend(down))
+    up = pd.concat([down, pd.DataFrame([{"t_ns": 2, "action": "link_up", "a": "t0p0g0",
+                                         "b": "t1p0s0"}])], ignore_index=True)
+    assert not any("failed" in s for s in legend(up))
+
+
+def test_trim_figure_leaves_zero_series_out_of_the_legend(tmp_path):
+    transports = {}
+    for name, marked, trimmed in (("mrc", 40, 7), ("tcp", 0, 0)):
+        d = tmp_path / name
+        d.mkdir()
+        ports = {"t0p0g0-e1": {"offered_packets": 100, "marked": marked, "trimmed": trimmed},
+                 "t1p0s0-e1": {"offered_packets": 100, "marked": marked // 2, "trimmed": 0}}
+        (d / "trim_counters.json").write_text(json.dumps({"ports": ports}))
+        summary = {"trimmed": trimmed, "nacks_sent": trimmed,
+                   "retransmits_by_reason": {"nack_trimmed": trimmed}}
+        transports[name] = m.TransportData(name, Path(d), pd.DataFrame(), pd.DataFrame(),
+                                           pd.DataFrame(), summary, [], TOPO)
+    fig = plots.trim_figure(m.RunAnalysis(tmp_path, transports, 0, 10.0, {}))
+    left, right = fig.axes
+    assert [t.get_text() for t in left.get_legend().get_texts()] == ["mrc marked", "mrc trimmed"]
+    assert [t.get_text() for t in right.get_legend().get_texts()] == ["mrc"]
+    note = " ".join(t.get_text() for t in fig.texts)
+    assert "tcp marked" in note and "tcp trimmed" in note

@@ -1,0 +1,165 @@
+"""Configuration of an MRC QP (every knob of the transport) and 24-bit PSN arithmetic.
+
+Pure data: the sender (traffic/sender.py), receiver (traffic/receiver.py), loss policies
+(traffic/loss_policy.py) and the RoCE baseline (traffic/roce_rc.py) all read one MRCConfig.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from traffic.messages import PSN_MASK
+
+PSN_SPACE = PSN_MASK + 1
+MPR_UNIT = 128          # MPR is in units of 128 PSNs (OCP)
+LOSS_POLICIES = ("ocp", "tolerant")
+
+
+@dataclass
+class MRCConfig:
+    """Every knob of the MRC transport. Defaults fit the emulated fabric (RTT ~1 ms, 100 Mbit/s
+    ports); OCP/UET values are quoted where they exist."""
+
+    # EV set (OCP examples: 128-256 EVs, ev_min_active = ev_count/4)
+    ev_count: int = 128                  # active EVs, equal per plane
+    ev_backup_count: int = 64            # backup EVs, equal per plane (state UNKNOWN until used)
+    ev_min_active: int | None = None     # None -> ev_count // 4
+    probe_k: int = 3                     # consecutive probe successes to return to GOOD
+    probe_period_rtts: float = 5.0       # probe period of an ASSUMED_BAD EV, in base RTTs
+    probe_timeout_rtts: float = 4.0      # a probe unanswered this long failed
+    probe_backoff_max: int = 8           # failed probes double the period, up to this factor
+    skip_rtts: float = 2.0               # ECN echo: skip the EV for this many base RTTs
+    probe_period_ns: int | None = None   # fixed probe period; wins over probe_period_rtts
+    skip_ns: int | None = None           # fixed ECN skip time; wins over skip_rtts
+    # reliability
+    mtu: int = 1024                      # payload bytes per packet
+    mpr: int = 8                         # max PSN range, units of 128 PSNs (OCP example 8)
+    start_psn: int = 0                   # initial PSN (both ends must agree)
+    base_rtt_ns: int = 1_000_000         # initial base RTT estimate until measured (min RTT seen)
+    rto_ns: int | None = None            # fixed base RTO; None -> derived from RTT
+    rto_rtt_multiplier: float = 4.0
+    rto_min_ns: int = 1_000_000
+    rto_max_ns: int = 1_000_000_000
+    retry_linear: int = 7                # OCP: linear backoff for the first 7 retries
+    retry_limit: int = 10                # timeouts of one PSN before QP error
+    reorder_window_frac: float = 0.5     # SACK-gap loss: sent this many base RTTs later arrived
+    # Under load the per-path queueing delay differs by far more than a base RTT; the reorder
+    # window also grows to srtt + 4 rttvar - base RTT (RACK-like), measured, so a slower queue
+    # on one path is not taken for a failed path.
+    adaptive_reorder: bool = True
+    # A loss without trim on an EV that ITSELF signalled congestion (ECN echo, trimmed NACK, or
+    # an RTT sample with queueing delay >= congestion_delay_rtts base RTTs) in the last
+    # congestion_grace_rtts (or 8 srtt, if longer) is retransmitted without retiring the EV: in
+    # the emulator a CPU-starved userspace switch drops packets of busy paths that a real
+    # trimming switch would not. One piece of evidence forgives one loss: a second loss with
+    # no newer evidence on that EV retires it. Congestion on OTHER EVs never forgives (a
+    # black-holed path echoes nothing). congestion_forgive_rtts bounds how long a forgiven EV
+    # stays remembered. 0 grace disables forgiveness.
+    congestion_grace_rtts: float = 8.0
+    congestion_delay_rtts: float = 1.0
+    congestion_forgive_rtts: float = 64.0
+    ack_every: int = 1                   # receiver SACK coalescing (1 = SACK every packet)
+    # Delayed SACK: a coalesced SACK leaves at the latest this long after the first unacked
+    # packet arrived (None -> ack_delay_rtts x base RTT).
+    ack_delay_ns: int | None = None
+    ack_delay_rtts: float = 0.25
+    # congestion control (UET NSCC, uet-htsim defaults)
+    nscc_enabled: bool = True
+    nscc_gamma: float = 0.8
+    nscc_max_md: float = 0.5             # decrease factor never below 0.5
+    nscc_fair_increase_mss: float = 1.0
+    nscc_prop_gain: float = 1.0
+    nscc_max_window_bdp: float = 1.5
+    nscc_initial_window_bdp: float = 1.0
+    trimming: bool = False               # fabric trims -> target 0.75 x base RTT
+    # Upper bound on the extra (queueing) delay a data packet can see on one path through a
+    # TRIMMING fabric: every switch queue trims above its threshold, so a packet that is not
+    # trimmed waited at most (hops x trim threshold drain time). 0 = unknown (no trimming).
+    # When set, the SACK-gap reorder window is at least this bound, the RTO at least base RTT
+    # + 2 bounds (data one way, SACK the other) and the reverse-probe timeout the same: a late
+    # packet can then never be taken for a lost one, while a dead path is still found within
+    # a base RTT + the bound. The endpoint derives it from the fabric's trim thresholds.
+    fabric_delay_bound_ns: int = 0
+    # The loss of the first packet an EV ever carried does not retire it (the next loss does):
+    # in a fabric of userspace OVS the first packet of a new EV takes the slow path (upcall).
+    # The endpoint turns it on (EndpointConfig.first_packet_grace); off in the pure model.
+    first_packet_grace: bool = False
+    # Loss verdict (0 = judge at once, as OCP). A loss without trim puts its EV out of use at
+    # once (the packets that follow take other EVs) but the EV is only retired (ASSUMED_BAD)
+    # if, within loss_verdict_ns, no later evidence explains the loss: a trimmed NACK of that
+    # very transmission (the packet met congestion; its header was just slow) or its late
+    # delivery (a SACK echoing its timestamp, or an ACK before its retransmission could have
+    # made the round trip). Measured in the emulated fabric under a 7:1 incast: trimmed headers
+    # whose NACK came back up to ~80 ms after the SACK-gap / timeout verdict (the CPU-starved
+    # userspace switches hold packets before the egress trimmer, outside any trim bound), which
+    # retired dozens of healthy EVs per run. A black hole explains nothing, so it is retired
+    # loss_verdict_ns later than at once; no packet goes to it in between.
+    loss_verdict_ns: int = 0
+    # Which rule turns a loss into a verdict on its path (traffic/loss_policy.py): "ocp" retires
+    # the EV at the first loss a trim does not explain, and ignores first_packet_grace,
+    # loss_verdict_ns and the congestion forgiveness knobs; "tolerant" applies them and excuses
+    # a timeout with nothing later delivered, which the emulated fabric's CPU-starved userspace
+    # switches need while they hold packets for up to 250 ms before the egress trimmer.
+    loss_policy: str = "tolerant"
+    # NSCC sizes its window (1.5 BDP) and delay target on the base RTT; through userspace OVS the
+    # idle min RTT (0.5-1 ms) is well under the RTT at line rate (2-3 ms: per-packet CPU in three
+    # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
+    # uses at least this RTT (the timers keep the measured min).
+    nscc_min_base_rtt_ns: int = 0
+    # pacing (userspace OVS drops bursts)
+    port_rate_Bps: float = 12_500_000.0  # per plane (100 Mbit/s, the fabric's default host link)
+    pacer_burst_packets: int = 4
+    header_overhead: int = 120           # bytes of headers counted by the pacer per packet
+    # receiver reverse path
+    reverse_evs_per_plane: int = 2
+    reverse_probe_rtts: float = 1.0      # one reverse-EV probe per base RTT while data flows
+    reverse_probe_fail_limit: int = 2
+    reverse_idle_rtts: float = 100.0     # stop probing after this long without data
+    # RoCE RC baseline (traffic/roce_rc.py)
+    roce_window_psns: int = 1024
+    roce_retry_limit: int = 7            # RoCE retry_cnt maximum
+
+    def __post_init__(self) -> None:
+        positive = ("ev_count", "probe_k", "mtu", "mpr", "base_rtt_ns", "rto_min_ns",
+                    "rto_max_ns", "retry_limit", "ack_every", "port_rate_Bps",
+                    "pacer_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
+                    "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
+                    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts",
+                    "ack_delay_rtts")
+        for name in ("probe_period_ns", "skip_ns"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value <= 0):
+                raise ValueError(f"MRCConfig.{name} must be a positive integer (ns) or None, "
+                                 f"got {value!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in positive and (isinstance(value, bool) or not value > 0):
+                raise ValueError(f"MRCConfig.{f.name} must be positive, got {value!r}")
+        for name in ("ev_backup_count", "retry_linear", "skip_rtts", "header_overhead",
+                     "reorder_window_frac", "congestion_grace_rtts", "congestion_delay_rtts",
+                     "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")
+        if self.mpr * MPR_UNIT >= PSN_SPACE // 2:
+            raise ValueError(f"MRCConfig.mpr {self.mpr} too large for 24-bit PSNs")
+        if not 0 <= self.start_psn <= PSN_MASK:
+            raise ValueError(f"MRCConfig.start_psn must fit 24 bits, got {self.start_psn}")
+        if self.ev_min_active is not None and not 0 <= self.ev_min_active <= self.ev_count:
+            raise ValueError(f"MRCConfig.ev_min_active must be in 0..ev_count, got {self.ev_min_active}")
+        if self.loss_policy not in LOSS_POLICIES:
+            raise ValueError(f"MRCConfig.loss_policy must be one of {', '.join(LOSS_POLICIES)}, "
+                             f"got {self.loss_policy!r}")
+        if not 0 < self.nscc_max_md <= 0.5:
+            raise ValueError("MRCConfig.nscc_max_md must be in (0, 0.5] (MD factor >= 0.5)")
+
+    @property
+    def mpr_window(self) -> int:
+        return self.mpr * MPR_UNIT
+
+
+def unwrap(psn: int, ref: int) -> int:
+    """Absolute sequence number of a 24-bit PSN: the one nearest to the absolute `ref`."""
+    diff = (psn - ref) & PSN_MASK
+    if diff >= PSN_SPACE // 2:
+        diff -= PSN_SPACE
+    return ref + diff

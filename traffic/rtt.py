@@ -1,0 +1,80 @@
+"""RTT estimation of a sending QP and the timers derived from it (pure: samples are passed in).
+
+base RTT = the smallest RTT sample seen (MRCConfig.base_rtt_ns until the first sample);
+srtt / rttvar as RFC 6298 (gains 1/8 and 1/4). From them:
+  * RTO(t), t = timeouts the PSN already had: base_rto * (t + 1) for t < retry_linear, then
+    base_rto * retry_linear * 2^(t - retry_linear + 1) (linear, then exponential, as OCP's retry
+    scheme), capped at rto_max_ns. base_rto = max(rto_min_ns, rto_rtt_multiplier x base RTT,
+    srtt + 4 rttvar). OCP's 1.024 us x 2^t is sized for NIC RTTs of microseconds; the emulated
+    fabric has RTTs around 1 ms, so the RTO is derived from the measured RTT instead.
+  * The SACK-gap reorder window: max(reorder_window_frac x base RTT, srtt + 4 rttvar - base RTT)
+    so per-path queueing differences under load are not taken for failures.
+With a trimming fabric (fabric_delay_bound_ns set) both are at least what the trimmers' queue
+bound allows, so a late packet is never taken for a lost one.
+"""
+from __future__ import annotations
+
+from traffic.qp_config import MRCConfig
+
+
+class RttEstimator:
+    """Base RTT, srtt and rttvar of one QP, and the RTO / reorder window they give."""
+
+    __slots__ = ("cfg", "base_rtt_ns", "measured", "srtt_ns", "rttvar_ns")
+
+    def __init__(self, config: MRCConfig):
+        self.cfg = config
+        self.base_rtt_ns = config.base_rtt_ns
+        self.measured = False               # base_rtt_ns is still the configured guess
+        self.srtt_ns: float | None = None
+        self.rttvar_ns = 0.0
+
+    def rtts(self, n: float) -> int:
+        """n base RTTs in ns (at least 1)."""
+        return max(1, int(n * self.base_rtt_ns))
+
+    def queued(self, rtt_ns: int) -> bool:
+        """The sample shows queueing delay of at least congestion_delay_rtts base RTTs (only
+        once a base RTT was measured: the configured guess may be far off)."""
+        return (self.measured
+                and rtt_ns - self.base_rtt_ns >= self.cfg.congestion_delay_rtts * self.base_rtt_ns)
+
+    def update(self, rtt_ns: int) -> bool:
+        """Account one RTT sample (> 0); returns True if it set a new base RTT."""
+        new_base = not self.measured or rtt_ns < self.base_rtt_ns
+        if new_base:
+            self.measured = True
+            self.base_rtt_ns = rtt_ns
+        if self.srtt_ns is None:
+            self.srtt_ns, self.rttvar_ns = float(rtt_ns), rtt_ns / 2.0
+        else:
+            self.rttvar_ns = 0.75 * self.rttvar_ns + 0.25 * abs(self.srtt_ns - rtt_ns)
+            self.srtt_ns = 0.875 * self.srtt_ns + 0.125 * rtt_ns
+        return new_base
+
+    def rto_base_ns(self) -> int:
+        cfg = self.cfg
+        if cfg.rto_ns is not None:
+            return cfg.rto_ns
+        rto = max(cfg.rto_min_ns, cfg.rto_rtt_multiplier * self.base_rtt_ns)
+        if self.srtt_ns is not None:
+            rto = max(rto, self.srtt_ns + 4 * self.rttvar_ns)
+        if cfg.fabric_delay_bound_ns:
+            rto = max(rto, self.base_rtt_ns + 2 * cfg.fabric_delay_bound_ns)
+        return int(rto)
+
+    def rto_ns(self, timeouts: int) -> int:
+        base = self.rto_base_ns()
+        lin = self.cfg.retry_linear
+        if timeouts < lin:
+            rto = base * (timeouts + 1)
+        else:
+            rto = base * max(lin, 1) * 2 ** (timeouts - lin + 1)
+        return int(min(rto, self.cfg.rto_max_ns))
+
+    def reorder_window_ns(self) -> int:
+        cfg = self.cfg
+        window = int(cfg.reorder_window_frac * self.base_rtt_ns)
+        if cfg.adaptive_reorder and self.srtt_ns is not None:
+            window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns))
+        return max(window, cfg.fabric_delay_bound_ns)

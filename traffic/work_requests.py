@@ -1,0 +1,145 @@
+"""Work requests and completions every QP shares (MRC and the RoCE baseline): the queue of
+posted RDMA WRITEs and their send completions on the sending side, message assembly and
+WRITE-with-IMM completions on the receiving side, and the QP error that ends both.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from traffic.messages import IMM_OPCODES, LAST_OPCODES, PSN_MASK, Opcode
+from traffic.qp_config import unwrap
+
+MAX_MESSAGE = 0xFFFFFFFF  # RETH DMA length is 32 bits
+
+
+class QPError(RuntimeError):
+    """Operation on a QP in the error state, or a bad request (the message says which)."""
+
+
+@dataclass
+class Completion:
+    qp: int
+    msn: int              # 24-bit MSN as on the wire
+    bytes: int
+    imm: int | None
+
+
+@dataclass
+class _OutMessage:
+    msn: int              # absolute
+    buf: memoryview
+    remote_va: int
+    rkey: int
+    imm: int | None
+    first_seq: int | None = None
+    last_seq: int | None = None
+
+    @property
+    def length(self) -> int:
+        return self.buf.nbytes
+
+
+def segment_opcode(index: int, count: int, with_imm: bool) -> int:
+    if count == 1:
+        return Opcode.WRITE_ONLY_IMM if with_imm else Opcode.WRITE_ONLY
+    if index == 0:
+        return Opcode.WRITE_FIRST
+    if index == count - 1:
+        return Opcode.WRITE_LAST_IMM if with_imm else Opcode.WRITE_LAST
+    return Opcode.WRITE_MIDDLE
+
+
+def validate_write(buf, remote_va: int, rkey: int, imm) -> memoryview:
+    view = memoryview(buf).cast("B")
+    if view.nbytes > MAX_MESSAGE:
+        raise QPError(f"message of {view.nbytes} bytes exceeds the 32-bit RETH length")
+    if not 0 <= remote_va < 1 << 64:
+        raise QPError(f"remote_va {remote_va!r} must fit 64 bits")
+    if not 0 <= rkey < 1 << 32:
+        raise QPError(f"rkey {rkey!r} must fit 32 bits")
+    if imm is not None and not 0 <= imm < 1 << 32:
+        raise QPError(f"imm {imm!r} must fit 32 bits")
+    return view
+
+
+class PostedWrites:
+    """What every sending QP (MRC and the RoCE baseline) shares: the queue of posted WRITEs,
+    send completions and the error latch. Subclasses set qp_num, emit, next_msn, messages,
+    send_queue, completions, error and _wake_ns in their constructors."""
+
+    def _fail(self, reason: str, now_ns: int) -> None:
+        if self.error is None:
+            self.error = reason
+            self.emit({"t_ns": now_ns, "event": "qp_error", "qp": self.qp_num, "reason": reason})
+
+    def post_write(self, local_buf, remote_va: int, rkey: int, imm: int | None = None) -> int:
+        """Queue an RDMA WRITE (WRITE-with-IMM if imm is given); returns its 24-bit MSN.
+        The buffer is referenced, not copied: keep it unchanged until the send completion."""
+        if self.error is not None:
+            raise QPError(f"QP {self.qp_num} is in error: {self.error}")
+        view = validate_write(local_buf, remote_va, rkey, imm)
+        msg = _OutMessage(msn=self.next_msn, buf=view, remote_va=remote_va, rkey=rkey, imm=imm)
+        self.next_msn += 1
+        self.messages.append(msg)
+        self.send_queue.append(msg)
+        self._wake_ns = -1
+        return msg.msn & PSN_MASK
+
+    def pop_completions(self) -> list[Completion]:
+        out, self.completions = self.completions, []
+        return out
+
+
+class MessageAssembler:
+    """Receiver side message tracking: completes messages in MSN order."""
+
+    def __init__(self, qp: int, emit: Callable[[dict], None]):
+        self.qp = qp
+        self.emit = emit
+        self.next_msn = 0                   # absolute MSN of the next message to complete
+        self.pending: dict[int, list] = {}  # abs msn -> [bytes_received, dma_len, imm, has_imm, last_seen]
+        self.completions: list[Completion] = []
+
+    def add(self, msn24: int, nbytes: int, dma_len: int, opcode: int, imm, now_ns: int) -> bool:
+        """Account one newly placed packet; returns False if inconsistent (caller counts it)."""
+        msn = unwrap(msn24, self.next_msn)
+        if msn < self.next_msn:
+            return False
+        entry = self.pending.get(msn)
+        if entry is None:
+            entry = self.pending[msn] = [0, dma_len, None, False, False]
+        elif entry[1] != dma_len:
+            return False
+        entry[0] += nbytes
+        if opcode in IMM_OPCODES:
+            entry[2] = imm
+            entry[3] = True
+        if opcode in LAST_OPCODES:
+            entry[4] = True
+        while True:
+            head = self.pending.get(self.next_msn)
+            if head is None or not head[4] or head[0] < head[1]:
+                break
+            del self.pending[self.next_msn]
+            if head[3]:
+                comp = Completion(self.qp, self.next_msn & PSN_MASK, head[1], head[2])
+                self.completions.append(comp)
+                self.emit({"t_ns": now_ns, "event": "completion", "qp": self.qp,
+                           "msn": comp.msn, "bytes": comp.bytes, "imm": comp.imm,
+                           "side": "recv"})
+            self.next_msn += 1
+        return True
+
+
+class AssembledCompletions:
+    """What every receiving QP (MRC and the RoCE baseline) shares: WRITE-with-IMM completions
+    come from its MessageAssembler (self.assembler, set by the subclass)."""
+
+    @property
+    def completions(self) -> list[Completion]:
+        return self.assembler.completions
+
+    def pop_completions(self) -> list[Completion]:
+        out, self.assembler.completions = self.assembler.completions, []
+        return out
