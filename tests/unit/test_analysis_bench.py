@@ -5,7 +5,7 @@ import struct
 import pytest
 
 from analysis import bench
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 from traffic.codec import Codec
 from traffic.messages import DataPacket, Sack
 

@@ -3,7 +3,7 @@ import pytest
 
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, GOOD
-from emulation.topology import make_ev
+from model.topology import make_ev
 from traffic.messages import PSN_MASK, DataPacket, Nack, NackReason, Opcode
 from traffic.reliability import MRCConfig, QPError
 from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
