@@ -48,10 +48,9 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from controller.client import ControllerClient, ControllerError
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic.comm import TRANSPORT_MODULES
@@ -163,19 +162,15 @@ class LogTail:
 # ---------------------------------------------------------------- fault scheduling
 
 
-def post_fault(api_port: int, command: dict, timeout: float = 10.0) -> dict:
-    """POST /fault; returns the controller's JSON answer ({"ok": false, "error"} on HTTP 400)."""
-    req = urllib.request.Request(f"http://127.0.0.1:{api_port}/fault", method="POST",
-                                 data=json.dumps(command).encode(),
-                                 headers={"Content-Type": "application/json"})
+def post_fault(client: ControllerClient, command: dict) -> dict:
+    """POST /fault: the controller's answer, {"ok": False, "error"} when it refuses or fails the
+    command; raises ControllerError when it cannot be reached (the scheduler then stops)."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        try:
-            return json.loads(exc.read() or b"{}") | {"ok": False}
-        except ValueError:
-            return {"ok": False, "error": f"HTTP {exc.code}"}
+        return client.fault(command)
+    except ControllerError as exc:
+        if exc.status is None:
+            raise
+        return {"ok": False, "error": exc.detail}
 
 
 class FaultScheduler(threading.Thread):
@@ -186,6 +181,7 @@ class FaultScheduler(threading.Thread):
         self.pending = list(enumerate(scn.faults))
         self.tail = tail
         self.api_port = api_port
+        self.client = ControllerClient(port=api_port, timeout_s=10.0)
         self.applied_path = applied_path
         self.applied: list[dict] = []
         self.applied_at: dict[int, int] = {}      # entry index -> when it was applied (ns)
@@ -217,7 +213,7 @@ class FaultScheduler(threading.Thread):
                         self.current = index
                         for command in entry.commands:
                             asked = time.monotonic_ns()
-                            answer = post_fault(self.api_port, command)
+                            answer = post_fault(self.client, command)
                             record = {"entry": index, "when": entry.when(), "asked_ns": asked,
                                       "t_ns": answer.get("t_ns", asked), "ok": bool(answer.get("ok")),
                                       "command": command}
