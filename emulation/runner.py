@@ -50,6 +50,7 @@ import threading
 import time
 from pathlib import Path
 
+from analysis.jsonl import parse_record
 from controller.client import ControllerClient, ControllerError
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
@@ -117,6 +118,10 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
 # ---------------------------------------------------------------- log tailing
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class LogTail:
     """Follows the workers' JSONL logs (complete lines only) and keeps what the runner needs."""
 
@@ -141,14 +146,14 @@ class LogTail:
                 data = self.partial[p] + chunk
                 *lines, self.partial[p] = data.split(b"\n")
                 for line in lines:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
+                    ev, _ = parse_record(line)     # a damaged line is the analysis' to report
+                    if ev is None:
                         continue
-                    if ev.get("event") == "iteration":
-                        self.done_iters[p] = max(self.done_iters[p], int(ev["iter"]))
-                    elif ev.get("event") == "phase" and ev.get("phase") == "warmup_done":
-                        t = int(ev["t_ns"])
+                    if ev.get("event") == "iteration" and _is_int(ev.get("iter")):
+                        self.done_iters[p] = max(self.done_iters[p], ev["iter"])
+                    elif (ev.get("event") == "phase" and ev.get("phase") == "warmup_done"
+                          and _is_int(ev.get("t_ns"))):
+                        t = ev["t_ns"]
                         if self.timed_start_ns is None or t < self.timed_start_ns:
                             self.timed_start_ns = t
 

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
 from emulation.vqueue import default_port_config
 from model.topology import FabricSpec
@@ -246,26 +248,35 @@ class EndpointConfig:
 
 
 class EventLog:
-    """JSONL event log in the brief's schema, flushed per line so a crash keeps everything."""
+    """The JSONL event log of workers and endpoints: {"t_ns", "host", "event", ...} per line
+    (CLOCK_MONOTONIC ns, shared by every namespace), written whole and line-buffered so a crash
+    keeps every complete event. Thread-safe: a worker's goodput sampler shares it with the
+    collective. Without a path it only counts events (unit tests, an endpoint without a log)."""
 
-    def __init__(self, path: str | None, host: str, clock=time.monotonic_ns):
+    def __init__(self, path: str | Path | None, host: str, clock=time.monotonic_ns):
         self.host = host
         self.clock = clock
-        self._f = open(path, "a", buffering=1) if path else None
+        self._lock = threading.Lock()
+        self._f = None
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(path, "a", buffering=1)
         self.counts: dict[str, int] = {}
 
     def emit(self, event: str, t_ns: int | None = None, **fields_) -> None:
-        self.counts[event] = self.counts.get(event, 0) + 1
-        if self._f is None:
-            return
         record = {"t_ns": self.clock() if t_ns is None else t_ns, "host": self.host, "event": event}
         record.update(fields_)
-        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        with self._lock:
+            self.counts[event] = self.counts.get(event, 0) + 1
+            if self._f is not None:
+                self._f.write(line)
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        with self._lock:
+            if self._f is not None:
+                self._f.close()
+                self._f = None
 
 
 class Pacer:
