@@ -7,7 +7,10 @@ per-plane pacer (traffic/nscc.py). Timers come from the RTT estimator (traffic/r
 
 Loss detection:
   * ACK timeout: each transmission has a deadline = send time + RTO(t), t = the timeouts that
-    PSN already had. More than retry_limit timeouts of one PSN -> QP error (reported, never hung).
+    PSN already had (traffic/rtt.py: OCP's linear then exponential retries). Once a PSN's
+    retry_linear_count + retry_exp_count retries are spent (never, with retry_exp_count 25) its
+    next timeout puts the QP in error: reported, every outstanding WRITE completes with an error
+    status (flushed), and later posts fail.
   * SACK gap (RACK-like, time-based so cross-path jitter is not taken for loss): a transmission is
     lost when the SACKs show that a packet SENT at least the reorder window later (any EV) has
     arrived while it has not.
@@ -40,7 +43,8 @@ from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_B
 from traffic.nscc import Nscc, PlanePacer
 from traffic.qp_config import MRCConfig, unwrap
 from traffic.rtt import RttEstimator
-from traffic.work_requests import Completion, PostedWrites, _OutMessage, segment_opcode
+from traffic.work_requests import (WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, Completion, PostedWrites,
+                                   _OutMessage, segment_opcode)
 
 _Verdict = lp.Verdict
 
@@ -389,9 +393,10 @@ class SenderQP(PostedWrites):
                 continue
             rec.timeouts += 1
             self.counters["timeouts"] += 1
-            if rec.timeouts > self.cfg.retry_limit:
+            budget = self.cfg.retry_budget
+            if budget is not None and rec.timeouts > budget:
                 self._fail(f"ACK timeout: PSN {seq & PSN_MASK} unacknowledged after "
-                           f"{self.cfg.retry_limit} retries", now_ns)
+                           f"{budget} retries", now_ns, WC_RETRY_EXC_ERR, seq)
                 return
             # Whether anything sent later was delivered (other paths work) is what tells a
             # path failure from a stall of the peer, its CPU or every path.
@@ -560,7 +565,8 @@ class SenderQP(PostedWrites):
         self.counters["nacks"] += 1
         self._peer_ports(nack.port_status, now_ns)
         if nack.reason == NackReason.UNEXP_EVENT:
-            self._fail(f"remote access error (NACK UNEXP_EVENT for PSN {nack.psn})", now_ns)
+            self._fail(f"remote access error (NACK UNEXP_EVENT for PSN {nack.psn})", now_ns,
+                       WC_REM_ACCESS_ERR, unwrap(nack.psn & PSN_MASK, self.snd_una))
             return
         trimmed = nack.reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP)
         if trimmed and self.loss_policy.pending and nack.echo_timestamp:
@@ -577,9 +583,10 @@ class SenderQP(PostedWrites):
                                else lp.TRIMMED_LASTHOP, now_ns)
         else:
             rec.timeouts += 1
-            if rec.timeouts > self.cfg.retry_limit:
+            budget = self.cfg.retry_budget
+            if budget is not None and rec.timeouts > budget:
                 self._fail(f"PSN {nack.psn} NACKed (reason {nack.reason:#x}) more than "
-                           f"{self.cfg.retry_limit} times", now_ns)
+                           f"{budget} retries", now_ns, WC_RETRY_EXC_ERR, rec.seq)
                 return
             self._declare_lost(rec, lp.NACK_OTHER, now_ns)
 

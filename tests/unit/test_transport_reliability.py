@@ -157,7 +157,7 @@ def test_all_paths_dead_gives_qp_error_within_retry_budget():
     assert h.sender.error and "retries" in h.sender.error
     assert h.events_of("qp_error")
     rto = h.sender.rto_base_ns()
-    budget = sum(h.sender.rto_ns(t) for t in range(h.sender.cfg.retry_limit + 1))
+    budget = sum(h.sender.rto_ns(t) for t in range(h.sender.cfg.retry_budget + 1))
     assert h.clock.now_ns - start <= budget + 10 * rto
     assert h.sender.poll(h.clock.now_ns) == []
     with pytest.raises(QPError, match="error"):
