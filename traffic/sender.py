@@ -37,7 +37,7 @@ from typing import Callable
 
 from emulation.topology import ev_plane
 from traffic import loss_policy as lp
-from traffic.evs import EVSet, PathInfo
+from traffic.evs import GOOD, EVSet, PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.nscc import Nscc, PlanePacer
@@ -99,6 +99,59 @@ class UnexplainedLosses:
         return lost is not None and self.delivered_sent.get(key, -1) < lost
 
 
+class SuspectPaths:
+    """MRCConfig.suspend_siblings: a (plane, spine) path whose EV lost a packet the loss policy
+    holds against it is suspected as a whole. Its other EVs are suspended (EVSet.suspend:
+    out of the rotation, a backup from another path takes the slot, state stays GOOD) and its
+    backups are held out of the plane's pool, so no replacement lands on it. The suspicion
+    ends when an EV of the path is probed back to GOOD (the path works again), or when the
+    path's unexplained losses are explained or followed by a delivery (UnexplainedLosses):
+    the held backups return to the pool and the suspended siblings to use."""
+
+    def __init__(self, evs: EVSet, unexplained: UnexplainedLosses):
+        self.evs = evs
+        self.unexplained = unexplained
+        self.paths: dict[tuple[int, int], set[int]] = {}    # path -> siblings suspended
+        self._held: dict[tuple[int, int], list[int]] = {}    # path -> backups held back
+
+    def suspect(self, ev: int, now_ns: int) -> None:
+        info = self.evs.evs.get(ev)
+        if info is None:
+            return
+        path = (info.plane, info.spine)
+        suspended = self.paths.setdefault(path, set())
+        pool = self.evs.backups.get(info.plane, [])
+        held = [b for b in pool if self.evs.evs[b].spine == info.spine]
+        if held:
+            pool[:] = [b for b in pool if self.evs.evs[b].spine != info.spine]
+            self._held.setdefault(path, []).extend(held)
+        for sib in list(self.evs.evs.values()):
+            if (sib.ev != ev and sib.plane == info.plane and sib.spine == info.spine
+                    and sib.state == GOOD and not sib.suspended):
+                self.evs.suspend(sib.ev, "sibling_loss", now_ns)
+                suspended.add(sib.ev)
+
+    def probed_good(self, ev: int, now_ns: int, pending) -> None:
+        """A probe answer for `ev`: if it brought the EV back to GOOD its path works."""
+        info = self.evs.evs.get(ev)
+        if info is not None and info.state == GOOD and (info.plane, info.spine) in self.paths:
+            self._clear((info.plane, info.spine), now_ns, pending)
+
+    def clear_delivered(self, now_ns: int, pending) -> None:
+        """Paths whose every unexplained loss was explained or followed by a delivery."""
+        for path in [p for p in self.paths if not self.unexplained.suspect(p)]:
+            self._clear(path, now_ns, pending)
+
+    def _clear(self, path: tuple[int, int], now_ns: int, pending) -> None:
+        suspended = self.paths.pop(path)
+        self.evs.backups[path[0]].extend(self._held.pop(path, ()))
+        # a sibling with a loss verdict of its own still open stays suspended until it ends
+        own_verdict = {ev for ev, _ in pending}
+        for ev in sorted(suspended):
+            if ev not in own_verdict:
+                self.evs.unsuspend(ev, "path_clear", now_ns)
+
+
 class SenderQP(PostedWrites):
     """Sending half of an MRC QP: WRITEs out, SACK/NACK/probe responses in."""
 
@@ -143,6 +196,7 @@ class SenderQP(PostedWrites):
         self._send_log: deque[tuple[int, int, int]] = deque()  # (sent_ns, seq, tx_count)
         self._latest_delivered_sent = -1        # newest send time of a delivered first transmission
         self.unexplained = UnexplainedLosses()
+        self.siblings = SuspectPaths(self.evs, self.unexplained) if config.suspend_siblings else None
         self._ev_used: set[int] = set()         # EVs that carried at least one packet
         self._wake_ns: int | None = None
         self.completions: list[Completion] = []
@@ -431,6 +485,10 @@ class SenderQP(PostedWrites):
     def _apply(self, ev: int, decision: lp.Decision, now_ns: int) -> None:
         """Carry out what the loss policy decided about `ev`."""
         verdict = decision.verdict
+        if self.siblings is not None and (verdict is _Verdict.RETIRE
+                                          or verdict is _Verdict.SUSPEND):
+            # before `ev` itself is replaced, so its replacement is not drawn from its path
+            self.siblings.suspect(ev, now_ns)
         if verdict is _Verdict.RETIRE:
             self.evs.mark_lost(ev, decision.why, now_ns)
         elif verdict is _Verdict.SUSPEND:
@@ -462,6 +520,8 @@ class SenderQP(PostedWrites):
                                    sent_ns)
         if decision.verdict is _Verdict.CLEAR:
             self.evs.unsuspend(ev, kind, now_ns)
+        if self.siblings is not None and self.siblings.paths:
+            self.siblings.clear_delivered(now_ns, self.loss_policy.pending)
         self._wake_ns = -1
         return True
 
@@ -547,6 +607,8 @@ class SenderQP(PostedWrites):
         if self.cfg.nscc_enabled:
             self.nscc.on_ack(newly, rtt, ecn, now_ns)
         self._detect_gaps(now_ns)
+        if self.siblings is not None and self.siblings.paths:
+            self.siblings.clear_delivered(now_ns, self.loss_policy.pending)
         self._complete(now_ns)
         self._wake_ns = -1
 
@@ -594,6 +656,7 @@ class SenderQP(PostedWrites):
         if self.error is not None or not probe.response:
             return
         self._peer_ports(probe.port_status, now_ns)
-        self.evs.probe_response(probe.seq, probe.ev, now_ns)
+        if self.evs.probe_response(probe.seq, probe.ev, now_ns) and self.siblings is not None:
+            self.siblings.probed_good(probe.ev, now_ns, self.loss_policy.pending)
 
 
