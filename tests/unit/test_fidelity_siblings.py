@@ -37,10 +37,14 @@ class DataTap:
 
 
 def blackhole_run(seed: int, suspend_siblings: bool, repair_after_ns: int | None = None,
-                  size: int = 3_000_000):
-    """A transfer; (p0, s0) black-holed 10 ms in (and repaired `repair_after_ns` later)."""
+                  size: int = 3_000_000, dead_backups_first: bool = False):
+    """A transfer; (p0, s0) black-holed 10 ms in (and repaired `repair_after_ns` later).
+    dead_backups_first: plane 0's backup pool lists the EVs on the dead path first, so every
+    replacement drawn without regard to the path lands on it."""
     net = SimNet(seed=seed, planes=2, spines=2)
     h = Harness(net, cfg=config(suspend_siblings), seed=seed)
+    if dead_backups_first:
+        h.sender.evs.backups[0].sort(key=lambda ev: h.sender.evs.evs[ev].spine != DEAD[1])
     tap = DataTap(h)
     expected, region = h.post([size])
     fault_ns = h.clock.now_ns + 10 * MS
@@ -66,11 +70,15 @@ def first_retirement_on(h: Harness, path) -> int:
 
 
 def test_after_the_first_unexplained_loss_on_a_path_nothing_more_is_sent_into_it():
-    for seed in (1, 2, 3):
-        h, tap, fault_ns = blackhole_run(seed, suspend_siblings=True)
+    for seed, dead_first in ((1, False), (2, False), (3, True), (5, True)):
+        h, tap, fault_ns = blackhole_run(seed, suspend_siblings=True,
+                                         dead_backups_first=dead_first)
         first = first_retirement_on(h, DEAD)
         assert tap.on_path(DEAD, after_ns=fault_ns)          # the hole did swallow packets
         assert tap.on_path(DEAD, after_ns=first) == [], seed
+        # no replacement is drawn from the suspected path
+        assert [e for e in h.events_of("ev_state", reason="replacement")
+                if e["t_ns"] >= first and (ev_plane(e["ev"]), ev_spine(e["ev"])) == DEAD] == []
         siblings = h.events_of("ev_suspect", reason="sibling_loss")
         assert siblings and all((ev_plane(e["ev"]), ev_spine(e["ev"])) == DEAD for e in siblings)
 
