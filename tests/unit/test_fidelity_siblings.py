@@ -64,8 +64,13 @@ def blackhole_run(seed: int, suspend_siblings: bool, repair_after_ns: int | None
     return h, tap, fault_ns
 
 
+def forward(h: Harness, name: str, **match) -> list[dict]:
+    """The sender's events (the receiver's reverse EVs have events of the same names)."""
+    return h.events_of(name, qp=h.sender.qp_num, **match)
+
+
 def first_retirement_on(h: Harness, path) -> int:
-    return min(e["t_ns"] for e in h.events_of("ev_state", new="ASSUMED_BAD")
+    return min(e["t_ns"] for e in forward(h, "ev_state", new="ASSUMED_BAD")
                if (ev_plane(e["ev"]), ev_spine(e["ev"])) == path)
 
 
@@ -77,7 +82,7 @@ def test_after_the_first_unexplained_loss_on_a_path_nothing_more_is_sent_into_it
         assert tap.on_path(DEAD, after_ns=fault_ns)          # the hole did swallow packets
         assert tap.on_path(DEAD, after_ns=first) == [], seed
         # no replacement is drawn from the suspected path
-        assert [e for e in h.events_of("ev_state", reason="replacement")
+        assert [e for e in forward(h, "ev_state", reason="replacement")
                 if e["t_ns"] >= first and (ev_plane(e["ev"]), ev_spine(e["ev"])) == DEAD] == []
         siblings = h.events_of("ev_suspect", reason="sibling_loss")
         assert siblings and all((ev_plane(e["ev"]), ev_spine(e["ev"])) == DEAD for e in siblings)
@@ -102,7 +107,7 @@ def test_the_suspicion_ends_when_the_repaired_path_is_probed_back():
     cleared = {e["ev"] for e in h.events_of("ev_cleared", evidence="path_clear")}
     assert suspended and cleared
     # every sibling suspended for the path returns, unless it was retired by a loss of its own
-    retired = {e["ev"] for e in h.events_of("ev_state", new="ASSUMED_BAD")}
+    retired = {e["ev"] for e in forward(h, "ev_state", new="ASSUMED_BAD")}
     assert suspended - retired <= cleared
     back = min(e["t_ns"] for e in h.events_of("ev_cleared", evidence="path_clear"))
     assert back > repaired_ns
