@@ -18,6 +18,8 @@ reverse EV, so the set "always contains EVs known to be up and working". Here:
 * Verify, then adopt: a plane short of reverse EVs probes one randomly drawn candidate EV at a
   time (one per probe period) and adopts it only when its probe is answered; an unanswered
   candidate is dropped and another drawn.
+* Data SACKs refresh the set too (`confirm`): when this host also sends to the peer, a SACK of
+  its data on an EV shows that path working, as an answered probe would.
 * Retired reverse EVs are probed back like the sender's (traffic/evs.py): every
   probe_period_rtts, the period doubling with each failed probe up to probe_backoff_max; probe_k
   answers in a row make the EV GOOD again (it rejoins its plane if the plane is short).
@@ -228,6 +230,23 @@ class ReversePaths:
             self._retired_result(ev, True, now_ns)
         else:
             self._result(ev, True, now_ns)
+
+    def confirm(self, ev: int, now_ns: int) -> None:
+        """Data this host sent to the peer on `ev` was SACKed (its own sending QP saw it): the
+        path works in the reverse direction, as an answered probe would show (the paper:
+        "the reverse EV is updated from data SACKs instead of needing EV probes"). An EV in
+        use keeps its slot, a retired one counts an answer, a short plane adopts it."""
+        plane = ev_plane(ev)
+        if plane not in self.evs:
+            return
+        for rev in self.evs[plane]:
+            if rev.ev == ev:
+                rev.fails = 0
+                return
+        if ev in self.retired:
+            self._retired_result(ev, True, now_ns)
+        else:
+            self._adopt(ev, now_ns)
 
     def _adopt(self, ev: int, now_ns: int, old: str = "UNKNOWN", reason: str = "replacement") -> None:
         """A verified EV (its probe was answered) joins its plane's reverse EVs if the plane is

@@ -105,3 +105,28 @@ def test_retired_reverse_evs_are_probed_with_backoff_while_the_path_stays_dead()
                 for n in range(1, len(gaps) + 1)]
     assert gaps == expected
     assert not [a for t, a in answered if a == ev and t > retired[0]["t_ns"]]
+
+
+def test_a_sacked_data_ev_counts_as_an_answered_probe():
+    """`confirm(ev)`: this host's own data on `ev` was SACKed by the peer. A plane short of
+    reverse EVs adopts it; a retired EV counts it as one answer of the probe_k it needs."""
+    import random
+    from traffic.evs import PathInfo
+    from traffic.reverse_paths import ReversePaths, _RetiredEV
+    events: list[dict] = []
+    cfg = MRCConfig(reverse_evs_per_plane=1, probe_k=2)
+    rp = ReversePaths(0x22, cfg, PathInfo((0, 1), 2), random.Random(1), {0: True, 1: True},
+                      events.append)
+    old = rp.evs[0][0].ev
+    del rp.evs[0][0]                                  # plane 0 retired its only reverse EV
+    rp.retired[old] = _RetiredEV(old, next_probe_ns=0)
+    sacked = old ^ 0x1                                # another EV of plane 0
+    rp.confirm(sacked, 5)
+    assert [r.ev for r in rp.evs[0]] == [sacked]
+    assert events[-1]["new"] == "GOOD" and events[-1]["ev"] == sacked
+    rp.confirm(old, 6)                                # 1 of probe_k = 2: still retired
+    assert old in rp.retired
+    rp.confirm(old, 7)
+    assert old not in rp.retired
+    assert (events[-1]["ev"], events[-1]["old"], events[-1]["new"]) == (old, "ASSUMED_BAD", "GOOD")
+    assert [r.ev for r in rp.evs[0]] == [sacked]      # the plane is full: GOOD, not in use
