@@ -15,9 +15,10 @@ Loss detection:
     lost when the SACKs show that a packet SENT at least the reorder window later (any EV) has
     arrived while it has not.
   * NACK TRIMMED / TRIMMED_LASTHOP: fast retransmit. Other NACK reasons: retransmit (counts
-    toward the retry limit); UNEXP_EVENT (remote access error) -> QP error.
+    toward the retry budget); UNEXP_EVENT (remote access error) -> QP error.
 What a loss does to the EV it travelled on is the loss policy's decision (traffic/loss_policy.py,
-MRCConfig.loss_policy); the sender only applies it.
+MRCConfig.loss_policy); the sender only applies it. With MRCConfig.suspend_siblings a loss the
+policy holds against its EV also suspends the EV's whole (plane, spine) path (SuspectPaths).
 
 Every retransmission goes on a FRESH EV (never the one that lost it), lowest PSN first, and never
 on an EV with an outstanding unexplained loss (a loss without trim not followed by the delivery of
