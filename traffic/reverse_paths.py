@@ -281,6 +281,8 @@ class ReversePaths:
             return
         del self.retired[ev]
         plane = ev_plane(ev)
+        if ev in self._replaces[plane]:
+            self._replaces[plane].remove(ev)     # back in its own place: it replaces nothing
         if len(self.evs[plane]) < self.cfg.reverse_evs_per_plane:
             self._adopt(ev, now_ns, old="ASSUMED_BAD", reason="probe_ok")
         else:
