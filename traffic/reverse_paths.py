@@ -32,7 +32,7 @@ from typing import Callable
 
 from emulation.topology import ev_plane, make_ev, random_entropy
 from traffic.evs import PathInfo
-from traffic.messages import Probe
+from traffic.messages import PROBE_ID_MASK, Probe
 from traffic.qp_config import MRCConfig
 
 
@@ -91,6 +91,11 @@ class ReversePaths:
 
     def _period(self, rtts: float) -> int:
         return max(1, int(rtts * self.cfg.base_rtt_ns))
+
+    def _retired_period(self) -> int:
+        """Probe period of a retired reverse EV: the sender's (a fixed probe_period_ns, else
+        probe_period_rtts base RTTs)."""
+        return self.cfg.probe_period_ns or self._period(self.cfg.probe_period_rtts)
 
     @property
     def port_status(self) -> int:
@@ -161,7 +166,7 @@ class ReversePaths:
         for r in self.retired.values():
             if (r.next_probe_ns <= now_ns and r.ev not in probing
                     and self.local_up.get(ev_plane(r.ev), False)):
-                r.next_probe_ns = now_ns + self._period(self.cfg.probe_period_rtts)
+                r.next_probe_ns = now_ns + self._retired_period()
                 out.append(self._probe(r.ev, _RETIRED, now_ns))
         if now_ns < self._next_probe_ns:
             return out
@@ -179,7 +184,7 @@ class ReversePaths:
         return out
 
     def _probe(self, ev: int, kind: str, now_ns: int) -> tuple[Probe, int]:
-        self._probe_seq = (self._probe_seq + 1) & 0xFFFFFFFF
+        self._probe_seq = (self._probe_seq + 1) & PROBE_ID_MASK
         self._pending[self._probe_seq] = (ev, now_ns, kind)
         return (Probe(ev=ev, seq=self._probe_seq, timestamp=now_ns, src_qp=self.qp_num,
                       port_status=self.port_status, path_ev=ev), ev_plane(ev))
@@ -270,7 +275,7 @@ class ReversePaths:
             r.successes = 0
             r.failures += 1
             backoff = min(1 << min(r.failures, 30), self.cfg.probe_backoff_max)
-            period = self._period(self.cfg.probe_period_rtts)
+            period = self._retired_period()
             r.next_probe_ns = max(r.next_probe_ns, now_ns + period * (backoff - 1))
             self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
                        "ok": False, "rtt_ns": None, "direction": "reverse"})
@@ -324,7 +329,7 @@ class ReversePaths:
                 # retired; its slot is filled by the first candidate whose probe is answered
                 del self.evs[plane][i]
                 self.retired[ev] = _RetiredEV(
-                    ev, next_probe_ns=now_ns + self._period(self.cfg.probe_period_rtts))
+                    ev, next_probe_ns=now_ns + self._retired_period())
                 self._replaces[plane].append(ev)
                 self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
                            "plane": plane, "old": "GOOD", "new": "ASSUMED_BAD",
