@@ -33,6 +33,7 @@ from pathlib import Path
 
 from analysis import recovery
 from analysis.jsonl import read_jsonl
+from model.topology import FabricSpec, SpecError, Topology
 
 APPLIED, FAILED, NOT_REACHED, AFTER_TRAFFIC = "applied", "failed", "not_reached", "after_traffic"
 # The controller's fault API actions; its log also holds port_status notifications, not faults.
@@ -190,7 +191,6 @@ def _topology_of(config: dict, tdir: Path):
             continue
     if not isinstance(fabric, dict):
         return None
-    from model.topology import FabricSpec, SpecError, Topology
     known = set(FabricSpec.__dataclass_fields__)
     try:
         return Topology(FabricSpec.from_dict({k: v for k, v in fabric.items() if k in known}))

@@ -54,6 +54,7 @@ from analysis.jsonl import parse_record
 from controller.client import ControllerClient, ControllerError
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
+from traffic import codec
 from traffic.comm import TRANSPORT_MODULES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -64,7 +65,6 @@ def mrc_header_snaplen() -> int:
     from the Ethernet header): the deepest stack the codec writes, an SRv6 (IPv6-in-IPv6) frame
     with BTH plus either a data packet's METH+TSETH+RETH+ImmDt or a whole control body with its
     ICRC (control packets have no payload, so they are kept entirely)."""
-    from traffic import codec
     outer = codec.ETH_LEN + 2 * codec.IP6_LEN + codec.UDP_LEN + codec.BTH_LEN
     data = codec.METH_LEN + codec.TSETH_LEN + codec.RETH_LEN + codec.IMM_LEN
     control = max(codec.SACK_LEN, codec.NACK_LEN, codec.PROBE_LEN) + codec.ICRC_LEN
@@ -307,7 +307,7 @@ def transport_available(transport: str) -> str | None:
 
 
 def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
-    from emulation.fabric import Fabric  # needs mininet: imported only when a run starts
+    from emulation.fabric import Fabric  # deferred: Mininet, only once a run starts (not --validate-only)
 
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / "pcaps").mkdir(exist_ok=True)
@@ -421,8 +421,8 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
     errors, whether the run was cut short). Works on partial runs too."""
-    from analysis import runmodel
-    from analysis import trimming as trim_analysis
+    from analysis import runmodel  # deferred: numpy/pandas, only to summarise
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     coll = scn.collective
     model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
     codes = state.get("exit_codes", {})
@@ -469,7 +469,7 @@ def transport_problems(summary: dict, model) -> list[str]:
     bad = {h: c for h, c in (summary.get("worker_exit_codes") or {}).items() if c != 0}
     if bad:
         out.append("worker exit codes " + ", ".join(f"{h}={c}" for h, c in bad.items()))
-    from analysis.runmodel import describe_not_effective
+    from analysis.runmodel import describe_not_effective  # deferred: numpy, only to summarise
     out += [describe_not_effective(f) for f in model.not_effective]
     return out
 
@@ -548,7 +548,7 @@ TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified",
 
 def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool) -> dict:
     """The run directory's summary.json: every transport's verdict and the run's exit code."""
-    from analysis import trimming as trim_analysis
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     code, problems = run_verdict(summaries, interrupted)
     return {
         "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
