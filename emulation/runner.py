@@ -56,6 +56,7 @@ from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic import codec
 from traffic.comm import TRANSPORT_MODULES
+from traffic.qp_config import MRCConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -417,6 +418,12 @@ def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
 # ---------------------------------------------------------------- summary
 
 
+def loss_policy_in_force(scn: Scenario) -> str:
+    """The MRC loss policy the run's QPs used: the scenario's [mrc.qp] loss_policy, else the
+    QP's default (traffic/loss_policy.py)."""
+    return (scn.mrc.get("qp") or {}).get("loss_policy") or MRCConfig().loss_policy
+
+
 def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
@@ -445,6 +452,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "partial": bool(state.get("partial")),
         "error": error,
         "worker_exit_codes": codes,
+        "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
         **model.summary_fields(),
     }
     summary["problems"] = transport_problems(summary, model)
