@@ -270,18 +270,26 @@ def fabric_ports(topo) -> list[tuple[str, float, bool]]:
     return ports
 
 
-def attach_fabric(topo, enable_mark: bool, enable_trim: bool, config_for=None) -> dict:
-    """Attach and configure every switch egress port (root namespace); returns {intf: PortConfig}.
+def fabric_port_configs(topo, enable_mark: bool, enable_trim: bool,
+                        config_for=None) -> dict:
+    """{switch egress interface: PortConfig} for every switch port of a Topology (pure).
 
-    config_for(intf, mbit, last_hop, mark, trim) -> PortConfig overrides default_port_config."""
+    config_for(intf, mbit, last_hop, mark, trim) -> PortConfig overrides default_port_config,
+    whose frame floors follow the fabric's MTU (topo.spec.mtu)."""
+    mtu = topo.spec.mtu
     make = config_for or (lambda intf, mbit, last_hop, mark, trim:
-                          default_port_config(mbit, last_hop, mark, trim))
-    applied = {}
-    for intf, mbit, last_hop in fabric_ports(topo):
-        cfg = make(intf, mbit, last_hop, bool(enable_mark), bool(enable_trim))
+                          default_port_config(mbit, last_hop, mark, trim, mtu=mtu))
+    return {intf: make(intf, mbit, last_hop, bool(enable_mark), bool(enable_trim))
+            for intf, mbit, last_hop in fabric_ports(topo)}
+
+
+def attach_fabric(topo, enable_mark: bool, enable_trim: bool, config_for=None) -> dict:
+    """Attach and configure every switch egress port (root namespace) with
+    fabric_port_configs; returns {intf: PortConfig}."""
+    applied = fabric_port_configs(topo, enable_mark, enable_trim, config_for)
+    for intf, cfg in applied.items():
         attach(intf)
         configure(intf, cfg)
-        applied[intf] = cfg
     return applied
 
 

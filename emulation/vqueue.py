@@ -103,16 +103,29 @@ class PortConfig:
         return U32_MAX if self.drop_bytes is None else self.drop_bytes
 
 
+# Floors of the default thresholds in whole MTU-sized frames: ECN starts marking only once two
+# full frames wait, ramps over at least two more, and trimming starts at ten. A queue of one or
+# two frames is normal burstiness of a busy port, not congestion; at a 9000-byte MTU byte floors
+# sized for 1500-byte frames would mark a single jumbo frame and trim the second.
+ECN_MIN_FLOOR_FRAMES = 2
+ECN_RAMP_FLOOR_FRAMES = 2
+TRIM_FLOOR_FRAMES = 10
+DEFAULT_FRAME_MTU = 1500
+
+
 def default_port_config(rate_mbit: float, last_hop: bool, mark: bool = True,
-                        trim: bool = True) -> PortConfig:
-    """Thresholds as drain times of the port (0.5 ms / 2 ms ECN, 4 ms trim; at least a few MTUs).
+                        trim: bool = True, mtu: int = DEFAULT_FRAME_MTU) -> PortConfig:
+    """Thresholds as drain times of the port (0.5 ms / 2 ms ECN, 4 ms trim), never below the
+    frame floors above (in units of the fabric's MTU).
 
     Project choice for the ~1 ms RTT of the emulated fabric; scenarios may pass their own.
     """
+    if isinstance(mtu, bool) or not isinstance(mtu, int) or mtu <= 0:
+        raise ConfigError(f"mtu must be a positive integer number of bytes, got {mtu!r}")
     per_ms = int(rate_mbit * 1000) // 8
-    ecn_min = max(3000, per_ms // 2)
-    ecn_max = max(ecn_min + 3000, 2 * per_ms)
-    trim_bytes = max(ecn_max, 4 * per_ms, 15000)
+    ecn_min = max(ECN_MIN_FLOOR_FRAMES * mtu, per_ms // 2)
+    ecn_max = max(ecn_min + ECN_RAMP_FLOOR_FRAMES * mtu, 2 * per_ms)
+    trim_bytes = max(ecn_max, 4 * per_ms, TRIM_FLOOR_FRAMES * mtu)
     return PortConfig(rate_mbit, ecn_min, ecn_max, trim_bytes, last_hop, mark, trim)
 
 

@@ -46,7 +46,7 @@ def trimming_delay_bound_ns(spec: FabricSpec) -> int:
     total_s = 0.0
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
-        cfg = default_port_config(mbit, last_hop)
+        cfg = default_port_config(mbit, last_hop, mtu=spec.mtu)
         total_s += cfg.trim_bytes * 8 / (mbit * 1e6)
     return int(total_s * TRIM_BOUND_MARGIN * 1e9)
 
