@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from emulation.vqueue import default_port_config
+from model.switchport import default_port_config
 from model.topology import FabricSpec
 from traffic.reliability import MRCConfig
 

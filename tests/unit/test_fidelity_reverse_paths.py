@@ -2,7 +2,7 @@
 randomly chosen EV and adopt it as a reverse EV once the probe is answered; retired reverse EVs
 are probed back (with backoff) and return to GOOD after probe_k answers. Simulated network:
 the path of one of the receiver's reverse EVs is black-holed during a transfer, then repaired."""
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from tests.unit.simnet import Harness, SimNet
 from traffic.qp_config import MRCConfig
 

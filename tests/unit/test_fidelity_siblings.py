@@ -2,7 +2,7 @@
 bits (emulation/topology.py), so one unexplained loss can take every EV of that path out of use,
 instead of each of them losing a packet of its own first. Simulated network, fake clock: a
 (plane 0, spine 0) path is black-holed while a transfer runs, later repaired."""
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from tests.unit.simnet import Harness, SimNet
 from traffic.messages import DataPacket
 from traffic.qp_config import MRCConfig
