@@ -1,6 +1,6 @@
 """Endpoint/worker JSONL event logs and the controller fault log -> pandas DataFrames.
 
-Schema: the event-log schema of the project brief (every line {"t_ns", "host", "event", ...}).
+Schema: the event log the workers and endpoints write (every line {"t_ns", "host", "event", ...}).
 Logs are written by processes that may be killed mid-line, so loading is forgiving: every line
 that parses into an object with the required keys becomes a row; every other line is reported
 (file, line number, why) in `df.attrs["log_problems"]` and never raises.

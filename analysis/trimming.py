@@ -1,5 +1,5 @@
 """In-fabric trimming and queue-based ECN in a run: switch-port counters, NACKs, EV health, and
-the incast victim flow's goodput (issue 6).
+the incast victim flow's goodput.
 
 Inputs per transport directory (written by the runner / fabric / endpoints):
   trim_counters.json   {"mark", "trim", "totals", "ports": {switch egress intf: counters}}
@@ -217,7 +217,7 @@ def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dic
 
 
 def transport_summary(tdir, trimming: dict | None) -> dict:
-    """What the runner puts into a transport's summary.json about trimming (issue 6)."""
+    """What the runner puts into a transport's summary.json about trimming."""
     counters = load_trim_counters(tdir)
     totals = (counters or {}).get("totals") or {}
     ep = load_endpoint_stats(tdir)

@@ -8,7 +8,7 @@ Why built by hand instead of a Mininet Topo + TCLink: OpenFlow port numbers must
 (TCLink logs them and carries on; netem does not exist on this kernel). All argv lists come from
 emulation.hostnet; this module only runs them, checked.
 
-In-fabric trimming / virtual-queue ECN (issue 6, Fabric(trimming=...)): when on, every switch
+In-fabric trimming / virtual-queue ECN (Fabric(trimming=...)): when on, every switch
 egress port gets trimming.port_qdisc_commands (HTB where trimmed headers overtake full packets)
 instead of the plain HTB, and the BPF program (emulation/bpf/trim.c) once the switches are up; at
 teardown the per-port counters are written to <run_dir>/trim_counters.json and the programs are

@@ -3,7 +3,7 @@
 Runs inside the host's network namespace (the runner starts it with fab.popen_in_host). Builds
 the communicator of the configured transport, runs warm-up then timed iterations of the
 collective on float32 buffers with real reduction, checks every result against the exact
-expected value, and writes JSONL events (brief schema), one flushed line at a time, so a
+expected value, and writes JSONL events ({"t_ns", "host", "event", ...}), one flushed line at a time, so a
 crashed or interrupted run keeps everything up to the failure.
 
 Config (JSON, one file for all ranks; rank comes from --rank):
@@ -43,7 +43,7 @@ REQUIRED_KEYS = ("transport", "world_size", "collective", "message_bytes", "iter
 
 
 class GoodputSampler(threading.Thread):
-    """Cumulative counters every interval (brief: goodput events every 10 ms)."""
+    """Cumulative counters every interval (goodput events every goodput_interval_ms, 10 ms by default)."""
 
     def __init__(self, comm, log: EventLog, interval_s: float):
         super().__init__(daemon=True, name="goodput")

@@ -1,4 +1,4 @@
-"""summary.json records the MRC loss policy in force (issue: a reader must know whether the
+"""summary.json records the MRC loss policy in force (a reader must know whether the
 recovery figures measure OCP's rule or the emulator's tolerant one)."""
 from pathlib import Path
 
