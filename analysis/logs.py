@@ -287,9 +287,8 @@ def run_topology(run_dir, problems: list | None = None) -> Topology | None:
                 break
     if not isinstance(fabric, dict):
         return None
-    known = set(FabricSpec.__dataclass_fields__)
     try:
-        return Topology(FabricSpec.from_dict({k: v for k, v in fabric.items() if k in known}))
-    except (SpecError, TypeError) as exc:
+        return Topology(FabricSpec.from_fabric_table(fabric))
+    except SpecError as exc:
         _note(problems, f"fabric description unusable: {exc}")
         return None

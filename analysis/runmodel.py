@@ -191,10 +191,9 @@ def _topology_of(config: dict, tdir: Path):
             continue
     if not isinstance(fabric, dict):
         return None
-    known = set(FabricSpec.__dataclass_fields__)
     try:
-        return Topology(FabricSpec.from_dict({k: v for k, v in fabric.items() if k in known}))
-    except (SpecError, TypeError, ValueError):
+        return Topology(FabricSpec.from_fabric_table(fabric))
+    except (SpecError, ValueError):
         return None
 
 

@@ -117,6 +117,17 @@ class FabricSpec:
                             f"known: {', '.join(sorted(known))}")
         return cls(**data)
 
+    @classmethod
+    def from_fabric_table(cls, table: dict) -> "FabricSpec":
+        """The spec in a scenario's [fabric] table or a run's saved spec: keys that are not
+        spec fields (routing, trimming, buffer sizes) belong to others and are ignored; a bad
+        value raises SpecError (a wrong type too)."""
+        known = set(cls.__dataclass_fields__)
+        try:
+            return cls(**{k: v for k, v in table.items() if k in known})
+        except TypeError as exc:
+            raise SpecError(f"fabric description unusable: {exc}") from None
+
 
 # ---------------------------------------------------------------- names
 

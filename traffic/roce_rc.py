@@ -13,7 +13,6 @@ DCQCN (not modelled): the sender is paced to its plane's port rate with a fixed 
 """
 from __future__ import annotations
 
-import math
 import random
 from collections import deque
 from typing import Callable
@@ -25,7 +24,7 @@ from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, WRITE_OPCODES
 from traffic.nscc import PlanePacer
 from traffic.reliability import (AccessError, AssembledCompletions, Completion, MemoryRegistry,
                                  MessageAssembler, MRCConfig, PostedWrites, _OutMessage, _TxRecord,
-                                 segment_opcode, unwrap)
+                                 unwrap)
 
 
 def fixed_path(paths: PathInfo, qp_num: int, rng: random.Random) -> int:
@@ -134,23 +133,10 @@ class RoceSenderQP(PostedWrites):
                 continue
             if not self.send_queue or self.snd_nxt - self.snd_una >= self.cfg.roce_window_psns:
                 break
-            msg = self.send_queue[0]
-            count = max(1, math.ceil(msg.length / self.cfg.mtu))
-            length = min(self.cfg.mtu, msg.length - self._seg_offset)
             if self.snd_una == self.snd_nxt:
                 self._progress_ns = now_ns      # ACK timer starts with the first outstanding PSN
-            rec = _TxRecord(seq=self.snd_nxt, msg=msg, offset=self._seg_offset, length=length,
-                            opcode=segment_opcode(self._seg_index, count, msg.imm is not None))
-            self.records[rec.seq] = rec
-            self.snd_nxt += 1
+            rec = self._cut_segment(_TxRecord)
             self.send_ptr = self.snd_nxt
-            self._seg_offset += length
-            self._seg_index += 1
-            if self._seg_index == count:
-                msg.last_seq = rec.seq
-                self.send_queue.popleft()
-                self._seg_offset = 0
-                self._seg_index = 0
             out.append(self._transmit(rec, now_ns, False))
         return out
 

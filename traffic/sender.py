@@ -30,7 +30,6 @@ Events go to emit(dict) with "t_ns" and "event" set; the adapter adds "host".
 from __future__ import annotations
 
 import heapq
-import math
 import random
 from collections import deque
 from dataclasses import dataclass
@@ -45,7 +44,7 @@ from traffic.nscc import Nscc, PlanePacer
 from traffic.qp_config import MRCConfig, unwrap
 from traffic.rtt import RttEstimator
 from traffic.work_requests import (WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, Completion, PostedWrites,
-                                   _OutMessage, segment_opcode)
+                                   _OutMessage)
 
 _Verdict = lp.Verdict
 
@@ -352,29 +351,13 @@ class SenderQP(PostedWrites):
         while self.send_queue and not blocked:
             if self.snd_nxt - self.snd_una >= self._mpr_window:
                 break
-            msg = self.send_queue[0]
-            count = max(1, math.ceil(msg.length / self.cfg.mtu))
-            length = min(self.cfg.mtu, msg.length - self._seg_offset)
-            if not self._window_allows(length):
+            if not self._window_allows(self._next_segment_length()):
                 break
             ev = self.evs.pick(now_ns, plane_ok=plane_ok)
             if ev is None:
                 self._note_blocked(now_ns)
                 break
-            opcode = segment_opcode(self._seg_index, count, msg.imm is not None)
-            rec = _TxRecord(seq=self.snd_nxt, msg=msg, offset=self._seg_offset, length=length,
-                            opcode=opcode)
-            if self._seg_index == 0:
-                msg.first_seq = rec.seq
-            self.records[rec.seq] = rec
-            self.snd_nxt += 1
-            self._seg_offset += length
-            self._seg_index += 1
-            if self._seg_index == count:
-                msg.last_seq = rec.seq
-                self.send_queue.popleft()
-                self._seg_offset = 0
-                self._seg_index = 0
+            rec = self._cut_segment(_TxRecord)
             out.append(self._transmit(rec, ev, now_ns, retransmit=False))
         return out
 

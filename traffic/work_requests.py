@@ -4,6 +4,7 @@ WRITE-with-IMM completions on the receiving side, and the QP error that ends bot
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -78,8 +79,9 @@ def validate_write(buf, remote_va: int, rkey: int, imm) -> memoryview:
 
 class PostedWrites:
     """What every sending QP (MRC and the RoCE baseline) shares: the queue of posted WRITEs,
-    send completions and the error latch. Subclasses set qp_num, emit, next_msn, messages,
-    send_queue, completions, error and _wake_ns in their constructors."""
+    send completions, the error latch and segmentation. Subclasses set cfg, qp_num, emit,
+    next_msn, messages, send_queue, completions, error, _wake_ns, records, snd_nxt,
+    _seg_offset and _seg_index in their constructors."""
 
     def _fail(self, reason: str, now_ns: int, status: str = WC_FLUSH_ERR,
               culprit_seq: int | None = None) -> None:
@@ -120,6 +122,32 @@ class PostedWrites:
     def pop_completions(self) -> list[Completion]:
         out, self.completions = self.completions, []
         return out
+
+    def _next_segment_length(self) -> int:
+        """Payload bytes of the next packet of the WRITE at the head of the send queue."""
+        return min(self.cfg.mtu, self.send_queue[0].length - self._seg_offset)
+
+    def _cut_segment(self, record_type):
+        """The next packet of the WRITE at the head of the send queue as a new `record_type`
+        (PSN snd_nxt, its offset, length and opcode), recorded and counted; a WRITE whose last
+        packet this is leaves the queue. Both senders segment this way (MRC and RoCE RC)."""
+        msg = self.send_queue[0]
+        count = max(1, math.ceil(msg.length / self.cfg.mtu))
+        rec = record_type(seq=self.snd_nxt, msg=msg, offset=self._seg_offset,
+                          length=self._next_segment_length(),
+                          opcode=segment_opcode(self._seg_index, count, msg.imm is not None))
+        if self._seg_index == 0:
+            msg.first_seq = rec.seq
+        self.records[rec.seq] = rec
+        self.snd_nxt += 1
+        self._seg_offset += rec.length
+        self._seg_index += 1
+        if self._seg_index == count:
+            msg.last_seq = rec.seq
+            self.send_queue.popleft()
+            self._seg_offset = 0
+            self._seg_index = 0
+        return rec
 
 
 class MessageAssembler:
