@@ -14,21 +14,13 @@ from pathlib import Path
 import pytest
 
 from emulation import cli
+from tests.unit.cli_helpers import run_mrclab as run
 
 REPO = Path(__file__).resolve().parents[2]
 # The README's benchmarks (`make bench` runs them all).
 BENCH_NAMES = ("codec", "goodput", "failover", "memory", "pcap", "trim")
 # Options hidden on purpose: accepted only to explain that netem does not exist on this kernel.
 HIDDEN = {("mrclab fabric", "--delay"), ("mrclab fabric", "--loss")}
-
-
-def run(capsys, *argv):
-    try:
-        rc = cli.main(list(argv))
-    except SystemExit as e:
-        rc = e.code
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 def walk(parser):

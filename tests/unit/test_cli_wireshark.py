@@ -11,18 +11,9 @@ from pathlib import Path
 import pytest
 
 from emulation.benches.pcap import write_bench_capture
-from emulation import cli
+from tests.unit.cli_helpers import run_mrclab as run_cli
 
 PACKETS = {"h0-p0.pcap": 5, "h2-p1.pcap": 3}
-
-
-def run_cli(capsys, *argv):
-    try:
-        rc = cli.main(list(argv))
-    except SystemExit as e:
-        rc = e.code
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 @pytest.fixture

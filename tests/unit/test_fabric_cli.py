@@ -5,15 +5,7 @@ import sys
 import pytest
 
 from emulation import cli
-
-
-def run(capsys, *argv):
-    try:
-        rc = cli.main(list(argv))
-    except SystemExit as e:
-        rc = e.code
-    out = capsys.readouterr()
-    return rc, out.out, out.err
+from tests.unit.cli_helpers import run_mrclab as run
 
 
 def test_no_subcommand_is_usage_error(capsys):

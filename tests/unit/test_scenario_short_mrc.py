@@ -6,6 +6,7 @@ import pytest
 
 from emulation import runner
 from emulation import scenario as S
+from tests.unit.scenario_texts import SMALL_FABRIC
 from traffic.endpoint_support import EndpointConfig
 
 REPO = Path(__file__).resolve().parents[2]
@@ -13,12 +14,7 @@ SHIPPED = sorted((REPO / "experiments").glob("*.toml"))
 
 BASE = """
 name = "t"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-[collective]
+""" + SMALL_FABRIC + """[collective]
 kind = "allreduce"
 message_bytes = 1048576
 iterations = 40

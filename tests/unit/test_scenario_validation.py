@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 from emulation import scenario as S
+from tests.unit.scenario_texts import LINK_DOWN_AT_1_5_S, SMALL_FABRIC
 from emulation.runner import comparison_table, worker_config
 
 REPO = Path(__file__).resolve().parents[2]
@@ -11,21 +12,11 @@ SHIPPED = sorted((REPO / "experiments").glob("*.toml"))
 
 GOOD = """
 name = "t"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-[collective]
+""" + SMALL_FABRIC + """[collective]
 kind = "allreduce"
 message_bytes = 4096
 iterations = 10
-[[faults]]
-at_s = 1.5
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-"""
+""" + LINK_DOWN_AT_1_5_S
 
 
 def test_every_required_scenario_is_shipped_and_valid():

@@ -6,6 +6,7 @@ import pytest
 
 from controller import faults as controller_faults
 from emulation import scenario as S
+from tests.unit.scenario_texts import LINK_DOWN_AT_1_5_S, SMALL_FABRIC
 from emulation.scenario import ScenarioError
 from model.topology import FabricSpec, Topology
 from traffic.endpoint_support import EndpointConfig
@@ -16,21 +17,11 @@ description = \"\"\"A description that quotes TOML:
 iterations = 3
 [collective]
 \"\"\"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-[collective]
+""" + SMALL_FABRIC + """[collective]
 kind = "allreduce"
 message_bytes = 4096
 iterations = 10
-[[faults]]
-at_s = 1.5
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-"""
+""" + LINK_DOWN_AT_1_5_S
 
 
 def error_of(text: str) -> str:
