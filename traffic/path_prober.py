@@ -1,0 +1,135 @@
+"""Per-host path prober in the spirit of Clustermapper (pure: no sockets, time passed in).
+
+Every host probes every path to every peer at a low rate: one probe per (peer, plane, spine)
+each `interval_ns`, source-routed like data (the probe's EV names plane and spine; the peer's
+endpoint answers on the same path back), so a round trip crosses every link of the path in both
+directions: host->T0->host inside a group, host->T0->T1->T0->host across groups. Inside a group
+the spine does not change the path, so such pairs are probed once per plane (spine 0).
+
+The counts per path (sent, answered, lost) are what a localiser (controller/localize.py) needs:
+a lossy link shows as loss on exactly the paths that cross it.
+
+A path counts losses only after its first answer: before the peer's endpoint is up (or while
+its QPs are being created) a silent path says nothing about the links.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from emulation.topology import Topology, make_ev
+
+# Entropy of prober EVs: apart from the EV sets' random entropies (0xC000..0xFFFF) and the
+# endpoint's RTT/READY probes (0x100.., 0x200..), so a capture tells them apart.
+PROBER_ENTROPY = 0x300
+
+
+@dataclass
+class PathCount:
+    sent: int = 0
+    answered: int = 0
+    lost: int = 0
+    live: bool = False         # answered at least once: losses count from then on
+
+
+def path_key(src: int, dst: int, plane: int, spine: int) -> str:
+    """Stable name of a probed path, as the prober reports it ("h0>h2/p0/s1")."""
+    return f"h{src}>h{dst}/p{plane}/s{spine}"
+
+
+def parse_path_key(key: str) -> tuple[int, int, int, int]:
+    hosts, plane, spine = key.split("/")
+    src, dst = hosts.split(">")
+    return int(src[1:]), int(dst[1:]), int(plane[1:]), int(spine[1:])
+
+
+def probed_paths(topo: Topology, src: int, peers) -> list[tuple[int, int, int]]:
+    """(peer, plane, spine) of every distinct path from src to each peer."""
+    out = []
+    for peer in peers:
+        same_group = topo.host(src).group == topo.host(peer).group
+        for plane in range(topo.spec.planes):
+            for spine in (0,) if same_group else range(topo.spec.spines):
+                out.append((peer, plane, spine))
+    return out
+
+
+class PathProber:
+    """Schedule and bookkeeping of one host's path probes."""
+
+    def __init__(self, topo: Topology, host: int, interval_ns: int, timeout_ns: int):
+        if interval_ns <= 0 or timeout_ns <= 0:
+            raise ValueError(f"prober interval and timeout must be > 0, got {interval_ns}, "
+                             f"{timeout_ns}")
+        self.topo = topo
+        self.host = host
+        self.interval_ns = int(interval_ns)
+        self.timeout_ns = int(timeout_ns)
+        self.counts: dict[tuple[int, int, int], PathCount] = {}
+        self._next: dict[tuple[int, int, int], int] = {}
+        self._pending: dict[int, tuple[tuple[int, int, int], int]] = {}   # seq -> (path, sent)
+        self._seq = 0
+
+    def set_peers(self, peers, now_ns: int) -> None:
+        """Probe these peers from now on (paths of new peers start, spread over one interval)."""
+        paths = probed_paths(self.topo, self.host, sorted(set(peers) - {self.host}))
+        new = [p for p in paths if p not in self.counts]
+        for i, path in enumerate(new):
+            self.counts[path] = PathCount()
+            self._next[path] = now_ns + self.interval_ns * i // max(1, len(new))
+
+    def ev_of(self, path: tuple[int, int, int]) -> int:
+        _, plane, spine = path
+        return make_ev(plane, spine, PROBER_ENTROPY)
+
+    def due(self, now_ns: int) -> list[tuple[int, int, int, int]]:
+        """(peer, plane, ev, seq) of the probes to send now."""
+        out = []
+        for path, when in self._next.items():
+            if when > now_ns:
+                continue
+            self._seq = (self._seq + 1) & 0xFFFFFFFF
+            self._pending[self._seq] = (path, now_ns)
+            self._next[path] = max(when + self.interval_ns, now_ns)
+            self.counts[path].sent += 1
+            out.append((path[0], path[1], self.ev_of(path), self._seq))
+        return out
+
+    def on_response(self, seq: int, now_ns: int) -> bool:
+        entry = self._pending.pop(seq, None)
+        if entry is None:
+            return False            # unknown, or answered after its timeout (already lost)
+        count = self.counts[entry[0]]
+        count.answered += 1
+        count.live = True
+        return True
+
+    def expire(self, now_ns: int) -> None:
+        for seq, (path, sent) in list(self._pending.items()):
+            if now_ns - sent >= self.timeout_ns:
+                del self._pending[seq]
+                count = self.counts[path]
+                if count.live:
+                    count.lost += 1
+                else:
+                    count.sent -= 1     # before the first answer: not evidence either way
+
+    def next_deadline(self) -> int | None:
+        times = list(self._next.values())
+        times += [sent + self.timeout_ns for _, sent in self._pending.values()]
+        return min(times) if times else None
+
+    def stats(self) -> dict[str, dict]:
+        """{path_key: {"sent", "lost"}} of paths that answered at least once, probes settled
+        (answered or timed out) only."""
+        out = {}
+        for path, c in self.counts.items():
+            if not c.live:
+                continue
+            peer, plane, spine = path
+            out[path_key(self.host, peer, plane, spine)] = {"sent": c.answered + c.lost,
+                                                            "lost": c.lost}
+        return out
+
+
+__all__ = ["PathProber", "PathCount", "path_key", "parse_path_key", "probed_paths",
+           "PROBER_ENTROPY"]
