@@ -23,6 +23,7 @@ import time
 from controller import faults as F
 from controller import routing as R
 from controller.api import ApiServer, CommandError
+from controller.denylist import DenylistService
 from emulation.topology import FabricSpec, Topology, host_intf
 
 LOG = logging.getLogger("mrclab.controller")
@@ -81,6 +82,7 @@ class FabricController:
         self.degraded: dict[tuple[str, str], tuple[list, list[str], bool]] = {}
         self.ports_of_switch = {name: topo.switch_ports(name) for name in topo.switches}
         self.dpid_to_switch = {sw.dpid: name for name, sw in topo.switches.items()}
+        self.denylist = DenylistService(topo)
 
     # ------------------------------------------------------------ logging
 
@@ -273,6 +275,32 @@ class FabricController:
             extra = handler(fault) or {}
             entry = self.log({**fault, **extra})
         return {"ok": True, "t_ns": entry["t_ns"], "fault": fault}
+
+    # ------------------------------------------------------------ denylist (endpoints act on it)
+
+    def register_endpoints(self, sockets) -> dict:
+        return self.denylist.register(sockets)
+
+    def deny(self, command) -> dict:
+        return self._denylist_change(self.denylist.deny, command)
+
+    def allow(self, command) -> dict:
+        return self._denylist_change(self.denylist.allow, command)
+
+    def denylist_state(self) -> dict:
+        return self.denylist.state()
+
+    def _denylist_change(self, change, command) -> dict:
+        """Apply, then record in the fault log: a deny is a control-plane action on the run's
+        time line, like a fault."""
+        result = change(command)
+        rule = result["rule"]
+        entry = {"action": result["action"], "rule": rule, "what": result["what"],
+                 "reason": result["reason"], "t_ns": result["t_ns"]}
+        if "link" in rule:
+            entry["a"], entry["b"] = rule["link"].split("~")
+        self.log(entry)
+        return result
 
     def _cancel_flap(self, pair: frozenset) -> None:
         stop = self.flaps.pop(pair, None)
