@@ -9,8 +9,13 @@ the spine does not change the path, so such pairs are probed once per plane (spi
 The counts per path (sent, answered, lost) are what a localiser (controller/localize.py) needs:
 a lossy link shows as loss on exactly the paths that cross it.
 
-A path counts losses only after its first answer: before the peer's endpoint is up (or while
-its QPs are being created) a silent path says nothing about the links.
+What counts as lost (a stalled CPU must not look like a lossy link):
+* a path counts losses only after its first answer: before the peer's endpoint is up (or while
+  its QPs are being created) a silent path says nothing about the links;
+* a probe unanswered after `timeout_ns` is only suspect; it is judged lost once the same peer
+  answered a probe sent at least JUDGE_MARGIN later (over any path): the peer is alive and
+  answering, so this path dropped it. A peer that stalls answers its backlog late, in order, and
+  a late answer clears the suspect probe; a peer that is gone answers nothing and none is lost.
 """
 from __future__ import annotations
 
@@ -21,6 +26,11 @@ from emulation.topology import Topology, make_ev
 # Entropy of prober EVs: apart from the EV sets' random entropies (0xC000..0xFFFF) and the
 # endpoint's RTT/READY probes (0x100.., 0x200..), so a capture tells them apart.
 PROBER_ENTROPY = 0x300
+# Answers over different paths of one peer can overtake each other by the difference in their
+# queueing; a probe is judged by answers to probes sent at least this much later.
+JUDGE_MARGIN_NS = 20_000_000
+# Suspect probes of a peer that never answers again are forgotten after this many timeouts.
+FORGET_TIMEOUTS = 20
 
 
 @dataclass
@@ -67,6 +77,7 @@ class PathProber:
         self.counts: dict[tuple[int, int, int], PathCount] = {}
         self._next: dict[tuple[int, int, int], int] = {}
         self._pending: dict[int, tuple[tuple[int, int, int], int]] = {}   # seq -> (path, sent)
+        self._suspect: dict[int, tuple[tuple[int, int, int], int]] = {}   # timed out, not judged
         self._seq = 0
 
     def set_peers(self, peers, now_ns: int) -> None:
@@ -97,21 +108,36 @@ class PathProber:
     def on_response(self, seq: int, now_ns: int) -> bool:
         entry = self._pending.pop(seq, None)
         if entry is None:
-            return False            # unknown, or answered after its timeout (already lost)
-        count = self.counts[entry[0]]
+            entry = self._suspect.pop(seq, None)
+            if entry is None:
+                return False            # unknown, or already judged lost
+        path, sent = entry
+        count = self.counts[path]
         count.answered += 1
         count.live = True
+        self._judge(path[0], sent)
         return True
+
+    def _judge(self, peer: int, answered_sent_ns: int) -> None:
+        """`peer` answered a probe sent at answered_sent_ns: its suspect probes sent at least
+        JUDGE_MARGIN_NS earlier were lost on their paths."""
+        for seq, (path, sent) in list(self._suspect.items()):
+            if path[0] == peer and sent <= answered_sent_ns - JUDGE_MARGIN_NS:
+                del self._suspect[seq]
+                self.counts[path].lost += 1
 
     def expire(self, now_ns: int) -> None:
         for seq, (path, sent) in list(self._pending.items()):
             if now_ns - sent >= self.timeout_ns:
                 del self._pending[seq]
-                count = self.counts[path]
-                if count.live:
-                    count.lost += 1
+                if self.counts[path].live:
+                    self._suspect[seq] = (path, sent)
                 else:
-                    count.sent -= 1     # before the first answer: not evidence either way
+                    self.counts[path].sent -= 1     # before the first answer: no evidence
+        forget = self.timeout_ns * FORGET_TIMEOUTS
+        for seq, (path, sent) in list(self._suspect.items()):
+            if now_ns - sent >= forget:
+                del self._suspect[seq]
 
     def next_deadline(self) -> int | None:
         times = list(self._next.values())

@@ -24,35 +24,59 @@ def test_every_distinct_path_to_every_peer_once_per_interval():
     assert len(more) == 10                  # the next interval: each path once more
 
 
-def test_losses_count_only_after_a_path_answered_once():
+def test_losses_count_only_after_a_path_answered_once_and_once_the_peer_answers_later_probes():
     p = PathProber(TOPO, 0, interval_ns=10 * MS, timeout_ns=30 * MS)
     p.set_peers([2], 0)
-    first = p.due(10 * MS)                  # 4 paths to h2
-    assert len(first) == 4
+    assert len(p.due(10 * MS)) == 4         # 4 paths to h2
     p.expire(50 * MS)                       # nothing answered yet: the peer may not be up
     assert p.stats() == {}
-    answered_path = None
-    rounds = p.due(60 * MS)
-    for peer, plane, ev, seq in rounds:
+    s01 = path_key(0, 2, 0, 1)
+    for peer, plane, ev, seq in p.due(60 * MS):
         if (plane, ev_spine(ev)) == (0, 1):
             p.on_response(seq, 61 * MS)
-            answered_path = path_key(0, peer, plane, ev_spine(ev))
     p.expire(100 * MS)
-    assert p.stats() == {answered_path: {"sent": 1, "lost": 0}}
-    for peer, plane, ev, seq in p.due(110 * MS):
-        pass                                # all lost
-    p.expire(150 * MS)
-    assert p.stats() == {answered_path: {"sent": 2, "lost": 1}}
-    assert parse_path_key(answered_path) == (0, 2, 0, 1)
+    assert p.stats() == {s01: {"sent": 1, "lost": 0}}
+    p.due(110 * MS)                         # none answered
+    p.expire(150 * MS)                      # timed out, but is h2 alive? not judged yet
+    assert p.stats() == {s01: {"sent": 1, "lost": 0}}
+    for peer, plane, ev, seq in p.due(160 * MS):
+        if (plane, ev_spine(ev)) == (1, 1):
+            p.on_response(seq, 162 * MS)    # h2 answers a probe sent 50 ms later
+    assert p.stats() == {s01: {"sent": 2, "lost": 1}, path_key(0, 2, 1, 1): {"sent": 1, "lost": 0}}
+    assert parse_path_key(s01) == (0, 2, 0, 1)
 
 
-def test_a_late_answer_does_not_undo_a_loss():
+def test_a_stalled_peer_answering_late_loses_nothing_and_a_gone_peer_neither():
+    p = PathProber(TOPO, 0, interval_ns=10 * MS, timeout_ns=30 * MS)
+    p.set_peers([1], 0)                     # same group: 2 paths (one per plane)
+    for *_, seq in p.due(10 * MS):
+        assert p.on_response(seq, 11 * MS)
+    stalled = [seq for *_, seq in p.due(20 * MS)]
+    p.expire(60 * MS)
+    for seq in stalled:                     # the backlog's answers come first, late
+        assert p.on_response(seq, 61 * MS)
+    for *_, seq in p.due(70 * MS):
+        p.on_response(seq, 71 * MS)
+    assert sum(c["lost"] for c in p.stats().values()) == 0
+    p.due(80 * MS)                          # then h1 is gone: nothing answers again
+    for t in range(90, 2000, 10):
+        p.due(t * MS)
+        p.expire(t * MS)
+    assert sum(c["lost"] for c in p.stats().values()) == 0
+
+
+def test_probes_dropped_on_one_plane_are_lost_when_the_other_plane_answers():
     p = PathProber(TOPO, 0, interval_ns=10 * MS, timeout_ns=30 * MS)
     p.set_peers([1], 0)
-    seqs = [seq for *_, seq in p.due(10 * MS)]
-    for seq in seqs:
-        assert p.on_response(seq, 11 * MS)
-    seqs = [seq for *_, seq in p.due(20 * MS)]
-    p.expire(60 * MS)
-    assert not p.on_response(seqs[0], 61 * MS)
-    assert sum(c["lost"] for c in p.stats().values()) == 2
+    for *_, seq in p.due(10 * MS):
+        p.on_response(seq, 11 * MS)
+    for t in range(20, 200, 10):
+        for _, plane, _, seq in p.due(t * MS):
+            if plane == 1:
+                p.on_response(seq, t * MS + 1)
+        p.expire(t * MS)
+    stats = p.stats()
+    # a plane-0 probe sent at t is suspect from the end of turn t+30 (expire runs after the
+    # answers of a turn) and judged by the first plane-1 answer after that, turn t+40; the last
+    # turn is 190, so those sent at 20..150 ms are lost (14), the 160..190 ones not judged yet
+    assert stats[path_key(0, 1, 0, 0)]["lost"] == 14 and stats[path_key(0, 1, 1, 0)]["lost"] == 0
