@@ -174,7 +174,10 @@ class EVSet:
         return list(self._bad)
 
     def usable_planes(self) -> list[int]:
-        return [p for p in self.paths.planes if self.plane_usable(p)]
+        """Planes the round robin can send on: usable, with an EV in the rotation (a plane whose
+        EVs are all denied has none, and its idle pacer must not look like a reason to retry)."""
+        in_rotation = {self.evs[ev].plane for ev in self.rotation}
+        return [p for p in self.paths.planes if self.plane_usable(p) and p in in_rotation]
 
     # ------------------------------------------------------------------ selection
 

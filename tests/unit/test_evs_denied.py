@@ -67,3 +67,10 @@ def test_a_plane_with_every_ev_denied_sends_on_the_other_plane_only():
     assert all(ev_plane(ev) == 1 for ev in s.rotation)
     assert {ev_plane(s.pick(t)) for t in range(50)} == {1}
     assert s.apply_denylist(lambda e: ev_plane(e) == 0, 1) == (0, 0)   # idempotent
+
+
+def test_a_plane_with_every_ev_denied_is_not_a_usable_plane():
+    s = evset()
+    assert s.usable_planes() == [0, 1]
+    s.apply_denylist(lambda e: ev_plane(e) == 0, 0)
+    assert s.usable_planes() == [1]
