@@ -115,3 +115,14 @@ def test_a_bad_rule_changes_nothing(tmp_path):
     assert a.denylist.to_list() == [{"plane": 1}]
     a.close()
     b.close()
+
+
+def test_a_qp_created_after_the_denial_starts_with_those_evs_denied(tmp_path):
+    a, b, _ = endpoints(tmp_path)
+    a.set_denylist([{"plane": 1}])
+    qa = a.create_qp(0x100, 2, 0x200, base_rtt_ns=1_000_000)
+    evs = qa.sender.evs
+    assert set(evs.denied()) == {ev for ev in evs.evs if ev_plane(ev) == 1}
+    assert evs.denied() and all(ev_plane(ev) == 0 for ev in evs.rotation)
+    a.close()
+    b.close()
