@@ -36,8 +36,11 @@ BUSBW_FACTORS = {
     "broadcast": lambda n: 1.0,
     "reduce": lambda n: 1.0,
     "sendrecv": lambda n: 1.0,
+    # Not in nccl-tests; derived as PERFORMANCE.md derives Reduce's: all data goes to the
+    # target, here straight from each of the n-1 senders, so the target's link carries
+    # (n-1) S and at best t = (n-1) S / B.
+    "incast": lambda n: float(n - 1),
 }
-
 
 # ---------------------------------------------------------------- basic formulas
 
@@ -59,19 +62,43 @@ def _norm_collective(name: str) -> str:
 
 
 def busbw_factor(collective: str, n: int) -> float:
+    """NCCL's correction factor busbw / algbw for n ranks (nccl-tests doc/PERFORMANCE.md,
+    "Summary"): what turns S / t into the rate each rank's link must carry, so it compares
+    with the link speed whatever n."""
     key = _norm_collective(collective)
     if key not in BUSBW_FACTORS:
         raise ValueError(f"unknown collective {collective!r}; known: {', '.join(BUSBW_FACTORS)}")
-    if n < 1:
-        raise ValueError(f"world size must be >= 1, got {n}")
-    return BUSBW_FACTORS[key](n)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"world size must be an integer >= 1, got {n!r}")
+    return BUSBW_FACTORS[key](int(n))
 
 
-def bus_bandwidth(nbytes, seconds, n: int, collective: str = "allreduce"):
-    """(algbw, busbw) in bytes/s (NCCL prints GB/s); vectorised over nbytes/seconds."""
-    algbw = np.asarray(nbytes, dtype=float) / np.asarray(seconds, dtype=float)
+def bus_bandwidth(size_bytes, seconds, n: int, collective: str = "allreduce"):
+    """(algbw, busbw) in bytes/s (NCCL prints GB/s); vectorised over size_bytes/seconds.
+
+    nccl-tests doc/PERFORMANCE.md: algbw = S / t, busbw = algbw x factor (busbw_factor).
+    size_bytes is NCCL's S, not what a rank sends: the per-rank buffer for all-reduce, the
+    total input (reduce-scatter) or output (all-gather) of n chunks, the total for all-to-all,
+    the message for send/recv. The worker logs it as `nccl_size_bytes`; its `bytes` (what the
+    rank sent, 2(n-1)/n of S for an all-reduce) would count the factor twice."""
+    algbw = np.asarray(size_bytes, dtype=float) / np.asarray(seconds, dtype=float)
     return algbw, algbw * busbw_factor(collective, n)
 
+
+def line_rate_fraction(busbw_Bps, planes: int, host_link_mbit: float) -> float:
+    """How much of a host's line rate the collective used: the median iteration's busbw over
+    planes x host link rate (a host has one link per plane). busbw_Bps: bytes/s, one value or
+    one per iteration (the median is taken). NaN when there is no iteration."""
+    if isinstance(planes, bool) or not isinstance(planes, (int, np.integer)) or planes < 1:
+        raise ValueError(f"planes must be an integer >= 1, got {planes!r}")
+    if not isinstance(host_link_mbit, (int, float, np.number)) or isinstance(host_link_mbit, bool) \
+            or not host_link_mbit > 0 or not np.isfinite(host_link_mbit):
+        raise ValueError(f"host_link_mbit must be a positive number, got {host_link_mbit!r}")
+    values = np.atleast_1d(np.asarray(busbw_Bps, dtype=float))
+    values = values[~np.isnan(values)]
+    if values.size == 0:
+        return float("nan")
+    return float(np.median(values) * 8 / (planes * host_link_mbit * 1e6))
 
 # ---------------------------------------------------------------- packets
 
@@ -261,25 +288,29 @@ def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = 
 
 def iteration_times(ev: pd.DataFrame) -> pd.DataFrame:
     """Collective iterations: one row per (transport, iter) with the slowest rank's duration
-    (a collective ends when its last rank ends) and bytes."""
+    (a collective ends when its last rank ends), bytes (most any rank sent) and NCCL's size S
+    (nccl_size_bytes; NaN in logs that predate it)."""
     it = _events(ev, "iteration")
-    cols = ["transport", "collective", "iter", "start_ns", "end_ns", "duration_s", "bytes", "ranks",
-            "verified"]
+    cols = ["transport", "collective", "iter", "start_ns", "end_ns", "duration_s", "bytes",
+            "nccl_size_bytes", "ranks", "verified"]
     if len(it) == 0:
         return pd.DataFrame(columns=cols)
     it = it.copy()
     if "transport" not in it:
         it["transport"] = "?"
+    if "nccl_size_bytes" not in it:
+        it["nccl_size_bytes"] = float("nan")
     g = it.groupby(["transport", "collective", "iter"], observed=True)
     out = g.agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"), bytes=("bytes", "max"),
-                ranks=("host", "nunique"),
+                nccl_size_bytes=("nccl_size_bytes", "max"), ranks=("host", "nunique"),
                 verified=("verified", lambda v: bool(pd.Series(v).fillna(False).astype(bool).all())))
     out["duration_s"] = (out["end_ns"] - out["start_ns"]) / 1e9
     return out.reset_index()[cols]
 
 
 def iteration_bandwidth(iters: pd.DataFrame, world_size: int | None = None) -> pd.DataFrame:
-    """iteration_times plus algbw/busbw (bytes/s, NCCL definition) per iteration."""
+    """iteration_times plus algbw/busbw (bytes/s, NCCL definition, from nccl_size_bytes) per
+    iteration."""
     out = iters.copy()
     if len(out) == 0:
         out["algbw_Bps"] = out["busbw_Bps"] = []
@@ -288,17 +319,14 @@ def iteration_bandwidth(iters: pd.DataFrame, world_size: int | None = None) -> p
     for r in out.itertuples(index=False):
         n = world_size or int(r.ranks)
         try:
-            a, b = bus_bandwidth(r.bytes, r.duration_s, n, r.collective)
+            a, b = bus_bandwidth(r.nccl_size_bytes, r.duration_s, n, r.collective)
         except ValueError:
-            a, b = float(r.bytes) / r.duration_s, float("nan")
+            a, b = float(r.nccl_size_bytes) / r.duration_s, float("nan")
         algs.append(float(a))
         buses.append(float(b))
     out["algbw_Bps"] = algs
     out["busbw_Bps"] = buses
     return out
-
-
-# ---------------------------------------------------------------- recovery
 
 
 def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,

@@ -210,6 +210,11 @@ MRC_QP = {
     "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric"),
     "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
     "loss_verdict_ns": _i(None, 0, NS_MAX, "wait this long for evidence before retiring an EV"),
+    "probe_period_ns": _i(None, 1, NS_MAX, "fixed probe period (wins over probe_period_rtts)"),
+    "skip_ns": _i(None, 1, NS_MAX, "fixed ECN skip time (wins over skip_rtts)"),
+    "loss_policy": Key("str", None, "what an unexplained loss does to its EV: 'ocp' retires it "
+                       "at once, 'tolerant' adds the emulator's verdict window and excuses "
+                       "(traffic/loss_policy.py)", choices=("ocp", "tolerant")),
     "nscc_min_base_rtt_ns": _i(None, 0, NS_MAX, "NSCC's BDP uses at least this RTT"),
     "port_rate_Bps": _pos(None, "pacing rate per plane, bytes/s", hi=1.25e10),
     "pacer_burst_packets": _i(None, 1, 1024, "pacer burst"),

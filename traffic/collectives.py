@@ -208,75 +208,175 @@ def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
 
 # ---------------------------------------------------------------- inputs and exact results
 
+# float32 holds every integer up to 2^24 exactly, so sums of non-negative integer inputs are
+# exact as long as world_size * (largest input) <= 2^24, whatever the order of the additions.
+EXACT_INT_BITS = 24
+_MIX_1 = np.uint64(0xBF58476D1CE4E5B9)      # SplitMix64 finalizer constants (Steele, Lea and
+_MIX_2 = np.uint64(0x94D049BB133111EB)      # Flood, OOPSLA 2014): a bijection of 64-bit words
+_RANK_SHIFT, _ITER_SHIFT = np.uint64(32), np.uint64(48)
+MAX_ELEMENTS, MAX_RANKS, ITERATION_PERIOD = 1 << 32, 1 << 16, 1 << 16
 
-def make_input(rank: int, n: int, iteration: int = 0) -> np.ndarray:
-    """Small integers (< 64), so every float32 sum over up to 2^18 ranks is exact."""
-    idx = np.arange(n, dtype=np.int64)
-    return ((idx * 7 + rank * 13 + iteration * 5) % 61 + 1).astype(DTYPE)
+
+def value_bits(world_size: int) -> int:
+    """Bits of each input value: the most for which a sum over world_size ranks stays exact."""
+    if world_size < 1:
+        raise ValueError(f"world_size must be >= 1, got {world_size}")
+    return EXACT_INT_BITS - (world_size - 1).bit_length()
 
 
-def expected_sum(world_size: int, n: int, iteration: int = 0,
+def make_input(rank: int, n: int, iteration: int, world_size: int) -> np.ndarray:
+    """Rank `rank`'s input of one iteration: element i is a keyed hash of (rank, iteration, i)
+    in 1..2^value_bits(world_size), so float32 sums over the ranks are exact and data put in
+    the wrong place (another element, rank or iteration) is caught unless every misplaced
+    element collides by chance (probability 2^-value_bits each: 2^-22 on 4 ranks).
+
+    The key (iteration mod 2^16, rank, i) is packed into one 64-bit word without overlap and
+    mixed by a bijection, so no two keys share a word; the top bits of distinct words are
+    independent-looking, with no period in i, rank or iteration (a formula such as
+    (7 i + 13 rank + 5 iteration) mod 61 repeats every 61 of each). Iterations 2^16 apart
+    reuse values, as they reuse tags (tag_for_iteration)."""
+    if not 0 <= rank < MAX_RANKS or not 0 <= n <= MAX_ELEMENTS:
+        raise ValueError(f"make_input covers ranks < {MAX_RANKS} and up to {MAX_ELEMENTS} "
+                         f"elements, got rank {rank}, n {n}")
+    key = (np.uint64(iteration % ITERATION_PERIOD) << _ITER_SHIFT) | (np.uint64(rank) << _RANK_SHIFT)
+    z = np.arange(n, dtype=np.uint64) | key
+    z ^= z >> np.uint64(30)
+    z *= _MIX_1
+    z ^= z >> np.uint64(27)
+    z *= _MIX_2
+    z ^= z >> np.uint64(31)
+    return ((z >> np.uint64(64 - value_bits(world_size))) + np.uint64(1)).astype(DTYPE)
+
+
+def expected_sum(world_size: int, n: int, iteration: int,
                  ranks: list[int] | None = None) -> np.ndarray:
+    """Exact sum of the ranks' inputs (all ranks by default), computed in int64."""
     ranks = range(world_size) if ranks is None else ranks
     total = np.zeros(n, dtype=np.int64)
     for r in ranks:
-        total += make_input(r, n, iteration).astype(np.int64)
+        total += make_input(r, n, iteration, world_size).astype(np.int64)
     return total.astype(DTYPE)
 
 
-def run_and_verify(comm: Communicator, collective: str, n: int, iteration: int, *, qps: int = 1,
-                   timeout_s: float | None = None, target: int = 0,
-                   victim: tuple[int, int] | None = None) -> tuple[bool, str]:
-    """Run one collective on this rank's deterministic input and compare with the exact
-    expected result. Returns (ok, message naming the first mismatch). Used by the worker."""
-    w, r = comm.world_size, comm.rank
-    buf = make_input(r, n, iteration)
-    tag = tag_for_iteration(iteration)
-    kw = dict(qps=qps, tag_base=tag, timeout_s=timeout_s)
+def expected_results(collective: str, rank: int, world_size: int, n: int, iteration: int, *,
+                     target: int = 0, victim: tuple[int, int] | None = None) -> dict:
+    """What `rank` must hold after one call of `collective` on make_input buffers, by name
+    (the names run_collective returns)."""
+    w, r = world_size, rank
     bounds = chunk_bounds(n, w)
+    a, b = bounds[r]
+
+    def inp(peer):
+        return make_input(peer, n, iteration, w)
+
     if collective == "allreduce":
-        checks = [("result", allreduce(comm, buf, **kw), expected_sum(w, n, iteration))]
-    elif collective == "reduce_scatter":
-        a, b = bounds[r]
-        checks = [("chunk", reduce_scatter(comm, buf, **kw), expected_sum(w, n, iteration)[a:b])]
-    elif collective == "allgather":
+        return {"result": expected_sum(w, n, iteration)}
+    if collective == "reduce_scatter":
+        return {"chunk": expected_sum(w, n, iteration)[a:b]}
+    if collective == "allgather":
         expect = np.empty(n, dtype=DTYPE)
-        for peer, (a, b) in enumerate(bounds):
-            expect[a:b] = make_input(peer, n, iteration)[a:b]
-        checks = [("result", allgather(comm, buf, **kw), expect)]
-    elif collective == "alltoall":
-        a, b = bounds[r]
-        expect = np.concatenate([make_input(peer, n, iteration)[a:b] for peer in range(w)])
-        checks = [("result", alltoall(comm, buf, **kw), expect)]
-    elif collective == "sendrecv":
-        checks = [("received", sendrecv(comm, buf, **kw), make_input((r - 1) % w, n, iteration))]
-    elif collective == "incast":
+        for peer, (pa, pb) in enumerate(bounds):
+            expect[pa:pb] = inp(peer)[pa:pb]
+        return {"result": expect}
+    if collective == "alltoall":
+        return {"result": np.concatenate([inp(peer)[a:b] for peer in range(w)])}
+    if collective == "sendrecv":
+        return {"received": inp((r - 1) % w)}
+    if collective == "incast":
+        out = {}
+        if r == target:
+            out["incast sum"] = expected_sum(w, n, iteration, [p for p in range(w) if p != target])
+        if victim is not None and r == victim[1]:
+            out["victim payload"] = inp(victim[0])
+        return out
+    raise ValueError(f"unknown collective {collective!r}; known: {', '.join(COLLECTIVES)}")
+
+
+def run_collective(comm: Communicator, collective: str, buf: np.ndarray, iteration: int, *,
+                   qps: int = 1, timeout_s: float | None = None, target: int = 0,
+                   victim: tuple[int, int] | None = None) -> dict:
+    """One call of `collective` on buf (modified in place by the reductions), with the
+    iteration's tags. Returns what this rank holds afterwards, named as in expected_results."""
+    kw = dict(qps=qps, tag_base=tag_for_iteration(iteration), timeout_s=timeout_s)
+    if collective == "allreduce":
+        return {"result": allreduce(comm, buf, **kw)}
+    if collective == "reduce_scatter":
+        return {"chunk": reduce_scatter(comm, buf, **kw)}
+    if collective == "allgather":
+        return {"result": allgather(comm, buf, **kw)}
+    if collective == "alltoall":
+        return {"result": alltoall(comm, buf, **kw)}
+    if collective == "sendrecv":
+        return {"received": sendrecv(comm, buf, **kw)}
+    if collective == "incast":
         total, got = incast(comm, buf, target=target, victim=victim, **kw)
-        checks = []
+        out = {}
         if total is not None:
-            others = [p for p in range(w) if p != target]
-            checks.append(("incast sum", total, expected_sum(w, n, iteration, others)))
+            out["incast sum"] = total
         if got is not None:
-            checks.append(("victim payload", got, make_input(victim[0], n, iteration)))
-    else:
-        raise ValueError(f"unknown collective {collective!r}; known: {', '.join(COLLECTIVES)}")
-    for what, got, expect in checks:
+            out["victim payload"] = got
+        return out
+    raise ValueError(f"unknown collective {collective!r}; known: {', '.join(COLLECTIVES)}")
+
+
+def verify(collective: str, rank: int, iteration: int, results: dict,
+           expected: dict) -> tuple[bool, str]:
+    """Exact comparison. Returns (ok, message naming the first mismatch)."""
+    missing = sorted(set(expected) - set(results))
+    extra = sorted(set(results) - set(expected))
+    if missing or extra:
+        return False, (f"{collective} on rank {rank}, iteration {iteration}: results "
+                       f"{sorted(results)} but expected {sorted(expected)}")
+    for what, expect in expected.items():
+        got = results[what]
         if got.shape != expect.shape:
             return False, f"{what}: shape {got.shape} != expected {expect.shape}"
         bad = np.flatnonzero(got != expect)
         if len(bad):
             i = int(bad[0])
-            return False, (f"{collective} {what} mismatch on rank {r}, iteration {iteration}: "
+            return False, (f"{collective} {what} mismatch on rank {rank}, iteration {iteration}: "
                            f"{len(bad)} of {len(expect)} elements wrong, first at index {i}: "
                            f"got {got[i]!r}, expected {expect[i]!r}")
     return True, "ok"
 
 
-def bytes_moved(collective: str, n: int, world_size: int) -> int:
-    """Payload bytes this rank sends in one call (for the iteration event's `bytes`)."""
-    w, size = world_size, n * 4
+def run_and_verify(comm: Communicator, collective: str, n: int, iteration: int, *, qps: int = 1,
+                   timeout_s: float | None = None, target: int = 0,
+                   victim: tuple[int, int] | None = None) -> tuple[bool, str]:
+    """Run one collective on this rank's input and compare with the exact expected result.
+    Returns (ok, message naming the first mismatch)."""
+    w, r = comm.world_size, comm.rank
+    expected = expected_results(collective, r, w, n, iteration, target=target, victim=victim)
+    results = run_collective(comm, collective, make_input(r, n, iteration, w), iteration, qps=qps,
+                             timeout_s=timeout_s, target=target, victim=victim)
+    return verify(collective, r, iteration, results, expected)
+
+
+# ---------------------------------------------------------------- sizes
+
+
+def nccl_size_bytes(collective: str, n: int) -> int:
+    """NCCL's S of one call (nccl-tests doc/PERFORMANCE.md: algbw = S / t) for a per-rank
+    buffer of n float32: the buffer itself for every collective here. All-reduce: the
+    buffer; reduce-scatter: the total input (recvcount x n ranks, which is our buffer, each
+    rank keeping one chunk); all-gather: the total output (sendcount x n, our buffer, each rank
+    contributing one chunk); all-to-all: the total size; send/recv: the message; incast: the
+    message each sender sends to the target."""
+    if collective not in COLLECTIVES:
+        raise ValueError(f"unknown collective {collective!r}; known: {', '.join(COLLECTIVES)}")
+    return n * DTYPE().itemsize
+
+
+def bytes_moved(collective: str, n: int, world_size: int, rank: int = 0, target: int = 0,
+               victim: tuple[int, int] | None = None) -> int:
+    """Payload bytes `rank` sends in one call (the iteration event's `bytes`), not counting
+    the incast target's 4-byte release messages."""
+    w, size = world_size, n * DTYPE().itemsize
     if collective == "allreduce":
         return 2 * (w - 1) * size // w
     if collective in ("reduce_scatter", "allgather", "alltoall"):
         return (w - 1) * size // w
+    if collective == "incast":
+        sent = 0 if rank == target else size
+        return sent + (size if victim is not None and rank == victim[0] else 0)
     return size

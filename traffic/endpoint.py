@@ -222,6 +222,7 @@ class Endpoint:
                   "ev_backup_count": cfg.ev_count // 2,
                   "first_packet_grace": bool(cfg.first_packet_grace),
                   "loss_verdict_ns": int(cfg.loss_verdict_ms * 1e6)}
+        values.update(cfg.qp_overrides())
         values.update(cfg.qp)
         values.update(overrides or {})
         if "fabric_delay_bound_ns" not in values:

@@ -176,6 +176,30 @@ class EndpointConfig:
             raise ConfigError(f"port_rate_mbit must be a positive number, got {self.port_rate_mbit!r}")
         if not isinstance(self.qp, dict):
             raise ConfigError(f"qp must be a table of QP settings, got {self.qp!r}")
+        self._check_qp_accepts_overrides()
+
+    # Fixed-time overrides handed to every QP as MRCConfig fields of the same name (they win
+    # over the *_rtts values there); rto_ns is one too, but MRCConfig has always had it.
+    QP_NS_OVERRIDES = ("probe_period_ns", "skip_ns")
+
+    def _check_qp_accepts_overrides(self) -> None:
+        """A key the QP cannot take must fail here, at validation, not be accepted, logged as
+        applied and then dropped (or fail at QP creation inside a worker)."""
+        from traffic.reliability import MRCConfig
+        known = {f.name for f in fields(MRCConfig)}
+        unknown = sorted(set(self.qp) - known)
+        if unknown:
+            raise ConfigError(f"qp: unknown QP setting(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(known))}")
+        for name in self.QP_NS_OVERRIDES:
+            if getattr(self, name) is not None and name not in known:
+                raise ConfigError(f"{name} cannot be applied: the QP (MRCConfig) has no {name} "
+                                  f"field; use {name[:-3]}_rtts")
+
+    def qp_overrides(self) -> dict:
+        """The fixed-time overrides that are set, as MRCConfig keyword arguments."""
+        return {name: getattr(self, name) for name in self.QP_NS_OVERRIDES
+                if getattr(self, name) is not None}
 
     @classmethod
     def from_dict(cls, data: dict) -> "EndpointConfig":

@@ -150,6 +150,8 @@ class MRCComm(Communicator):
     def _connect(self, timeout_s: float, base_rtt_ns: int | None) -> None:
         deadline = time.monotonic() + timeout_s
         peers = [p for p in range(self.world_size) if p != self.rank]
+        # a fixed endpoint base RTT means no probe is ever sent: waiting for samples would hang
+        base_rtt_ns = base_rtt_ns or self.ep.config.base_rtt_ns
         for peer in peers:
             host = self.hosts[peer]
             if base_rtt_ns is not None:

@@ -28,6 +28,8 @@ class MRCConfig:
     probe_timeout_rtts: float = 4.0      # a probe unanswered this long failed
     probe_backoff_max: int = 8           # failed probes double the period, up to this factor
     skip_rtts: float = 2.0               # ECN echo: skip the EV for this many base RTTs
+    probe_period_ns: int | None = None   # fixed probe period; wins over probe_period_rtts
+    skip_ns: int | None = None           # fixed ECN skip time; wins over skip_rtts
     # reliability
     mtu: int = 1024                      # payload bytes per packet
     mpr: int = 8                         # max PSN range, units of 128 PSNs (OCP example 8)
@@ -123,6 +125,12 @@ class MRCConfig:
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
                     "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts",
                     "ack_delay_rtts")
+        for name in ("probe_period_ns", "skip_ns"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value <= 0):
+                raise ValueError(f"MRCConfig.{name} must be a positive integer (ns) or None, "
+                                 f"got {value!r}")
         for f in fields(self):
             value = getattr(self, f.name)
             if f.name in positive and (isinstance(value, bool) or not value > 0):

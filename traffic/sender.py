@@ -110,7 +110,7 @@ class SenderQP(PostedWrites):
         self.loss_policy = lp.make_loss_policy(config, self.rtt)
         self.evs = EVSet(paths, rng, qp=qp_num, ev_count=config.ev_count,
                          backup_count=config.ev_backup_count, min_active=config.ev_min_active,
-                         probe_period_ns=self._rtts(config.probe_period_rtts),
+                         probe_period_ns=self._probe_period_ns(),
                          probe_timeout_ns=self._rtts(config.probe_timeout_rtts),
                          probe_k=config.probe_k, probe_backoff_max=config.probe_backoff_max,
                          emit=self.emit)
@@ -185,6 +185,10 @@ class SenderQP(PostedWrites):
         """Some EV of this QP signalled congestion recently (ECN, trim, queueing delay)."""
         return self.loss_policy.congested(now_ns)
 
+    def _probe_period_ns(self) -> int:
+        """A fixed period when configured, else probe_period_rtts of the current base RTT."""
+        return self.cfg.probe_period_ns or self.rtt.rtts(self.cfg.probe_period_rtts)
+
     def _rtt_sample(self, rtt: int, now_ns: int, ev: int) -> None:
         if rtt <= 0:
             return
@@ -194,7 +198,7 @@ class SenderQP(PostedWrites):
             self.loss_policy.on_evidence(ev, lp.CONGESTION, now_ns)
         if est.update(rtt):
             self.nscc.set_base_rtt(max(rtt, self.cfg.nscc_min_base_rtt_ns))
-            self.evs.probe_period_ns = est.rtts(self.cfg.probe_period_rtts)
+            self.evs.probe_period_ns = self._probe_period_ns()
             self.evs.probe_timeout_ns = est.rtts(self.cfg.probe_timeout_rtts)
 
     # ------------------------------------------------------------------ API
@@ -538,7 +542,8 @@ class SenderQP(PostedWrites):
         if ecn:
             self.loss_policy.on_evidence(sack.ev, lp.CONGESTION, now_ns)
             if sack.ev in self.evs.evs:
-                self.evs.skip(sack.ev, now_ns + self.rtt.rtts(self.cfg.skip_rtts), now_ns)
+                self.evs.skip(sack.ev, now_ns + (self.cfg.skip_ns or self.rtt.rtts(self.cfg.skip_rtts)),
+                              now_ns)
         if self.cfg.nscc_enabled:
             self.nscc.on_ack(newly, rtt, ecn, now_ns)
         self._detect_gaps(now_ns)

@@ -20,8 +20,9 @@ Config (JSON, one file for all ranks; rank comes from --rank):
   incast_target, victim   incast only: target rank, [src rank, dst rank] or null
   tcp              {"endpoints": [[[addr, port] per plane] per rank], "connect_timeout_s"}
   fabric, routing, trimming, mrc   passed through for the MRC/RoCE transports
-Events: phase {phase: connecting|connected|warmup_done|done}, iteration, goodput, counters,
-error {reason}. Exit codes: 0 ok, 2 transport error, 3 result mismatch, 4 bad config.
+Events: phase {phase: connecting|connected|warmup_done|done}, iteration {iter, start_ns, end_ns
+(the collective alone, not input set-up or verification), bytes (payload this rank sent),
+nccl_size_bytes (NCCL's S, algbw = S / t), verified}, goodput, counters, error {reason}. Exit codes: 0 ok, 2 transport error, 3 result mismatch, 4 bad config.
 """
 from __future__ import annotations
 
@@ -114,9 +115,11 @@ def run(config: dict, rank: int) -> int:
     qps = int(config.get("qps_per_peer", 1))
     timeout_s = float(config.get("timeout_s", 60.0))
     victim = tuple(config["victim"]) if config.get("victim") is not None else None
-    kw = dict(qps=qps, timeout_s=timeout_s, target=int(config.get("incast_target", 0)),
-              victim=victim)
-    sent_per_iter = collectives.bytes_moved(kind, n, int(config["world_size"]))
+    world = int(config["world_size"])
+    target = int(config.get("incast_target", 0))
+    kw = dict(qps=qps, timeout_s=timeout_s, target=target, victim=victim)
+    sent_per_iter = collectives.bytes_moved(kind, n, world, rank, target, victim)
+    nccl_size = collectives.nccl_size_bytes(kind, n)
     comm = sampler = None
     try:
         log.write("phase", phase="connecting", transport=transport, rank=rank)
@@ -130,11 +133,19 @@ def run(config: dict, rank: int) -> int:
                 return _mismatch(log, f"warm-up: {msg}")
         log.write("phase", phase="warmup_done")
         for i in range(iterations):
+            # Inputs and expected results are computed outside the timed span: with W ranks
+            # the expected sum hashes W buffers, which would count as collective time.
+            it = warmup + i
+            buf = collectives.make_input(rank, n, it, world)
+            expected = collectives.expected_results(kind, rank, world, n, it, target=target,
+                                                    victim=victim)
             start = time.monotonic_ns()
-            ok, msg = collectives.run_and_verify(comm, kind, n, warmup + i, **kw)
+            results = collectives.run_collective(comm, kind, buf, it, **kw)
             end = time.monotonic_ns()
+            ok, msg = collectives.verify(kind, rank, it, results, expected)
+            # bytes: payload this rank sent; nccl_size_bytes: NCCL's S (algbw = S / t)
             log.write("iteration", collective=kind, transport=transport, iter=i, start_ns=start,
-                      end_ns=end, bytes=sent_per_iter, verified=ok)
+                      end_ns=end, bytes=sent_per_iter, nccl_size_bytes=nccl_size, verified=ok)
             if not ok:
                 return _mismatch(log, msg)
         sampler.stop()

@@ -156,7 +156,7 @@ def make_run(root: Path, transports=("mrc", "roce", "tcp"), *, packets=200, faul
             events.append({"t_ns": s + 25_000_000 + ti * 1_000_000, "host": "h0",
                            "event": "iteration", "collective": "allreduce", "transport": tr,
                            "iter": it, "start_ns": s, "end_ns": s + 25_000_000 + ti * 1_000_000,
-                           "bytes": 1 << 20, "verified": True})
+                           "bytes": 1 << 20, "nccl_size_bytes": 1 << 20, "verified": True})
         events.sort(key=lambda e: e["t_ns"])
         write_jsonl(d / "h0.jsonl", [e for e in events if e["host"] == "h0"],
                     extra_lines=['{"t_ns": 1, "host": "h0", "event": "goodp\n', "not json at all\n"])

@@ -1,0 +1,306 @@
+"""Every key of a scenario's [mrc], [mrc.endpoint] and [mrc.qp] tables reaches the code it names.
+
+Each key is set to a value other than what the same scenario gives without it, and the
+scenario goes down the runner's own path: emulation.scenario.parse -> runner.worker_config ->
+traffic.mrc_comm.create (what the worker's create_communicator calls for "mrc") -> EndpointConfig
+-> Endpoint -> MRCComm -> QP (MRCConfig, SenderQP). Two ranks in threads, joined by the in-memory
+switch of test_endpoint_mrc_comm instead of a fabric. Then the value is read where it is used.
+
+The keys come from the scenario schema, not from this file: a key added to the schema without a
+reader in READERS fails test_every_scenario_key_has_a_reader, so a new key cannot be accepted,
+validated and logged while reaching nothing.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import pytest
+
+from emulation import runner
+from emulation import scenario as S
+from emulation.topology import FabricSpec
+from traffic.loss_policy import OcpLossPolicy, TolerantLossPolicy
+from tests.unit.test_endpoint_mrc_comm import FakeSwitch
+from traffic.comm import CommError
+from traffic.mrc_comm import FRAG, create
+
+BASE = """
+name = "plumbing"
+[fabric]
+planes = 2
+groups = 1
+spines = 2
+hosts_per_group = 2
+[collective]
+kind = "sendrecv"
+message_bytes = 4096
+iterations = 1
+"""
+
+
+def schema_keys() -> dict[str, list[str]]:
+    """Scalar keys of [mrc], [mrc.endpoint] and [mrc.qp], as the scenario validator knows them."""
+    try:
+        from emulation import scenario_schema as schema
+    except ImportError:
+        schema = None
+    if schema is not None:
+        return {table: [k for k, spec in schema.SCHEMA[table].items()
+                        if spec.kind not in ("table", "array")]
+                for table in ("mrc", "mrc.endpoint", "mrc.qp")}
+    from traffic.endpoint_support import EndpointConfig
+    from traffic.reliability import MRCConfig
+    return {"mrc": [k for k in S.MRC_KEYS if k not in ("endpoint", "qp")],
+            "mrc.endpoint": [f.name for f in fields(EndpointConfig)
+                             if f.name not in S.MRC_ENDPOINT_RESERVED and f.name != "qp"],
+            "mrc.qp": [f.name for f in fields(MRCConfig)]}
+
+
+@dataclass
+class World:
+    """Rank 0's objects after the communicator connected, and the switch joining the ranks."""
+    comm: object
+    switch: FakeSwitch
+
+    @property
+    def ep(self):
+        return self.comm.ep
+
+    @property
+    def qp(self):
+        return self.ep.qps[self.comm.qps[(1, 0)].qpn]
+
+    @property
+    def qcfg(self):
+        return self.qp.sender.cfg
+
+
+def unreachable_probe(w: World) -> tuple[int, int]:
+    """(base RTT the endpoint falls back to, probes it sent per round) when the peer never
+    answers (its ports unplugged from the switch): measure_base_rtt sends rtt_probe_count
+    probes per round, 3 to 10 rounds."""
+    unplugged = {k: w.switch.ports.pop(k) for k in list(w.switch.ports) if k[0] == 1}
+    try:
+        before = w.ep._rtt_probe_seq
+        fallback = w.ep.measure_base_rtt(1, timeout_s=0.01)
+        sent = w.ep._rtt_probe_seq - before
+    finally:
+        w.switch.ports.update(unplugged)
+    rounds = [r for r in range(3, 11) if sent % r == 0 and sent // r < 100]
+    return fallback, sent // rounds[0] if rounds else -1
+
+
+# (value, reader): reader(World) -> the value as the consuming code holds it, in the key's units
+READERS = {
+    "mrc": {
+        "ring_bytes": (1 << 19, lambda w: len(w.comm.qps[(1, 0)].recv_ring)),
+        "fragment_bytes": (32 << 10, lambda w: w.comm.max_data + FRAG.size),
+        "linger_s": (0.05, lambda w: w.comm.linger_s),
+        "base_rtt_ns": (3_100_000, lambda w: w.comm.base_rtt_ns[1]),
+        # connect_timeout_s: test_connect_timeout_is_applied (a timeout is seen by timing out)
+        "connect_timeout_s": (None, None),
+    },
+    "mrc.endpoint": {
+        # the NIC ports Endpoint opens come from config.planes; here the test supplies them
+        "planes": ([1], lambda w: w.ep.config.planes),
+        "port_rate_mbit": (80.0, lambda w: w.ep.pacers[0].bytes_per_ns * 8e3),
+        "pacing_fraction": (0.9, lambda w: w.qcfg.port_rate_Bps
+                            / (w.ep.config.port_rate_mbit * 1e6 / 8)),
+        "pacing_burst_packets": (6, lambda w: w.qcfg.pacer_burst_packets),
+        "max_payload": (1000, lambda w: w.qcfg.mtu),
+        "base_rtt_ns": (4_500_000, lambda w: w.qcfg.base_rtt_ns),
+        "default_base_rtt_ns": (7_000_000, lambda w: unreachable_probe(w)[0]),
+        "rtt_probe_count": (11, lambda w: unreachable_probe(w)[1]),
+        "rto_rtts": (12.0, lambda w: w.qcfg.rto_rtt_multiplier),
+        "probe_period_rtts": (30.0, lambda w: w.qcfg.probe_period_rtts),
+        "skip_rtts": (3.0, lambda w: w.qcfg.skip_rtts),
+        "reorder_rtts": (1.5, lambda w: w.qcfg.reorder_window_frac),
+        "probe_timeout_rtts": (12.0, lambda w: w.qcfg.probe_timeout_rtts),
+        "reverse_probe_rtts": (6.0, lambda w: w.qcfg.reverse_probe_rtts),
+        "min_base_rtt_ns": (4_000_000, lambda w: w.qcfg.nscc_min_base_rtt_ns),
+        "ev_count": (16, lambda w: w.qcfg.ev_count),
+        "ack_every": (2, lambda w: w.qcfg.ack_every),
+        "ack_delay_rtts": (0.5, lambda w: w.qcfg.ack_delay_rtts),
+        "rto_ns": (9_000_000, lambda w: w.qp.sender.rto_base_ns()),
+        "probe_period_ns": (11_000_000, lambda w: w.qp.sender.evs.probe_period_ns),
+        "skip_ns": (1_300_000, lambda w: getattr(w.qcfg, "skip_ns", None)),
+        "port_poll_ms": (5.0, lambda w: w.ep.config.port_poll_ms),
+        "goodput_interval_ms": (20.0, lambda w: w.ep.config.goodput_interval_ms),
+        "seed": (12345, lambda w: w.ep._seed),
+        "fabric_delay_bound_ns": (123_000, lambda w: w.qcfg.fabric_delay_bound_ns),
+        "first_packet_grace": (False, lambda w: w.qcfg.first_packet_grace),
+        "loss_verdict_ms": (150.0, lambda w: w.qcfg.loss_verdict_ns / 1e6),
+    },
+    "mrc.qp": {name: (value, lambda w, name=name: getattr(w.qcfg, name)) for name, value in {
+        "ev_count": 24, "ev_backup_count": 10, "ev_min_active": 5, "probe_k": 4,
+        "probe_period_rtts": 7.0, "probe_timeout_rtts": 9.0, "probe_backoff_max": 4,
+        "skip_rtts": 2.5, "mtu": 900, "mpr": 4, "start_psn": 1000, "base_rtt_ns": 2_500_000,
+        "rto_ns": 8_000_000, "rto_rtt_multiplier": 5.0, "rto_min_ns": 2_000_000,
+        "rto_max_ns": 900_000_000, "retry_linear": 5, "retry_limit": 9,
+        "reorder_window_frac": 0.75, "adaptive_reorder": False, "congestion_grace_rtts": 6.0,
+        "congestion_delay_rtts": 1.5, "congestion_forgive_rtts": 50.0, "ack_every": 3,
+        "ack_delay_ns": 700_000, "ack_delay_rtts": 0.4, "nscc_enabled": False,
+        "nscc_gamma": 0.7, "nscc_max_md": 0.4, "nscc_fair_increase_mss": 2.0,
+        "nscc_prop_gain": 1.5, "nscc_max_window_bdp": 2.0, "nscc_initial_window_bdp": 0.5,
+        "trimming": False, "fabric_delay_bound_ns": 456_000, "first_packet_grace": False,
+        "loss_verdict_ns": 50_000_000, "nscc_min_base_rtt_ns": 1_500_000,
+        "port_rate_Bps": 10_000_000.0, "pacer_burst_packets": 5, "header_overhead": 100,
+        "reverse_evs_per_plane": 3, "reverse_probe_rtts": 1.5,
+        "reverse_probe_fail_limit": 3, "reverse_idle_rtts": 50.0, "roce_window_psns": 512,
+        "roce_retry_limit": 6, "probe_period_ns": 12_000_000, "skip_ns": 1_400_000}.items()},
+}
+# loss_policy is read off the policy object the sender actually consults, not the config field.
+READERS["mrc.qp"]["loss_policy"] = (
+    "ocp", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(
+        type(w.qp.sender.loss_policy), repr(w.qp.sender.loss_policy)))
+# The QP's trimming flag is also set by [options] trimming; the base scenario turns it on, so
+# the key is tested with false (see BASE_OPTIONS).
+BASE_OPTIONS = "[options]\ntrimming = true\ncapture = false\n"
+# Keys whose value changes what other keys of the same table can be read through; each runs in
+# a scenario of its own. [mrc.endpoint] base_rtt_ns replaces the measurement that
+# default_base_rtt_ns and rtt_probe_count are read through.
+SEPARATE = {("mrc.endpoint", "base_rtt_ns"), ("mrc.endpoint", "probe_period_ns"),
+            ("mrc.endpoint", "skip_ns")}
+# Keys known not to reach their code yet, and what is missing. strict: once they do, the
+# xfail fails, so the entry must go.
+NOT_YET: dict = {}
+
+
+def toml_value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    return repr(value)
+
+
+# A broken key fails its test in seconds rather than after the default 60 s connect limit.
+BASE_MRC = {"connect_timeout_s": 10.0}
+
+
+def scenario_text(settings: dict[str, dict]) -> str:
+    text = BASE + BASE_OPTIONS
+    for table in ("mrc", "mrc.endpoint", "mrc.qp"):
+        values = {**(BASE_MRC if table == "mrc" else {}), **settings.get(table, {})}
+        text += f"[{table}]\n"
+        text += "".join(f"{k} = {toml_value(v)}\n" for k, v in values.items())
+    return text
+
+
+def run_world(text: str, tmp_path: Path, read) -> object:
+    """Parse the scenario, build the worker config as the runner does, start both ranks'
+    communicators through mrc_comm.create, return read(World of rank 0)."""
+    scn = S.parse(text, source="plumbing.toml")
+    config = runner.worker_config(scn, "mrc", tmp_path)
+    spec = FabricSpec.from_dict(config["fabric"])
+    switch = FakeSwitch(spec)
+    comms, errors = {}, []
+    lock, done = threading.Lock(), threading.Event()
+
+    def rank_main(rank):
+        try:
+            comm = create("mrc", rank, config,
+                          ports={p: switch.port(rank, p) for p in range(spec.planes)})
+        except Exception as exc:  # noqa: BLE001 - re-raised below
+            errors.append(exc)
+            done.set()
+            return
+        with lock:
+            comms[rank] = comm
+            if len(comms) == 2:
+                done.set()
+        # keep answering until the peer is connected too: it waits for our READY answer
+        while not done.is_set():
+            comm.ep.run_once(0.005)
+
+    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    try:
+        assert not any(t.is_alive() for t in threads), "a rank hung connecting"
+        if errors:
+            raise errors[0]
+        return read(World(comms[0], switch))
+    finally:
+        for c in comms.values():
+            c.linger_s = 0.0
+            c.close()
+
+
+def batches() -> list[dict[str, dict]]:
+    """The keys grouped into as few scenarios as the readers allow: one for [mrc] and
+    [mrc.endpoint] (endpoint timers feed the same MRCConfig fields that [mrc.qp] overrides),
+    one for [mrc.qp], one per SEPARATE key."""
+    keys = schema_keys()
+    shared = {t: {k: READERS[t][k][0] for k in keys[t]
+                  if k in READERS[t] and READERS[t][k][1] is not None and (t, k) not in SEPARATE}
+              for t in ("mrc", "mrc.endpoint")}
+    qp = {"mrc.qp": {k: READERS["mrc.qp"][k][0] for k in keys["mrc.qp"] if k in READERS["mrc.qp"]}}
+    return [shared, qp] + [{t: {k: READERS[t][k][0]}} for t, k in sorted(SEPARATE)]
+
+
+@pytest.fixture(scope="module")
+def applied(tmp_path_factory):
+    """{(table, key): (value read with the key set, value read without it)}."""
+    def read_all(settings):
+        def read(w):
+            return {(t, k): READERS[t][k][1](w) for t in settings for k in settings[t]}
+        return read
+
+    baseline_keys = {t: {k: None for k in ks if k in READERS[t] and READERS[t][k][1] is not None}
+                     for t, ks in schema_keys().items()}
+    default = run_world(scenario_text({}), tmp_path_factory.mktemp("base"), read_all(baseline_keys))
+    out = {}
+    for i, settings in enumerate(batches()):
+        try:
+            got = run_world(scenario_text(settings), tmp_path_factory.mktemp(f"b{i}"),
+                            read_all(settings))
+        except Exception as exc:  # noqa: BLE001 - each key's test re-raises it
+            out.update({(t, k): exc for t in settings for k in settings[t]})
+            continue
+        out.update({key: (value, default[key]) for key, value in got.items()})
+    return out
+
+
+def all_keys():
+    return [(t, k) for t, ks in schema_keys().items() for k in ks]
+
+
+def test_every_scenario_key_has_a_reader():
+    missing = [f"[{t}] {k}" for t, k in all_keys() if k not in READERS[t]]
+    assert not missing, (f"scenario key(s) with no reader here: {', '.join(missing)}; plumb "
+                         f"them to the code they name and add a reader to READERS")
+
+
+@pytest.mark.parametrize("table, key", [
+    pytest.param(t, k, marks=[pytest.mark.xfail(strict=True, reason=NOT_YET[(t, k)])]
+                 if (t, k) in NOT_YET else [])
+    for t, k in all_keys() if READERS[t].get(k, (0, None))[1] is not None])
+def test_key_reaches_the_code_it_names(applied, table, key):
+    value = READERS[table][key][0]
+    if isinstance(applied[(table, key)], Exception):
+        raise applied[(table, key)]
+    got, without = applied[(table, key)]
+    assert without != value, f"[{table}] {key} = {value!r} is what the scenario gives anyway"
+    if isinstance(value, float):
+        assert got == pytest.approx(value, rel=1e-6), f"[{table}] {key} set to {value}, code has {got}"
+    else:
+        assert got == value, f"[{table}] {key} set to {value!r}, the code has {got!r}"
+
+
+def test_connect_timeout_is_applied(tmp_path):
+    """[mrc] connect_timeout_s: rank 0 alone waits that long for its peer, then fails."""
+    scn = S.parse(scenario_text({"mrc": {"connect_timeout_s": 0.5, "base_rtt_ns": 3_000_000}}),
+                  source="plumbing.toml")
+    config = runner.worker_config(scn, "mrc", tmp_path)
+    spec = FabricSpec.from_dict(config["fabric"])
+    switch = FakeSwitch(spec)
+    start = time.monotonic()
+    with pytest.raises(CommError, match="within 0.5 s"):
+        create("mrc", 0, config, ports={p: switch.port(0, p) for p in range(spec.planes)})
+    assert 0.5 <= time.monotonic() - start < 5.0      # the base scenario's is 10 s
