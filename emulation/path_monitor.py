@@ -87,7 +87,7 @@ class PathMonitor(threading.Thread):
             asked = time.monotonic_ns()
             record = {"t_ns": asked, "link": link, "lossy_paths": paths,
                       "evidence": {p: stats[p] for p in paths},
-                      "clean_paths": len(found.clean_paths)}
+                      "clean_paths": len(found.clean_paths), "all_paths": stats}
             try:
                 answer = ControllerClient(port=self.api_port).deny(
                     {"link": link, "reason": f"path prober: {len(paths)} lossy paths share it"})
