@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from emulation.topology import Topology, make_ev
+from traffic.messages import PROBE_ID_MASK
 
 # Entropy of prober EVs: apart from the EV sets' random entropies (0xC000..0xFFFF) and the
 # endpoint's RTT/READY probes (0x100.., 0x200..), so a capture tells them apart.
@@ -98,7 +99,7 @@ class PathProber:
         for path, when in self._next.items():
             if when > now_ns:
                 continue
-            self._seq = (self._seq + 1) & 0xFFFFFFFF
+            self._seq = (self._seq + 1) & PROBE_ID_MASK   # travels in the PSN
             self._pending[self._seq] = (path, now_ns)
             self._next[path] = max(when + self.interval_ns, now_ns)
             self.counts[path].sent += 1
