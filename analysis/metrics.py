@@ -387,7 +387,7 @@ class TransportData:
     faults: pd.DataFrame
     summary: dict
     problems: list[str] = field(default_factory=list)
-    topology: object = None     # emulation.topology.Topology of the run's fabric, if known
+    topology: object = None     # model.topology.Topology of the run's fabric, if known
 
 
 @dataclass

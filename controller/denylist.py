@@ -13,7 +13,8 @@ import os
 import threading
 import time
 
-from emulation.topology import Topology
+from model.topology import Topology
+from traffic.control import ControlClient, ControlError
 from traffic.denylist import Denylist, DenyRuleError, parse_rule
 
 PUSH_TIMEOUT_S = 5.0
@@ -89,7 +90,6 @@ class DenylistService:
 
     def _push(self, hosts) -> dict:
         """Send the whole rule set to `hosts`; {host: evs denied there, or the error}."""
-        from traffic.control import ControlClient, ControlError
         rules = self.rules.to_list()
         out = {}
         for host in hosts:

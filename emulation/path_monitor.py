@@ -13,12 +13,16 @@ control plane denied) and `detection_ms` (from the first fault to the first deni
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 import threading
 import time
 from pathlib import Path
 
+from controller.client import ControllerClient, ControllerError
 from controller.localize import locate
-from emulation.topology import Topology
+from model.topology import Topology
+from traffic.control import ControlClient
 from traffic.path_prober import parse_path_key
 
 # Thresholds of a lossy / clean path (controller/localize.py). Measured on this machine with a
@@ -57,7 +61,6 @@ class PathMonitor(threading.Thread):
 
     def gather(self) -> dict[str, dict]:
         """Every reachable endpoint's counts; an endpoint not up (yet, or any more) is skipped."""
-        from traffic.control import ControlClient
         stats = {}
         for host, path in self.sockets.items():
             client = self._clients.get(host)
@@ -82,7 +85,6 @@ class PathMonitor(threading.Thread):
         for link in found.links:
             if link in done:
                 continue
-            from controller.client import ControllerClient, ControllerError
             paths = found.explained[link]
             asked = time.monotonic_ns()
             record = {"t_ns": asked, "link": link, "lossy_paths": paths,
@@ -140,7 +142,6 @@ class RunControlPlane:
     on ([mrc.endpoint] path_probe_interval_ms > 0)."""
 
     def __init__(self, scn, transport: str, worker_config: dict, tdir: Path):
-        import tempfile
         self.topo = scn.topology
         self.tdir = Path(tdir)
         self.enabled = transport == "mrc"
@@ -158,7 +159,6 @@ class RunControlPlane:
     def start(self, api_port: int, active) -> None:
         if not self.enabled:
             return
-        from controller.client import ControllerClient
         ControllerClient(port=api_port).register_endpoints(self.sockets())
         if self.probing:
             self.monitor = PathMonitor(self.topo, self.sockets(), api_port,
@@ -167,7 +167,6 @@ class RunControlPlane:
 
     def stop(self) -> str | None:
         """Stop the monitor, remove the socket directory; the monitor's error, if any."""
-        import shutil
         error = None
         if self.monitor is not None:
             self.monitor.stop()

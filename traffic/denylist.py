@@ -7,7 +7,7 @@ Clustermapper): the endpoints stop using the denied paths until they are allowed
 
 A rule names paths in one of four ways (JSON, as the controller API and the endpoints' control
 socket carry it):
-  {"ev": N}                 one exact 32-bit EV (emulation.topology EV layout)
+  {"ev": N}                 one exact 32-bit EV (model.topology EV layout)
   {"plane": P}              every path of plane P
   {"plane": P, "t1": S}     every path through T1 switch S of plane P (t1p<P>s<S>)
   {"link": "A~B"}           every path crossing the link between nodes A and B (either order;
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from emulation.topology import Topology, ev_plane, ev_spine
+from model.topology import Topology, ev_plane, ev_spine
 
 RULE_KINDS = ("ev", "plane", "t1", "link")
 

@@ -28,9 +28,10 @@ import struct
 import time
 from collections import defaultdict, deque
 
-from traffic.comm import Communicator, CommError, CommTimeout, Handle, as_bytes, pending_summary
-from traffic.endpoint import Endpoint, EndpointError
-from traffic.endpoint_support import EndpointConfig
+from traffic.comm import CommError, CommTimeout, Communicator, Handle, as_bytes, pending_summary
+from traffic.control import ControlServer
+from traffic.endpoint import Endpoint
+from traffic.endpoint_support import EndpointConfig, EndpointError
 
 FRAG = struct.Struct("!IIII")          # tag, message length, fragment offset, fragment length
 QPN_BASE = 0x1000
@@ -403,7 +404,6 @@ def create(transport: str, rank: int, config: dict, *, ports: dict | None = None
         ep_cfg["control_socket"] = f"{config['control_dir']}/h{hosts[rank]}.sock"
     endpoint = Endpoint(EndpointConfig.from_dict(ep_cfg), ports=ports)
     if ep_cfg.get("control_socket"):
-        from traffic.control import ControlServer
         endpoint.control_server = ControlServer(endpoint, ep_cfg["control_socket"])
     try:
         return MRCComm(rank, int(config["world_size"]), endpoint, transport,

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from emulation.topology import Topology, make_ev
+from model.topology import Topology, make_ev
 from traffic.messages import PROBE_ID_MASK
 
 # Entropy of prober EVs: apart from the EV sets' random entropies (0xC000..0xFFFF) and the

@@ -8,7 +8,7 @@ import pytest
 from controller.api import ApiServer
 from controller.app import FabricController
 from emulation import cli
-from emulation.topology import FabricSpec, Topology, ev_plane
+from model.topology import FabricSpec, Topology, ev_plane
 from tests.unit.endpoint_fakes import FakePort
 from traffic.control import ControlServer
 from traffic.endpoint import Endpoint

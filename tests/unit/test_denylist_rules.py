@@ -5,7 +5,7 @@ under t0p*g1. A path from h1 to h2 on (plane 0, spine 1) is h1 t0p0g0 t1p0s1 t0p
 """
 import pytest
 
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.denylist import Denylist, DenyRuleError, parse_rule
 
 TOPO = Topology(FabricSpec())

@@ -5,7 +5,7 @@ import json
 import random
 import time
 
-from emulation.topology import FabricSpec, Topology, ev_plane, ev_spine
+from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import wire_pair
 from traffic.codec import Codec
 from traffic.endpoint import Endpoint

@@ -2,7 +2,7 @@
 up or probed; allowed again it must earn GOOD through probe_k probes (fake clock)."""
 import random
 
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, DENIED, GOOD, EVSet, PathInfo
 
 MS = 1_000_000

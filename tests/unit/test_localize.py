@@ -1,7 +1,7 @@
 """Lossy-link localisation (controller/localize.py) on small fabrics; every expected link and
 path worked out by hand from the fabric's shape (see the comments)."""
 from controller.localize import classify, locate
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 from traffic.path_prober import path_key, probed_paths
 
 

@@ -1,6 +1,6 @@
 """The per-host path prober (traffic/path_prober.py) with a fake clock: which paths, how often,
 what counts as lost."""
-from emulation.topology import FabricSpec, Topology, ev_plane, ev_spine
+from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from traffic.path_prober import PathProber, parse_path_key, path_key
 
 MS = 1_000_000
