@@ -132,7 +132,23 @@ def denial_summary(controller_log: list[dict], applied: list[dict]) -> dict:
             "detection_ms": detection}
 
 
-__all__ = ["PathMonitor", "denial_summary"]
+def run_denials(controller_log: Path, applied: list[dict]) -> dict:
+    """denial_summary of a run directory's copy of the controller log (missing: no denial;
+    a line cut by a crash is skipped)."""
+    entries = []
+    try:
+        with open(controller_log) as f:
+            for line in f:
+                try:
+                    entries.append(json.loads(line))
+                except ValueError:
+                    pass
+    except FileNotFoundError:
+        pass
+    return denial_summary([e for e in entries if isinstance(e, dict) and "t_ns" in e], applied)
+
+
+__all__ = ["PathMonitor", "denial_summary", "run_denials"]
 
 
 class RunControlPlane:

@@ -58,7 +58,8 @@ def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, tra
     assert summary["iterations_completed"] == iterations
     assert len(summary["iteration_times_ms"]) == iterations
     assert all(t > 0 for t in summary["iteration_times_ms"])
-    assert summary["faults_failed"] == [] and summary["faults_not_reached"] == 0
+    assert summary["faults_failed"] == [] and summary["faults_not_reached"] == []
+    assert summary["faults_ok"] is True and top["exit_code"] == 0
     assert len(summary["fault_times_ns"]) == len(scn.faults)
     assert len(summary["recovery_ms"]) == len(scn.faults)
     assert summary["fault_times_ns"] == sorted(summary["fault_times_ns"])

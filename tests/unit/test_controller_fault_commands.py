@@ -4,7 +4,7 @@ import pytest
 
 from controller import faults
 from controller.faults import FaultError
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
 NS = ["nsenter", "-t", "42", "-n"]

@@ -24,3 +24,11 @@ def test_no_deny_or_no_fault_means_no_detection_time():
     assert denial_summary([deny], [FAULT])["detection_ms"] is None
     failed = dict(FAULT, ok=False)
     assert denial_summary([dict(deny, t_ns=FAULT["t_ns"] + 5)], [failed])["detection_ms"] is None
+
+
+def test_a_run_directory_log_with_a_cut_line_still_gives_the_denials(tmp_path):
+    from emulation.path_monitor import run_denials
+    log = tmp_path / "faults.jsonl"
+    log.write_text('{"t_ns": 12000000000, "action": "deny", "rule": {"plane": 0}}\n{"t_ns": 13')
+    assert run_denials(log, [FAULT])["detection_ms"] == 2000.0
+    assert run_denials(tmp_path / "missing.jsonl", [FAULT]) == {"denied": [], "detection_ms": None}

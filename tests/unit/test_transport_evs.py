@@ -253,7 +253,7 @@ def test_plane_state_changes_are_reported_once():
 
 
 def test_path_info_from_a_topology_lists_every_plane_and_spine():
-    from emulation.topology import FabricSpec, Topology
+    from model.topology import FabricSpec, Topology
     info = PathInfo.from_topology(Topology(FabricSpec(planes=3, groups=2, spines=5)))
     assert info == PathInfo(planes=(0, 1, 2), spines=5)
     with pytest.raises(ValueError, match="spines must be >= 1, got 0"):
