@@ -55,6 +55,20 @@ class ControllerClient:
         """POST /fault; returns {"ok", "t_ns", "fault"}; raises ControllerError on 400/500."""
         return self._request("POST", "/fault", command)
 
+    def register_endpoints(self, sockets: dict) -> dict:
+        """{"h0": "/path/h0.sock", ...}: where the endpoints' control sockets are (denylist)."""
+        return self._request("POST", "/endpoints", sockets)
+
+    def deny(self, rule: dict) -> dict:
+        """POST /deny {"link": "h1~t0p0g0"} (or plane, plane+t1, ev; optional reason)."""
+        return self._request("POST", "/deny", rule)
+
+    def allow(self, rule: dict) -> dict:
+        return self._request("POST", "/allow", rule)
+
+    def denylist(self) -> dict:
+        return self._request("GET", "/denylist")
+
     def faults(self) -> list:
         return self._request("GET", "/faults")
 

@@ -20,6 +20,7 @@ from controller import routing as R
 from controller.api import CommandError
 from controller.bpf_maps import TrimmingError
 from controller.commands import CancelFlap, InstallRules, StartFlap
+from controller.denylist import DenylistService
 from controller.executor import Executor, run_checked
 from controller.fault_log import FaultLog
 from controller.host_namespaces import checked_host_pids
@@ -57,6 +58,7 @@ class FabricController:
         self.scheduler = Scheduler()
         self.executor = Executor(run, lambda: self.openflow, self._start_flap, self._cancel_flap)
         self.dpid_to_switch = {sw.dpid: name for name, sw in topo.switches.items()}
+        self.denylist = DenylistService(topo)
 
     # ------------------------------------------------------------ views
 
@@ -241,6 +243,32 @@ class FabricController:
             return counters.trim_counters(self.topo, run_checked)
         except TrimmingError as err:
             raise CommandError(str(err)) from None
+
+    # ------------------------------------------------------------ denylist (endpoints act on it)
+
+    def register_endpoints(self, sockets) -> dict:
+        return self.denylist.register(sockets)
+
+    def deny(self, command) -> dict:
+        return self._denylist_change(self.denylist.deny, command)
+
+    def allow(self, command) -> dict:
+        return self._denylist_change(self.denylist.allow, command)
+
+    def denylist_state(self) -> dict:
+        return self.denylist.state()
+
+    def _denylist_change(self, change, command) -> dict:
+        """Apply, then record in the fault log: a denial is a control-plane action on the run's
+        time line, like a fault (the runner's summary reads it from there)."""
+        result = change(command)
+        rule = result["rule"]
+        entry = {"action": result["action"], "rule": rule, "what": result["what"],
+                 "reason": result["reason"], "t_ns": result["t_ns"]}
+        if "link" in rule:
+            entry["a"], entry["b"] = rule["link"].split("~")
+        self.log(entry)
+        return result
 
     def _require_openflow(self):
         if self.openflow is None:

@@ -2,6 +2,7 @@
 
     mrclab fabric [--planes P --groups G --spines S --hosts H ...] [--check]
     mrclab link down|up|flap|loss|blackhole|degrade|ecn|clear ...
+    mrclab deny|allow --link A~B | --plane P [--t1 S] | --ev EV | --show
     mrclab clean
     mrclab run | analyze | notebook | wireshark ...
     mrclab bench NAME|all [--json]
@@ -20,8 +21,8 @@ import json
 import os
 import sys
 
-from model.argtypes import (UsageError, finite_float, nonneg_float, positive_float,
-                                positive_int, tcp_port)
+from model.argtypes import (UsageError, finite_float, nonneg_float, nonneg_int, positive_float,
+                            positive_int, tcp_port)
 
 # Subcommands implemented elsewhere, imported only when chosen, so `mrclab link` does not pay for
 # the runner's imports and a missing module breaks only its own subcommand. Each module declares
@@ -265,6 +266,83 @@ def _add_link_parser(sub) -> None:
     p.add_argument("b", nargs="?", help="the other end of the link (not for blackhole)")
 
 
+# ---------------------------------------------------------------- denylist
+
+
+def _ev_number(text: str) -> int:
+    """An EV as a decimal or 0x-hex integer (the logs print EVs both ways)."""
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an EV number (e.g. 268484609 or "
+                                         f"0x1000c001), got {text!r}") from None
+    if not 1 <= value <= 0xFFFFFFFF:
+        raise argparse.ArgumentTypeError(f"an EV is 1..0xffffffff, got {text!r}")
+    return value
+
+
+def _deny_body(args) -> dict:
+    if args.t1 is not None and args.plane is None:
+        raise UsageError("--t1 needs --plane (a T1 switch is t1p<plane>s<t1>)")
+    if args.link is not None:
+        body = {"link": args.link}
+    elif args.plane is not None:
+        body = {"plane": args.plane} if args.t1 is None else {"plane": args.plane, "t1": args.t1}
+    else:
+        body = {"ev": args.ev}
+    if args.reason:
+        body["reason"] = args.reason
+    return body
+
+
+def _deny(args) -> int:
+    from controller.client import ControllerClient, ControllerError
+    client = ControllerClient(port=args.api_port)
+    try:
+        if args.show:
+            result = client.denylist()
+        else:
+            body = _deny_body(args)
+            result = client.deny(body) if args.cmd == "deny" else client.allow(body)
+    except UsageError as e:
+        print(f"mrclab {args.cmd}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except ControllerError as e:
+        if getattr(e, "status", None) is None:
+            print(f"mrclab {args.cmd}: {e} (is a fabric running? start one with "
+                  f"`mrclab fabric`)", file=sys.stderr)
+            return 1
+        print(f"mrclab {args.cmd}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps(result))
+    return 0
+
+
+def _add_deny_parsers(sub) -> None:
+    for name, verb in (("deny", "deny paths on every endpoint (they stop using them at once)"),
+                       ("allow", "lift a denial (the endpoints probe the paths back before use)")):
+        p = sub.add_parser(name, help=f"{verb}, through the controller",
+                           description=f"{verb[0].upper()}{verb[1:]}. The controller keeps the "
+                           "denylist and pushes it to the control socket of every endpoint "
+                           "registered with it (the runner registers them). A rule names paths "
+                           "by link, by plane, by T1 switch or by one EV.")
+        p.add_argument("--api-port", type=tcp_port, default=DEFAULT_API_PORT,
+                       help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
+        what = p.add_mutually_exclusive_group(required=True)
+        what.add_argument("--link", metavar="A~B",
+                          help="every path crossing the link between nodes A and B "
+                               "(e.g. h1~t0p0g0 or t0p0g0~t1p0s1)")
+        what.add_argument("--plane", type=nonneg_int,
+                          help="every path of this plane (with --t1: only those through it)")
+        what.add_argument("--ev", type=_ev_number,
+                          help="one entropy value (decimal or 0x hex, as in the endpoint logs)")
+        what.add_argument("--show", action="store_true",
+                          help="print the denylist in force and the registered endpoints")
+        p.add_argument("--t1", type=nonneg_int, default=None,
+                       help="with --plane P: every path through T1 switch t1p<P>s<T1>")
+        p.add_argument("--reason", default="", help="free text kept in the controller's log")
+
+
 # ---------------------------------------------------------------- bench / clean
 
 
@@ -415,6 +493,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     f.add_argument("--loss", default=None, help=argparse.SUPPRESS)
 
     _add_link_parser(sub)
+    _add_deny_parsers(sub)
 
     c = sub.add_parser("clean", help="remove leftovers of a crashed fabric (ours only; root)")
     c.add_argument("--wait-s", type=nonneg_float, default=5.0,
@@ -436,6 +515,8 @@ def main(argv: list[str] | None = None) -> int:
         return _fabric(args)
     if args.cmd == "link":
         return _link(args)
+    if args.cmd in ("deny", "allow"):
+        return _deny(args)
     if args.cmd == "clean":
         return _clean(args)
     if args.cmd == "bench":

@@ -52,6 +52,7 @@ from pathlib import Path
 
 from analysis.jsonl import parse_record
 from controller.client import ControllerClient, ControllerError
+from emulation import path_monitor
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic import codec
@@ -318,6 +319,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         {"monotonic_ns": time.monotonic_ns(), "realtime_ns": time.time_ns()}))
     routing, convergence = scn.routing_for(transport)
     config = worker_config(scn, transport, tdir)
+    control = path_monitor.RunControlPlane(scn, transport, config, tdir)   # sets control_dir
     (tdir / "worker.json").write_text(json.dumps(config, indent=2))
     hosts = config["hosts"]
     tail = LogTail([tdir / f"worker-{h}.jsonl" for h in hosts])
@@ -346,6 +348,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
                     cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
             scheduler = FaultScheduler(scn, tail, fab.api_port, tdir / "faults-applied.jsonl")
             scheduler.start()
+            # the monitor stops before the last iteration: finishing peers stop answering probes
+            control.start(fab.api_port, lambda: tail.max_done() < scn.collective.iterations - 1)
             _wait_workers(scn, transport, procs, tail, scheduler, state)
             scheduler.stop()
             for cap in captures:
@@ -357,6 +361,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     except Exception as exc:  # noqa: BLE001 - the summary records it; the fabric is down
         state["error"] = f"{type(exc).__name__}: {exc}"
     finally:
+        state["monitor_error"] = control.stop()
         if scheduler is not None:
             scheduler.stop()
             state["applied"] = scheduler.applied
@@ -457,6 +462,8 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     }
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
+    summary.update(path_monitor.run_denials(tdir / "faults.jsonl", state.get("applied", [])))
+    summary["path_monitor_error"] = state.get("monitor_error")
     _write_csvs(tdir, model)
     return summary
 

@@ -160,6 +160,11 @@ MRC_ENDPOINT = {
                                 "(omit: derived; 0: off)"),
     "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
     "loss_verdict_ms": _n(None, 0.0, 10000.0, "wait this long for evidence before retiring an EV"),
+    "path_probe_interval_ms": _n(None, 0.0, 60000.0, "path prober: one probe per path to every "
+                                 "peer this often, ms (0: off; on: the run's path monitor "
+                                 "denies the lossy links it finds)"),
+    "path_probe_timeout_ms": _pos(None, "path prober: an unanswered probe is suspect after this, "
+                                  "ms", hi=60000.0),
 }
 MRC_ENDPOINT_RESERVED = {
     "host": "set by the runner per host", "fabric": "comes from [fabric]",

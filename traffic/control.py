@@ -13,6 +13,11 @@ Requests (one JSON object per line; every reply has "ok", errors carry "error"):
   {"op":"wait","qpn":Q,"side":"send"|"recv","count":C,"timeout_s":T}
         -> {"completions":[{"msn","bytes","imm"}...]} once C completions are there (consumed)
   {"op":"digest","rkey":K,"offset":O,"size":N}        -> {"sha256"} of registered memory
+  {"op":"denylist","rules":[{"link":"h1~t0p0g0"}, ...]}  the paths no QP may use (the whole
+        set: EVs named become DENIED, EVs no longer named are allowed) -> {"rules",
+        "newly_denied", "newly_allowed", "evs_denied"}; rules as traffic/denylist.py
+  {"op":"path_stats"}                                 -> {"paths": {path: {"sent","lost"}}} of
+        the path prober (traffic/path_prober.py; {} when it is off)
   {"op":"shutdown"}
 """
 from __future__ import annotations
@@ -168,13 +173,17 @@ class ControlServer:
                 if off + size > mr.length:
                     raise ControlError(f"range {off}+{size} outside the region ({mr.length} bytes)")
                 return {"ok": True, "sha256": hashlib.sha256(mr.buf[off:off + size]).hexdigest()}
+            if op == "denylist":
+                return {"ok": True, **ep.set_denylist(req.get("rules", []))}
+            if op == "path_stats":
+                return {"ok": True, "host": ep.host, "paths": ep.path_stats()}
             if op == "shutdown":
                 self.shutdown_requested = True
                 return {"ok": True}
         except EndpointError as e:
             raise ControlError(str(e)) from None
         raise ControlError(f"unknown op {op!r}; ops: status reg_mr create_qp post_write wait "
-                           f"digest shutdown")
+                           f"digest denylist path_stats shutdown")
 
     def _check_waits(self) -> None:
         if not self.waits:

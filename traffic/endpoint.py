@@ -32,6 +32,7 @@ from model.topology import Topology, ev_entropy, ev_plane, ev_spine, host_intf, 
 from traffic import roce_rc
 from traffic.codec import Codec, DecodeError
 from traffic.control import ControlServer
+from traffic.denylist import Denylist
 from traffic.endpoint_support import (
     MAX_DATA_OVERHEAD,
     ConfigError,
@@ -44,10 +45,12 @@ from traffic.endpoint_support import (
 )
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, DataPacket, Nack, Probe, Sack
+from traffic.path_prober import PathProber
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
 
 RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP owns them)
 READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answered only then)
+PATH_PROBE_QP = 3          # src_qp of the path prober's probes (2 is the EV probes' QP)
 TX_QUEUE_LIMIT = 8         # frames queued per port before QPs are asked for more (backpressure)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
 RX_ROUND = 16              # frames read from one port before the next port's turn
@@ -188,6 +191,13 @@ class Endpoint:
         self._extra_fds: dict[int, callable] = {}
         self.on_turn = None                         # callable run after every loop turn
         self.max_payload = self._max_payload()
+        self.denylist = Denylist(self.topo)
+        self.prober = None
+        if config.path_probe_interval_ms > 0:
+            self.prober = PathProber(self.topo, self.host,
+                                     int(config.path_probe_interval_ms * 1e6),
+                                     int(config.path_probe_timeout_ms * 1e6))
+        self._prober_peers = 0
         self.closed = False
 
     # ------------------------------------------------------------------ setup
@@ -286,6 +296,8 @@ class Endpoint:
         self.qps[qpn] = qp
         self.log.emit("qp", t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
                       transport=transport, **self.config.timers(base_rtt_ns))
+        if self.denylist.rules:
+            self._apply_denylist(qp, now)
         # Move everything built so far (topology, codec tables, EV sets, buffers) out of the
         # cyclic GC's view: full collections then scan only what the traffic allocates, so
         # they stay short instead of stalling the loop for milliseconds mid-transfer.
@@ -302,6 +314,49 @@ class Endpoint:
             return qp.sender.post_write(data, remote_va, rkey, imm)
         except (QPError, ValueError, TypeError) as e:
             raise EndpointError(f"QP {qpn:#x}: {e}") from None
+
+    # ------------------------------------------------------------------ denylist
+
+    def set_denylist(self, rules) -> dict:
+        """Make `rules` (traffic/denylist.py rules, as dicts) the paths no QP may use: EVs they
+        name become DENIED at once (never sent on, never probed), EVs no longer named are allowed
+        (probed back before use). Raises DenyRuleError, changing nothing, on a bad rule."""
+        fresh = Denylist(self.topo, rules)
+        self.denylist = fresh
+        now = self.clock()
+        denied = allowed = 0
+        for qp in self.qps.values():
+            d, a = self._apply_denylist(qp, now)
+            denied, allowed = denied + d, allowed + a
+        in_force = sum(len(qp.sender.evs.denied()) for qp in self.qps.values()
+                       if getattr(qp.sender, "evs", None) is not None)
+        self.log.emit("denylist", t_ns=now, rules=fresh.to_list(), denied=denied,
+                      allowed=allowed, evs_denied=in_force)
+        return {"rules": fresh.to_list(), "newly_denied": denied, "newly_allowed": allowed,
+                "evs_denied": in_force}
+
+    def _apply_denylist(self, qp: "QueuePair", now: int) -> tuple[int, int]:
+        evs = getattr(qp.sender, "evs", None)
+        if evs is None or not hasattr(evs, "apply_denylist"):
+            return 0, 0
+        denylist, src, dst = self.denylist, self.host, qp.peer
+        return evs.apply_denylist(lambda ev: denylist.denies(src, dst, ev), now)
+
+    # ------------------------------------------------------------------ path prober
+
+    def _pump_prober(self, now: int) -> None:
+        prober = self.prober
+        if len(self.qps) != self._prober_peers:
+            self._prober_peers = len(self.qps)
+            prober.set_peers({qp.peer for qp in self.qps.values()}, now)
+        prober.expire(now)
+        for peer, plane, ev, seq in prober.due(now):
+            self.send_message(Probe(ev=ev, seq=seq, timestamp=now, src_qp=PATH_PROBE_QP,
+                                    path_ev=ev), plane, peer)
+
+    def path_stats(self) -> dict:
+        """The prober's per-path counts ({} when it is off)."""
+        return self.prober.stats() if self.prober is not None else {}
 
     def add_fd(self, fd: int, callback) -> None:
         """Watch another fd (control socket) in the same loop; callback() when readable."""
@@ -429,6 +484,10 @@ class Endpoint:
         if msg.src_qp == READY_PROBE_QP:
             self.ready_peers.add(meta.src_host)
             return
+        if msg.src_qp == PATH_PROBE_QP:
+            if self.prober is None or not self.prober.on_response(msg.seq, now):
+                self.counters.drop("stale_probe")
+            return
         qp = self.qps.get(msg.src_qp)
         if qp is None or meta.src_host != qp.peer:
             self.counters.drop("stale_probe")
@@ -533,6 +592,10 @@ class Endpoint:
             d = qp.next_deadline(now)
             if d is not None and d < wake:
                 wake = d
+        if self.prober is not None and self.qps:
+            d = self.prober.next_deadline()
+            if d is not None and d < wake:
+                wake = d
         return wake
 
     def run_once(self, max_wait_s: float = 0.01) -> None:
@@ -555,6 +618,8 @@ class Endpoint:
             self._next_port_poll = now + int(self.config.port_poll_ms * 1e6)
             self._poll_ports(now)
         self._pump_qps(now)
+        if self.prober is not None and self.qps:
+            self._pump_prober(now)
         self._flush_tx(now)
         if now >= self._next_goodput:
             self._next_goodput = now + int(self.config.goodput_interval_ms * 1e6)

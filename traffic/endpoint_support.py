@@ -124,6 +124,12 @@ class EndpointConfig:
     # verdicts in such a run failed and retired healthy EVs. The EV is out of use meanwhile, so
     # the window only delays the retirement (and its replacement), not the move off the path.
     loss_verdict_ms: float = 300.0
+    # Path prober (traffic/path_prober.py): one probe per path to every peer this often, ms
+    # (0: off). Each host probes 2-10 paths per peer, so 20 ms is 100-500 probes/s per host.
+    path_probe_interval_ms: float = 0.0
+    # A probe unanswered this long is lost. Under load a probe answer waits behind data in the
+    # userspace switches and on a busy CPU (EV probes need 16 base RTTs for the same reason).
+    path_probe_timeout_ms: float = 250.0
 
     def __post_init__(self) -> None:
         if isinstance(self.host, bool) or not isinstance(self.host, int) or self.host < 0:
@@ -166,6 +172,13 @@ class EndpointConfig:
                 self.loss_verdict_ms, (int, float)) or not 0 <= self.loss_verdict_ms <= 10_000:
             raise ConfigError(f"loss_verdict_ms must be a number of ms in 0..10000, "
                               f"got {self.loss_verdict_ms!r}")
+        for name in ("path_probe_interval_ms", "path_probe_timeout_ms"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0 <= value <= 60_000) or (name == "path_probe_timeout_ms" and value == 0):
+                raise ConfigError(f"{name} must be a number of ms in "
+                                  f"{'(0' if name.endswith('timeout_ms') else '[0'}..60000], "
+                                  f"got {value!r}")
         if self.fabric_delay_bound_ns is not None and (
                 isinstance(self.fabric_delay_bound_ns, bool)
                 or not isinstance(self.fabric_delay_bound_ns, int) or self.fabric_delay_bound_ns < 0):

@@ -26,8 +26,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.
   plane is below quota, else replaces a floor-kept bad EV of its plane, else joins the backups.
 * Plane availability: local NIC port down, or the peer's port-status bitmap lacking plane p, takes
   every EV of that plane out of use (states unchanged, they return when the plane comes back).
-* DENIED is set only from outside (controller denylist: `deny`/`allow`); denied EVs are not used
-  or probed.
+* DENIED is set only from outside (controller denylist: `deny`/`allow`, or `apply_denylist`
+  with the endpoint's rules); denied EVs leave the rotation, are never picked, backed up or
+  probed; an allowed EV starts ASSUMED_BAD and must earn GOOD through probes.
 
 Every state change and skip is reported through `emit(event_dict)` using the project's event log
 schema (ev_state, ev_skip, ev_suspect, ev_cleared, probe); the caller adds "host".
@@ -174,7 +175,10 @@ class EVSet:
         return list(self._bad)
 
     def usable_planes(self) -> list[int]:
-        return [p for p in self.paths.planes if self.plane_usable(p)]
+        """Planes the round robin can send on: usable, with an EV in the rotation (a plane whose
+        EVs are all denied has none, and its idle pacer must not look like a reason to retry)."""
+        in_rotation = {self.evs[ev].plane for ev in self.rotation}
+        return [p for p in self.paths.planes if self.plane_usable(p) and p in in_rotation]
 
     # ------------------------------------------------------------------ selection
 
@@ -215,7 +219,7 @@ class EVSet:
                 idx = (start + i) % n
                 ev = self.rotation[idx]
                 info = self.evs[ev]
-                if info.plane != plane or ev == exclude:
+                if info.plane != plane or ev == exclude or info.state == DENIED:
                     continue
                 if allow is not None and not allow(ev):
                     continue
@@ -373,12 +377,20 @@ class EVSet:
                 self._put_in_slot(slot, info.ev, now_ns, reason="probe_ok",
                                   replaces=self.rotation[slot])
                 return
-        self.backups[info.plane].append(info.ev)
+        if info.ev not in self.backups[info.plane]:
+            self.backups[info.plane].append(info.ev)
 
     def deny(self, ev: int, now_ns: int) -> None:
-        """Controller denylist: never use or probe this EV."""
+        """Controller denylist: never use or probe this EV until `allow`. It leaves the rotation
+        at once; a same-plane backup that is not denied takes its slot if there is one."""
         info = self.evs[ev]
+        if info.state == DENIED:
+            return
         self._set_state(info, DENIED, "denied", now_ns)
+        info.suspended = False
+        info.probe_successes = 0
+        for seq in [s for s, p in self.pending_probes.items() if p.ev == ev]:
+            del self.pending_probes[seq]
         if info.in_rotation:
             slot = self.rotation.index(ev)
             backup = self._take_backup(info.plane)
@@ -387,6 +399,9 @@ class EVSet:
             else:
                 self.rotation.pop(slot)
                 info.in_rotation = False
+                for p, pos in self._rr_plane.items():
+                    if pos > slot:
+                        self._rr_plane[p] = pos - 1
 
     def allow(self, ev: int, now_ns: int) -> None:
         """Lift a denial: the EV is treated like a failed one and must earn GOOD through probes."""
@@ -394,7 +409,29 @@ class EVSet:
         if info.state == DENIED:
             self._set_state(info, ASSUMED_BAD, "allowed", now_ns)
             info.probe_successes = 0
+            info.probe_failures = 0
             info.next_probe_ns = now_ns
+
+    def apply_denylist(self, denied: Callable[[int], bool], now_ns: int) -> tuple[int, int]:
+        """Make the DENIED set equal to the EVs `denied(ev)` names: deny the new ones, allow the
+        ones no longer named. Returns (newly denied, newly allowed). EVs out of the rotation are
+        denied first, so a denied rotation EV is never replaced by one about to be denied."""
+        hits = {ev for ev in self.evs if denied(ev)}
+        order = sorted(hits, key=lambda ev: self.evs[ev].in_rotation)
+        newly_denied = 0
+        for ev in order:
+            if self.evs[ev].state != DENIED:
+                self.deny(ev, now_ns)
+                newly_denied += 1
+        newly_allowed = 0
+        for ev, info in self.evs.items():
+            if info.state == DENIED and ev not in hits:
+                self.allow(ev, now_ns)
+                newly_allowed += 1
+        return newly_denied, newly_allowed
+
+    def denied(self) -> list[int]:
+        return [ev for ev, info in self.evs.items() if info.state == DENIED]
 
     # ------------------------------------------------------------------ planes
 

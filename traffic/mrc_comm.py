@@ -29,6 +29,7 @@ import time
 from collections import defaultdict, deque
 
 from traffic.comm import CommError, CommTimeout, Communicator, Handle, as_bytes, pending_summary
+from traffic.control import ControlServer
 from traffic.endpoint import Endpoint
 from traffic.endpoint_support import EndpointConfig, EndpointError
 
@@ -272,6 +273,9 @@ class MRCComm(Communicator):
                 self.ep.run_once(0.01)
                 self._progress()
         finally:
+            server = getattr(self.ep, "control_server", None)
+            if server is not None:
+                server.close()
             self.ep.close()
 
     # ------------------------------------------------------------------ progress
@@ -397,7 +401,12 @@ def create(transport: str, rank: int, config: dict, *, ports: dict | None = None
     if qp:
         ep_cfg["qp"] = qp
     ep_cfg.update(mrc.get("endpoint") or {})
+    if config.get("control_dir"):
+        # the runner's control plane (denylist, path prober counts) reaches the endpoint here
+        ep_cfg["control_socket"] = f"{config['control_dir']}/h{hosts[rank]}.sock"
     endpoint = Endpoint(EndpointConfig.from_dict(ep_cfg), ports=ports)
+    if ep_cfg.get("control_socket"):
+        endpoint.control_server = ControlServer(endpoint, ep_cfg["control_socket"])
     try:
         return MRCComm(rank, int(config["world_size"]), endpoint, transport,
                        int(config.get("qps_per_peer", 1)),
@@ -407,5 +416,7 @@ def create(transport: str, rank: int, config: dict, *, ports: dict | None = None
                        base_rtt_ns=mrc.get("base_rtt_ns"), hosts=hosts,
                        linger_s=float(mrc.get("linger_s", 0.3)))
     except BaseException:
+        if ep_cfg.get("control_socket"):
+            endpoint.control_server.close()
         endpoint.close()
         raise

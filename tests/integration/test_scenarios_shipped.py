@@ -18,7 +18,7 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
-           "random-loss", "incast", "incast-shallow", "flap", "switch-down")
+           "random-loss", "incast", "incast-shallow", "flap", "switch-down", "lossy-nic-link")
 RUNS = [(name, "mrc") for name in SHIPPED] + [("fabric-links-down", "tcp")]
 
 
@@ -180,6 +180,23 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         ports = [e for e in _endpoint_events(tdir, scn, "port", summary["fault_times_ns"][1])
                  if e.get("plane") == 1 and e.get("up") is False and e.get("side") == "local"]
         assert {e["host"] for e in ports} == {"h2", "h3"}, ports[:5]
+    elif name == "lossy-nic-link":
+        # the path monitor named h1's plane-0 NIC link, and only it, after the fault
+        assert [(d["link"], d["t_ns"] >= t_first) for d in summary["denied"]] == \
+            [("h1~t0p0g0", True)], summary["denied"]
+        assert 0 < summary["detection_ms"] < (summary["traffic_end_ns"] - t_first) / 1e6
+        assert summary["path_monitor_error"] is None
+        monitor = events(tdir / "path-monitor.jsonl")
+        assert [m["link"] for m in monitor] == ["h1~t0p0g0"] and monitor[0]["ok"]
+        assert all("h1>" in p or ">h1/" in p for p in monitor[0]["lossy_paths"])
+        # every endpoint denied its plane-0 EVs to or from h1 and nothing else
+        denied = _endpoint_events(tdir, scn, "ev_state", t_first)
+        denied = [e for e in denied if e["new"] == "DENIED"]
+        assert {e["host"] for e in denied} == {"h0", "h1", "h2", "h3"}
+        assert all(ev_plane(e["ev"]) == 0 for e in denied), denied[:5]
+        lists = _endpoint_events(tdir, scn, "denylist", t_first)
+        assert {e["host"] for e in lists} == {"h0", "h1", "h2", "h3"}
+        assert all(e["rules"] == [{"link": "h1~t0p0g0"}] for e in lists)
     elif name == "random-loss":
         assert _endpoint_events(tdir, scn, "retransmit", t_first), "no retransmission under loss"
     elif name == "incast":

@@ -135,6 +135,8 @@ READERS = {
         "fabric_delay_bound_ns": (123_000, lambda w: w.qcfg.fabric_delay_bound_ns),
         "first_packet_grace": (False, lambda w: w.qcfg.first_packet_grace),
         "loss_verdict_ms": (150.0, lambda w: w.qcfg.loss_verdict_ns / 1e6),
+        "path_probe_interval_ms": (30.0, lambda w: w.ep.prober and w.ep.prober.interval_ns / 1e6),
+        "path_probe_timeout_ms": (300.0, lambda w: w.ep.prober and w.ep.prober.timeout_ns / 1e6),
     },
     "mrc.qp": {name: (value, lambda w, name=name: getattr(w.qcfg, name)) for name, value in {
         "ev_count": 24, "ev_backup_count": 10, "ev_min_active": 5, "probe_k": 4,

@@ -1,0 +1,89 @@
+"""Which link loses packets, from per-path probe counts (pure: no sockets, no clock).
+
+Clustermapper's reasoning (MRC.md, "Monitoring"): a link is suspect when the paths that lose
+cross it and the paths that do not lose avoid it. Given, per probed path, how many probes were
+settled and lost, and which links each path crosses:
+
+* a path is LOSSY when it lost at least `min_lost` probes and at least `min_loss_rate` of them
+  (a single late answer on a busy host is not a lossy link);
+* a path is CLEAN when it lost none of at least `clean_min_sent` probes; every link of a clean
+  path is exonerated;
+* the faulty links are then found greedily: the not-exonerated link that the most unexplained
+  lossy paths share is named, the paths it explains are set aside, and so on. One lossy link
+  crossed by several lossy paths is exactly the link common to all of them. Two links that
+  explain the very same lossy paths (no probe tells them apart) are not named but reported as
+  ambiguous: denying a healthy link costs more than waiting for more probes.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Localization:
+    links: list[str] = field(default_factory=list)          # named faulty links, most evidence first
+    explained: dict[str, list[str]] = field(default_factory=dict)   # link -> lossy paths it explains
+    lossy_paths: list[str] = field(default_factory=list)
+    clean_paths: list[str] = field(default_factory=list)
+    ambiguous: list[str] = field(default_factory=list)       # tied candidates, none named
+    unexplained: list[str] = field(default_factory=list)     # lossy paths no candidate covers
+
+
+def classify(stats: dict[str, dict], *, min_lost: int = 3, min_loss_rate: float = 0.005,
+             clean_min_sent: int = 50) -> tuple[list[str], list[str]]:
+    """(lossy paths, clean paths) of {path: {"sent", "lost"}}."""
+    lossy, clean = [], []
+    for path, c in sorted(stats.items()):
+        sent, lost = int(c["sent"]), int(c["lost"])
+        if sent <= 0:
+            continue
+        if lost >= min_lost and lost / sent >= min_loss_rate:
+            lossy.append(path)
+        elif lost == 0 and sent >= clean_min_sent:
+            clean.append(path)
+    return lossy, clean
+
+
+def locate(stats: dict[str, dict], path_links: dict[str, frozenset | set | list], *,
+           min_lost: int = 3, min_loss_rate: float = 0.005, clean_min_sent: int = 50,
+           min_paths: int = 1) -> Localization:
+    """Name the lossy link(s). `path_links[path]` lists the links (any hashable names) the path
+    crosses; every path in `stats` must be in it. A named link explains >= `min_paths` paths."""
+    missing = [p for p in stats if p not in path_links]
+    if missing:
+        raise KeyError(f"no links known for path(s) {', '.join(missing[:5])}")
+    lossy, clean = classify(stats, min_lost=min_lost, min_loss_rate=min_loss_rate,
+                            clean_min_sent=clean_min_sent)
+    result = Localization(lossy_paths=lossy, clean_paths=clean)
+    exonerated = set()
+    for path in clean:
+        exonerated.update(path_links[path])
+    uncovered = set(lossy)
+    while uncovered:
+        covers: dict = {}
+        for path in uncovered:
+            for link in set(path_links[path]) - exonerated:
+                covers.setdefault(link, set()).add(path)
+        if not covers:
+            break
+        best = max(len(c) for c in covers.values())
+        if best < min_paths:
+            break
+        tied = sorted(link for link, c in covers.items() if len(c) == best)
+        # tied links that explain different paths are separate faults; two that explain the
+        # very same paths cannot be told apart by these probes
+        told_apart = [link for link in tied
+                      if sum(covers[other] == covers[link] for other in tied) == 1]
+        if not told_apart:
+            result.ambiguous = tied
+            break
+        link = told_apart[0]
+        covered = sorted(covers[link])
+        result.links.append(link)
+        result.explained[link] = covered
+        uncovered -= set(covered)
+    result.unexplained = sorted(uncovered)
+    return result
+
+
+__all__ = ["Localization", "classify", "locate"]
