@@ -296,7 +296,8 @@ def _deny_body(args) -> dict:
 
 
 def _deny(args) -> int:
-    from controller.client import ControllerClient, ControllerError
+    from controller.client import (  # deferred: only for this subcommand
+        ControllerClient, ControllerError)
     client = ControllerClient(port=args.api_port)
     try:
         if args.show:

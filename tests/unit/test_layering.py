@@ -1,12 +1,13 @@
 """The package layering contract, checked on the source (every import, function-local ones too).
 
-    model      <- traffic <- analysis <- emulation
-    model      <- controller          <- emulation
+    model <- traffic <- analysis   <- emulation
+             traffic <- controller <- emulation
 
-`model` (names, addresses, EV bit layout, uSIDs, DSCP values, event names, run-dir files) imports no
-other project package; `traffic` (wire format, transport, endpoints, collectives) sees only `model`;
-`controller` (routing, faults, OpenFlow app) sees only `model`; `analysis` reads what traffic writes;
-`emulation` (fabric, runner, CLI, benches) orchestrates everything. A cycle would make every package
+`model` (names, addresses, EV bit layout, uSIDs, DSCP values, the switch port policy, the command
+runner) imports no other project package; `traffic` (wire format, transport, endpoints,
+collectives) sees only `model`; `controller` (routing, faults, OpenFlow app, the denylist it pushes
+to endpoints over their control protocol) sees `model` and `traffic`; `analysis` reads what
+traffic writes; `emulation` (fabric, runner, CLI, benches) orchestrates everything. A cycle would make every package
 depend on every other one, which is what this layering forbids.
 
 A project import inside a function is allowed only where deferring it is the point (a heavy or
@@ -25,7 +26,7 @@ PACKAGES = ("model", "traffic", "controller", "analysis", "emulation")
 ALLOWED = {
     "model": set(),
     "traffic": {"model"},
-    "controller": {"model"},
+    "controller": {"model", "traffic"},
     "analysis": {"model", "traffic"},
     "emulation": {"model", "traffic", "controller", "analysis"},
 }
