@@ -353,6 +353,8 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
     if qp.get("ev_min_active", 0) > ev_count:
         ck.fail("[mrc.qp] ev_min_active", f"must be at most ev_count ({ev_count}), got "
                 f"{qp['ev_min_active']}", ck.loc.key("mrc.qp", "ev_min_active"))
+    if "ev_pin_spine" in qp or "ev_pin_count" in qp:
+        _check_ev_pinning(qp, ck, spec, ev_count // used_planes)
     # the endpoint caps a packet's payload to what fits the port MTU; an explicit qp.mtu
     # bypasses that cap, so it must fit the fabric's MTU itself
     payload_cap = fabric_mtu + 14 - MAX_DATA_OVERHEAD
@@ -367,6 +369,25 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
         key = "rto_min_ns" if "rto_min_ns" in qp else "rto_max_ns"
         ck.fail(f"[mrc.qp] {key}", f"rto_min_ns ({lo}) must not exceed rto_max_ns ({hi})",
                 ck.loc.key("mrc.qp", key))
+
+
+def _check_ev_pinning(qp: dict, ck: Checker, spec: FabricSpec, per_plane: int) -> None:
+    """[mrc.qp] ev_pin_spine / ev_pin_count against the fabric (traffic/evs.py "Pinning")."""
+    if "ev_pin_spine" not in qp:
+        ck.fail("[mrc.qp] ev_pin_count", "needs ev_pin_spine (the spine to pin to)",
+                ck.loc.key("mrc.qp", "ev_pin_count"))
+    if qp["ev_pin_spine"] >= spec.spines:
+        ck.fail("[mrc.qp] ev_pin_spine", f"must be a spine of the fabric, 0..{spec.spines - 1}, "
+                f"got {qp['ev_pin_spine']}", ck.loc.key("mrc.qp", "ev_pin_spine"))
+    count = qp.get("ev_pin_count", per_plane)
+    if count > per_plane:
+        ck.fail("[mrc.qp] ev_pin_count", f"must be at most the active EVs per plane "
+                f"(ev_count / planes = {per_plane}), got {count}",
+                ck.loc.key("mrc.qp", "ev_pin_count"))
+    if count < per_plane and spec.spines < 2:
+        ck.fail("[mrc.qp] ev_pin_count", f"leaves {per_plane - count} EVs per plane for other "
+                "spines, and the fabric has one", ck.loc.key("mrc.qp", "ev_pin_count"))
+    qp.setdefault("ev_pin_count", count)
 
 
 def _fault_rules():

@@ -171,6 +171,10 @@ MRC_QP = {
     "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs, equal per plane"),
     "ev_backup_count": _i(None, 0, EV_COUNT_MAX, "backup EVs, equal per plane"),
     "ev_min_active": _i(None, 0, EV_COUNT_MAX, "keep at least this many EVs (<= ev_count)"),
+    "ev_pin_spine": _i(None, 0, MAX_SPINES - 1, "experiment: start ev_pin_count EVs of each "
+                       "plane on this spine (T1), the rest on the other spines (omit: random)"),
+    "ev_pin_count": _i(None, 1, EV_COUNT_MAX, "experiment: how many active EVs per plane start "
+                       "on ev_pin_spine (<= ev_count / planes)"),
     "probe_k": _i(None, 1, 1000, "probe successes that return an EV to GOOD"),
     "probe_period_rtts": _pos(None, "probe period of a bad EV, base RTTs"),
     "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),
