@@ -91,6 +91,7 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
         "timeout_s": coll.timeout_s,
         "incast_target": topo.host(coll.incast_target).index if coll.incast_target else 0,
         "victim": [topo.host(v).index for v in coll.victim] if coll.victim else None,
+        "victim_only": coll.victim_only,
         "log_dir": str(log_dir),
         "goodput_interval_ms": scn.goodput_interval_ms,
         "fabric": scn.spec.to_dict(),

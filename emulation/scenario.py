@@ -22,7 +22,8 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     tcp_port = 47000
 
     [collective]
-    kind = "allreduce"                  # allreduce|reduce_scatter|allgather|alltoall|sendrecv|incast
+    kind = "allreduce"                  # allreduce|reduce_scatter|allgather|alltoall|sendrecv|
+                                        #   incast|bisection (first half of the hosts -> second)
     message_bytes = 1048576             # per rank buffer, multiple of 4
     iterations = 30                     # timed iterations (after warmup)
     warmup = 2
@@ -30,6 +31,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     timeout_s = 60                      # per wait(): a stuck transport fails the worker
     incast_target = "h0"                # incast only
     victim = ["h1", "h2"]               # incast only: extra flow src -> dst
+    victim_only = true                  # incast only: the victim's hosts carry nothing else
 
     [options]
     trimming = true                     # in-fabric packet trimming (mrc)
@@ -105,6 +107,7 @@ class CollectiveSpec:
     timeout_s: float = COLLECTIVE["timeout_s"].default
     incast_target: str | None = None
     victim: list | None = None
+    victim_only: bool = COLLECTIVE["victim_only"].default
 
 
 @dataclass
@@ -289,7 +292,24 @@ def _check_collective(coll: CollectiveSpec, ck: Checker, topo: Topology) -> None
             if v[1] == coll.incast_target:
                 ck.fail("[collective] victim", "the victim flow's destination must not be the "
                         "incast target (it should share only part of the path)", line)
+            if coll.victim_only and v[0] == coll.incast_target:
+                ck.fail("[collective] victim", "with victim_only the victim's source must not "
+                        "be the incast target either", line)
+            if coll.victim_only and len(hosts) < 4:
+                ck.fail("[collective] victim_only", f"leaves no incast sender on {len(hosts)} "
+                        "hosts (target + victim pair + at least one sender)",
+                        ck.loc.key("collective", "victim_only"))
+        elif coll.victim_only:
+            ck.fail("[collective] victim_only", "needs a victim = [src, dst]",
+                    ck.loc.key("collective", "victim_only"))
     else:
+        if coll.kind == "bisection" and len(hosts) % 2:
+            ck.fail("[collective] kind", f"bisection pairs the first half of the hosts with the "
+                    f"second and needs an even number of hosts, the fabric has {len(hosts)}",
+                    ck.loc.key("collective", "kind"))
+        if coll.victim_only:
+            ck.fail("[collective] victim_only", "only used by kind = \"incast\"",
+                    ck.loc.key("collective", "victim_only"))
         for key in ("incast_target", "victim"):
             if getattr(coll, key) is not None:
                 ck.fail(f"[collective] {key}", "only used by kind = \"incast\"",

@@ -18,7 +18,8 @@ from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from emulation.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 
 TRANSPORTS = ("mrc", "roce", "tcp")
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
+               "bisection")
 ROUTINGS = ("srv6", "ecmp")
 LINK_SELECTORS = ("host", "fabric", "all")
 
@@ -106,6 +107,8 @@ COLLECTIVE = {
     "timeout_s": _n(60.0, 0.1, 3600.0, "per wait(): a stuck transport fails the worker"),
     "incast_target": Key("str", None, "incast only: the host every rank sends to"),
     "victim": Key("strings", None, "incast only: [src, dst] of an extra flow"),
+    "victim_only": _b(False, "incast only: the victim's two hosts take no part in the incast "
+                      "and the victim flow carries as much per iteration as the target receives"),
 }
 
 OPTIONS = {
