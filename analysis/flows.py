@@ -170,3 +170,16 @@ def flow_summary(tdir) -> dict:
     link = (cfg.get("fabric") or {}).get("host_link_mbit")
     return {"flows": flow_figures(flows, worker_logs, endpoint_logs,
                                   float(link) if isinstance(link, (int, float)) else None)}
+
+
+def describe(flow: dict) -> str:
+    """One line per flow for the runner's printout."""
+    rate = flow.get("goodput_all_flows_mbit")
+    rate = flow.get("goodput_mbit") if rate is None else rate
+    text = f"flow {flow['src']}->{flow['dst']}: " + ("-" if rate is None else f"{rate:.1f} Mbit/s")
+    if flow.get("link_fraction") is not None:
+        text += f" ({flow['link_fraction']:.0%} of the host link)"
+    if flow.get("ecn_moves") is not None:
+        paths = ", ".join(f"{p} {n}" for p, n in sorted((flow.get("ecn_moves_by_path") or {}).items()))
+        text += f", ECN moves {flow['ecn_moves']}" + (f" ({paths})" if paths else "")
+    return text

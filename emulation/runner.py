@@ -44,6 +44,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from analysis import flows as flow_analysis
 from analysis import recovery
 from analysis import trimming as trim_analysis
 from emulation import scenario as scenario_mod
@@ -469,6 +470,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
                                f"({windows['window_ms']:.0f} ms), sustained {windows['hold_ms']:.0f} ms",
     }
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
+    summary.update(flow_analysis.flow_summary(tdir))     # bisection flows, incast victim
     _write_csvs(tdir, iters, complete, agg)
     return summary
 
@@ -584,7 +586,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         s.get("partial") for s in summaries), "transports": {
         s["transport"]: {k: s.get(k) for k in ("verified", "partial", "error", "mean_iteration_ms",
                                                "slowest_iteration_ms", "recovery_ms",
-                                               "fault_times_ns", "iterations_completed")
+                                               "fault_times_ns", "iterations_completed",
+                                               "flows")
                              + trim_analysis.SUMMARY_KEYS}
         for s in summaries},
         "trimming_option": scn.trimming,
@@ -593,6 +596,9 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
                          "[options] trimming = false: plain HTB switch ports, no marking, no trimming"}
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
     print(comparison_table(summaries))
+    for s in summaries:
+        for flow in s.get("flows") or []:
+            print(f"{s['transport']}: {flow_analysis.describe(flow)}")
     print(f"run directory: {run_dir}")
     if interrupted:
         print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)

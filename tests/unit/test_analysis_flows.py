@@ -111,3 +111,10 @@ def test_flow_summary_of_a_run_without_flows_or_config(tmp_path):
     assert F.flow_summary(tmp_path) == {"flows": []}
     (tmp_path / "worker.json").write_text(json.dumps({"collective": "allreduce", "world_size": 4}))
     assert F.flow_summary(tmp_path) == {"flows": []}
+
+
+def test_describe_names_rate_share_and_moves():
+    line = F.describe({"src": "h0", "dst": "h2", "goodput_mbit": 10.0,
+                       "goodput_all_flows_mbit": 15.0, "link_fraction": 0.75, "ecn_moves": 4,
+                       "ecn_moves_by_path": {"p0s1": 1, "p0s0": 3}})
+    assert line == "flow h0->h2: 15.0 Mbit/s (75% of the host link), ECN moves 4 (p0s0 3, p0s1 1)"
