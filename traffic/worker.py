@@ -10,7 +10,8 @@ Config (JSON, one file for all ranks; rank comes from --rank):
   transport        "tcp" | "mrc" | "roce"
   world_size       number of ranks (= hosts)
   hosts            host names by rank (["h0", "h1", ...]), used in every event's "host"
-  collective       allreduce | reduce_scatter | allgather | alltoall | sendrecv | incast
+  collective       allreduce | reduce_scatter | allgather | alltoall | sendrecv | incast |
+                   bisection
   message_bytes    per-rank buffer size (multiple of 4)
   iterations       timed iterations; warmup: untimed ones before them
   qps_per_peer     QPs (connections) per peer; collectives stripe every chunk over them
