@@ -84,7 +84,8 @@ def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]
                  endpoint_logs: dict[str, list[dict]], link_mbit: float | None = None) -> list[dict]:
     """One dict per flow: goodput over its destination's timed phase, goodput over the window
     in which every flow is in its timed phase (the figure to compare flows by: none of them
-    alone on the fabric), its fraction of the host link rate, and the ECN moves of its sender."""
+    alone on the fabric), its fraction of `link_mbit` (the host's NIC: link rate x planes), and
+    the ECN moves of its sender."""
     windows = {dst: timed_window(worker_logs.get(dst, [])) for _, dst in flows}
     starts = [w[0] for w in windows.values()]
     ends = [w[1] for w in windows.values()]
@@ -167,9 +168,12 @@ def flow_summary(tdir) -> dict:
                    for h in hosts}
     endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl", ("ev_skip", "qp"))
                      for h in hosts if (tdir / f"endpoint-{h}.jsonl").exists()}
-    link = (cfg.get("fabric") or {}).get("host_link_mbit")
-    return {"flows": flow_figures(flows, worker_logs, endpoint_logs,
-                                  float(link) if isinstance(link, (int, float)) else None)}
+    fabric = cfg.get("fabric") if isinstance(cfg.get("fabric"), dict) else {}
+    link, planes = fabric.get("host_link_mbit"), fabric.get("planes", 1)
+    # a host has one NIC port per plane: its flow can use them all
+    nic = (float(link) * planes if isinstance(link, (int, float)) and isinstance(planes, int)
+           and planes >= 1 else None)
+    return {"flows": flow_figures(flows, worker_logs, endpoint_logs, nic)}
 
 
 def describe(flow: dict) -> str:
@@ -178,7 +182,7 @@ def describe(flow: dict) -> str:
     rate = flow.get("goodput_mbit") if rate is None else rate
     text = f"flow {flow['src']}->{flow['dst']}: " + ("-" if rate is None else f"{rate:.1f} Mbit/s")
     if flow.get("link_fraction") is not None:
-        text += f" ({flow['link_fraction']:.0%} of the host link)"
+        text += f" ({flow['link_fraction']:.0%} of the host's NIC rate)"
     if flow.get("ecn_moves") is not None:
         paths = ", ".join(f"{p} {n}" for p, n in sorted((flow.get("ecn_moves_by_path") or {}).items()))
         text += f", ECN moves {flow['ecn_moves']}" + (f" ({paths})" if paths else "")

@@ -92,7 +92,8 @@ def test_flow_figures_compare_flows_over_the_window_they_share():
 
 def test_flow_summary_reads_a_run_directory_and_skips_corrupt_lines(tmp_path):
     (tmp_path / "worker.json").write_text(json.dumps(
-        {"collective": "bisection", "hosts": ["h0", "h1"], "fabric": {"host_link_mbit": 20}}))
+        {"collective": "bisection", "hosts": ["h0", "h1"],
+         "fabric": {"host_link_mbit": 10, "planes": 2}}))
     lines = [json.dumps(e) for e in worker_log(0, 1000, 16.0, "h1")]
     lines.insert(3, '{"t_ns": 15, "event": "goodput", "rx_bytes": "lots"')   # cut by a crash
     lines.insert(4, json.dumps({"t_ns": 25 * MS, "event": "goodput", "rx_bytes": "lots"}))
@@ -103,7 +104,7 @@ def test_flow_summary_reads_a_run_directory_and_skips_corrupt_lines(tmp_path):
     (flow,) = F.flow_summary(tmp_path)["flows"]
     assert flow["src"] == "h0" and flow["dst"] == "h1"
     assert flow["goodput_mbit"] == pytest.approx(16.0)
-    assert flow["link_fraction"] == pytest.approx(0.8)
+    assert flow["link_fraction"] == pytest.approx(0.8)      # 16 of 2 planes x 10 Mbit/s
     assert flow["ecn_moves"] == 1
 
 
@@ -117,4 +118,4 @@ def test_describe_names_rate_share_and_moves():
     line = F.describe({"src": "h0", "dst": "h2", "goodput_mbit": 10.0,
                        "goodput_all_flows_mbit": 15.0, "link_fraction": 0.75, "ecn_moves": 4,
                        "ecn_moves_by_path": {"p0s1": 1, "p0s0": 3}})
-    assert line == "flow h0->h2: 15.0 Mbit/s (75% of the host link), ECN moves 4 (p0s0 3, p0s1 1)"
+    assert line == "flow h0->h2: 15.0 Mbit/s (75% of the host's NIC rate), ECN moves 4 (p0s0 3, p0s1 1)"
