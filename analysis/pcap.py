@@ -15,8 +15,9 @@ This assumes the wall clock is not stepped during the run (no NTP jump); slewing
 negligible over a run. Without clock.json the column `time_ns` holds the wall-clock value and
 `df.attrs["clock"]` says "realtime".
 
-Wire layout: the binding one of the project brief (traffic/codec.py implements it):
+Wire layout: traffic/WIRE_FORMAT.md (traffic/layers.py defines it, traffic/codec.py implements it):
 Ethernet / [outer IPv6 nh=41 (SRv6)] / IPv6 nh=17 / UDP dport 4791 / BTH 12 B / opcode headers.
+EV probes are endpoint requests (0xD8) / responses (0xD9): probe id = BTH PSN.
 ECN is read from the outermost IPv6 header (what switches mark).
 
 Corrupt or truncated files: everything readable is returned; `df.attrs["pcap_report"]` (a
@@ -36,7 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from traffic.messages import NackReason, Opcode
+from traffic.messages import EndpointOp, NackReason, Opcode
 
 ROCE_PORT = 4791
 MAX_RECORD = 1 << 18          # larger incl_len than this means a corrupt record header
@@ -46,9 +47,9 @@ NACK_REASON_NAMES = {int(r): r.name for r in NackReason}
 DATA_OPCODES = (0xC6, 0xC7, 0xC8, 0xC9, 0xCA, 0xCB)
 IMM_OPCODES = (0xC9, 0xCB)
 
-# Header sizes of the binding layout.
+# Header sizes (traffic/WIRE_FORMAT.md).
 ETH, IPV6, UDP, BTH, METH, TSETH, RETH, IMMDT, ICRC = 14, 40, 8, 12, 4, 8, 16, 4, 4
-SACK_LEN, NACK_LEN, PROBE_LEN = 48, 16, 24
+SACK_LEN, NACK_LEN, PROBE_LEN = 48, 16, 20
 
 _CAPTURE_NAME = re.compile(r"^(?P<host>h\d+)-p(?P<plane>\d+)(?:\.|$)")
 
@@ -411,16 +412,16 @@ def _decode(data, linktype, ts, offs, incl, orig, report, local_addr) -> pd.Data
         nack_complete &= p
     short |= is_nack & ~nack_complete
 
-    # PROBE
-    is_probe = opcode == 0xDE
-    pflags, p_pf = f.u(hdr, 1)
-    cols["probe_response"] = pd.array(np.where(p_pf & is_probe, (pflags & np.uint64(1)) == 1, False),
-                                      dtype="boolean")
-    cols["probe_response"][~(p_pf & is_probe)] = pd.NA
-    probe_complete = is_probe & p_pf
-    for name, off, width, dtype in (("probe_port_status", 1, 1, "UInt8"), ("probe_seq", 4, 4, "UInt32"),
-                                    ("probe_ev", 8, 4, "UInt32"), ("probe_src_qp", 12, 4, "UInt32"),
-                                    ("probe_ts", 16, 8, "UInt64")):
+    # EV probes: endpoint request / response carrying the EV_PROBE operation; id = BTH PSN
+    ep_op, p_op = f.u(hdr, 1)
+    is_probe = (np.isin(opcode, (int(Opcode.EP_REQUEST), int(Opcode.EP_RESPONSE)))
+                & (~p_op | (ep_op == np.uint64(EndpointOp.EV_PROBE))))
+    cols["probe_response"] = pd.array(opcode == int(Opcode.EP_RESPONSE), dtype="boolean")
+    cols["probe_response"][~is_probe] = pd.NA
+    cols["probe_seq"] = _nullable(psn, is_probe & have_psn, "UInt32")
+    probe_complete = is_probe & p_op
+    for name, off, width, dtype in (("probe_port_status", 1, 1, "UInt8"), ("probe_ev", 4, 4, "UInt32"),
+                                    ("probe_src_qp", 8, 4, "UInt32"), ("probe_ts", 12, 8, "UInt64")):
         v, p = f.u(hdr + off, width)
         cols[name] = _nullable(v, p & is_probe, dtype)
         probe_complete &= p

@@ -1,7 +1,7 @@
 """HTTP/JSON command API of the controller (stdlib only, 127.0.0.1 only).
 
 The server knows nothing about OpenFlow: it parses requests, calls a backend object
-(controller.app.FabricController) and maps its exceptions to HTTP codes:
+(controller.service.FabricController) and maps its exceptions to HTTP codes:
   FaultError / ValueError / KeyError (bad input, nothing changed) -> 400
     (including a body shorter than its Content-Length: the read times out, 400, not a hang)
   CommandError (a tc/ip/nft command failed)                       -> 500 with its stderr

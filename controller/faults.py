@@ -1,6 +1,7 @@
 """Pure fault logic: validate a fault command against the Topology and build the exact commands
-(argv lists, or FlowRules for OpenFlow faults) that apply and clear it. Nothing runs here; the
-controller app executes what these functions return and checks every return code.
+(argv lists, or FlowRules for OpenFlow faults) that apply and clear it. Nothing runs here:
+controller.planner puts these commands in order for a typed action (controller.actions), and
+controller.executor runs them and checks every return code.
 
 Mechanisms (all verified on this project's kernel, which has no netem/RED):
 * link_down/link_up: `ip link set dev X down|up` on the switch ends (both ends of a fabric
@@ -15,7 +16,7 @@ Mechanisms (all verified on this project's kernel, which has no netem/RED):
   once on the userspace datapath's veth ports, and it needs no change to the routing flows
   (a meter would need a meter instruction on every rule that outputs to the port).
 * blackhole: a top-priority match-all drop flow on the switch (no port goes down).
-* flap: link_down/link_up repeated with a period, run by the app in a cancellable thread.
+* flap: link_down/link_up repeated with a period, on the controller's scheduler (cancellable).
 """
 from __future__ import annotations
 

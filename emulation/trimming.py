@@ -4,9 +4,7 @@ attach() loads one program instance per switch egress port with tc (clsact egres
 action); every instance gets its own two maps (config, state) because the object pins nothing,
 so ports never share state and ifindex clashes between namespaces cannot mix them up.
 Python finds a port's maps from the program id tc reports and reads/writes them with raw bpf()
-syscalls through ctypes. Why not bpftool: no extra package, no subprocess per read (fabric
-counters on dozens of ports stay cheap), and the few commands needed (GET_FD_BY_ID,
-OBJ_GET_INFO_BY_FD, MAP_LOOKUP/UPDATE_ELEM, PROG_TEST_RUN) have a stable kernel ABI.
+syscalls (controller/bpf_maps.py, shared with the controller, which serves the counters).
 
 The decisions themselves are modelled in emulation/vqueue.py (pure); this module only moves
 bytes between Python and the kernel and builds tc command lines.
@@ -15,7 +13,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import re
 import struct
 import subprocess
 import threading
@@ -24,6 +21,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from controller.bpf_maps import (  # noqa: F401  (re-exported: callers use trimming.*)
+    CONFIG_MAP, FILTER_PREF, STATE_FIELDS, STATE_MAP, STATE_STRUCT, TrimmingError, map_lookup,
+    map_update, parse_state, port_maps, prog_id_from_filters,
+)
+from controller.bpf_maps import prog_test_run_ns as _prog_test_run_ns
 from emulation.vqueue import (  # noqa: F401  (re-exported for callers of this adapter)
     DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS, ConfigError, PortConfig,
     default_port_config,
@@ -32,22 +34,11 @@ from emulation.vqueue import (  # noqa: F401  (re-exported for callers of this a
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 BPF_OBJECT = BPF_DIR / "build" / "trim.o"
 BPF_SECTION = "tc"
-FILTER_PREF = 1          # tc filter preference/handle of our program on clsact egress
 FILTER_HANDLE = 1
-CONFIG_MAP = "mrc_trim_cfg"
-STATE_MAP = "mrc_trim_state"
 
 # Map value layouts: struct port_config / struct port_state in trim.c.
 CONFIG_STRUCT = struct.Struct("<QIIIIII")
 CFG_CONFIGURED, CFG_MARK, CFG_TRIM, CFG_LAST_HOP = 1, 2, 4, 8
-STATE_FIELDS = ("vq_bytes", "last_ns", "offered_packets", "offered_bytes", "marked", "trimmed",
-                "trimmed_bytes_cut", "dropped", "dropped_bytes", "mrc_data_packets",
-                "vq_peak_bytes", "errors")
-STATE_STRUCT = struct.Struct("<II" + "Q" * len(STATE_FIELDS))
-
-
-class TrimmingError(RuntimeError):
-    """tc or bpf() failed; the message names the command/port and the kernel's reason."""
 
 
 # ---------------------------------------------------------------- tc command builders (pure)
@@ -115,10 +106,6 @@ def config_value(cfg: PortConfig) -> bytes:
                               cfg.trim_bytes, cfg.drop_threshold, flags, 0)
 
 
-def parse_state(value: bytes) -> dict:
-    return dict(zip(STATE_FIELDS, STATE_STRUCT.unpack(value)[2:]))
-
-
 # ---------------------------------------------------------------- running commands
 
 
@@ -146,113 +133,18 @@ def ensure_built() -> Path:
     return BPF_OBJECT
 
 
-# ---------------------------------------------------------------- raw bpf() syscalls
-
-_SYS_BPF = {"x86_64": 321, "aarch64": 280}.get(os.uname().machine)
-_BPF_MAP_LOOKUP_ELEM, _BPF_MAP_UPDATE_ELEM = 1, 2
-_BPF_PROG_TEST_RUN, _BPF_PROG_GET_FD_BY_ID, _BPF_MAP_GET_FD_BY_ID = 10, 13, 14
-_BPF_OBJ_GET_INFO_BY_FD = 15
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-
-def _bpf(cmd: int, attr: ctypes.Array, what: str) -> int:
-    if _SYS_BPF is None:
-        raise TrimmingError(f"bpf() syscall number unknown on {os.uname().machine}")
-    ret = _libc.syscall(_SYS_BPF, cmd, ctypes.byref(attr), ctypes.sizeof(attr))
-    if ret < 0:
-        err = ctypes.get_errno()
-        raise TrimmingError(f"bpf({what}) failed: {os.strerror(err)} (errno {err})")
-    return ret
-
-
-def _attr(size: int = 128) -> ctypes.Array:
-    return ctypes.create_string_buffer(size)
-
-
-def _addr(buf) -> int:
-    return ctypes.addressof(buf)
-
-
-def _fd_by_id(cmd: int, obj_id: int, what: str) -> int:
-    attr = _attr()
-    struct.pack_into("<I", attr, 0, obj_id)
-    return _bpf(cmd, attr, f"{what} id {obj_id}")
-
-
-def _obj_info(fd: int, size: int, prefill: bytes = b"") -> ctypes.Array:
-    info = ctypes.create_string_buffer(prefill.ljust(size, b"\0"), size)
-    attr = _attr()
-    struct.pack_into("<IIQ", attr, 0, fd, size, _addr(info))
-    _bpf(_BPF_OBJ_GET_INFO_BY_FD, attr, "OBJ_GET_INFO_BY_FD")
-    return info
-
-
-def _prog_map_ids(prog_fd: int) -> list[int]:
-    # struct bpf_prog_info: nr_map_ids at offset 52, map_ids pointer at 56.
-    ids = (ctypes.c_uint32 * 16)()
-    prefill = bytearray(64)
-    struct.pack_into("<IQ", prefill, 52, 16, ctypes.addressof(ids))
-    info = _obj_info(prog_fd, 64, bytes(prefill))
-    count = struct.unpack_from("<I", info, 52)[0]
-    return list(ids[:min(count, 16)])
-
-
-def _map_name(map_fd: int) -> str:
-    info = _obj_info(map_fd, 40)   # struct bpf_map_info: name[16] at offset 24
-    return info.raw[24:40].split(b"\0", 1)[0].decode()
-
-
-def _map_lookup(map_fd: int, size: int) -> bytes:
-    key = ctypes.c_uint32(0)
-    value = ctypes.create_string_buffer(size)
-    attr = _attr()
-    struct.pack_into("<IIQQQ", attr, 0, map_fd, 0, ctypes.addressof(key), _addr(value), 0)
-    _bpf(_BPF_MAP_LOOKUP_ELEM, attr, "MAP_LOOKUP_ELEM")
-    return value.raw
-
-
-def _map_update(map_fd: int, data: bytes) -> None:
-    key = ctypes.c_uint32(0)
-    value = ctypes.create_string_buffer(data, len(data))
-    attr = _attr()
-    struct.pack_into("<IIQQQ", attr, 0, map_fd, 0, ctypes.addressof(key), _addr(value), 0)
-    _bpf(_BPF_MAP_UPDATE_ELEM, attr, "MAP_UPDATE_ELEM")
-
-
 # ---------------------------------------------------------------- per-port API
 
 
 def prog_id(intf: str, netns_pid: int | None = None) -> int:
     """Id of our program on intf's egress; TrimmingError if it is not attached."""
     out = run(["tc", "filter", "show", "dev", intf, "egress"], netns_pid)
-    for line in out.splitlines():
-        if f"pref {FILTER_PREF} " in line and " bpf " in line:
-            m = re.search(r"\bid (\d+)", line)
-            if m:
-                return int(m.group(1))
-    raise TrimmingError(f"no trimming program attached on {intf} egress; call attach() first")
-
+    return prog_id_from_filters(out, intf)
 
 @contextmanager
 def _port_maps(intf: str, netns_pid: int | None):
-    fds = []
-    try:
-        prog_fd = _fd_by_id(_BPF_PROG_GET_FD_BY_ID, prog_id(intf, netns_pid), "PROG_GET_FD_BY_ID")
-        fds.append(prog_fd)
-        maps = {}
-        for map_id in _prog_map_ids(prog_fd):
-            fd = _fd_by_id(_BPF_MAP_GET_FD_BY_ID, map_id, "MAP_GET_FD_BY_ID")
-            fds.append(fd)
-            maps[_map_name(fd)] = fd
-        missing = {CONFIG_MAP, STATE_MAP} - set(maps)
-        if missing:
-            raise TrimmingError(f"program on {intf} lacks map(s) {sorted(missing)}: "
-                                "is it really emulation/bpf/trim.o?")
-        yield maps[CONFIG_MAP], maps[STATE_MAP], prog_fd
-    finally:
-        for fd in fds:
-            os.close(fd)
+    with port_maps(prog_id(intf, netns_pid), intf) as fds:
+        yield fds
 
 
 def attach(intf: str, netns_pid: int | None = None) -> int:
@@ -273,14 +165,14 @@ def configure(intf: str, cfg: PortConfig, netns_pid: int | None = None) -> None:
     if not isinstance(cfg, PortConfig):
         raise ConfigError(f"configure() needs a PortConfig, got {type(cfg).__name__}")
     with _port_maps(intf, netns_pid) as (cfg_fd, _state_fd, _prog):
-        _map_update(cfg_fd, config_value(cfg))
+        map_update(cfg_fd, config_value(cfg))
 
 
 def counters(intf: str, netns_pid: int | None = None) -> dict:
     """Per-port counters: offered_packets/bytes, marked, trimmed, trimmed_bytes_cut, dropped,
     dropped_bytes, mrc_data_packets, errors, and the virtual queue (vq_bytes, vq_peak_bytes)."""
     with _port_maps(intf, netns_pid) as (_cfg, state_fd, _prog):
-        return parse_state(_map_lookup(state_fd, STATE_STRUCT.size))
+        return parse_state(map_lookup(state_fd, STATE_STRUCT.size))
 
 
 def detach(intf: str, netns_pid: int | None = None) -> bool:
@@ -412,6 +304,9 @@ def fabric_counters(topo) -> dict:
 # ---------------------------------------------------------------- scratch ports (tests, bench)
 
 
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
 def _set_netns(name: str) -> None:
     """Move the calling thread into network namespace `name` (only that thread)."""
     fd = os.open(f"/run/netns/{name}", os.O_RDONLY)
@@ -485,13 +380,7 @@ def bench_frame(payload: int = 1024) -> bytes:
 def prog_test_run_ns(intf: str, frame: bytes, repeat: int = 200_000) -> float:
     """Average ns the attached program spends on `frame` (BPF_PROG_TEST_RUN, in-kernel loop)."""
     with _port_maps(intf, None) as (_cfg, _state, prog_fd):
-        data_in = ctypes.create_string_buffer(frame, len(frame))
-        data_out = ctypes.create_string_buffer(len(frame) + 256)
-        attr = _attr()
-        struct.pack_into("<IIIIQQII", attr, 0, prog_fd, 0, len(frame), len(data_out),
-                         _addr(data_in), _addr(data_out), repeat, 0)
-        _bpf(_BPF_PROG_TEST_RUN, attr, "PROG_TEST_RUN")
-        return float(struct.unpack_from("<I", attr, 36)[0])
+        return _prog_test_run_ns(prog_fd, frame, repeat)
 
 
 def _rx_packets(netns: str, intf: str) -> int:

@@ -22,7 +22,7 @@ API (everything else in this module is private):
         Raises only DecodeError; its .reason is one of DECODE_REASONS (count drops by it).
     (the trimmer's reference model is emulation.vqueue.trim_frame; tests decode its output)
 
-Wire layout: see traffic/layers.py and the common brief (binding). Project decisions made here:
+Wire layout: traffic/layers.py defines it; traffic/WIRE_FORMAT.md compares it with the sources. Project decisions made here:
 - Trimmed packets: a WRITE frame that still holds every header through RETH/ImmDt but lost its
   payload+ICRC decodes as trimmed=True with an empty payload (ICRC unchecked: it is gone). Two
   trimmers exist: the tc BPF one (emulation/bpf/trim.c) cuts to the headers, fixes the lengths
@@ -30,7 +30,7 @@ Wire layout: see traffic/layers.py and the common brief (binding). Project decis
   DSCP_TRIMMED_LASTHOP (-> trim_lasthop=True); without one of those DSCPs such a frame is
   "bad_length" (nothing else vouches for its headers). A plain truncation (OVS output max_len)
   leaves the lengths alone, so the frame is shorter than its UDP length says. Headers cut ->
-  DecodeError("truncated"). Control packets (SACK/NACK/PROBE) are never trimmed.
+  DecodeError("truncated"). Control packets (SACK/NACK/endpoint requests) are never trimmed.
 - UDP checksum: 0 by default. IPv6 normally forbids a zero UDP checksum (RFC 8200); RFC 6935/6936
   allow it for tunnel-like encapsulations whose payload carries its own integrity check, which
   is how RoCEv2 is deployed: the ICRC (here CRC-32 over BTH..payload) covers everything that
@@ -52,8 +52,8 @@ from dataclasses import dataclass
 from emulation.topology import EV_PLANE_SHIFT, ROCE_UDP_PORT, Topology, ev_spine
 # Outer DSCPs the in-fabric trimmer writes (emulation/bpf/trim.c; vqueue is its pure model).
 from emulation.vqueue import DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS
-from traffic.messages import (IMM_OPCODES, PROBE_QP, PSN_MASK, WRITE_OPCODES, DataPacket, Nack,
-                              Opcode, Probe, Sack)
+from traffic.messages import (IMM_OPCODES, PROBE_QP, PSN_MASK, WRITE_OPCODES, DataPacket,
+                              EndpointOp, Nack, Opcode, Probe, Sack)
 
 MODES = ("srv6", "ecmp")
 ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
@@ -119,10 +119,11 @@ _BTH = struct.Struct("!BBHII")            # opcode, se/m/pad/tver, pkey, byte4<<
 _RETH = struct.Struct("!QII")
 _SACK = struct.Struct("!IIQIBBBBQIIQ")
 _NACK = struct.Struct("!BBHIQ")
-_PROBE = struct.Struct("!BBHIIIQ")
+_PROBE = struct.Struct("!BBHIIQ")        # endpoint request/response body (EPH) of an EV probe
 SACK_LEN, NACK_LEN, PROBE_LEN = _SACK.size, _NACK.size, _PROBE.size
 
-_CONTROL_BODY = {Opcode.SACK: SACK_LEN, Opcode.NACK: NACK_LEN, Opcode.PROBE: PROBE_LEN}
+_CONTROL_BODY = {Opcode.SACK: SACK_LEN, Opcode.NACK: NACK_LEN, Opcode.EP_REQUEST: PROBE_LEN,
+                 Opcode.EP_RESPONSE: PROBE_LEN}
 
 
 def _check(name: str, value, bits: int) -> None:
@@ -291,12 +292,13 @@ class Encoder:
         return off + NACK_LEN
 
     def _write_probe(self, m: Probe) -> int:
-        _check("seq", m.seq, 32)
-        self._write_bth(Opcode.PROBE, 0, PROBE_QP, False, m.seq & PSN_MASK)
+        _check("seq", m.seq, 24)       # the probe id is the PSN
+        self._write_bth(Opcode.EP_RESPONSE if m.response else Opcode.EP_REQUEST, 0, PROBE_QP,
+                        False, m.seq)
         off = self._bth_off + BTH_LEN
         try:
-            _PROBE.pack_into(self._buf, off, 1 if m.response else 0, m.port_status, 0, m.seq,
-                             m.ev, m.src_qp, m.timestamp)
+            _PROBE.pack_into(self._buf, off, EndpointOp.EV_PROBE, m.port_status, 0, m.ev,
+                             m.src_qp, m.timestamp)
         except struct.error as exc:
             raise ValueError(f"Probe field out of range: {exc}") from None
         return off + PROBE_LEN
@@ -448,9 +450,12 @@ class Codec:
                 msg = Nack(dest_qp=qp, psn=psn, reason=reason, ev=rev, port_status=ports,
                            echo_timestamp=echo, path_ev=ev)
             else:
-                flags, ports, _, seq, rev, src_qp, ts = _PROBE.unpack_from(frame, off)
-                msg = Probe(ev=rev, seq=seq, timestamp=ts, response=bool(flags & 1),
-                            src_qp=src_qp, port_status=ports, path_ev=ev)
+                ep_op, ports, _, rev, src_qp, ts = _PROBE.unpack_from(frame, off)
+                if ep_op != EndpointOp.EV_PROBE:
+                    raise DecodeError("bad_opcode", f"endpoint operation {ep_op} is not an EV probe")
+                msg = Probe(ev=rev, seq=psn, timestamp=ts,
+                            response=opcode == Opcode.EP_RESPONSE, src_qp=src_qp,
+                            port_status=ports, path_ev=ev)
         meta = FrameMeta(src[0], src[1], dst[0], dst[1], src[2], dst[2], ev, ecn_ce, srv6,
                          trimmed, trim_lasthop, n)
         return msg, meta

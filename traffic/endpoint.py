@@ -11,8 +11,8 @@ pacer. A frame that fails to decode, names an unknown QP or comes from the wrong
 by reason and dropped; nothing a peer sends can raise out of the loop.
 
 Timers scale with the emulated RTT: at QP creation the endpoint measures the base RTT to the
-peer with probes (PROBE on QP 2 with src_qp 0, answered by the peer endpoint itself) and derives
-RTO, probe period and skip time from it (EndpointConfig.timers).
+peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the peer endpoint
+itself) and derives RTO, probe period and skip time from it (EndpointConfig.timers).
 
 Run as a process:  python -m traffic.endpoint --config FILE   (serves traffic/control.py).
 """
@@ -32,7 +32,7 @@ from traffic.codec import Codec, DecodeError
 from traffic.endpoint_support import (MAX_DATA_OVERHEAD, ConfigError, Counters, EndpointConfig,
                                       EventLog, Pacer, trimming_delay_bound_ns)
 from traffic.evs import PathInfo
-from traffic.messages import DataPacket, Nack, Probe, Sack
+from traffic.messages import PROBE_ID_MASK, DataPacket, Nack, Probe, Sack
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
 
 RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP owns them)
@@ -447,7 +447,7 @@ class Endpoint:
                 plane = planes[i % len(planes)]
                 spine = (i // len(planes)) % self.topo.spec.spines
                 ev = make_ev(plane, spine, 0x100 + i)
-                self._rtt_probe_seq = (self._rtt_probe_seq + 1) & 0xFFFFFFFF
+                self._rtt_probe_seq = (self._rtt_probe_seq + 1) & PROBE_ID_MASK
                 now = self.clock()
                 self._rtt_probes[self._rtt_probe_seq] = now
                 self.send_message(Probe(ev=ev, seq=self._rtt_probe_seq, timestamp=now,
@@ -473,7 +473,7 @@ class Endpoint:
         planes = [p for p, up in self.port_up.items() if up] or list(self.ports)
         for i, plane in enumerate(planes):
             ev = make_ev(plane, i % self.topo.spec.spines, 0x200 + i)
-            self._rtt_probe_seq = (self._rtt_probe_seq + 1) & 0xFFFFFFFF
+            self._rtt_probe_seq = (self._rtt_probe_seq + 1) & PROBE_ID_MASK
             self.send_message(Probe(ev=ev, seq=self._rtt_probe_seq, timestamp=self.clock(),
                                     src_qp=READY_PROBE_QP, path_ev=ev), plane, peer)
         self._flush_tx(self.clock())

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from emulation.topology import random_entropy, ev_spine, make_ev
+from traffic.messages import PROBE_ID_MASK
 
 GOOD = "GOOD"
 ASSUMED_BAD = "ASSUMED_BAD"
@@ -460,7 +461,7 @@ class EVSet:
         for info in list(self._bad.values()):
             if (info.next_probe_ns <= now_ns
                     and info.ev not in probing and self.plane_usable(info.plane)):
-                self._probe_seq = (self._probe_seq + 1) & 0xFFFFFFFF
+                self._probe_seq = (self._probe_seq + 1) & PROBE_ID_MASK
                 self.pending_probes[self._probe_seq] = _PendingProbe(info.ev, now_ns)
                 info.next_probe_ns = now_ns + self.probe_period_ns
                 out.append((info.ev, self._probe_seq))

@@ -4,10 +4,11 @@ The fast codec (traffic/codec.py) packs and parses the same bytes with struct; t
 exist so the layout is declared once, readably, and so tests can check the codec against an
 independent implementation (and tools can print captured packets). Too slow for the data path.
 
-Layout (binding, see the common brief): Ethernet / [outer IPv6 nh=41] / IPv6 nh=17 /
-UDP dport 4791 / BTH / by opcode:
+Layout (traffic/WIRE_FORMAT.md compares every field with the public sources):
+Ethernet / [outer IPv6 nh=41] / IPv6 nh=17 / UDP dport 4791 / BTH / by opcode:
   WRITE family 0xC6..0xCB: METH / [TSETH if METH flag bit0] / RETH / [ImmDt on *_IMM] / payload
-  SACK 0xDC: SACK        NACK 0xDD: NACK        PROBE 0xDE: PROBE
+  SACK 0xDC: SACK        NACK 0xDD: NACK
+  EP_REQUEST 0xD8 / EP_RESPONSE 0xD9: EPH (an EV probe; its id is the BTH PSN)
 and a 4-byte ICRC trailer after everything: zlib.crc32 of BTH..payload in network byte order
 (an integrity check of our own, not RoCE's masked ICRC). The ICRC is held by the BTH layer
 (field `icrc`): computed on build when left None, taken from the last 4 bytes on dissection.
@@ -18,18 +19,20 @@ from __future__ import annotations
 
 import zlib
 
-from scapy.fields import (BitEnumField, BitField, ByteEnumField, ByteField, FlagsField,
+from scapy.fields import (BitField, ByteEnumField, ByteField, FlagsField,
                           IntField, LongField, ShortField, X3BytesField, XByteField,
                           XIntField, XLongField, XShortField)
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers
 
 from emulation.topology import ROCE_UDP_PORT
-from traffic.messages import IMM_OPCODES, WRITE_OPCODES, NackReason, Opcode, SkipMode
+from traffic.messages import (IMM_OPCODES, WRITE_OPCODES, EndpointOp, NackReason, Opcode,
+                              SkipMode)
 
 OPCODE_NAMES = {op.value: op.name for op in Opcode}
 NACK_REASON_NAMES = {r.value: r.name for r in NackReason}
 SKIP_MODE_NAMES = {m.value: m.name for m in SkipMode}
+ENDPOINT_OP_NAMES = {o.value: o.name for o in EndpointOp}
 
 ICRC_LEN = 4
 
@@ -87,8 +90,8 @@ class BTH(Packet):
     def guess_payload_class(self, payload):
         if self.opcode in WRITE_OPCODES:
             return METH
-        return {Opcode.SACK: SACK, Opcode.NACK: NACK, Opcode.PROBE: PROBE}.get(
-            self.opcode, Raw)
+        return {Opcode.SACK: SACK, Opcode.NACK: NACK, Opcode.EP_REQUEST: EPH,
+                Opcode.EP_RESPONSE: EPH}.get(self.opcode, Raw)
 
     def mysummary(self):
         return self.sprintf("BTH %opcode% qp=%dqpn% psn=%psn%")
@@ -183,16 +186,16 @@ class NACK(Packet):
         return Raw
 
 
-class PROBE(Packet):
-    """EV probe / probe response (flags bit0) on the reserved QP 2."""
+class EPH(Packet):
+    """Endpoint request/response body (20 B). For an EV probe: the probed EV, the QP whose path
+    health asked, and the requester's send time (echoed, for the RTT). The probe id is the BTH
+    PSN and request vs response is the BTH opcode, so neither is repeated here."""
 
-    name = "PROBE"
+    name = "EPH"
     fields_desc = [
-        BitField("flags_resv", 0, 7),
-        BitEnumField("response", 0, 1, {0: "request", 1: "response"}),
+        ByteEnumField("op", EndpointOp.EV_PROBE, ENDPOINT_OP_NAMES),
         XByteField("port_status", 0),
         ShortField("resv", 0),
-        IntField("seq", 0),
         XIntField("ev", 0),
         XIntField("src_qp", 0),
         LongField("timestamp", 0),

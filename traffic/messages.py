@@ -2,9 +2,19 @@
 
 The pure transport (sender, receiver, EV path health, NSCC) produces and consumes these
 objects; the wire codec (traffic/codec.py) turns them into bytes and back, and the Scapy
-layers (traffic/layers.py) define and check those bytes. Values are the OCP MRC 1.0 ones as
-quoted in the MRC paper's appendix and secondary sources; where a source does not fix a value
-the project's choice is marked "project choice".
+layers (traffic/layers.py) define and check those bytes. traffic/WIRE_FORMAT.md has the
+field-by-field table against the public sources.
+
+Where each value comes from (say which when adding one):
+- "OCP API": the public OCP MRC 1.0 companion headers (mrc.h, mrc_ctl.h of
+  opencomputeproject/OCP-Multipath-Reliable-Connection). They define API structures and
+  enumerations, not packet layouts or opcode numbers.
+- "paper": the MRC paper (Resilient AI Supercomputer Networking using MRC and SRv6). It has
+  no wire-format appendix; its text fixes what packets carry, not where.
+- "secondary": the OCP MRC 1.0 specification's values as quoted by secondary sources (the
+  specification text itself is not on hand to check them).
+- "IBA/RoCEv2": the InfiniBand architecture's RC transport, which MRC extends.
+- "project choice": nothing public fixes it.
 """
 from __future__ import annotations
 
@@ -13,7 +23,13 @@ from enum import IntEnum
 
 
 class Opcode(IntEnum):
-    """BTH opcodes used by MRC (RDMA WRITE family mirrors RC 0x06..0x0B at base 0xC0)."""
+    """BTH opcodes (secondary). The WRITE family mirrors IBA/RoCEv2 RC 0x06..0x0B at base 0xC0.
+
+    EV probes travel as endpoint requests/responses: the OCP API makes an EV probe an endpoint
+    operation (MRC_CTL_EP_OP_EV_PROBE, sent with mrc_ctl_ep_batch_send_wait). ACK (cumulative
+    ACKs ride in SACK here) and RELIABILITY_PROBE are named so captures and decoders know them;
+    this emulator sends neither.
+    """
 
     WRITE_FIRST = 0xC6
     WRITE_MIDDLE = 0xC7
@@ -26,7 +42,7 @@ class Opcode(IntEnum):
     EP_RESPONSE = 0xD9
     SACK = 0xDC
     NACK = 0xDD
-    PROBE = 0xDE
+    RELIABILITY_PROBE = 0xDE
 
 
 WRITE_OPCODES = frozenset(range(Opcode.WRITE_FIRST, Opcode.WRITE_ONLY_IMM + 1))
@@ -36,6 +52,8 @@ LAST_OPCODES = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM,
 
 
 class NackReason(IntEnum):
+    """NACK reason codes (secondary; the same numbers as UET 1.0's PDS NACK codes)."""
+
     TRIMMED = 0x01
     TRIMMED_LASTHOP = 0x02
     NO_BITMAP = 0x06
@@ -50,16 +68,26 @@ class NackReason(IntEnum):
 
 
 class SkipMode(IntEnum):
-    """SACK M field: what the sender should do with the reflected EV."""
+    """SACK M field: what the sender should do with the reflected EV (secondary)."""
 
     NONE = 0
     SKIP_ONCE = 1       # ECN echo: pass over this EV for a while
     ALWAYS_SKIP = 2
 
 
-PROBE_QP = 0x2          # reserved QP for EV probes (OCP)
-PSN_MASK = 0xFFFFFF     # 24-bit PSN space
-SACK_BITMAP_BITS = 64
+class EndpointOp(IntEnum):
+    """What an endpoint request asks for: numbered as the OCP API's enum mrc_ctl_ep_op_type
+    (whether those numbers are also the wire values is not public: project choice)."""
+
+    EV_PROBE = 0
+    PORT_STATUS_UPDATE = 1      # not sent here: port status rides in every SACK/NACK/probe
+
+
+PROBE_QP = 0x2          # destination QP of endpoint requests/responses (secondary)
+PSN_MASK = 0xFFFFFF     # 24-bit PSN space (IBA/RoCEv2)
+PROBE_ID_MASK = PSN_MASK  # a probe's id travels in the BTH PSN (project choice; the OCP API's
+                          # request id is 16 bits, which the PSN holds)
+SACK_BITMAP_BITS = 64   # secondary
 
 
 @dataclass
@@ -72,7 +100,7 @@ class DataPacket:
     msn: int                    # message sequence number of the WRITE this packet belongs to
     va: int                     # RETH virtual address of this packet's first payload byte
     rkey: int
-    dma_len: int                # RETH length: bytes of the whole message (project choice)
+    dma_len: int                # RETH length: bytes of the whole message (IBA/RoCEv2)
     payload: bytes | memoryview = b""
     imm: int | None = None      # ImmDt on *_IMM opcodes
     timestamp: int | None = None  # TSETH: sender's send time (ns), echoed for RTT
@@ -117,7 +145,8 @@ class Nack:
 
 @dataclass
 class Probe:
-    """EV probe on the reserved QP; the response reflects ev and the sequence number."""
+    """EV probe: an endpoint request (response=False) or response on PROBE_QP. The response
+    reflects ev, seq and timestamp; seq is the probe id (the BTH PSN, 0..PROBE_ID_MASK)."""
 
     ev: int
     seq: int

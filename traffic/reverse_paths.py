@@ -18,7 +18,7 @@ from typing import Callable
 
 from emulation.topology import ev_plane, make_ev, random_entropy
 from traffic.evs import PathInfo
-from traffic.messages import Probe
+from traffic.messages import PROBE_ID_MASK, Probe
 from traffic.qp_config import MRCConfig
 
 
@@ -113,7 +113,7 @@ class ReversePaths:
             return []
         plane, rev = all_revs[self._probe_rr % len(all_revs)]
         self._probe_rr += 1
-        self._probe_seq = (self._probe_seq + 1) & 0xFFFFFFFF
+        self._probe_seq = (self._probe_seq + 1) & PROBE_ID_MASK
         self._pending[self._probe_seq] = (rev.ev, now_ns)
         return [(Probe(ev=rev.ev, seq=self._probe_seq, timestamp=now_ns, src_qp=self.qp_num,
                        port_status=self.port_status, path_ev=rev.ev), plane)]

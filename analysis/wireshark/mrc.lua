@@ -4,12 +4,15 @@
 --   wireshark -X lua_script:analysis/wireshark/mrc.lua capture.pcap
 --   (or copy this file into ~/.local/lib/wireshark/plugins/)
 --
--- Layout (the project's binding wire format, see traffic/codec.py):
+-- Layout (traffic/WIRE_FORMAT.md; traffic/layers.py defines it):
 --   BTH 12 B (opcode, SE/M/pad/tver, pkey, byte 4: FECN 0x80 / BECN 0x40 / retransmission 0x20,
 --   dest QP 24 bits, AckReq bit, PSN 24 bits), then by opcode:
 --   WRITE 0xC6..0xCB: METH (flags 8 bits, bit0 = TSETH present; MSN 24) / [TSETH 8] /
 --                     RETH (VA 8, rkey 4, DMA length 4) / [ImmDt 4 on *_IMM] / payload / ICRC 4
---   SACK 0xDC, NACK 0xDD, PROBE 0xDE: fixed bodies, then ICRC 4.
+--   SACK 0xDC, NACK 0xDD: fixed bodies, then ICRC 4.
+--   EP_REQUEST 0xD8 / EP_RESPONSE 0xD9 (EV probes): EPH 20 B (operation, port status, probed EV,
+--                     source QP, timestamp), then ICRC 4; the probe id is the BTH PSN.
+--   ACK 0xD1 and RELIABILITY_PROBE 0xDE are named but not sent by this emulator.
 -- EV (entropy value, 32 bits) = (inner IPv6 flow label & 0xffff) << 16 | UDP source port;
 -- bits 31..28 plane, 27..22 spine (T1), 15..0 entropy (emulation/topology.py).
 --
@@ -23,13 +26,14 @@ local opcodes = {
   [0xC6] = "WRITE_FIRST", [0xC7] = "WRITE_MIDDLE", [0xC8] = "WRITE_LAST",
   [0xC9] = "WRITE_LAST_IMM", [0xCA] = "WRITE_ONLY", [0xCB] = "WRITE_ONLY_IMM",
   [0xD1] = "ACK", [0xD8] = "EP_REQUEST", [0xD9] = "EP_RESPONSE",
-  [0xDC] = "SACK", [0xDD] = "NACK", [0xDE] = "PROBE",
+  [0xDC] = "SACK", [0xDD] = "NACK", [0xDE] = "RELIABILITY_PROBE",
 }
 local nack_reasons = {
   [0x01] = "TRIMMED", [0x02] = "TRIMMED_LASTHOP", [0x06] = "NO_BITMAP", [0x07] = "NO_PKT_BUFFER",
   [0x0A] = "NO_RESOURCE", [0x0B] = "PSN_OOR_WINDOW", [0x19] = "UNEXP_EVENT",
 }
 local skip_modes = { [0] = "NONE", [1] = "SKIP_ONCE (ECN echo)", [2] = "ALWAYS_SKIP" }
+local ep_ops = { [0] = "EV_PROBE", [1] = "PORT_STATUS_UPDATE" }
 
 local f = mrc.fields
 f.opcode   = ProtoField.uint8("mrc.opcode", "Opcode", base.HEX, opcodes)
@@ -76,10 +80,10 @@ f.sack_rx    = ProtoField.uint64("mrc.sack.rx_bytes", "Received bytes", base.DEC
 -- NACK
 f.nack_reason = ProtoField.uint8("mrc.nack.reason", "NACK reason", base.HEX, nack_reasons)
 f.nack_ev     = ProtoField.uint32("mrc.nack.ev", "NACK EV", base.HEX)
--- PROBE
-f.probe_flags = ProtoField.uint8("mrc.probe.flags", "Probe flags", base.HEX)
-f.probe_resp  = ProtoField.bool("mrc.probe.response", "Response", 8, nil, 0x01)
-f.probe_seq   = ProtoField.uint32("mrc.probe.seq", "Probe sequence", base.DEC)
+-- Endpoint request / response (EV probe)
+f.ep_op       = ProtoField.uint8("mrc.ep.op", "Endpoint operation", base.DEC, ep_ops)
+f.probe_resp  = ProtoField.bool("mrc.probe.response", "Response")
+f.probe_seq   = ProtoField.uint24("mrc.probe.seq", "Probe id (BTH PSN)", base.DEC)
 f.probe_ev    = ProtoField.uint32("mrc.probe.ev", "Probed EV", base.HEX)
 f.probe_srcqp = ProtoField.uint32("mrc.probe.src_qp", "Source QP", base.HEX)
 f.probe_ts    = ProtoField.uint64("mrc.probe.timestamp", "Probe timestamp (ns)", base.DEC)
@@ -187,16 +191,20 @@ function mrc.dissector(tvb, pinfo, root)
       info = info .. " reason=" .. (nack_reasons[r] or string.format("0x%02X", r))
       if need(tvb, tree, off + 16, 4) then tree:add(f.icrc, tvb(off + 16, 4)) end
     end
-  elseif opcode == 0xDE then
-    if need(tvb, tree, off, 24) then
-      local p = tree:add(mrc, tvb(off, 24), "PROBE")
-      p:add(f.probe_flags, tvb(off, 1)); p:add(f.probe_resp, tvb(off, 1))
-      p:add(f.port_status, tvb(off + 1, 1)); p:add(f.probe_seq, tvb(off + 4, 4))
-      p:add(f.probe_ev, tvb(off + 8, 4)); p:add(f.probe_srcqp, tvb(off + 12, 4))
-      p:add(f.probe_ts, tvb(off + 16, 8))
-      local resp = bit32.band(tvb(off, 1):uint(), 1) ~= 0
-      info = info .. string.format(" %s seq=%d", resp and "response" or "request", tvb(off + 4, 4):uint())
-      if need(tvb, tree, off + 24, 4) then tree:add(f.icrc, tvb(off + 24, 4)) end
+  elseif opcode == 0xD8 or opcode == 0xD9 then
+    if need(tvb, tree, off, 20) then
+      local resp = opcode == 0xD9
+      local op = tvb(off, 1):uint()
+      local p = tree:add(mrc, tvb(off, 20), op == 0 and "EV probe" or "Endpoint request")
+      p:add(f.ep_op, tvb(off, 1))
+      p:add(f.probe_resp, resp):set_generated()
+      p:add(f.probe_seq, tvb(9, 3)):set_generated()
+      p:add(f.port_status, tvb(off + 1, 1))
+      p:add(f.probe_ev, tvb(off + 4, 4)); p:add(f.probe_srcqp, tvb(off + 8, 4))
+      p:add(f.probe_ts, tvb(off + 12, 8))
+      info = info .. string.format(" %s %s id=%d", ep_ops[op] or string.format("op %d", op),
+                                   resp and "response" or "request", psn)
+      if need(tvb, tree, off + 20, 4) then tree:add(f.icrc, tvb(off + 20, 4)) end
     end
   end
   if ev then info = info .. string.format(" EV=0x%08x", ev) end

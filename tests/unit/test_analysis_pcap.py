@@ -29,8 +29,8 @@ def _mixed_frames(srv6: bool):
                                    echo_ts=99, ooo=4, penalty=5, rx_bytes=1 << 40), srv6=srv6)),
         (t0 + 3000, frame(1, 0, 0, EV0, bth(0xDD, 0x11, 105) +
                           nack_hdr(0x01, port_status=1, ev=EV0, echo_ts=77), srv6=srv6)),
-        (t0 + 4000, frame(0, 1, 0, EV0, bth(0xDE, 0x2, 0) +
-                          probe_hdr(9, EV0, response=True, src_qp=0x10, ts=555), srv6=srv6)),
+        (t0 + 4000, frame(0, 1, 0, EV0, bth(0xD9, 0x2, 9) +
+                          probe_hdr(EV0, src_qp=0x10, ts=555), srv6=srv6)),
     ]
 
 
@@ -41,12 +41,12 @@ def test_fields_roundtrip(tmp_path, srv6):
     assert "direction ambiguous" in load_pcap(path).attrs["pcap_report"]["problems"][0]
     df = load_pcap(path, local_addr=TOPO.nic_addr(0, 0))
     assert len(df) == 5
-    assert list(df["opname"]) == ["WRITE_ONLY", "WRITE_LAST_IMM", "SACK", "NACK", "PROBE"]
+    assert list(df["opname"]) == ["WRITE_ONLY", "WRITE_LAST_IMM", "SACK", "NACK", "EP_RESPONSE"]
     assert (df["host"] == "h0").all() and (df["plane"] == 0).all()
     assert list(df["direction"]) == ["tx", "tx", "rx", "rx", "tx"]
     assert df["srv6"].all() == srv6
     assert list(df["qp"]) == [0x10, 0x10, 0x11, 0x11, 0x2]
-    assert list(df["psn"]) == [100, 101, 102, 105, 0]
+    assert list(df["psn"]) == [100, 101, 102, 105, 9]
     assert (df["ev"] == EV0).all() and (df["ev_spine"] == 1).all() and (df["ev_plane"] == 0).all()
     assert list(df["retx"]) == [False, True, False, False, False]
     assert list(df["ack_req"]) == [True, False, False, False, False]
@@ -66,6 +66,7 @@ def test_fields_roundtrip(tmp_path, srv6):
     p = df.iloc[4]
     assert (p.probe_response, p.probe_seq, p.probe_ev, p.probe_src_qp, p.probe_ts) == (True, 9, EV0, 0x10, 555)
     assert pd.isna(p.sack_cum_psn) and pd.isna(p.msn)
+    assert all(pd.isna(r.probe_seq) and pd.isna(r.probe_response) for r in df.iloc[:4].itertuples())
     assert not df["short"].any()
     expected_size = [len(bytes(f)) for _, f in _mixed_frames(srv6)]
     assert list(df["size"]) == expected_size
@@ -86,7 +87,7 @@ def test_snaplen_128_keeps_readable_fields(tmp_path):
     path.write_bytes(bytes(out))
     df = load_pcap(path)
     assert len(df) == 5
-    assert list(df["psn"]) == [100, 101, 102, 105, 0]
+    assert list(df["psn"]) == [100, 101, 102, 105, 9]
     assert (df["captured"] <= 128).all() and df["size"].iloc[0] > 128
     # SRv6 data: 114 B of L2-BTH, METH(4)+TSETH(8) = 126 -> RETH cut: va missing, msn/tseth present
     assert df.iloc[0].msn == 7 and df.iloc[0].tseth == 123456789 and pd.isna(df.iloc[0].va)
@@ -94,7 +95,10 @@ def test_snaplen_128_keeps_readable_fields(tmp_path):
     assert df.iloc[2].sack_cum_psn == 102 and pd.isna(df.iloc[2].sack_rx_bytes)
     # NACK ends at byte 130: reason and EV captured, the echoed timestamp is not
     assert df.iloc[3].nack_reason == 1 and df.iloc[3].nack_ev == EV0 and pd.isna(df.iloc[3].nack_echo_ts)
-    assert df.iloc[4].probe_seq == 9 and df.iloc[4].probe_ev == EV0 and pd.isna(df.iloc[4].probe_src_qp)
+    # EPH starts at byte 114: operation, ports, EV (118..121), source QP (122..125) captured,
+    # the timestamp (126..133) is not
+    p = df.iloc[4]
+    assert (p.probe_seq, p.probe_ev, p.probe_src_qp) == (9, EV0, 0x10) and pd.isna(p.probe_ts)
     assert df["short"].all() and df.attrs["pcap_report"]["short_packets"] == 5
 
 

@@ -47,8 +47,10 @@ def nack_hdr(reason, port_status=3, ev=0, echo_ts=0):
     return struct.pack("!BBHIQ", reason, port_status, 0, ev, echo_ts)
 
 
-def probe_hdr(seq, ev, *, response=False, port_status=3, src_qp=0, ts=0):
-    return struct.pack("!BBHIIIQ", 1 if response else 0, port_status, 0, seq, ev, src_qp, ts)
+def probe_hdr(ev, *, port_status=3, src_qp=0, ts=0):
+    """EPH of an EV probe (operation 0); the probe id goes in the BTH PSN, request/response in
+    the BTH opcode (0xD8 / 0xD9)."""
+    return struct.pack("!BBHIIQ", 0, port_status, 0, ev, src_qp, ts)
 
 
 def frame(src_host, dst_host, plane, ev, mrc, *, srv6=True, ecn=0, spine=0):

@@ -37,8 +37,8 @@ def test_tshark_shows_mrc_fields(tmp_path, srv6):
     write_capture(pcap, _mixed_frames(srv6))
     rows = tshark_fields(pcap)
     assert [r["_ws.col.Protocol"] for r in rows] == ["MRC"] * 5
-    assert [r["mrc.opcode"] for r in rows] == ["0xca", "0xc9", "0xdc", "0xdd", "0xde"]
-    assert [int(r["mrc.psn"]) for r in rows] == [100, 101, 102, 105, 0]
+    assert [r["mrc.opcode"] for r in rows] == ["0xca", "0xc9", "0xdc", "0xdd", "0xd9"]
+    assert [int(r["mrc.psn"]) for r in rows] == [100, 101, 102, 105, 9]
     assert all(int(r["mrc.ev"], 16) == EV0 for r in rows)
     assert rows[0]["mrc.ev.spine"] == "1" and rows[0]["mrc.ev.plane"] == "0"
     assert [r["mrc.retransmission"] for r in rows[:2]] == ["0", "1"]
@@ -48,6 +48,7 @@ def test_tshark_shows_mrc_fields(tmp_path, srv6):
     assert rows[2]["mrc.sack.cum_psn"] == "102" and int(rows[2]["mrc.sack.bitmap"], 16) == 0b1011
     assert rows[2]["mrc.sack.rx_bytes"] == str(1 << 40)
     assert rows[3]["mrc.nack.reason"] == "0x01" and rows[4]["mrc.probe.seq"] == "9"
+    assert rows[4]["mrc.probe.response"] == "1" and rows[0]["mrc.probe.response"] == ""
 
 
 def test_tshark_verbose_names_opcodes_and_reasons(tmp_path):
@@ -56,7 +57,9 @@ def test_tshark_verbose_names_opcodes_and_reasons(tmp_path):
     res = subprocess.run(["tshark", "-X", f"lua_script:{LUA}", "-r", str(pcap), "-V"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr
-    for text in ("Opcode: WRITE_ONLY (0xca)", "NACK reason: TRIMMED (0x01)", "SACK", "PROBE",
+    for text in ("Opcode: WRITE_ONLY (0xca)", "NACK reason: TRIMMED (0x01)", "SACK",
+                 "Opcode: EP_RESPONSE (0xd9)", "Endpoint operation: EV_PROBE (0)",
+                 "Probed EV: 0x00400bee", "Source QP: 0x00000010",
                  "Entropy value (EV): 0x00400bee", "Skip (M field): SKIP_ONCE"):
         assert text in res.stdout, text
 
@@ -73,3 +76,31 @@ def test_short_capture_is_flagged_not_an_error(tmp_path):
     res = subprocess.run(["tshark", "-X", f"lua_script:{LUA}", "-r", str(pcap), "-V"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 0 and "MRC header cut short" in res.stdout
+
+
+def test_tshark_decodes_codec_ev_probe_request_and_response(tmp_path):
+    """Frames from the real codec: request 0xD8 and response 0xD9, probe id = PSN."""
+    from scapy.layers.l2 import Ether
+
+    from tests.unit.test_analysis_synth import TOPO
+    from traffic.codec import Codec
+    from traffic.messages import Probe
+
+    ev = make_ev(1, 1, 0xC0DE)
+    enc = Codec(TOPO).encoder(0, 1, 1, "srv6")
+    frames = [Ether(enc.encode(Probe(ev=ev, seq=0xABCDEF, src_qp=0x21, timestamp=42, path_ev=ev))),
+              Ether(enc.encode(Probe(ev=ev, seq=0xABCDEF, src_qp=0x21, timestamp=42,
+                                     response=True, path_ev=ev)))]
+    pcap = tmp_path / "h0-p1.pcap"
+    write_capture(pcap, [(1000 * i, f) for i, f in enumerate(frames)])
+    cmd = ["tshark", "-X", f"lua_script:{LUA}", "-r", str(pcap), "-T", "fields", "-E",
+           "separator=|", "-e", "mrc.opcode", "-e", "mrc.qp", "-e", "mrc.probe.seq", "-e",
+           "mrc.probe.response", "-e", "mrc.ep.op", "-e", "mrc.probe.ev", "-e",
+           "mrc.probe.src_qp", "-e", "mrc.probe.timestamp"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    rows = [line.split("|") for line in res.stdout.splitlines()]
+    assert [r[0] for r in rows] == ["0xd8", "0xd9"]
+    for row, response in zip(rows, ("0", "1")):
+        assert int(row[1], 16) == 2 and int(row[2]) == 0xABCDEF and row[3] == response
+        assert row[4] == "0" and int(row[5], 16) == ev and int(row[6], 16) == 0x21 and row[7] == "42"

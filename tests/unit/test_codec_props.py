@@ -13,7 +13,7 @@ from scapy.packet import Raw
 
 from emulation.topology import FabricSpec, Topology, make_ev
 from traffic.codec import MODES, Codec
-from traffic.layers import BTH, METH, NACK, PROBE, RETH, SACK, TSETH, ImmDt
+from traffic.layers import BTH, EPH, METH, NACK, RETH, SACK, TSETH, ImmDt
 from traffic.messages import (IMM_OPCODES, WRITE_OPCODES, DataPacket, Nack, Probe, Sack)
 
 TOPO = Topology(FabricSpec(planes=2, groups=3, spines=3, hosts_per_group=2))
@@ -67,7 +67,7 @@ def nacks(draw, ev):
 
 @st.composite
 def probes(draw, ev):
-    return Probe(ev=draw(evs()), seq=draw(u32), timestamp=draw(u64), response=draw(st.booleans()),
+    return Probe(ev=draw(evs()), seq=draw(u24), timestamp=draw(u64), response=draw(st.booleans()),
                  src_qp=draw(u32), port_status=draw(u8), path_ev=ev)
 
 
@@ -112,9 +112,9 @@ def scapy_frame(route, msg, ecn):
         pkt /= NACK(reason=msg.reason, port_status=msg.port_status, ev=msg.ev,
                     echo_ts=msg.echo_timestamp)
     else:
-        pkt /= BTH(opcode=0xDE, dqpn=2, psn=msg.seq & 0xFFFFFF)
-        pkt /= PROBE(response=int(msg.response), port_status=msg.port_status, seq=msg.seq,
-                     ev=msg.ev, src_qp=msg.src_qp, timestamp=msg.timestamp)
+        pkt /= BTH(opcode=0xD9 if msg.response else 0xD8, dqpn=2, psn=msg.seq)
+        pkt /= EPH(op=0, port_status=msg.port_status, ev=msg.ev, src_qp=msg.src_qp,
+                   timestamp=msg.timestamp)
     return bytes(pkt)
 
 
@@ -173,10 +173,10 @@ def test_scapy_dissects_codec_frames_to_the_message_fields(case):
         assert (n.reason, n.port_status, n.ev, n.echo_ts) == (
             msg.reason, msg.port_status, msg.ev, msg.echo_timestamp)
     else:
-        p = pkt[PROBE]
-        assert (bth.opcode, bth.dqpn, bth.psn) == (0xDE, 2, msg.seq & 0xFFFFFF)
-        assert (p.response, p.port_status, p.seq, p.ev, p.src_qp, p.timestamp) == (
-            msg.response, msg.port_status, msg.seq, msg.ev, msg.src_qp, msg.timestamp)
+        p = pkt[EPH]
+        assert (bth.opcode, bth.dqpn, bth.psn) == (0xD9 if msg.response else 0xD8, 2, msg.seq)
+        assert (p.op, p.port_status, p.ev, p.src_qp, p.timestamp) == (
+            0, msg.port_status, msg.ev, msg.src_qp, msg.timestamp)
 
 
 @PROPS

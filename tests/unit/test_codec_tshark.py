@@ -29,6 +29,7 @@ def packets():
         Sack(dest_qp=0x22, cum_psn=77, bitmap=0b101, path_ev=EV),
         Nack(dest_qp=0x23, psn=78, reason=1, path_ev=EV),
         Probe(ev=EV, seq=79, response=True),
+        Probe(ev=EV, seq=0xABCDEF, src_qp=0x10, timestamp=5),
     ]
 
 
@@ -39,7 +40,7 @@ def expected(msg):
         return Opcode.SACK, msg.dest_qp, msg.cum_psn
     if isinstance(msg, Nack):
         return Opcode.NACK, msg.dest_qp, msg.psn
-    return Opcode.PROBE, 2, msg.seq
+    return (Opcode.EP_RESPONSE if msg.response else Opcode.EP_REQUEST), 2, msg.seq
 
 
 @pytest.mark.parametrize("mode", MODES)

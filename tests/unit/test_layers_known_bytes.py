@@ -1,6 +1,6 @@
 """Regression: hand-written bytes of one packet of each kind, checked against the Scapy layers
-and the fast codec. The hex below was composed by hand from the binding layout (brief + the
-fabric's address plan), header by header; only the ICRC (a CRC-32) is computed here."""
+and the fast codec. The hex below was composed by hand from traffic/WIRE_FORMAT.md and the
+fabric's address plan, header by header; only the ICRC (a CRC-32) is computed here."""
 import zlib
 
 import pytest
@@ -11,7 +11,7 @@ from scapy.packet import Raw
 
 from emulation.topology import FabricSpec, Topology
 from traffic.codec import Codec
-from traffic.layers import BTH, METH, NACK, PROBE, RETH, SACK, TSETH, ImmDt
+from traffic.layers import BTH, EPH, METH, NACK, RETH, SACK, TSETH, ImmDt
 from traffic.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
@@ -22,6 +22,7 @@ H1P0 = "fd00 0000 0000 0001 0000 0000 0000 0001"
 H2P0 = "fd00 0000 0001 0000 0000 0000 0000 0001"
 H3P0 = "fd00 0000 0001 0001 0000 0000 0000 0001"
 H0P1 = "fd00 0001 0000 0000 0000 0000 0000 0001"
+H2P1 = "fd00 0001 0001 0000 0000 0000 0000 0001"
 H3P1 = "fd00 0001 0001 0001 0000 0000 0000 0001"
 
 
@@ -74,22 +75,36 @@ NACK_FRAME = with_icrc(
 NACK_MSG = Nack(dest_qp=0x10, psn=0xABCDEF, reason=NackReason.TRIMMED_LASTHOP, ev=0x00400009,
                 port_status=1, echo_timestamp=0x64, path_ev=7)
 
-# PROBE response, SRv6 mode, h0 -> h1 (same group: no T1 uSID), EV 0x00402222.
+# EV probe response = endpoint response 0xD9, SRv6 mode, h0 -> h1 (same group: no T1 uSID),
+# EV 0x00402222, probe id 0x010005 in the PSN. UDP length 8 + 12 + 20 + 4 = 44 (0x2c); outer
+# IPv6 payload 44 + 40 = 84 (0x54).
 PROBE_FRAME = with_icrc(
     "020000000001 020000000000 86dd"
-    "60200040 0058 29 40" + H0P0 + "fcbb bb00 1000 0000 1000 3001 0000 0000"
-    "60200040 0030 11 40" + H0P0 + H1P0 +
-    "2222 12b7 0030 0000",
-    "de 00 ffff 00 000002 00 000005"                     # BTH PROBE on QP 2, PSN = seq & 2^24-1
-    "01 01 0000 01000005 00402222 00000077 0000000000000a0b")
-PROBE_MSG = Probe(ev=0x00402222, seq=0x01000005, timestamp=0xA0B, response=True, src_qp=0x77,
+    "60200040 0054 29 40" + H0P0 + "fcbb bb00 1000 0000 1000 3001 0000 0000"
+    "60200040 002c 11 40" + H0P0 + H1P0 +
+    "2222 12b7 002c 0000",
+    "d9 00 ffff 00 000002 00 010005"                     # BTH EP_RESPONSE on QP 2, PSN = probe id
+    "00 01 0000 00402222 00000077 0000000000000a0b")     # EV_PROBE, ports, resv, EV, src QP, ts
+PROBE_MSG = Probe(ev=0x00402222, seq=0x010005, timestamp=0xA0B, response=True, src_qp=0x77,
                   port_status=1, path_ev=0x00402222)
+
+# EV probe request = endpoint request 0xD8, ECMP mode, h2 -> h0 on plane 1, EV 0x1040C001
+# (plane 1, spine 1, entropy 0xC001): flow label 0x01040, UDP sport 0xC001; probe id 0xFFFFFF.
+PROBE_REQUEST_FRAME = with_icrc(
+    "020000010000 020000010100 86dd"
+    "60201040 002c 11 40" + H2P1 + H0P1 +
+    "c001 12b7 002c 0000",
+    "d8 00 ffff 00 000002 00 ffffff"                     # BTH EP_REQUEST on QP 2, PSN = probe id
+    "00 03 0000 1040c001 00000001 1122334455667788")
+PROBE_REQUEST_MSG = Probe(ev=0x1040C001, seq=0xFFFFFF, timestamp=0x1122334455667788,
+                          src_qp=1, port_status=3, path_ev=0x1040C001)
 
 CASES = {
     "data": (DATA_FRAME, DATA_MSG, (0, 3, 0, "ecmp")),
     "sack": (SACK_FRAME, SACK_MSG, (3, 0, 1, "srv6")),
     "nack": (NACK_FRAME, NACK_MSG, (1, 2, 0, "ecmp")),
     "probe": (PROBE_FRAME, PROBE_MSG, (0, 1, 0, "srv6")),
+    "probe_request": (PROBE_REQUEST_FRAME, PROBE_REQUEST_MSG, (2, 0, 1, "ecmp")),
 }
 
 
@@ -118,10 +133,16 @@ def scapy_frames():
              / IPv6(tc=2, fl=0x40, src="fd00::1", dst="fcbb:bb00:1000:0:1000:3001::")
              / IPv6(tc=2, fl=0x40, src="fd00::1", dst="fd00:0:0:1::1")
              / UDP(sport=0x2222, dport=4791, chksum=0)
-             / BTH(opcode=Opcode.PROBE, dqpn=2, psn=5)
-             / PROBE(response=1, port_status=1, seq=0x01000005, ev=0x00402222, src_qp=0x77,
-                     timestamp=0xA0B))
-    return {"data": data, "sack": sack, "nack": nack, "probe": probe}
+             / BTH(opcode=Opcode.EP_RESPONSE, dqpn=2, psn=0x010005)
+             / EPH(op=0, port_status=1, ev=0x00402222, src_qp=0x77, timestamp=0xA0B))
+    probe_request = (Ether(dst="02:00:00:01:00:00", src="02:00:00:01:01:00", **eth)
+                     / IPv6(tc=2, fl=0x1040, src="fd00:1:1::1", dst="fd00:1::1")
+                     / UDP(sport=0xC001, dport=4791, chksum=0)
+                     / BTH(opcode=Opcode.EP_REQUEST, dqpn=2, psn=0xFFFFFF)
+                     / EPH(op=0, port_status=3, ev=0x1040C001, src_qp=1,
+                           timestamp=0x1122334455667788))
+    return {"data": data, "sack": sack, "nack": nack, "probe": probe,
+            "probe_request": probe_request}
 
 
 @pytest.mark.parametrize("kind", CASES)
@@ -153,7 +174,11 @@ def test_scapy_dissects_control_packets():
     nack = Ether(NACK_FRAME)
     assert nack[NACK].reason == NackReason.TRIMMED_LASTHOP and nack[BTH].psn == 0xABCDEF
     probe = Ether(PROBE_FRAME)
-    assert probe[PROBE].response == 1 and probe[PROBE].seq == 0x01000005 and probe[BTH].dqpn == 2
+    assert (probe[BTH].opcode, probe[BTH].psn, probe[BTH].dqpn) == (0xD9, 0x010005, 2)
+    assert (probe[EPH].op, probe[EPH].ev, probe[EPH].src_qp) == (0, 0x00402222, 0x77)
+    request = Ether(PROBE_REQUEST_FRAME)
+    assert (request[BTH].opcode, request[BTH].psn) == (0xD8, 0xFFFFFF)
+    assert request[EPH].timestamp == 0x1122334455667788
 
 
 @pytest.mark.parametrize("kind", CASES)

@@ -1,0 +1,50 @@
+"""What the planner asks the executor to do, as plain values (nothing here runs anything).
+
+RunArgv: one external command (ip, tc, nft, nsenter), run with its exit status checked.
+InstallRules / DeleteCookie: OpenFlow flow mods to one switch, confirmed by a barrier.
+StartFlap / CancelFlap: the flap scheduler's timers for one link.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controller.routing import FlowRule
+
+
+@dataclass(frozen=True)
+class RunArgv:
+    argv: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class InstallRules:
+    switch: str
+    rules: tuple[FlowRule, ...]
+
+
+@dataclass(frozen=True)
+class DeleteCookie:
+    switch: str
+    cookie: int
+
+
+@dataclass(frozen=True)
+class StartFlap:
+    a: str
+    b: str
+    period_s: float
+    count: int
+
+
+@dataclass(frozen=True)
+class CancelFlap:
+    a: str
+    b: str
+
+
+Command = RunArgv | InstallRules | DeleteCookie | StartFlap | CancelFlap
+
+
+def run_all(argvs) -> list[RunArgv]:
+    """RunArgv of every argv list a controller.faults builder returned."""
+    return [RunArgv(tuple(argv)) for argv in argvs]

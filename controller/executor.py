@@ -1,0 +1,62 @@
+"""Runs what the planner returns: external commands with their exit status checked, flow mods
+through the OpenFlow handle the os-ken adapter provides, flap timers through callbacks.
+
+A failure raises: CommandError (api: 500) for a command, TimeoutError (api: 504) when the
+OpenFlow side is not running or a switch does not answer.
+"""
+from __future__ import annotations
+
+import subprocess
+from typing import Callable
+
+from controller.api import CommandError
+from controller.commands import CancelFlap, DeleteCookie, InstallRules, RunArgv, StartFlap
+
+COMMAND_TIMEOUT_S = 10.0
+
+
+def run_checked(argv: list[str]) -> str:
+    """Run one command; raise CommandError with argv and stderr if it fails."""
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise CommandError(f"command {' '.join(argv)!r} could not run: {err}") from None
+    if proc.returncode != 0:
+        raise CommandError(f"command {' '.join(argv)!r} failed (exit {proc.returncode}): "
+                           f"{proc.stderr.strip() or proc.stdout.strip()}")
+    return proc.stdout
+
+
+class Executor:
+    """run(argv) -> stdout raises on failure; openflow() returns the adapter's handle (install,
+    delete_cookie) or None; start_flap / cancel_flap take the StartFlap / CancelFlap command."""
+
+    def __init__(self, run: Callable[[list[str]], str], openflow: Callable[[], object],
+                 start_flap: Callable[[StartFlap], None],
+                 cancel_flap: Callable[[CancelFlap], None]):
+        self.run = run
+        self.openflow = openflow
+        self.start_flap = start_flap
+        self.cancel_flap = cancel_flap
+
+    def _require_openflow(self):
+        of = self.openflow()
+        if of is None:
+            raise TimeoutError("OpenFlow side not running")
+        return of
+
+    def execute(self, commands) -> None:
+        for cmd in commands:
+            match cmd:
+                case RunArgv():
+                    self.run(list(cmd.argv))
+                case InstallRules():
+                    self._require_openflow().install(cmd.switch, list(cmd.rules))
+                case DeleteCookie():
+                    self._require_openflow().delete_cookie(cmd.switch, cmd.cookie)
+                case StartFlap():
+                    self.start_flap(cmd)
+                case CancelFlap():
+                    self.cancel_flap(cmd)
+                case _:
+                    raise TypeError(f"not a command: {cmd!r}")

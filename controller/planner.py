@@ -1,0 +1,277 @@
+"""Pure fault planning: (typed fault action, fault state, context) -> commands + new state.
+
+Nothing here runs a command or talks to a switch. A Plan is a sequence of Steps, each the
+commands that apply one part of the fault (one direction of a link, say) and the fault state
+once they have run; the controller executes the steps in order and keeps the state of the
+last one that completed, so a command failing half way leaves the state describing exactly
+what was applied. Every check that can refuse a fault runs while planning, before any step.
+
+Facts that only the running system knows come in through PlanContext: which switches have an
+OpenFlow connection, the HTB classes of a port about to be degraded (degrade_queries says
+which `tc class show` to run first), and which switch ports carry the BPF ECN marker.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Mapping
+
+from controller import faults as F
+from controller.actions import (CLEAR_OF_KIND, Blackhole, BlackholeClear, Degrade, DegradeClear,
+                                EcnClear, EcnMark, FaultAction, Flap, GrayLoss, GrayLossClear,
+                                LinkDown, LinkUp)
+from controller.commands import (CancelFlap, Command, DeleteCookie, InstallRules, StartFlap,
+                                 run_all)
+from emulation.topology import Topology
+
+NFT_KIND = {"gray_loss": "loss", "ecn_mark": "ecn"}   # nft table name part of each nft fault
+
+
+def _frozen(mapping) -> Mapping:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True)
+class DegradedPort:
+    """How a degraded egress port is restored: its own HTB leaves set back to the link rate,
+    or (own_qdisc) the root HTB the degrade added removed."""
+    leaves: tuple[str, ...]
+    own_qdisc: bool
+
+
+@dataclass(frozen=True)
+class FaultState:
+    """Faults in force. Never changed in place: the planner returns a new one."""
+    admin_down: frozenset = frozenset()           # {frozenset({a, b})} taken down by a fault
+    active: Mapping = field(default_factory=lambda: _frozen({}))    # (kind, sender, receiver) -> params
+    degraded: Mapping = field(default_factory=lambda: _frozen({}))  # (sender, receiver) -> DegradedPort
+    blackholes: frozenset = frozenset()           # switch names
+
+    def with_active(self, key, params: dict | None) -> "FaultState":
+        active = dict(self.active)
+        if params is None:
+            del active[key]
+        else:
+            active[key] = _frozen(params)
+        return replace(self, active=_frozen(active))
+
+    def with_degraded(self, key, port: DegradedPort | None) -> "FaultState":
+        degraded = dict(self.degraded)
+        if port is None:
+            del degraded[key]
+        else:
+            degraded[key] = port
+        return replace(self, degraded=_frozen(degraded))
+
+
+@dataclass(frozen=True)
+class PlanContext:
+    topo: Topology
+    host_pids: Mapping = field(default_factory=dict)      # host name -> pid in its namespace
+    # switches with an OpenFlow connection; None when the OpenFlow side is not running (the
+    # executor reports that when it has to send a flow mod)
+    connected: frozenset | None = None
+    htb_leaves: Mapping = field(default_factory=dict)     # (sender, receiver) -> leaf class ids
+    bpf_marker_ports: frozenset = frozenset()             # switch egress interfaces
+
+
+@dataclass(frozen=True)
+class Step:
+    commands: tuple[Command, ...]
+    state: FaultState
+
+
+@dataclass(frozen=True)
+class Plan:
+    steps: tuple[Step, ...]
+    log_extra: Mapping = field(default_factory=lambda: _frozen({}))   # merged into the log entry
+
+    @property
+    def state(self) -> FaultState:
+        return self.steps[-1].state
+
+
+# ---------------------------------------------------------------- link state
+
+
+def link_state_step(state: FaultState, topo: Topology, a: str, b: str, up: bool) -> Step:
+    """Set the link administratively up or down (also one step of a flap)."""
+    pair = frozenset((a, b))
+    down = state.admin_down - {pair} if up else state.admin_down | {pair}
+    return Step(tuple(run_all(F.link_set_commands(topo, a, b, up, {}))),
+                replace(state, admin_down=down))
+
+
+def _plan_link(action, state, ctx, up: bool) -> Plan:
+    step = link_state_step(state, ctx.topo, action.a, action.b, up)
+    return Plan((replace(step, commands=(CancelFlap(action.a, action.b),) + step.commands),))
+
+
+def _plan_flap(action: Flap, state, ctx) -> Plan:
+    return Plan((Step((CancelFlap(action.a, action.b),
+                       StartFlap(action.a, action.b, action.period_s, action.count)), state),))
+
+
+# ---------------------------------------------------------------- directional faults
+
+
+def _egress(action, ctx) -> list[tuple[tuple[str, str], list[str], str]]:
+    """((sender, receiver), namespace prefix, egress interface) per direction; raises
+    FaultError (unknown host namespace) before anything is planned."""
+    pairs = action.directed_pairs()
+    return [((s, r), F.netns_prefix(ctx.topo, s, ctx.host_pids), F.intf_of(ctx.topo, s, r))
+            for s, r in pairs]
+
+
+def _active_pairs(action, state, kind: str) -> list[tuple[str, str]]:
+    pairs = [(s, r) for s, r in action.directed_pairs() if (kind, s, r) in state.active]
+    if not pairs:
+        raise F.FaultError(f"{action.name}: no {kind} active on {action.a}<->{action.b} "
+                           f"({action.direction})")
+    return pairs
+
+
+def _clear_egress(action, state, ctx, kind: str):
+    return [((s, r), F.netns_prefix(ctx.topo, s, ctx.host_pids), F.intf_of(ctx.topo, s, r))
+            for s, r in _active_pairs(action, state, kind)]
+
+
+def _plan_gray_loss(action: GrayLoss, state, ctx) -> Plan:
+    steps = []
+    for (s, r), ns, intf in _egress(action, ctx):
+        state = state.with_active(("gray_loss", s, r), {"percent": action.percent})
+        steps.append(Step(tuple(run_all(F.gray_loss_commands(ns, intf, action.percent))), state))
+    return Plan(tuple(steps))
+
+
+def _plan_nft_clear(action, state, ctx, kind: str) -> Plan:
+    steps = []
+    for (s, r), ns, intf in _clear_egress(action, state, ctx, kind):
+        state = state.with_active((kind, s, r), None)
+        steps.append(Step(tuple(run_all(F.nft_clear_commands(ns, NFT_KIND[kind], intf))), state))
+    return Plan(tuple(steps))
+
+
+def ecn_marker_note(intf: str, bpf_marker_active: bool) -> str:
+    """Which ECN marker a port ends up with: the queue-based marker is the BPF program; the
+    nftables rate marker is only the fallback where BPF is unavailable."""
+    if bpf_marker_active:
+        return (f"ecn_mark on {intf}: the in-fabric BPF virtual-queue marker is active there; "
+                f"adding the nftables rate marker (fallback) on top of it")
+    return (f"ecn_mark on {intf}: no in-fabric BPF marker on this port; using the nftables "
+            f"rate marker as the fallback")
+
+
+def _plan_ecn_mark(action: EcnMark, state, ctx) -> Plan:
+    steps, notes = [], []
+    for (s, r), ns, intf in _egress(action, ctx):
+        notes.append(ecn_marker_note(intf, not ns and intf in ctx.bpf_marker_ports))
+        state = state.with_active(("ecn_mark", s, r), {"rate_mbit": action.rate_mbit})
+        steps.append(Step(tuple(run_all(F.ecn_mark_commands(ns, intf, action.rate_mbit))), state))
+    return Plan(tuple(steps), _frozen({"marker": "nftables-fallback", "notes": notes}))
+
+
+def degrade_queries(action: FaultAction, state: FaultState,
+                    ctx: PlanContext) -> dict[tuple[str, str], list[str]]:
+    """`tc class show` argv per direction whose HTB classes the planner needs before it can
+    plan `action` (a Degrade of a port not degraded yet); parse the output with
+    controller.faults.htb_leaf_classes and pass it as PlanContext.htb_leaves."""
+    if not isinstance(action, Degrade):
+        return {}
+    return {pair: F.tc_class_show_command(ns, intf) for pair, ns, intf in _egress(action, ctx)
+            if pair not in state.degraded}
+
+
+def _plan_degrade(action: Degrade, state, ctx) -> Plan:
+    mbit = ctx.topo.link(action.a, action.b).mbit * action.fraction
+    steps = []
+    for pair, ns, intf in _egress(action, ctx):
+        port = state.degraded.get(pair)
+        if port is None:
+            if pair not in ctx.htb_leaves:
+                raise ValueError(f"degrade: HTB classes of {intf} unknown; run "
+                                 f"degrade_queries' commands first")
+            leaves = tuple(ctx.htb_leaves[pair])
+            port = DegradedPort(leaves, own_qdisc=not leaves)
+            cmds = F.degrade_commands(ns, intf, list(port.leaves), mbit)
+        else:
+            cmds = F.degrade_commands(ns, intf, list(port.leaves), mbit)
+            if port.own_qdisc:   # the root HTB we added exists already: change its class
+                cmds = [[x if x != "add" else "change" for x in c] for c in cmds
+                        if "qdisc" not in c]
+        state = state.with_degraded(pair, port).with_active(
+            ("degrade", *pair), {"fraction": action.fraction, "mbit": mbit})
+        steps.append(Step(tuple(run_all(cmds)), state))
+    return Plan(tuple(steps))
+
+
+def _plan_degrade_clear(action: DegradeClear, state, ctx) -> Plan:
+    link_mbit = ctx.topo.link(action.a, action.b).mbit
+    steps = []
+    for pair, ns, intf in _clear_egress(action, state, ctx, "degrade"):
+        port = state.degraded[pair]
+        cmds = F.degrade_clear_commands(ns, intf, list(port.leaves), link_mbit, port.own_qdisc)
+        state = state.with_degraded(pair, None).with_active(("degrade", *pair), None)
+        steps.append(Step(tuple(run_all(cmds)), state))
+    return Plan(tuple(steps))
+
+
+# ---------------------------------------------------------------- OpenFlow faults
+
+
+def _plan_blackhole(action: Blackhole, state, ctx) -> Plan:
+    switch = action.a
+    if switch in state.blackholes:
+        raise F.FaultError(f"blackhole: {switch} is already a blackhole")
+    if ctx.connected is not None and switch not in ctx.connected:
+        raise F.FaultError(f"blackhole: switch {switch} is not connected")
+    rule = F.blackhole_rule(ctx.topo, switch)
+    return Plan((Step((InstallRules(switch, (rule,)),),
+                      replace(state, blackholes=state.blackholes | {switch})),))
+
+
+def _plan_blackhole_clear(action: BlackholeClear, state, ctx) -> Plan:
+    switch = action.a
+    if switch not in state.blackholes:
+        raise F.FaultError(f"blackhole_clear: {switch} is not a blackhole")
+    cookie = F.blackhole_rule(ctx.topo, switch).cookie
+    return Plan((Step((DeleteCookie(switch, cookie),),
+                      replace(state, blackholes=state.blackholes - {switch})),))
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def plan(action: FaultAction, state: FaultState, ctx: PlanContext) -> Plan:
+    """Commands that apply `action` on top of `state`, and the state after each step.
+    Raises FaultError (nothing planned) if the action cannot apply to this state."""
+    match action:
+        case LinkDown():
+            return _plan_link(action, state, ctx, up=False)
+        case LinkUp():
+            return _plan_link(action, state, ctx, up=True)
+        case Flap():
+            return _plan_flap(action, state, ctx)
+        case GrayLoss():
+            return _plan_gray_loss(action, state, ctx)
+        case GrayLossClear():
+            return _plan_nft_clear(action, state, ctx, "gray_loss")
+        case EcnMark():
+            return _plan_ecn_mark(action, state, ctx)
+        case EcnClear():
+            return _plan_nft_clear(action, state, ctx, "ecn_mark")
+        case Degrade():
+            return _plan_degrade(action, state, ctx)
+        case DegradeClear():
+            return _plan_degrade_clear(action, state, ctx)
+        case Blackhole():
+            return _plan_blackhole(action, state, ctx)
+        case BlackholeClear():
+            return _plan_blackhole_clear(action, state, ctx)
+    raise TypeError(f"not a fault action: {action!r}")
+
+
+def clear_actions(state: FaultState) -> list[FaultAction]:
+    """One clear per directional fault in force (one direction each), for shutdown."""
+    return [CLEAR_OF_KIND[kind](a=s, b=r, direction="a->b")
+            for kind, s, r in state.active]

@@ -1,0 +1,248 @@
+"""FabricController: the controller's one stateful object, backend of the HTTP API
+(controller.api) and of the os-ken adapter (controller.openflow_app).
+
+It owns no logic of its own: a fault command becomes a typed action (controller.actions), the
+planner turns it into commands and the next fault state (controller.planner), the executor
+runs them (controller.executor); port events and reconvergence go through the routing state
+(controller.routing_state); flaps and reconvergence delays run on the scheduler. One lock
+orders all of it, so the state always matches what has been applied.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+
+from controller import actions as A
+from controller import counters
+from controller import faults as F
+from controller import planner as P
+from controller import routing as R
+from controller.api import CommandError
+from controller.bpf_maps import TrimmingError
+from controller.commands import CancelFlap, InstallRules, StartFlap
+from controller.executor import Executor, run_checked
+from controller.fault_log import FaultLog
+from controller.host_namespaces import checked_host_pids
+from controller.routing_state import RoutingState
+from controller.scheduler import Scheduler
+from emulation.topology import Topology
+
+LOG = logging.getLogger("mrclab.controller")
+
+
+class FabricController:
+    """`run` runs one external command and raises CommandError if it fails (tests pass a
+    recorder); `openflow` is set by the os-ken adapter once it runs (install, delete_cookie,
+    is_connected, connected_count, ready_count, port_stats, flow_stats)."""
+
+    def __init__(self, topo: Topology, routing_mode: str, dynamic_convergence_s: float | None,
+                 fault_log_path: str | None, buckets: int | None = None, run=run_checked):
+        if routing_mode not in R.ROUTING_MODES:
+            raise ValueError(f"routing must be one of {R.ROUTING_MODES}, got {routing_mode!r}")
+        if dynamic_convergence_s is not None and routing_mode != "ecmp":
+            raise ValueError("--dynamic-convergence-s only applies to --routing ecmp")
+        if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
+            raise ValueError("--dynamic-convergence-s must be >= 0")
+        self.topo = topo
+        self.mode = routing_mode
+        self.convergence_s = dynamic_convergence_s
+        self.routing = RoutingState(topo, routing_mode, buckets if buckets is not None
+                                    else R.default_buckets(topo.spec.spines))
+        self.state = P.FaultState()
+        self.host_pids: dict[str, int] = {}
+        self.run = run
+        self.openflow = None
+        self.lock = threading.RLock()
+        self.fault_log = FaultLog(fault_log_path)
+        self.scheduler = Scheduler()
+        self.executor = Executor(run, lambda: self.openflow, self._start_flap, self._cancel_flap)
+        self.dpid_to_switch = {sw.dpid: name for name, sw in topo.switches.items()}
+
+    # ------------------------------------------------------------ views
+
+    @property
+    def buckets(self) -> int:
+        return self.routing.buckets
+
+    @property
+    def routed_around(self) -> frozenset:
+        return self.routing.routed_around
+
+    @property
+    def installed(self) -> dict:
+        return self.routing.installed
+
+    @property
+    def flaps(self) -> frozenset:
+        """Links ({a, b}) with a flap still running."""
+        return self.scheduler.running()
+
+    def log(self, entry: dict) -> dict:
+        return self.fault_log.append(entry)
+
+    # ------------------------------------------------------------ routing (adapter calls)
+
+    def rules_for(self, switch: str) -> list[R.FlowRule]:
+        """Rules for a (re)connecting switch: routing for the links routed around now, plus
+        an active blackhole."""
+        with self.lock:
+            rules = self.routing.rules_for(switch)
+            if switch in self.state.blackholes:
+                rules = rules + [F.blackhole_rule(self.topo, switch)]
+        return rules
+
+    def on_port_status(self, switch: str, port: int, up: bool, reason: str) -> None:
+        with self.lock:
+            change = self.routing.port_status(switch, port, up)
+            if change is None:
+                return
+            snapshot = self.routing.down_links(self.state.admin_down)
+        entry = {"action": "port_status", "switch": switch, "port": port,
+                 "state": "up" if up else "down", "reason": reason}
+        if change.link is not None:
+            entry.update(a=change.link.a, b=change.link.b)
+        self.log(entry)
+        if self.convergence_s is not None:
+            self.scheduler.after(self.convergence_s, self._reconverge, snapshot)
+
+    def _reconverge(self, down: frozenset) -> None:
+        """Recompute ECMP buckets around `down` and resend only the rules that changed."""
+        try:
+            with self.lock:
+                updates = self.routing.reconverge(down)
+            if updates is None:
+                return
+            of = self.openflow
+            self.executor.execute([InstallRules(name, tuple(changed))
+                                   for name, changed in updates.items()
+                                   if of is not None and of.is_connected(name)])
+            self.log({"action": "reconverge",
+                      "down_links": sorted(sorted(p) for p in down),
+                      "switches_updated": sorted(updates)})
+        except Exception:
+            LOG.exception("reconvergence failed")
+
+    # ------------------------------------------------------------ faults
+
+    def fault(self, cmd) -> dict:
+        action = A.parse(cmd, self.topo)
+        with self.lock:
+            extra = self._apply(action)
+            entry = self.log({**action.as_dict(), **extra})
+        return {"ok": True, "t_ns": entry["t_ns"], "fault": action.as_dict()}
+
+    def _context(self, action: A.FaultAction) -> P.PlanContext:
+        """What the planner needs to know about the running system for `action`."""
+        of = self.openflow
+        connected = None if of is None else frozenset(
+            name for name in self.topo.switches if of.is_connected(name))
+        ctx = P.PlanContext(self.topo, dict(self.host_pids), connected)
+        leaves = {pair: F.htb_leaf_classes(self.run(argv))
+                  for pair, argv in P.degrade_queries(action, self.state, ctx).items()}
+        markers = frozenset()
+        if isinstance(action, A.EcnMark):
+            ports = [F.intf_of(self.topo, s, r) for s, r in action.directed_pairs()
+                     if not F.is_host(self.topo, s)]
+            markers = frozenset(p for p in ports if counters.marker_active(p, run_checked))
+        return P.PlanContext(self.topo, ctx.host_pids, connected, leaves, markers)
+
+    def _apply(self, action: A.FaultAction) -> dict:
+        """Plan `action` and run it step by step; the state follows each completed step."""
+        plan = P.plan(action, self.state, self._context(action))
+        for step in plan.steps:
+            self.executor.execute(step.commands)
+            self.state = step.state
+        for note in plan.log_extra.get("notes", ()):
+            LOG.warning("%s", note)
+        return dict(plan.log_extra)
+
+    def _start_flap(self, cmd: StartFlap) -> None:
+        a, b = cmd.a, cmd.b
+
+        def step(up: bool, cancelled) -> None:
+            with self.lock:
+                if cancelled():
+                    return
+                change = P.link_state_step(self.state, self.topo, a, b, up)
+                self.executor.execute(change.commands)
+                self.state = change.state
+            self.log({"action": "flap_step", "a": a, "b": b, "state": "up" if up else "down"})
+
+        def failed(err: Exception) -> None:
+            LOG.error("flap of %s-%s failed: %s", a, b, err)
+            self.log({"action": "flap_error", "a": a, "b": b, "error": str(err)})
+
+        self.scheduler.start_sequence(frozenset((a, b)), F.flap_schedule(cmd.period_s, cmd.count),
+                                      step, failed, name=f"flap-{a}-{b}")
+
+    def _cancel_flap(self, cmd: CancelFlap) -> None:
+        self.scheduler.cancel(frozenset((cmd.a, cmd.b)))
+
+    def clear_all(self) -> None:
+        """Best effort at exit: stop flaps, remove the nft tables and degrades we made."""
+        with self.lock:
+            for pair in self.scheduler.running():
+                self.scheduler.cancel(pair)
+            for action in P.clear_actions(self.state):
+                try:
+                    self._apply(action)
+                except Exception as err:
+                    LOG.warning("could not clear %s on %s->%s: %s", action.name, action.a,
+                                action.b, err)
+
+    # ------------------------------------------------------------ API backend
+
+    def health(self) -> dict:
+        of = self.openflow
+        return {"ok": True, "routing": self.mode,
+                "switches_connected": of.connected_count() if of else 0,
+                "switches_expected": len(self.topo.switches),
+                "ready": bool(of and of.ready_count() == len(self.topo.switches)),
+                "dynamic_convergence_s": self.convergence_s, "ecmp_buckets": self.buckets}
+
+    def register_hosts(self, pids) -> dict:
+        clean = checked_host_pids(self.topo, pids)
+        with self.lock:
+            self.host_pids.update(clean)
+            return {"ok": True, "hosts": sorted(self.host_pids)}
+
+    def links(self) -> list:
+        with self.lock:
+            state = self.state
+            down = self.routing.down_links(state.admin_down)
+        flapping = self.scheduler.running()
+        out = []
+        for link in self.topo.links:
+            pair = frozenset((link.a, link.b))
+            fl = [{"action": kind, "from": s, "to": r, **params}
+                  for (kind, s, r), params in state.active.items() if frozenset((s, r)) == pair]
+            if pair in flapping:
+                fl.append({"action": "flap"})
+            for node in (link.a, link.b):
+                if node in state.blackholes:
+                    fl.append({"action": "blackhole", "node": node})
+            out.append({"a": link.a, "b": link.b, "a_intf": link.a_intf,
+                        "b_intf": link.b_intf, "plane": link.plane, "kind": link.kind,
+                        "state": "down" if pair in down else "up", "faults": fl})
+        return out
+
+    def faults(self) -> list:
+        return self.fault_log.entries()
+
+    def port_counters(self) -> dict:
+        return self._require_openflow().port_stats()
+
+    def flow_counters(self) -> dict:
+        return self._require_openflow().flow_stats()
+
+    def trim_counters(self) -> dict:
+        """Per switch egress port counters of the trimming program (see controller.counters)."""
+        try:
+            return counters.trim_counters(self.topo, run_checked)
+        except TrimmingError as err:
+            raise CommandError(str(err)) from None
+
+    def _require_openflow(self):
+        if self.openflow is None:
+            raise TimeoutError("OpenFlow side not running")
+        return self.openflow
