@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 
 
 def mean_goodput_mbit(samples: list[tuple[int, int]], start_ns: int | None = None,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from emulation.topology import FabricSpec, SpecError, Topology
+from model.topology import FabricSpec, SpecError, Topology
 
 EVENT_REQUIRED = ("t_ns", "event")
 FAULT_REQUIRED = ("t_ns", "action")

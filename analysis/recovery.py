@@ -148,7 +148,7 @@ def aggregate_cumulative(per_host: Mapping[str, Sequence[Sequence[float]]], *,
 def surviving_capacity_fraction(topology, link_capacity: Mapping[tuple[str, str], float]) -> float:
     """Fraction of the healthy capacity left on the fabric's narrowest cut.
 
-    topology: emulation.topology.Topology. link_capacity: (a, b) -> remaining fraction of that
+    topology: model.topology.Topology. link_capacity: (a, b) -> remaining fraction of that
     link's rate (0 = down/unusable, 1 = healthy; missing = 1), either order of a/b.
     Cuts considered: each host's NIC ports (all planes), and, with more than one group, each
     group's T0 uplinks (all planes and spines), which every cross-group byte must cross.

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.logs import parse_json, read_json, record_problem
+
 CONGESTION_REASONS_NOT_FAILURE = ("nack_trimmed",)
 
 
@@ -29,7 +31,6 @@ TRIM_EVENT_NEEDS = {"goodput": ("rx_bytes",), "iteration": ("end_ns",)}
 def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
     """The `wanted` events of one JSONL log that the analysis can use: lines cut by a crash, and
     lines whose fields have the wrong type (analysis.logs.record_problem), are skipped."""
-    from analysis.logs import parse_json, record_problem
     out = []
     try:
         with open(path, "rb") as f:
@@ -74,7 +75,6 @@ def _load_snapshot(tdir, name: str) -> dict | None:
     """A counters snapshot the fabric wrote at teardown: the run dir's copy, else the one in
     its fabric/ directory; None if missing or unreadable. Ports whose counters are not numbers
     are left out, so one corrupt entry does not hide the others."""
-    from analysis.logs import read_json
     p = Path(tdir) / name
     if not p.exists():
         p = Path(tdir) / "fabric" / name
@@ -207,7 +207,6 @@ def _victim_config_ok(cfg: dict) -> bool:
 def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dict | None:
     """The victim flow's goodput: series (Mbit/s per bin) and mean over the timed phase, from the
     victim destination's worker goodput events."""
-    from analysis.logs import read_json
     tdir = Path(tdir)
     cfg = read_json(tdir / "worker.json")
     if cfg is None or not _victim_config_ok(cfg):

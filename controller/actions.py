@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar, Union
 
 from controller import faults as F
-from emulation.topology import Topology
+from model.topology import Topology
 
 
 @dataclass(frozen=True)

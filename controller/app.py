@@ -26,7 +26,7 @@ from controller import openflow_app
 from controller import routing as R
 from controller.api import ApiServer
 from controller.service import FabricController
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 __all__ = ["FabricController", "main"]
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 
-from emulation.topology import Topology
+from model.topology import Topology
 from controller.routing import (
     KIND_FAULT_BLACKHOLE,
     PRIO_FAULT_BLACKHOLE,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from emulation.topology import Topology, host_intf
+from model.topology import Topology, host_intf
 
 
 def checked_host_pids(topo: Topology, pids) -> dict[str, int]:

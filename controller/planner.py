@@ -22,7 +22,7 @@ from controller.actions import (CLEAR_OF_KIND, Blackhole, BlackholeClear, Degrad
                                 LinkDown, LinkUp)
 from controller.commands import (CancelFlap, Command, DeleteCookie, InstallRules, StartFlap,
                                  run_all)
-from emulation.topology import Topology
+from model.topology import Topology
 
 NFT_KIND = {"gray_loss": "loss", "ecn_mark": "ecn"}   # nft table name part of each nft fault
 

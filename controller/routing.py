@@ -22,7 +22,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass, field
 
-from emulation.topology import (
+from model.topology import (
     USID_HOST_BASE,
     USID_LOCATOR,
     USID_T0_BASE,

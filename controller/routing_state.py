@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller import routing as R
-from emulation.topology import Link, Topology
+from model.topology import Link, Topology
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from controller.fault_log import FaultLog
 from controller.host_namespaces import checked_host_pids
 from controller.routing_state import RoutingState
 from controller.scheduler import Scheduler
-from emulation.topology import Topology
+from model.topology import Topology
 
 LOG = logging.getLogger("mrclab.controller")
 

@@ -15,7 +15,9 @@ import subprocess
 import sys
 import time
 
-from emulation.topology import Topology, make_ev
+from controller.routing import ecmp_uplink
+from emulation.fabric import Fabric, _http
+from model.topology import Topology, make_ev
 
 PROBES_PER_FLOW = 5
 PIN_PACKETS = 40
@@ -33,7 +35,6 @@ def _predicted_spine(topo: Topology, routing: str, src: int, dst: int, plane: in
         return None
     if routing == "srv6":
         return (ev >> 22) & 0x3F
-    from controller.routing import ecmp_uplink
     return ecmp_uplink(topo.spec, ev, hs.group, hd.group, plane=plane)
 
 
@@ -109,7 +110,6 @@ def check_reachability(fab, count: int = PROBES_PER_FLOW) -> dict:
 def _port_counters(fab) -> dict[tuple[str, int], dict]:
     raw = fab.controller.port_counters() if hasattr(fab.controller, "port_counters") else None
     if raw is None:
-        from emulation.fabric import _http
         raw = _http("GET", fab.api_port, "/counters/ports")
     return {(sw, int(port)): c for sw, ports in raw.items() for port, c in ports.items()}
 
@@ -226,7 +226,6 @@ def check_fabric(fab) -> str:
 
 
 def run_check(spec, routing: str, dynamic_convergence_s=None, run_dir=None) -> int:
-    from emulation.fabric import Fabric
     try:
         with Fabric(spec, routing=routing, dynamic_convergence_s=dynamic_convergence_s,
                     run_dir=run_dir) as fab:

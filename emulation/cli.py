@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from emulation.argtypes import (UsageError, finite_float, nonneg_float, positive_float,
+from model.argtypes import (UsageError, finite_float, nonneg_float, positive_float,
                                 positive_int, tcp_port)
 
 # Subcommands implemented elsewhere, imported only when chosen, so `mrclab link` does not pay for
@@ -51,6 +51,8 @@ BENCHES = {
               "fast codec vs Scapy encode+decode rate (no fabric)"),
     "goodput": ("traffic.bench", "add_goodput_arguments", "goodput_main",
                 "one MRC QP over the real fabric: goodput and CPU per packet"),
+    "cpu": ("traffic.bench", "add_cpu_arguments", "cpu_main",
+            "endpoint CPU per MiB: reference path vs fast path on one fabric"),
     "failover": ("traffic.bench", "add_failover_arguments", "failover_main",
                  "recovery time after a T0-T1 link goes down, in base RTTs"),
     "memory": ("traffic.bench", "add_memory_arguments", "memory_main",
@@ -107,14 +109,14 @@ def _fabric(args) -> int:
         return EXIT_USAGE
     from emulation.hostnet import LinkOptionError, validate_link_options
     from emulation.switchqueue import QueueConfigError, validate_buffer_bytes
-    from emulation.topology import FabricSpec, SpecError
+    from model.topology import FabricSpec, SpecError
 
     try:
         validate_link_options({k: v for k, v in (("delay", args.delay), ("loss", args.loss))
                                if v is not None})
         spec = FabricSpec(planes=args.planes, groups=args.groups, spines=args.spines,
                           hosts_per_group=args.hosts, host_link_mbit=args.host_mbit,
-                          fabric_link_mbit=args.fabric_mbit)
+                          fabric_link_mbit=args.fabric_mbit, mtu=args.mtu)
         buffer_bytes = validate_buffer_bytes(
             None if args.switch_buffer_kb is None else args.switch_buffer_kb * 1024)
     except (SpecError, LinkOptionError, QueueConfigError) as e:
@@ -393,6 +395,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                    help="rate of every host-T0 link in Mbit/s (default 100)")
     f.add_argument("--fabric-mbit", type=positive_float, default=100.0,
                    help="rate of every T0-T1 link in Mbit/s (default 100)")
+    f.add_argument("--mtu", type=positive_int, default=1500,
+                   help="IP MTU of every host and switch port, 1280..9000 (default 1500)")
     f.add_argument("--routing", choices=("srv6", "ecmp"), default="srv6",
                    help="srv6: the sender picks the path (MRC); ecmp: switches hash flows "
                         "(default srv6)")

@@ -32,8 +32,10 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from emulation import cleanup, hostnet, switchqueue, trimming as trim_mod
-from emulation.topology import FabricSpec, Topology
+from emulation import cleanup, hostnet, switchqueue
+from emulation import trimming as trim_mod
+from model.proc import run_checked as run_command
+from model.topology import FabricSpec, Topology
 
 LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
 OF_PORT = 6653
@@ -50,18 +52,8 @@ class FabricLockTimeout(FabricError):
 
 
 def run_checked(argv: list[str], timeout: float = 60, what: str = "") -> str:
-    """Run one command; raise FabricError with the command and its stderr on failure."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise FabricError(f"{what + ': ' if what else ''}command not found: {argv[0]}") from None
-    except subprocess.TimeoutExpired:
-        raise FabricError(f"{what + ': ' if what else ''}timed out after {timeout}s: "
-                          f"{' '.join(argv)}") from None
-    if proc.returncode != 0:
-        raise FabricError(f"{what + ': ' if what else ''}command failed (exit {proc.returncode}): "
-                          f"{' '.join(argv)}: {(proc.stderr or proc.stdout).strip()}")
-    return proc.stdout
+    """model.proc.run_checked raising FabricError (what the fabric's callers catch)."""
+    return run_command(argv, timeout=timeout, what=what, error=FabricError)
 
 
 # ---------------------------------------------------------------- lock
@@ -160,7 +152,7 @@ class Fabric:
                  dynamic_convergence_s: float | None = None, run_dir: str | Path | None = None,
                  link_options: dict | None = None, of_port: int = OF_PORT,
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
-                 trimming=None, switch_buffer_bytes: int | None = None):
+                 trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True):
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
@@ -169,6 +161,12 @@ class Fabric:
         self.trimming = trim_mod.trimming_options(trimming)   # None = off; raises on bad input
         # drop-tail buffer of every switch egress port (None: the deep default; switchqueue.py)
         self.switch_buffer_bytes = switchqueue.validate_buffer_bytes(switch_buffer_bytes)
+        if not shaped and (self.trimming is not None or self.switch_buffer_bytes is not None):
+            raise ValueError("an unshaped fabric has no switch queue: trimming and "
+                             "switch_buffer_bytes need shaped=True")
+        # shaped=False leaves every port without HTB (no rate limit anywhere): the fabric is
+        # then as fast as the userspace switches, for measuring the endpoints' own ceiling.
+        self.shaped = shaped
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -253,10 +251,10 @@ class Fabric:
         self._old_handlers = {}
 
     def _start(self) -> None:
+        from mininet.link import Link
         from mininet.log import setLogLevel
         from mininet.net import Mininet
         from mininet.node import Host, OVSSwitch
-        from mininet.link import Link
 
         if not os.environ.get("MRCLAB_MININET_LOG"):
             setLogLevel("warning")
@@ -293,8 +291,9 @@ class Fabric:
         self._verify_ofports()
         self._configure_hosts()
         self._configure_switch_intfs()
-        self._shaped = True          # from here on teardown snapshots the queue counters
-        self._shape_links()
+        if self.shaped:
+            self._shaped = True      # from here on teardown snapshots the queue counters
+            self._shape_links()
         self._attach_trimming()
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
                                                 f"tcp:127.0.0.1:{self.of_port}"),
@@ -319,10 +318,6 @@ class Fabric:
                                                     stdin=subprocess.DEVNULL,
                                                     start_new_session=True)
         Path(cleanup.CONTROLLER_PID_FILE).write_text(f"{self.controller_proc.pid}\n")
-        try:
-            from controller.client import ControllerClient
-        except ImportError as e:
-            raise FabricError(f"controller/client.py is not available: {e}") from None
         self.controller = ControllerClient(port=self.api_port)
 
     def _wait_controller_ready(self) -> None:
@@ -365,14 +360,14 @@ class Fabric:
     def _configure_switch_intfs(self) -> None:
         for link in self.topo.links:
             for intf in ([link.b_intf] if link.kind == "host" else [link.a_intf, link.b_intf]):
-                for argv in hostnet.switch_intf_argvs(intf):
+                for argv in hostnet.switch_intf_argvs(intf, self.topo.spec.mtu):
                     run_checked(argv, what=f"configuring {intf}")
 
     def _switch_port_qdisc(self, intf: str, mbit: float) -> list[list[str]]:
         if self.trimming is not None:
             argvs, leaves = trim_mod.port_qdisc_commands(intf, mbit), list(trim_mod.LEAF_CLASSES)
         else:
-            argvs, leaves = hostnet.htb_argvs(intf, mbit), [hostnet.HTB_CLASS]
+            argvs, leaves = hostnet.htb_argvs(intf, mbit, self.spec.mtu), [hostnet.HTB_CLASS]
         if self.switch_buffer_bytes is not None:
             argvs += switchqueue.buffer_argvs(intf, leaves, self.switch_buffer_bytes)
         return argvs
@@ -410,7 +405,7 @@ class Fabric:
         for link in self.topo.links:
             if link.kind == "host":
                 n = self.topo.host(link.a).index
-                for argv in hostnet.htb_argvs(link.a_intf, link.mbit):
+                for argv in hostnet.htb_argvs(link.a_intf, link.mbit, self.spec.mtu):
                     self.cmd_in_host(n, argv)
                 for argv in self._switch_port_qdisc(link.b_intf, link.mbit):
                     run_checked(argv, what=f"shaping {link.b_intf}")

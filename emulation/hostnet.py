@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from emulation.topology import USID_LOCATOR, Topology, plane_prefix
+from model.topology import DEFAULT_MTU, USID_LOCATOR, Topology, plane_prefix
 
 # Link options Mininet's TCLink accepts that need sch_netem / RED, which this kernel lacks.
 NETEM_OPTIONS = ("delay", "jitter", "loss", "enable_ecn", "enable_red", "max_queue_size")
@@ -94,6 +94,7 @@ def host_argvs(topo: Topology, n: int) -> list[list[str]]:
     for plane in range(topo.spec.planes):
         intf = f"{host.name}-p{plane}"
         out.append(["ip", "link", "set", "dev", intf, "down"])
+        out.append(mtu_argv(intf, topo.spec.mtu))
         out += intf_quiet_sysctl_argvs(intf)
         out.append(["ip", "addr", "flush", "dev", intf])
         out.append(["ip", "link", "set", "dev", intf, "address", topo.nic_mac(n, plane)])
@@ -111,21 +112,35 @@ def host_argvs(topo: Topology, n: int) -> list[list[str]]:
     return out
 
 
-def switch_intf_argvs(intf: str) -> list[list[str]]:
-    """Switch-side veth ends live in the root namespace: keep the root kernel off them."""
+def mtu_argv(intf: str, mtu: int) -> list[str]:
+    return ["ip", "link", "set", "dev", intf, "mtu", str(mtu)]
+
+
+def ovs_mtu_argv(intf: str, mtu: int) -> list[str]:
+    """OVS's own record of the port MTU: the userspace datapath sizes its receive buffers from
+    it, and without mtu_request it may put the device back to the bridge's MTU."""
+    return ["ovs-vsctl", "--timeout=20", "set", "Interface", intf, f"mtu_request={mtu}"]
+
+
+def switch_intf_argvs(intf: str, mtu: int = DEFAULT_MTU) -> list[list[str]]:
+    """Switch-side veth ends live in the root namespace: keep the root kernel off them; both
+    ends of a veth carry the fabric's MTU."""
     return [
         _sysctl(f"net.ipv6.conf.{intf}.disable_ipv6", 1),
         offload_off_argv(intf),
+        mtu_argv(intf, mtu),
+        ovs_mtu_argv(intf, mtu),
     ]
 
 
-def htb_argvs(intf: str, mbit: float) -> list[list[str]]:
+def htb_argvs(intf: str, mbit: float, mtu: int = DEFAULT_MTU) -> list[list[str]]:
     """HTB shaping of one interface's egress to `mbit` (what TCIntf does for bw=, minus netem)."""
     if mbit <= 0:
         raise ValueError(f"rate of {intf} must be positive, got {mbit} Mbit/s")
     rate = f"{mbit:g}mbit"
-    # Burst of at least 10 full frames, so a 100 Mbit/s link is not limited by timer granularity.
-    burst = max(15000, int(mbit * 1e6 / 8 / 1000))
+    # Burst of at least 10 MTU-sized packets, so a 100 Mbit/s link is not limited by timer
+    # granularity (and a jumbo-frame link still passes a burst of several frames).
+    burst = max(10 * mtu, int(mbit * 1e6 / 8 / 1000))
     return [
         ["tc", "qdisc", "replace", "dev", intf, "root", "handle", HTB_HANDLE, "htb",
          "default", "1"],

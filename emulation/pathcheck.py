@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 
-from emulation.topology import (ROCE_UDP_PORT, FabricSpec, Topology, ev_from_wire, ev_plane,
+from model.topology import (ROCE_UDP_PORT, FabricSpec, Topology, ev_from_wire, ev_plane,
                                 ev_spine)
 
 MARKER = b"MRCLABPC"

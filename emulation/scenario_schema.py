@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass
 
 from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
-from emulation.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
+from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 
 TRANSPORTS = ("mrc", "roce", "tcp")
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
@@ -138,6 +138,7 @@ MRC_ENDPOINT = {
                            hi=100000.0),
     "pacing_fraction": _n(None, 0, 1.5, "pace at this fraction of the port rate", above=True),
     "pacing_burst_packets": _i(None, 1, 1024, "pacer burst"),
+    "fast_path": _b(None, "receive through a PACKET_MMAP ring (false: one recv() per frame)"),
     "max_payload": _i(None, 64, 9000, "per-packet payload cap (the port MTU also caps it)"),
     "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT (omit: measured)"),
     "default_base_rtt_ns": _i(None, 1, NS_MAX, "base RTT if probing gets no answer"),

@@ -22,14 +22,28 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from controller.bpf_maps import (  # noqa: F401  (re-exported: callers use trimming.*)
-    CONFIG_MAP, FILTER_PREF, STATE_FIELDS, STATE_MAP, STATE_STRUCT, TrimmingError, map_lookup,
-    map_update, parse_state, port_maps, prog_id_from_filters,
+    CONFIG_MAP,
+    FILTER_PREF,
+    STATE_FIELDS,
+    STATE_MAP,
+    STATE_STRUCT,
+    TrimmingError,
+    map_lookup,
+    map_update,
+    parse_state,
+    port_maps,
+    prog_id_from_filters,
 )
 from controller.bpf_maps import prog_test_run_ns as _prog_test_run_ns
 from emulation.vqueue import (  # noqa: F401  (re-exported for callers of this adapter)
-    DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS, ConfigError, PortConfig,
+    DSCP_TRIMMED,
+    DSCP_TRIMMED_LASTHOP,
+    TRIMMED_DSCPS,
+    ConfigError,
+    PortConfig,
     default_port_config,
 )
+from model.proc import run_checked as run_command
 
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
 BPF_OBJECT = BPF_DIR / "build" / "trim.o"
@@ -44,10 +58,6 @@ CFG_CONFIGURED, CFG_MARK, CFG_TRIM, CFG_LAST_HOP = 1, 2, 4, 8
 # ---------------------------------------------------------------- tc command builders (pure)
 
 LEAF_CLASSES = ("1:10", "1:20")   # port_qdisc_commands' HTB leaves: trimmed headers, the rest
-
-
-def _ns_prefix(netns_pid: int | None) -> list[str]:
-    return [] if netns_pid is None else ["nsenter", "-t", str(int(netns_pid)), "-n"]
 
 
 def attach_commands(intf: str, obj: str | Path = BPF_OBJECT) -> list[list[str]]:
@@ -111,15 +121,7 @@ def config_value(cfg: PortConfig) -> bytes:
 
 def run(argv: list[str], netns_pid: int | None = None) -> str:
     """Run a command (in a network namespace if netns_pid); raise TrimmingError on failure."""
-    full = _ns_prefix(netns_pid) + list(argv)
-    try:
-        proc = subprocess.run(full, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise TrimmingError(f"{' '.join(full)}: {exc}") from exc
-    if proc.returncode != 0:
-        raise TrimmingError(f"{' '.join(full)} failed ({proc.returncode}): "
-                            f"{proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
+    return run_command(argv, timeout=30, netns_pid=netns_pid, error=TrimmingError)
 
 
 def ensure_built() -> Path:
@@ -410,7 +412,7 @@ def _flood(intf: str, frame: bytes, seconds: float) -> int:
 
 def add_bench_arguments(parser) -> None:
     """The options of `mrclab bench trim`."""
-    from emulation.argtypes import positive_float, positive_int
+    from model.argtypes import positive_float, positive_int
     parser.add_argument("--seconds", type=positive_float, default=1.0,
                         help="seconds per round (default 1)")
     parser.add_argument("--rounds", type=positive_int, default=3,
@@ -457,8 +459,9 @@ def measure_fabric_bench(seconds_per_round: float = 1.0, rounds: int = 3) -> dic
     between rounds). Frames are codec-built MRC WRITEs to h1 (ECMP/plain IPv6 forwarding)."""
     import json
     import sys
+
     from emulation.fabric import Fabric
-    from emulation.topology import FabricSpec
+    from model.topology import FabricSpec
     from traffic.codec import Codec
     from traffic.messages import DataPacket
 

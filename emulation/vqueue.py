@@ -26,17 +26,9 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
-# DSCPs the fabric writes on the outermost IPv6 header of a trimmed packet. Both come from the
-# RFC 2474 pool 3 (xxxx11: experimental / local use) so they cannot collide with a standard
-# marking; MRC senders use DSCP 0 for data. Receivers map them to NACK TRIMMED / TRIMMED_LASTHOP.
-DSCP_TRIMMED = 0x3B
-DSCP_TRIMMED_LASTHOP = 0x3F
-TRIMMED_DSCPS = frozenset((DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP))
-
-ECN_NOT_ECT = 0
-ECN_ECT1 = 1
-ECN_ECT0 = 2
-ECN_CE = 3
+# The code points are the shared model's (re-exported: this module is their reference model).
+from model.dscp import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ECN_CE, ECN_ECT0,  # noqa: F401
+                        ECN_ECT1, ECN_NOT_ECT, TRIMMED_DSCPS)
 
 NS_PER_S = 1_000_000_000
 MAX_DRAIN_SECONDS = 1000

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from emulation.argtypes import nonneg_int, positive_float, positive_int
+from model.argtypes import nonneg_int, positive_float, positive_int
 
 CODEC_GOAL_RATIO = 50.0
 
@@ -59,7 +59,7 @@ def codec_bench(argv: list[str] | None = None, *, seconds: float = 1.0, payload_
     from scapy.layers.l2 import Ether
     from scapy.packet import Raw
 
-    from emulation.topology import FabricSpec, Topology, make_ev
+    from model.topology import FabricSpec, Topology, make_ev
     from traffic.codec import Codec
     from traffic.layers import BTH, METH, RETH, TSETH
     from traffic.messages import DataPacket, Opcode
@@ -144,7 +144,8 @@ class _EndpointPair:
     """Endpoint processes on h0 (group 0) and h2 (group 1) of a running Fabric, driven over
     their control sockets (traffic/control.py), one QP h0 -> h2."""
 
-    def __init__(self, fab, workdir, routing: str, transport: str = "mrc"):
+    def __init__(self, fab, workdir, routing: str, transport: str = "mrc",
+                 config: dict | None = None):
         import json
         import os
         import subprocess
@@ -156,7 +157,8 @@ class _EndpointPair:
             sock = os.path.join(workdir, f"ep-h{host}.sock")
             self.logs[host] = os.path.join(workdir, f"ep-h{host}.jsonl")
             cfg = {"host": host, "fabric": fab.topo.spec.to_dict(), "routing": routing,
-                   "event_log": self.logs[host], "control_socket": sock, "seed": 100 + host}
+                   "event_log": self.logs[host], "control_socket": sock, "seed": 100 + host,
+                   **(config or {})}
             path = os.path.join(workdir, f"ep-h{host}.json")
             with open(path, "w") as f:
                 json.dump(cfg, f)
@@ -178,13 +180,24 @@ class _EndpointPair:
                              base_rtt_ns=self.base_rtt_ns, transport=transport)
 
     def cpu_s(self) -> float:
+        """CPU seconds (user + system) of both endpoint processes so far, to the nanosecond:
+        /proc/<pid>/schedstat, where /proc/<pid>/stat counts 10 ms ticks."""
+        total = 0
+        for proc in self.procs.values():
+            with open(f"/proc/{proc.pid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        return total / 1e9
+
+    def cpu_user_sys_s(self) -> tuple[float, float]:
+        """(user, system) CPU seconds of both endpoint processes so far, from /proc."""
         import os
-        total = 0.0
+        user = system = 0.0
         for proc in self.procs.values():
             with open(f"/proc/{proc.pid}/stat") as f:
                 parts = f.read().rsplit(")", 1)[1].split()
-            total += (int(parts[11]) + int(parts[12])) / os.sysconf("SC_CLK_TCK")
-        return total
+            user += int(parts[11]) / os.sysconf("SC_CLK_TCK")
+            system += int(parts[12]) / os.sysconf("SC_CLK_TCK")
+        return user, system
 
     def rss(self) -> dict:
         from traffic.endpoint_support import rss_bytes
@@ -226,19 +239,27 @@ def _add_transfer_arguments(parser, size_mib: int, link_mbit: int) -> None:
 def add_goodput_arguments(parser) -> None:
     """The options of `mrclab bench goodput`."""
     _add_transfer_arguments(parser, size_mib=8, link_mbit=30)
+    parser.add_argument("--mtu", type=positive_int, default=1500,
+                        help="IP MTU of every port, 1280..9000 (default 1500)")
+    parser.add_argument("--unshaped", action="store_true",
+                        help="no rate limit on any link; MRC against one kernel TCP connection "
+                             "between the same hosts (--link-mbit is then ignored)")
 
 
 def goodput_main(args) -> dict:
-    return goodput_bench(size_mib=args.size_mib, link_mbit=args.link_mbit)
+    if args.unshaped:
+        return unshaped_goodput(size_mib=args.size_mib, mtu=args.mtu)
+    return goodput_bench(size_mib=args.size_mib, link_mbit=args.link_mbit, mtu=args.mtu)
 
 
-def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30):
+def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
     """One MRC QP h0 (group 0) -> h2 (group 1) over the real fabric (srv6), no faults: goodput
     as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet."""
     import tempfile
     from emulation.fabric import Fabric
-    from emulation.topology import FabricSpec
-    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
+    from model.topology import FabricSpec
+    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit,
+                      mtu=mtu)
     size = size_mib << 20
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:
         pair = _EndpointPair(fab, tmp, "srv6")
@@ -254,10 +275,12 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30):
             stats = pair.close()
     line_bps = link_mbit * 1e6 * spec.planes
     goodput_bps = size * 8 / elapsed
-    # Headers cap goodput below the wire rate: 1344 B payload in a 1490 B SRv6 frame (Ethernet,
-    # two IPv6, UDP, BTH, METH, TSETH, RETH, ICRC) is 90.2% of the line rate at best.
-    ceiling = 1344 / (1344 + 146)
-    packets = size / 1344
+    # Headers cap goodput below the wire rate: at MTU 1500, 1344 B payload in a 1490 B SRv6
+    # frame (Ethernet, two IPv6, UDP, BTH, METH, TSETH, RETH, ICRC) is 90.2% of the line rate.
+    from traffic.endpoint_support import payload_for_mtu
+    payload = payload_for_mtu(mtu)
+    ceiling = payload / (payload + 146)
+    packets = size / payload
     sent = stats.get(0, {}).get("counters", {})
     result = {"bytes": size, "seconds": elapsed, "goodput_mbit": goodput_bps / 1e6,
               "line_rate_mbit": line_bps / 1e6, "fraction_of_line_rate": goodput_bps / line_bps,
@@ -266,7 +289,7 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30):
               "retransmitted": sent.get("retransmitted"), "rss_bytes": rss,
               "base_rtt_ms": pair.base_rtt_ns / 1e6,
               "header_ceiling_fraction": ceiling,
-              "fraction_of_ceiling": goodput_bps / line_bps / ceiling}
+              "fraction_of_ceiling": goodput_bps / line_bps / ceiling, "mtu": mtu}
     print(f"goodput: {result['goodput_mbit']:.1f} Mbit/s of {result['line_rate_mbit']:.0f} Mbit/s "
           f"line rate = {100 * result['fraction_of_line_rate']:.0f}% (goal "
           f"{100 * GOODPUT_GOAL_FRACTION:.0f}%; headers cap it at {100 * ceiling:.1f}%, so "
@@ -320,7 +343,7 @@ def failover_bench(*, size_mib: int = 16, link_mbit: int = 30, keep_logs: str = 
     import tempfile
     from analysis import recovery
     from emulation.fabric import Fabric
-    from emulation.topology import FabricSpec
+    from model.topology import FabricSpec
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
     size = size_mib << 20
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:
@@ -378,3 +401,215 @@ def memory_bench(*, size_mib: int = 4, link_mbit: int = 30):
     print("memory: endpoint RSS " + ", ".join(f"{h} {m:.1f} MiB" for h, m in rss.items())
           + f" (h2 holds {size_mib + 1} MiB of registered memory)")
     return {"rss_mib": rss, "registered_mib": size_mib + 1}
+
+
+# ---------------------------------------------------------------- fast data path benches
+
+CPU_GOAL_RATIO = 10.0
+# Today's per-packet path: one recv() system call per frame, 1344 B of payload per packet
+# (what fits the largest data packet's headers in a 1500-byte MTU).
+REFERENCE_PATH = {"fast_path": False, "max_payload": 1344}
+
+
+def _socket_drops(pair: "_EndpointPair") -> dict:
+    """{host: frames its NIC sockets dropped (receive buffer or ring full)}, from the final
+    `counters` event of each endpoint's log (after pair.close())."""
+    import json
+    out = {}
+    for host, path in pair.logs.items():
+        with open(path) as f:
+            for line in f:
+                e = json.loads(line)
+                if e.get("event") == "counters":
+                    out[f"h{host}"] = sum(e.get("socket_drops", {}).values())
+    return out
+
+
+def _timed_transfer(pair: "_EndpointPair", size: int) -> dict:
+    """Seconds, CPU seconds (user, system) of both endpoints and the sender's frames and
+    retransmissions of one WRITE of `size` bytes after a 1 MiB warm-up (switch flow caches,
+    codec templates)."""
+    pair.write(1 << 20, rkey=0x10, seed=2)
+    pair.wait_recv()
+    before = pair.clients[0].call("status")["counters"]
+    # Measured from the return of post_write: generating the payload (randbytes) and its
+    # sha256 inside that call cost ~7 ms of CPU per MiB, the same for every path, and are not
+    # the data path.
+    pair.write(size, rkey=0x11, seed=3)
+    (user0, sys0), cpu0, t0 = pair.cpu_user_sys_s(), pair.cpu_s(), time.monotonic()
+    pair.wait_recv()
+    elapsed, cpu1, (user1, sys1) = time.monotonic() - t0, pair.cpu_s(), pair.cpu_user_sys_s()
+    after = pair.clients[0].call("status")["counters"]
+    return {"seconds": elapsed, "cpu_s": cpu1 - cpu0,
+            "cpu_user_s": user1 - user0, "cpu_sys_s": sys1 - sys0,
+            "frames_sent": after["sent"] - before["sent"],
+            "retransmitted": after["retransmitted"] - before["retransmitted"]}
+
+
+# Each lever of the fast path alone (--levers): the ring at today's payload, the MTU without it.
+LEVER_PATHS = {"ring_only": {"fast_path": True, "max_payload": 1344},
+               "mtu_only": {"fast_path": False}}
+
+
+def add_cpu_arguments(parser) -> None:
+    """The options of `mrclab bench cpu`."""
+    parser.add_argument("--size-mib", type=positive_int, default=16,
+                        help="bytes written h0 -> h2 per path, in MiB (default 16)")
+    parser.add_argument("--mtu", type=positive_int, default=9000,
+                        help="IP MTU of the fabric, which sets the fast path's payload "
+                             "(default 9000)")
+    parser.add_argument("--link-mbit", type=positive_int, default=10000,
+                        help="rate the endpoints pace at, in Mbit/s; no link is shaped "
+                             "(default 10000)")
+    parser.add_argument("--levers", action="store_true",
+                        help="also measure each lever alone: the ring at 1344 B payload, and "
+                             "the MTU with one recv() per frame")
+
+
+def cpu_main(args) -> dict:
+    return cpu_bench(size_mib=args.size_mib, mtu=args.mtu, link_mbit=args.link_mbit,
+                     levers=args.levers)
+
+
+def cpu_bench(*, size_mib: int = 16, mtu: int = 9000, link_mbit: int = 10000,
+              levers: bool = False):
+    """One MRC QP h0 (group 0) -> h2 (group 1) on one unshaped fabric of MTU `mtu`: CPU time
+    (user + sys, both endpoint processes) per MiB delivered, for the reference path (one
+    recv() per frame, 1344 B payload as at MTU 1500) and the fast path (PACKET_MMAP ring,
+    payload from the fabric MTU), one after the other in the same run. Goal ratio >= 10.
+    levers=True adds each lever alone (LEVER_PATHS)."""
+    import os
+    import tempfile
+    from emulation.fabric import Fabric
+    from model.topology import FabricSpec
+    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit, mtu=mtu)
+    size = size_mib << 20
+    runs = {}
+    with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, \
+            Fabric(spec, routing="srv6", shaped=False) as fab:
+        paths = {"reference": REFERENCE_PATH, **(LEVER_PATHS if levers else {}),
+                 "fast": {"fast_path": True}}
+        for name, config in paths.items():
+            workdir = os.path.join(tmp, name)
+            os.makedirs(workdir)
+            pair = _EndpointPair(fab, workdir, "srv6", config=config)
+            try:
+                run = _timed_transfer(pair, size)
+            finally:
+                pair.close()
+            run["socket_drops"] = _socket_drops(pair)
+            cpu = run["cpu_s"]
+            runs[name] = {"cpu_ms_per_mib": cpu * 1e3 / size_mib,
+                          "cpu_us_per_frame": cpu * 1e6 / max(1, run["frames_sent"]),
+                          "goodput_mbit": size * 8 / run["seconds"] / 1e6, **run}
+    ref, fast = runs["reference"]["cpu_ms_per_mib"], runs["fast"]["cpu_ms_per_mib"]
+    result = {"reference_cpu_ms_per_mib": round(ref, 2), "fast_cpu_ms_per_mib": round(fast, 2),
+              "ratio": round(ref / fast, 2), "goal_ratio": CPU_GOAL_RATIO, "mtu": mtu,
+              "size_mib": size_mib, "runs": runs}
+    print(f"cpu: one MRC QP h0 -> h2, {size_mib} MiB, unshaped fabric, MTU {mtu}; "
+          f"CPU of both endpoints per MiB delivered")
+    print(f"  {'path':10} {'cpu ms/MiB':>11} {'user s':>7} {'sys s':>7} {'Mbit/s':>7} "
+          f"{'frames':>7} {'retx':>6}")
+    for name, r in runs.items():
+        print(f"  {name:10} {r['cpu_ms_per_mib']:11.1f} {r['cpu_user_s']:7.2f} "
+              f"{r['cpu_sys_s']:7.2f} {r['goodput_mbit']:7.0f} {r['frames_sent']:7} "
+              f"{r['retransmitted']:6}")
+    print(f"  ratio {result['ratio']:.1f}x (goal >= {CPU_GOAL_RATIO:.0f}x)")
+    return result
+
+
+TCP_BENCH_PORT = 5201
+
+
+def tcp_sink_main(port: int) -> None:
+    """Accept one TCP connection on [::]:port, read it to EOF, print {"bytes", "seconds"}
+    (first accept to EOF) as JSON. Runs inside a fabric host (unshaped_goodput)."""
+    import json
+    import socket
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as srv:
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("::", port))
+        srv.listen(1)
+        print("listening", flush=True)
+        conn, _ = srv.accept()
+        t0 = time.monotonic()
+        buf = bytearray(1 << 20)
+        total = 0
+        with conn:
+            while True:
+                n = conn.recv_into(buf)
+                if not n:
+                    break
+                total += n
+        print(json.dumps({"bytes": total, "seconds": time.monotonic() - t0}), flush=True)
+
+
+def tcp_source_main(addr: str, port: int, size: int) -> None:
+    """Connect to [addr]:port and send `size` zero bytes, then close."""
+    import socket
+    data = memoryview(bytes(size))
+    with socket.create_connection((addr, port), timeout=60) as conn:
+        conn.sendall(data)
+
+
+def _tcp_goodput_mbit(fab, src: int, dst: int, size: int) -> float:
+    """Goodput of one kernel TCP connection src -> dst over plane 0 of a running fabric."""
+    import json
+    import os
+    import subprocess
+    import sys
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sink = fab.popen_in_host(dst, [sys.executable, "-c",
+                                   f"from traffic.bench import tcp_sink_main; "
+                                   f"tcp_sink_main({TCP_BENCH_PORT})"],
+                             cwd=repo, stdout=subprocess.PIPE, text=True)
+    try:
+        if sink.stdout.readline().strip() != "listening":
+            raise RuntimeError("TCP sink did not start")
+        addr = fab.topo.nic_addr(dst, 0)
+        source = fab.popen_in_host(src, [sys.executable, "-c",
+                                         f"from traffic.bench import tcp_source_main; "
+                                         f"tcp_source_main({addr!r}, {TCP_BENCH_PORT}, {size})"],
+                                   cwd=repo)
+        if source.wait(timeout=300) != 0:
+            raise RuntimeError(f"TCP source exited with {source.returncode}")
+        result = json.loads(sink.stdout.readline())
+        sink.wait(timeout=30)
+    finally:
+        if sink.poll() is None:
+            sink.kill()
+            sink.wait()
+    if result["bytes"] != size:
+        raise RuntimeError(f"TCP sink got {result['bytes']} of {size} bytes")
+    return size * 8 / result["seconds"] / 1e6
+
+
+def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500) -> dict:
+    """No rate limit on any link: one MRC QP h0 -> h2 (both planes, fast path) and then one
+    kernel TCP connection h0 -> h2 (plane 0) over the same fabric; goal ratio MRC/TCP >= 1.
+    The endpoints pace at the spec's 10 Gbit/s, i.e. not at all on this machine."""
+    import tempfile
+    from emulation.fabric import Fabric
+    from model.topology import FabricSpec
+    spec = FabricSpec(**BENCH_SPEC, host_link_mbit=10000, fabric_link_mbit=10000, mtu=mtu)
+    size = size_mib << 20
+    with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, \
+            Fabric(spec, routing="srv6", shaped=False) as fab:
+        pair = _EndpointPair(fab, tmp, "srv6")
+        try:
+            run = _timed_transfer(pair, size)
+        finally:
+            pair.close()
+        run["socket_drops"] = _socket_drops(pair)
+        tcp_mbit = _tcp_goodput_mbit(fab, 0, 2, size)
+    mrc_mbit = size * 8 / run["seconds"] / 1e6
+    result = {"mrc_mbit": round(mrc_mbit, 1), "tcp_mbit": round(tcp_mbit, 1),
+              "ratio": round(mrc_mbit / tcp_mbit, 2), "goal_ratio": 1.0, "mtu": mtu,
+              "size_mib": size_mib, "mrc_retransmitted": run["retransmitted"],
+              "mrc_socket_drops": run["socket_drops"],
+              "mrc_cpu_ms_per_mib": round(run["cpu_s"] * 1e3 / size_mib, 2)}
+    print(f"goodput, unshaped fabric (MTU {mtu}, {size_mib} MiB, h0 -> h2): MRC "
+          f"{mrc_mbit:.0f} Mbit/s (one QP, both planes), kernel TCP {tcp_mbit:.0f} Mbit/s (one "
+          f"connection), ratio {result['ratio']:.2f} (goal >= 1.0); MRC retransmitted "
+          f"{run['retransmitted']}, CPU {result['mrc_cpu_ms_per_mib']:.1f} ms/MiB")
+    return result

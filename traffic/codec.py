@@ -2,7 +2,7 @@
 
 API (everything else in this module is private):
 
-    codec = Codec(topology)                    # once per process; topology = emulation.topology.Topology
+    codec = Codec(topology)                    # once per process; topology = model.topology.Topology
     enc = codec.encoder(src_host, dst_host, plane, mode)   # mode "srv6" | "ecmp"; cached per key
     frame: bytes = enc.encode(msg, ev=None, ecn=ECN_ECT0)
         msg: messages.DataPacket | Sack | Nack | Probe.  ev: the wire EV (UDP sport = ev & 0xffff,
@@ -49,9 +49,9 @@ import struct
 import zlib
 from dataclasses import dataclass
 
-from emulation.topology import EV_PLANE_SHIFT, ROCE_UDP_PORT, Topology, ev_spine
+from model.topology import EV_PLANE_SHIFT, ROCE_UDP_PORT, Topology, ev_spine
 # Outer DSCPs the in-fabric trimmer writes (emulation/bpf/trim.c; vqueue is its pure model).
-from emulation.vqueue import DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS
+from model.dscp import DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS
 from traffic.messages import (IMM_OPCODES, PROBE_QP, PSN_MASK, WRITE_OPCODES, DataPacket,
                               EndpointOp, Nack, Opcode, Probe, Sack)
 

@@ -24,6 +24,8 @@ import random
 import socket
 import time
 
+from traffic.endpoint_support import EndpointError
+
 MAX_LINE = 1 << 16
 
 
@@ -117,7 +119,6 @@ class ControlServer:
             self._reply(conn, reply)
 
     def execute(self, req: dict, conn=None):
-        from traffic.endpoint import EndpointError
         ep = self.ep
         op = req.get("op")
         try:

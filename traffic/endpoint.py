@@ -5,8 +5,9 @@ decide what to send and when; this module only moves their messages between them
 ports: codec (traffic/codec.py) + AF_PACKET sockets (traffic/packet_io.py) + timers + pacing.
 
 Loop (run_once): wait in poll() until a frame arrives, a QP deadline, the pacer, the port
-poll tick or the goodput tick; read every pending frame (preallocated buffer, recv_into),
-decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
+poll tick or the goodput tick; read every pending frame (fast path: straight from the port's
+PACKET_MMAP ring, no system call per frame; reference path, EndpointConfig.fast_path = false:
+one recv_into per frame into a preallocated buffer), decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
 pacer. A frame that fails to decode, names an unknown QP or comes from the wrong peer is counted
 by reason and dropped; nothing a peer sends can raise out of the loop.
 
@@ -27,10 +28,20 @@ import signal
 import sys
 import time
 
-from emulation.topology import (Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev)
+from model.topology import Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev
+from traffic import roce_rc
 from traffic.codec import Codec, DecodeError
-from traffic.endpoint_support import (MAX_DATA_OVERHEAD, ConfigError, Counters, EndpointConfig,
-                                      EventLog, Pacer, trimming_delay_bound_ns)
+from traffic.control import ControlServer
+from traffic.endpoint_support import (
+    MAX_DATA_OVERHEAD,
+    ConfigError,
+    Counters,
+    EndpointConfig,
+    EndpointError,
+    EventLog,
+    Pacer,
+    trimming_delay_bound_ns,
+)
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, DataPacket, Nack, Probe, Sack
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
@@ -40,10 +51,6 @@ READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answ
 TX_QUEUE_LIMIT = 8         # frames queued per port before QPs are asked for more (backpressure)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
 RX_ROUND = 16              # frames read from one port before the next port's turn
-
-
-class EndpointError(RuntimeError):
-    """A request to the endpoint that cannot be served (unknown QP, bad region, ...)."""
 
 
 class QueuePair:
@@ -129,9 +136,15 @@ class QueuePair:
                 "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
 
 
+def port_class_for(config: EndpointConfig):
+    """The NIC port type of the data path: a PACKET_MMAP ring (fast) or one recv() per frame."""
+    from traffic.packet_io import PacketPort, RingPort  # deferred: opens AF_PACKET sockets (root)
+    return RingPort if config.fast_path else PacketPort
+
+
 class Endpoint:
-    """All QPs of one host. `ports` maps plane -> port object (PacketPort or a test double
-    with send(frame), recv() -> n into .buf, fileno(), is_up())."""
+    """All QPs of one host. `ports` maps plane -> port object (RingPort with drain(handle, n),
+    PacketPort or a test double with send(frame), recv() -> n into .buf, fileno(), is_up())."""
 
     def __init__(self, config: EndpointConfig, ports: dict | None = None,
                  clock=time.monotonic_ns, open_ports: bool = True):
@@ -143,12 +156,13 @@ class Endpoint:
         self.log = EventLog(config.event_log, f"h{self.host}", clock)
         self.counters = Counters()
         if ports is None and open_ports:
-            from traffic.packet_io import PacketPort
-            ports = {p: PacketPort(host_intf(self.host, p), p) for p in config.planes}
+            port_class = port_class_for(config)
+            ports = {p: port_class(host_intf(self.host, p), p) for p in config.planes}
         self.ports = ports or {}
         now = clock()
         rate_bps = config.port_rate_mbit * 1e6     # QPs pace below this; this is a safety net
-        self.pacers = {p: Pacer(rate_bps, (config.pacing_burst_packets + 2) * 1600, now)
+        frame_bytes = config.max_payload + MAX_DATA_OVERHEAD + 4     # + Ethernet FCS
+        self.pacers = {p: Pacer(rate_bps, (config.pacing_burst_packets + 2) * frame_bytes, now)
                        for p in self.ports}
         self.txq = {p: collections.deque() for p in self.ports}
         self.port_up = {p: True for p in self.ports}
@@ -259,7 +273,6 @@ class Endpoint:
             sender = SenderQP(qpn, peer_qpn, qcfg, paths, rng, emit)
             receiver = ReceiverQP(qpn, peer_qpn, qcfg, paths, rng, self.registry, emit)
         else:
-            from traffic import roce_rc
             sender, receiver = roce_rc.make_qp_halves(qpn, peer_qpn, qcfg, paths, rng,
                                                       self.registry, emit)
         qp = QueuePair(qpn, peer, peer_qpn, transport, sender, receiver, base_rtt_ns)
@@ -557,6 +570,14 @@ class Endpoint:
             more = []
             for plane in ready:
                 port = self.ports[plane]
+                drain = getattr(port, "drain", None)
+                if drain is not None:       # a ring port: no system call per frame
+                    handle, clock = self.handle_frame, self.clock
+                    got = drain(lambda frame: handle(plane, frame, clock()), RX_ROUND)
+                    budget -= got
+                    if got == RX_ROUND:
+                        more.append(plane)
+                    continue
                 for _ in range(RX_ROUND):
                     n = port.recv()
                     if not n:
@@ -615,7 +636,6 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"endpoint: {e}", file=sys.stderr)
         return 2
-    from traffic.control import ControlServer
     ep = Endpoint(config)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))

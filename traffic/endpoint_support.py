@@ -8,11 +8,23 @@ import os
 import time
 from dataclasses import dataclass, field, fields
 
-from emulation.topology import FabricSpec
+from emulation.vqueue import default_port_config
+from model.topology import FabricSpec
+from traffic.reliability import MRCConfig
 
 # Wire overhead of the largest data packet (SRv6 mode, TSETH and ImmDt present):
 # Ethernet 14 + outer IPv6 40 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + TSETH 8 + RETH 16 + ImmDt 4 + ICRC 4
 MAX_DATA_OVERHEAD = 150
+
+
+def payload_for_mtu(mtu: int) -> int:
+    """Per-packet payload that fits the largest data packet's headers in one `mtu`-byte IP
+    packet, rounded down to 64 bytes: 1344 at 1500, 4032 at 4200, 8832 at 9000."""
+    return (mtu + 14 - MAX_DATA_OVERHEAD) // 64 * 64
+
+
+class EndpointError(RuntimeError):
+    """A request to the endpoint that cannot be served (unknown QP, bad region, ...)."""
 
 
 class ConfigError(ValueError):
@@ -29,7 +41,6 @@ def trimming_delay_bound_ns(spec: FabricSpec) -> int:
     T1 downlink, T0 last hop) of a fabric whose switch ports use the default thresholds
     (emulation/vqueue.default_port_config): the sum of the ports' trim thresholds as drain
     times, with TRIM_BOUND_MARGIN. Above it the packet would have been trimmed (and NACKed)."""
-    from emulation.vqueue import default_port_config
     total_s = 0.0
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
@@ -55,7 +66,10 @@ class EndpointConfig:
     port_rate_mbit: float | None = None             # default: fabric host_link_mbit
     pacing_fraction: float = 0.96                   # pace a bit under line rate (HTB shaping)
     pacing_burst_packets: int = 4
-    max_payload: int = 1344                         # per-packet payload cap (MTU also caps it)
+    # True: frames arrive through a PACKET_MMAP ring (packet_io.RingPort), read in batches with
+    # no system call per frame; False: the reference path, one recv() per frame (PacketPort).
+    fast_path: bool = True
+    max_payload: int | None = None                  # payload cap; None: payload_for_mtu(fabric mtu)
     base_rtt_ns: int | None = None                  # None: measure with probes at QP creation
     default_base_rtt_ns: int = 1_000_000            # used if probing gets no answer
     rtt_probe_count: int = 8
@@ -116,6 +130,10 @@ class EndpointConfig:
             self.spec = FabricSpec.from_dict(self.fabric) if self.fabric else FabricSpec()
         except (TypeError, ValueError) as e:
             raise ConfigError(f"fabric: {e}") from None
+        if self.max_payload is None:
+            self.max_payload = payload_for_mtu(self.spec.mtu)
+        if not isinstance(self.fast_path, bool):
+            raise ConfigError(f"fast_path must be true or false, got {self.fast_path!r}")
         if self.host >= self.spec.num_hosts:
             raise ConfigError(f"host {self.host} not in the fabric (hosts 0..{self.spec.num_hosts - 1})")
         if self.routing not in ("srv6", "ecmp"):
@@ -172,7 +190,6 @@ class EndpointConfig:
     def _check_qp_accepts_overrides(self) -> None:
         """A key the QP cannot take must fail here, at validation, not be accepted, logged as
         applied and then dropped (or fail at QP creation inside a worker)."""
-        from traffic.reliability import MRCConfig
         known = {f.name for f in fields(MRCConfig)}
         unknown = sorted(set(self.qp) - known)
         if unknown:

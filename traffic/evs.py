@@ -1,6 +1,6 @@
 """Entropy-value (EV) set and path health of one MRC sender QP (pure: no sockets, time passed in).
 
-One EV = one exact physical path (emulation.topology.make_ev: plane, spine = T0 uplink, entropy).
+One EV = one exact physical path (model.topology.make_ev: plane, spine = T0 uplink, entropy).
 MRC sprays every packet on the next active EV and retires a path the moment it loses a packet,
 so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.md, OCP MRC 1.0):
 
@@ -43,7 +43,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from emulation.topology import random_entropy, ev_spine, make_ev
+from model.topology import random_entropy, ev_spine, make_ev
 from traffic.messages import PROBE_ID_MASK
 
 GOOD = "GOOD"
@@ -68,7 +68,7 @@ class PathInfo:
 
     @classmethod
     def from_topology(cls, topo) -> "PathInfo":
-        """Every plane and spine of an emulation.topology.Topology (all planes reach every host)."""
+        """Every plane and spine of an model.topology.Topology (all planes reach every host)."""
         return cls(planes=tuple(range(topo.spec.planes)), spines=topo.spec.spines)
 
 

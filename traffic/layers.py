@@ -25,7 +25,7 @@ from scapy.fields import (BitField, ByteEnumField, ByteField, FlagsField,
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers
 
-from emulation.topology import ROCE_UDP_PORT
+from model.topology import ROCE_UDP_PORT
 from traffic.messages import (IMM_OPCODES, WRITE_OPCODES, EndpointOp, NackReason, Opcode,
                               SkipMode)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
-from emulation.topology import ev_plane
+from model.topology import ev_plane
 from traffic.evs import PathInfo
 from traffic.memory import AccessError, MemoryRegistry
 from traffic.messages import (LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS, WRITE_OPCODES,

@@ -16,7 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
-from emulation.topology import ev_plane, make_ev, random_entropy
+from model.topology import ev_plane, make_ev, random_entropy
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, Probe
 from traffic.qp_config import MRCConfig

@@ -18,7 +18,7 @@ import random
 from collections import deque
 from typing import Callable
 
-from emulation.topology import random_entropy, make_ev
+from model.topology import random_entropy, make_ev
 from traffic.evs import PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, WRITE_OPCODES, DataPacket,
                               Nack, NackReason, Probe, Sack)

@@ -32,7 +32,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
-from emulation.topology import ev_plane
+from model.topology import ev_plane
 from traffic import loss_policy as lp
 from traffic.evs import EVSet, PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,

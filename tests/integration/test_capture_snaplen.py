@@ -16,7 +16,7 @@ import pytest
 
 from analysis.pcap import load_pcap
 from emulation.runner import CAPTURE_SNAPLEN
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import Codec
 from traffic.messages import DataPacket, Opcode
 

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from emulation.topology import FabricSpec, ev_plane, ev_spine
+from model.topology import FabricSpec, ev_plane, ev_spine
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ import pytest
 
 from emulation import check, cleanup
 from emulation.fabric import Fabric
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ import pytest
 
 from emulation import cleanup
 from emulation.fabric import Fabric
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 
 pytestmark = pytest.mark.integration
 
@@ -42,7 +42,7 @@ def test_mrclab_fabric_check_exits_0(routing):
 KILLED_FABRIC = """
 import sys, time
 from emulation.fabric import Fabric
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 with Fabric(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)) as fab:
     fab.popen_in_host(0, ["sleep", "600"])
     print("up", flush=True)

@@ -17,7 +17,7 @@ import dpkt
 import pytest
 
 from emulation import trimming
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
 from tests.integration.test_endpoint_fabric import start_endpoint, stop_endpoint
 

@@ -1,5 +1,5 @@
 """A fake OpenFlow fabric for unit tests: applies controller.routing rule lists to a packet's
-header fields and follows it hop by hop over emulation.topology links (the idea of Faucet's
+header fields and follows it hop by hop over model.topology links (the idea of Faucet's
 fakeoftable, written for this project's plain-data rules).
 
 Semantics kept from OpenFlow: highest priority wins; a masked field matches when
@@ -12,7 +12,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 
-from emulation.topology import Topology
+from model.topology import Topology
 
 IPV6_FIELDS = ("ipv6_dst", "ipv6_src")
 

@@ -14,7 +14,7 @@ import heapq
 import random
 from dataclasses import dataclass
 
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from traffic.clock import FakeClock
 from traffic.messages import DataPacket, Nack, Probe, Sack
 from traffic.reliability import answer_probe

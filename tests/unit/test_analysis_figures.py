@@ -12,7 +12,7 @@ import pytest
 
 from analysis import metrics as m
 from analysis import plots
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 
 MS = 1_000_000
 RATE_BPS = 10_000_000            # 10 MB/s = 80 Mbit/s while healthy

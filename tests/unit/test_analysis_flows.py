@@ -5,7 +5,7 @@ import json
 import pytest
 
 from analysis import flows as F
-from emulation.topology import make_ev
+from model.topology import make_ev
 
 MS = 1_000_000
 EV_S0 = make_ev(0, 0, 0x11)          # plane 0, spine 0

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from analysis.pcap import ClockOffset, PcapError, capture_identity, load_captures, load_pcap
-from emulation.topology import make_ev
+from model.topology import make_ev
 from tests.unit.test_analysis_synth import (REALTIME_OFFSET, TOPO, bth, data_hdrs, frame,
                                             make_run, nack_hdr, probe_hdr, sack_hdr,
                                             write_capture)

@@ -17,7 +17,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
 

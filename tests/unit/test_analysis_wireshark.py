@@ -9,7 +9,7 @@ import pytest
 
 pytestmark = pytest.mark.needs_tshark
 
-from emulation.topology import make_ev
+from model.topology import make_ev
 from tests.unit.test_analysis_pcap import EV0, _mixed_frames
 from tests.unit.test_analysis_synth import bth, data_hdrs, frame, write_capture
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from emulation.runner import CAPTURE_SNAPLEN
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import Codec
 from traffic.messages import DataPacket, Nack, Opcode, Probe, Sack
 

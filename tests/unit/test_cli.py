@@ -167,7 +167,7 @@ def test_link_loss_direction_reaches_the_controller(capsys, tmp_path, direction,
     0) to B (t1p0s0, whose port 1 faces group 0) are dropped at A's egress; reverse at B's."""
     from controller.api import ApiServer
     from controller.app import FabricController
-    from emulation.topology import FabricSpec, Topology
+    from model.topology import FabricSpec, Topology
     argvs = []
     ctl = FabricController(Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=1)),
                            "ecmp", None, str(tmp_path / "faults.jsonl"),

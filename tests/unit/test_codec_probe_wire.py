@@ -6,7 +6,7 @@ import zlib
 
 import pytest
 
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import Codec, DecodeError
 from traffic.messages import PROBE_ID_MASK, Probe
 

@@ -11,7 +11,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import MODES, Codec
 from traffic.layers import BTH, EPH, METH, NACK, RETH, SACK, TSETH, ImmDt
 from traffic.messages import (IMM_OPCODES, WRITE_OPCODES, DataPacket, Nack, Probe, Sack)

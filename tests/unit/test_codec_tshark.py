@@ -10,7 +10,7 @@ pytestmark = pytest.mark.needs_tshark
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import MODES, Codec
 from traffic.messages import DataPacket, Nack, Opcode, Probe, Sack
 

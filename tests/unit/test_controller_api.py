@@ -9,7 +9,7 @@ import pytest
 from controller.api import ApiServer, CommandError
 from controller.app import FabricController
 from controller.client import ControllerClient, ControllerError
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=1))
 

@@ -16,7 +16,7 @@ import pytest
 from controller.api import MAX_BODY, ApiServer
 from controller.app import FabricController
 from controller.client import ControllerClient, ControllerError
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=1, hosts_per_group=1))
 REQUEST_TIMEOUT_S = 0.5

@@ -5,7 +5,7 @@ import pytest
 
 from controller import bpf_maps, counters
 from controller.api import CommandError
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1))
 # another program at pref 2 comes first: only ours (pref 1) counts

@@ -3,7 +3,7 @@ import pytest
 
 from controller import faults, routing
 from controller.faults import FaultError
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
 

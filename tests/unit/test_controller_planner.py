@@ -8,7 +8,7 @@ from controller import actions as A
 from controller import planner as P
 from controller.commands import (CancelFlap, DeleteCookie, InstallRules, RunArgv, StartFlap)
 from controller.faults import FaultError
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=1))
 CTX = P.PlanContext(TOPO)

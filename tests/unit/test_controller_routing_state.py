@@ -7,7 +7,7 @@ b % 2. So sport 4 leaves group 0 through spine 0 and sport 5 through spine 1. T0
 1-2 hosts, 3 = spine 0, 4 = spine 1."""
 from controller import routing as R
 from controller.routing_state import RoutingState
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 from tests.unit.fakeoftable import FakeFabric
 
 TOPO = Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=2))

@@ -2,7 +2,7 @@
 simulated network (fake clock): a sender whose EVs are pinned 6 of 8 to spine 0 puts 3/4 of
 its data packets there; when that path marks CE, ECN skips move its packets to spine 1, and the
 data still arrives whole."""
-from emulation.topology import ev_spine
+from model.topology import ev_spine
 from tests.unit.simnet import Harness, SimNet
 from traffic.messages import DataPacket
 from traffic.reliability import MRCConfig

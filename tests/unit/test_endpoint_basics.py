@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import Codec
 from traffic.endpoint_support import ConfigError, EndpointConfig, EventLog, Pacer
 from traffic.messages import DataPacket, Opcode, Probe, Sack

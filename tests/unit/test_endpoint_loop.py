@@ -3,10 +3,10 @@ through the real codec, reliability and loop, also with loss on one path."""
 import json
 import random
 
-from emulation.topology import FabricSpec, ev_plane, ev_spine
+from model.topology import FabricSpec, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import wire_pair
 from traffic.codec import Codec
-from emulation.topology import Topology
+from model.topology import Topology
 from traffic.endpoint import Endpoint
 from traffic.endpoint_support import EndpointConfig
 

@@ -7,7 +7,7 @@ from collections import deque
 
 import pytest
 
-from emulation.topology import FabricSpec, Topology, ev_plane, ev_spine
+from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import FakePort
 from traffic import collectives
 from traffic.codec import Codec, DecodeError

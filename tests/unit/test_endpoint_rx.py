@@ -4,7 +4,7 @@ import random
 
 from hypothesis import given, settings, strategies as st
 
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 from tests.unit.endpoint_fakes import FakePort
 from traffic.codec import Codec
 from traffic.endpoint import Endpoint

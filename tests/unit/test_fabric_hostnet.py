@@ -2,7 +2,7 @@
 import pytest
 
 from emulation import hostnet
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 
 @pytest.fixture

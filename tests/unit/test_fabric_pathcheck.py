@@ -3,7 +3,7 @@ import pytest
 from scapy.layers.inet6 import IPv6
 
 from emulation import pathcheck
-from emulation.topology import FabricSpec, Topology, make_ev
+from model.topology import FabricSpec, Topology, make_ev
 
 
 @pytest.fixture

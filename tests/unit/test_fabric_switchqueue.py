@@ -8,7 +8,7 @@ import pytest
 from emulation import hostnet, switchqueue, trimming
 from emulation.fabric import Fabric
 from emulation.scenario import ScenarioError, parse
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 
 # `tc -s -j qdisc show dev t0p0g0-e1` on a trimming port with a 64 KiB buffer (kernel 6.x),
 # trimmed to the fields that matter.

@@ -9,7 +9,7 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 from traffic.codec import Codec
 from traffic.layers import BTH, EPH, METH, NACK, RETH, SACK, TSETH, ImmDt
 from traffic.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack

@@ -4,7 +4,7 @@ under either policy; a single unexplained loss retires its EV at once under OCP'
 when the verdict window expires unexplained under the tolerant one."""
 import pytest
 
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket
 from traffic.reliability import MRCConfig

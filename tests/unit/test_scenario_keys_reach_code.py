@@ -21,10 +21,11 @@ import pytest
 
 from emulation import runner
 from emulation import scenario as S
-from emulation.topology import FabricSpec
+from model.topology import FabricSpec
 from traffic.loss_policy import OcpLossPolicy, TolerantLossPolicy
 from tests.unit.test_endpoint_mrc_comm import FakeSwitch
 from traffic.comm import CommError
+from traffic.endpoint import port_class_for
 from traffic.mrc_comm import FRAG, create
 
 BASE = """
@@ -127,6 +128,7 @@ READERS = {
         "rto_ns": (9_000_000, lambda w: w.qp.sender.rto_base_ns()),
         "probe_period_ns": (11_000_000, lambda w: w.qp.sender.evs.probe_period_ns),
         "skip_ns": (1_300_000, lambda w: getattr(w.qcfg, "skip_ns", None)),
+        "fast_path": (False, lambda w: port_class_for(w.ep.config).__name__ == "RingPort"),
         "port_poll_ms": (5.0, lambda w: w.ep.config.port_poll_ms),
         "goodput_interval_ms": (20.0, lambda w: w.ep.config.goodput_interval_ms),
         "seed": (12345, lambda w: w.ep._seed),

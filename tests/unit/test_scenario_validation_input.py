@@ -7,7 +7,7 @@ import pytest
 from controller import faults as controller_faults
 from emulation import scenario as S
 from emulation.scenario import ScenarioError
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 from traffic.endpoint_support import EndpointConfig
 from traffic.reliability import MRCConfig
 

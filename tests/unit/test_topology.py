@@ -3,7 +3,7 @@ import ipaddress
 
 import pytest
 
-from emulation import topology as T
+from model import topology as T
 
 SIZES = [
     T.FabricSpec(1, 1, 1, 2),

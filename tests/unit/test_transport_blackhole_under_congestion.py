@@ -1,7 +1,7 @@
 """A silently black-holed path while ECN marks arrive on the OTHER paths (the t1-blackhole
 regression: QP-wide congestion must never excuse losses on a path that echoes nothing).
 Driven in the simulated network (tests/unit/simnet.py) with a fake clock."""
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket
 from traffic.reliability import MRCConfig

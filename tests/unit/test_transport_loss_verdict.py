@@ -4,7 +4,7 @@ Driven in the simulated network (tests/unit/simnet.py) with a fake clock: trimme
 late packets that arrive after the sender already judged them lost (what the CPU-starved
 userspace switches of the emulated fabric do under incast), and a silent black hole, which
 nothing explains."""
-from emulation.topology import ev_plane, ev_spine
+from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket
 from traffic.reliability import MRCConfig

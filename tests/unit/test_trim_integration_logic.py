@@ -7,7 +7,7 @@ import pytest
 from analysis import trimming as tr
 from emulation import trimming
 from emulation import scenario as S
-from emulation.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology
 
 
 def test_trimming_options_normalise_and_reject():

@@ -1,0 +1,87 @@
+"""Argument types of the `mrclab` command line: each rejects bad input with a message that
+names the expected value, so argparse answers "error: argument --x: ..." (exit 2) instead of a
+traceback deep inside a subcommand."""
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+
+class UsageError(Exception):
+    """Bad input found after parsing (e.g. a file that exists but is not a capture); the CLI
+    prints it as `mrclab <command>: <message>` and exits 2."""
+
+
+def _number(text: str, kind=float):
+    try:
+        value = kind(text)
+    except ValueError:
+        noun = "an integer" if kind is int else "a number"
+        raise argparse.ArgumentTypeError(f"expected {noun}, got {text!r}") from None
+    if kind is float and not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    value = _number(text, int)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def nonneg_int(text: str) -> int:
+    value = _number(text, int)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def nonneg_float(text: str) -> float:
+    value = _number(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def percent(text: str) -> float:
+    value = _number(text)
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"must be a percentage in [0, 100], got {text}")
+    return value
+
+
+def fraction(text: str) -> float:
+    value = _number(text)
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction in (0, 1], got {text}")
+    return value
+
+
+def tcp_port(text: str) -> int:
+    value = _number(text, int)
+    if not 1 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be a TCP port in 1..65535, got {value}")
+    return value
+
+
+def existing_file(text: str) -> Path:
+    path = Path(text)
+    if not path.exists():
+        raise argparse.ArgumentTypeError(f"no such file: {text}")
+    if not path.is_file():
+        raise argparse.ArgumentTypeError(f"not a regular file: {text}")
+    return path
+
+
+def finite_float(text: str) -> float:
+    """Any finite number; the range is checked by whoever owns the meaning (e.g. the controller)."""
+    return _number(text)
