@@ -22,6 +22,9 @@ import numpy as np
 import pandas as pd
 
 from analysis import runmodel
+from analysis import recovery
+from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
+from analysis.pcap import load_captures
 
 DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY",
                 "WRITE_ONLY_IMM")
@@ -341,7 +344,6 @@ def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
     the hosts' `goodput` counters), exactly as for summary.json. Each fault-log row counts as one
     fault; a run directory's per-entry numbers are in recovery_table. recovery_ms is NaN when the
     goodput never recovers (the definition's None)."""
-    from analysis import recovery
     cols = ["t_ns", "action", "a", "b", "expected_mbit", "recovery_ms", "recovered"]
     g = _events(ev, "goodput")
     if len(faults) == 0 or len(g) == 0 or counter not in g:
@@ -419,8 +421,6 @@ class RunAnalysis:
 
 def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
     """Load every transport of a run directory (captures, event logs, fault log, summary)."""
-    from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
-    from analysis.pcap import load_captures
     run_dir = Path(run_dir)
     transports = {}
     starts = []

@@ -20,6 +20,7 @@ import pandas as pd
 
 from analysis import metrics as m
 from analysis import runmodel
+from analysis import trimming as tr
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
 color:#222;line-height:1.4}
@@ -242,7 +243,6 @@ def _retransmissions(run: m.RunAnalysis) -> pd.DataFrame:
 
 
 def details_html(run: m.RunAnalysis) -> str:
-    from analysis import trimming as tr
     parts = ["<h2>Transports side by side</h2>" + _table(_side_by_side(run), "{:.2f}"),
              "<h3>Iteration times</h3>" + _table(_iteration_summary(run), "{:.1f}"),
              "<h3>Retransmissions by cause</h3>" + _table(_retransmissions(run), "{:.0f}")]

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analysis import recovery
+from analysis.jsonl import read_jsonl
+from model.topology import FabricSpec, SpecError, Topology
 
 APPLIED, FAILED, NOT_REACHED, AFTER_TRAFFIC = "applied", "failed", "not_reached", "after_traffic"
 # The controller's fault API actions; its log also holds port_status notifications, not faults.
@@ -166,32 +168,6 @@ def describe_not_effective(f: Fault) -> str:
 # ---------------------------------------------------------------- reading files
 
 
-def read_jsonl(path: Path, problems: list[str]) -> list[dict]:
-    """JSON objects of a JSONL file; a line that is not one is noted in problems (a worker killed
-    mid-line leaves a cut last line), a missing file reads as empty."""
-    out = []
-    try:
-        raw = Path(path).read_bytes()
-    except FileNotFoundError:
-        return out
-    except OSError as exc:
-        problems.append(f"{Path(path).name}: cannot read ({exc})")
-        return out
-    for lineno, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError):
-            problems.append(f"{Path(path).name}:{lineno}: not JSON")
-            continue
-        if not isinstance(obj, dict):
-            problems.append(f"{Path(path).name}:{lineno}: not a JSON object")
-            continue
-        out.append(obj)
-    return out
-
-
 def _int(value) -> int | None:
     if isinstance(value, bool):
         return None
@@ -215,7 +191,6 @@ def _topology_of(config: dict, tdir: Path):
             continue
     if not isinstance(fabric, dict):
         return None
-    from model.topology import FabricSpec, SpecError, Topology
     known = set(FabricSpec.__dataclass_fields__)
     try:
         return Topology(FabricSpec.from_dict({k: v for k, v in fabric.items() if k in known}))

@@ -1,5 +1,5 @@
 """In-fabric trimming and queue-based ECN in a run: switch-port counters, NACKs, EV health, and
-the incast victim flow's goodput (issue 6).
+the incast victim flow's goodput.
 
 Inputs per transport directory (written by the runner / fabric / endpoints):
   trim_counters.json   {"mark", "trim", "totals", "ports": {switch egress intf: counters}}
@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.logs import parse_json, read_json, record_problem
+from analysis.jsonl import read_jsonl
+from analysis.logs import read_json, record_problem
 
 CONGESTION_REASONS_NOT_FAILURE = ("nack_trimmed",)
 
@@ -31,23 +32,10 @@ TRIM_EVENT_NEEDS = {"goodput": ("rx_bytes",), "iteration": ("end_ns",)}
 def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
     """The `wanted` events of one JSONL log that the analysis can use: lines cut by a crash, and
     lines whose fields have the wrong type (analysis.logs.record_problem), are skipped."""
-    out = []
-    try:
-        with open(path, "rb") as f:
-            for line in f:
-                if not any(w.encode() in line for w in wanted):
-                    continue
-                try:
-                    ev = parse_json(line)
-                except ValueError:
-                    continue   # a line cut by a crash
-                if (isinstance(ev, dict) and ev.get("event") in wanted
-                        and record_problem(ev, needs=TRIM_EVENT_NEEDS) is None
-                        and _counters_ok(ev)):
-                    out.append(ev)
-    except OSError:
-        pass
-    return out
+    def usable(ev: dict) -> str | None:
+        return record_problem(ev, needs=TRIM_EVENT_NEEDS) or (None if _counters_ok(ev)
+                                                              else "counters not numbers")
+    return read_jsonl(path, [], check=usable, events=wanted)
 
 
 # the per-QP counters endpoint_stats adds up
@@ -228,7 +216,7 @@ def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dic
 
 
 def transport_summary(tdir, trimming: dict | None) -> dict:
-    """What the runner puts into a transport's summary.json about trimming (issue 6)."""
+    """What the runner puts into a transport's summary.json about trimming."""
     counters = load_trim_counters(tdir)
     totals = (counters or {}).get("totals") or {}
     ep = load_endpoint_stats(tdir)

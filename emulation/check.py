@@ -16,7 +16,7 @@ import sys
 import time
 
 from controller.routing import ecmp_uplink
-from emulation.fabric import Fabric, _http
+from emulation.fabric import Fabric
 from model.topology import Topology, make_ev
 
 PROBES_PER_FLOW = 5
@@ -108,9 +108,7 @@ def check_reachability(fab, count: int = PROBES_PER_FLOW) -> dict:
 
 
 def _port_counters(fab) -> dict[tuple[str, int], dict]:
-    raw = fab.controller.port_counters() if hasattr(fab.controller, "port_counters") else None
-    if raw is None:
-        raw = _http("GET", fab.api_port, "/counters/ports")
+    raw = fab.controller.port_counters()
     return {(sw, int(port)): c for sw, ports in raw.items() for port, c in ports.items()}
 
 

@@ -48,13 +48,15 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from analysis.jsonl import parse_record
+from controller.client import ControllerClient, ControllerError
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
+from traffic import codec
 from traffic.comm import TRANSPORT_MODULES
+from traffic.qp_config import MRCConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,7 +66,6 @@ def mrc_header_snaplen() -> int:
     from the Ethernet header): the deepest stack the codec writes, an SRv6 (IPv6-in-IPv6) frame
     with BTH plus either a data packet's METH+TSETH+RETH+ImmDt or a whole control body with its
     ICRC (control packets have no payload, so they are kept entirely)."""
-    from traffic import codec
     outer = codec.ETH_LEN + 2 * codec.IP6_LEN + codec.UDP_LEN + codec.BTH_LEN
     data = codec.METH_LEN + codec.TSETH_LEN + codec.RETH_LEN + codec.IMM_LEN
     control = max(codec.SACK_LEN, codec.NACK_LEN, codec.PROBE_LEN) + codec.ICRC_LEN
@@ -119,6 +120,10 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
 # ---------------------------------------------------------------- log tailing
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class LogTail:
     """Follows the workers' JSONL logs (complete lines only) and keeps what the runner needs."""
 
@@ -143,14 +148,14 @@ class LogTail:
                 data = self.partial[p] + chunk
                 *lines, self.partial[p] = data.split(b"\n")
                 for line in lines:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
+                    ev, _ = parse_record(line)     # a damaged line is the analysis' to report
+                    if ev is None:
                         continue
-                    if ev.get("event") == "iteration":
-                        self.done_iters[p] = max(self.done_iters[p], int(ev["iter"]))
-                    elif ev.get("event") == "phase" and ev.get("phase") == "warmup_done":
-                        t = int(ev["t_ns"])
+                    if ev.get("event") == "iteration" and _is_int(ev.get("iter")):
+                        self.done_iters[p] = max(self.done_iters[p], ev["iter"])
+                    elif (ev.get("event") == "phase" and ev.get("phase") == "warmup_done"
+                          and _is_int(ev.get("t_ns"))):
+                        t = ev["t_ns"]
                         if self.timed_start_ns is None or t < self.timed_start_ns:
                             self.timed_start_ns = t
 
@@ -164,19 +169,15 @@ class LogTail:
 # ---------------------------------------------------------------- fault scheduling
 
 
-def post_fault(api_port: int, command: dict, timeout: float = 10.0) -> dict:
-    """POST /fault; returns the controller's JSON answer ({"ok": false, "error"} on HTTP 400)."""
-    req = urllib.request.Request(f"http://127.0.0.1:{api_port}/fault", method="POST",
-                                 data=json.dumps(command).encode(),
-                                 headers={"Content-Type": "application/json"})
+def post_fault(client: ControllerClient, command: dict) -> dict:
+    """POST /fault: the controller's answer, {"ok": False, "error"} when it refuses or fails the
+    command; raises ControllerError when it cannot be reached (the scheduler then stops)."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        try:
-            return json.loads(exc.read() or b"{}") | {"ok": False}
-        except ValueError:
-            return {"ok": False, "error": f"HTTP {exc.code}"}
+        return client.fault(command)
+    except ControllerError as exc:
+        if exc.status is None:
+            raise
+        return {"ok": False, "error": exc.detail}
 
 
 class FaultScheduler(threading.Thread):
@@ -187,6 +188,7 @@ class FaultScheduler(threading.Thread):
         self.pending = list(enumerate(scn.faults))
         self.tail = tail
         self.api_port = api_port
+        self.client = ControllerClient(port=api_port, timeout_s=10.0)
         self.applied_path = applied_path
         self.applied: list[dict] = []
         self.applied_at: dict[int, int] = {}      # entry index -> when it was applied (ns)
@@ -218,7 +220,7 @@ class FaultScheduler(threading.Thread):
                         self.current = index
                         for command in entry.commands:
                             asked = time.monotonic_ns()
-                            answer = post_fault(self.api_port, command)
+                            answer = post_fault(self.client, command)
                             record = {"entry": index, "when": entry.when(), "asked_ns": asked,
                                       "t_ns": answer.get("t_ns", asked), "ok": bool(answer.get("ok")),
                                       "command": command}
@@ -307,7 +309,7 @@ def transport_available(transport: str) -> str | None:
 
 
 def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
-    from emulation.fabric import Fabric  # needs mininet: imported only when a run starts
+    from emulation.fabric import Fabric  # deferred: Mininet, only once a run starts (not --validate-only)
 
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / "pcaps").mkdir(exist_ok=True)
@@ -417,12 +419,18 @@ def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
 # ---------------------------------------------------------------- summary
 
 
+def loss_policy_in_force(scn: Scenario) -> str:
+    """The MRC loss policy the run's QPs used: the scenario's [mrc.qp] loss_policy, else the
+    QP's default (traffic/loss_policy.py)."""
+    return (scn.mrc.get("qp") or {}).get("loss_policy") or MRCConfig().loss_policy
+
+
 def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
     errors, whether the run was cut short). Works on partial runs too."""
-    from analysis import runmodel
-    from analysis import trimming as trim_analysis
+    from analysis import runmodel  # deferred: numpy/pandas, only to summarise
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     coll = scn.collective
     model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
     codes = state.get("exit_codes", {})
@@ -445,6 +453,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "partial": bool(state.get("partial")),
         "error": error,
         "worker_exit_codes": codes,
+        "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
         **model.summary_fields(),
     }
     summary["problems"] = transport_problems(summary, model)
@@ -471,7 +480,7 @@ def transport_problems(summary: dict, model) -> list[str]:
     bad = {h: c for h, c in (summary.get("worker_exit_codes") or {}).items() if c != 0}
     if bad:
         out.append("worker exit codes " + ", ".join(f"{h}={c}" for h, c in bad.items()))
-    from analysis.runmodel import describe_not_effective
+    from analysis.runmodel import describe_not_effective  # deferred: numpy, only to summarise
     out += [describe_not_effective(f) for f in model.not_effective]
     return out
 
@@ -550,7 +559,7 @@ TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified",
 
 def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool) -> dict:
     """The run directory's summary.json: every transport's verdict and the run's exit code."""
-    from analysis import trimming as trim_analysis
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     code, problems = run_verdict(summaries, interrupted)
     return {
         "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),

@@ -188,7 +188,8 @@ class ControlServer:
                 taken = comps[:req["count"]]
                 del comps[:req["count"]]
                 self._reply(conn, {"ok": True, "completions": [
-                    {"msn": c.msn, "bytes": c.bytes, "imm": c.imm} for c in taken]})
+                    {"msn": c.msn, "bytes": c.bytes, "imm": c.imm, "status": c.status}
+                    for c in taken]})
             elif qp.error:
                 self._reply(conn, {"ok": False, "error": f"QP {qp.qpn:#x} error: {qp.error}"})
             elif now >= deadline:

@@ -88,6 +88,9 @@ class QueuePair:
 
     def on_sack(self, msg, plane: int, now: int) -> None:
         self.sender.on_sack(msg, now)
+        # Our data reached the peer on msg.ev: that path works from us to the peer, which is the
+        # direction our own SACKs take (the paper: reverse EVs refreshed from data SACKs).
+        self.receiver.reverse_paths.confirm(msg.ev, now)
         self._collect()
 
     def on_nack(self, msg, plane: int, now: int) -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
-from emulation.vqueue import default_port_config
+from model.switchport import default_port_config
 from model.topology import FabricSpec
 from traffic.reliability import MRCConfig
 
@@ -44,7 +46,7 @@ def trimming_delay_bound_ns(spec: FabricSpec) -> int:
     total_s = 0.0
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
-        cfg = default_port_config(mbit, last_hop)
+        cfg = default_port_config(mbit, last_hop, mtu=spec.mtu)
         total_s += cfg.trim_bytes * 8 / (mbit * 1e6)
     return int(total_s * TRIM_BOUND_MARGIN * 1e9)
 
@@ -246,26 +248,35 @@ class EndpointConfig:
 
 
 class EventLog:
-    """JSONL event log in the brief's schema, flushed per line so a crash keeps everything."""
+    """The JSONL event log of workers and endpoints: {"t_ns", "host", "event", ...} per line
+    (CLOCK_MONOTONIC ns, shared by every namespace), written whole and line-buffered so a crash
+    keeps every complete event. Thread-safe: a worker's goodput sampler shares it with the
+    collective. Without a path it only counts events (unit tests, an endpoint without a log)."""
 
-    def __init__(self, path: str | None, host: str, clock=time.monotonic_ns):
+    def __init__(self, path: str | Path | None, host: str, clock=time.monotonic_ns):
         self.host = host
         self.clock = clock
-        self._f = open(path, "a", buffering=1) if path else None
+        self._lock = threading.Lock()
+        self._f = None
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(path, "a", buffering=1)
         self.counts: dict[str, int] = {}
 
     def emit(self, event: str, t_ns: int | None = None, **fields_) -> None:
-        self.counts[event] = self.counts.get(event, 0) + 1
-        if self._f is None:
-            return
         record = {"t_ns": self.clock() if t_ns is None else t_ns, "host": self.host, "event": event}
         record.update(fields_)
-        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        with self._lock:
+            self.counts[event] = self.counts.get(event, 0) + 1
+            if self._f is not None:
+                self._f.write(line)
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        with self._lock:
+            if self._f is not None:
+                self._f.close()
+                self._f = None
 
 
 class Pacer:

@@ -314,6 +314,8 @@ class MRCComm(Communicator):
             if qp.send_completions:
                 comps, qp.send_completions = qp.send_completions, []
                 for comp in comps:
+                    if comp.status != "success":
+                        continue    # flushed by a QP error, which _raise_if_failed reports
                     frag = st.by_msn.pop(comp.msn, None)
                     if frag is None:
                         continue

@@ -4,7 +4,7 @@ import struct
 
 import pytest
 
-from analysis import bench
+from emulation.benches import pcap as bench
 from model.topology import FabricSpec, Topology
 from traffic.codec import Codec
 from traffic.messages import DataPacket, Sack

@@ -47,7 +47,8 @@ def test_a_write_posted_over_the_socket_arrives_and_digests_match(pair):
                      rkey=0x42, imm=5)
     assert posted["sha256"] == hashlib.sha256(payload).hexdigest()
     done = cb.call("wait", qpn=0x200, side="recv", count=1, timeout_s=20)
-    assert done["completions"] == [{"msn": posted["msn"], "bytes": 30_000, "imm": 5}]
+    assert done["completions"] == [{"msn": posted["msn"], "bytes": 30_000, "imm": 5,
+                                    "status": "success"}]
     ca.call("wait", qpn=0x100, side="send", count=1, timeout_s=20)
     got = cb.call("digest", rkey=0x42, offset=100, size=30_000)
     assert got["sha256"] == hashlib.sha256(payload).hexdigest()

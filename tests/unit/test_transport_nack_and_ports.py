@@ -49,9 +49,9 @@ def test_nack_of_an_earlier_transmission_is_ignored():
 
 
 def test_other_nack_reasons_count_against_the_retry_limit():
-    """NO_RESOURCE: resend (reason nack_other), no EV penalty; more than retry_limit such
+    """NO_RESOURCE: resend (reason nack_other), no EV penalty; more than the retry budget of such
     NACKs of one PSN -> QP error naming the reason."""
-    h, pkt, _ = sender_with_one_packet(retry_limit=2)
+    h, pkt, _ = sender_with_one_packet(retry_linear_count=2, retry_exp_count=0)   # 2 retries
     t = h.clock.now_ns
     for i in range(2):
         t += MS
@@ -61,7 +61,7 @@ def test_other_nack_reasons_count_against_the_retry_limit():
     assert [e["reason"] for e in h.events_of("retransmit")] == ["nack_other", "nack_other"]
     assert not h.events_of("ev_state", new=ASSUMED_BAD)
     h.sender.on_nack(nack_for(pkt, NackReason.NO_RESOURCE), t + MS)
-    assert h.sender.error == f"PSN {pkt.psn} NACKed (reason 0xa) more than 2 times"
+    assert h.sender.error == f"PSN {pkt.psn} NACKed (reason 0xa) more than 2 retries"
     assert h.events_of("qp_error")
 
 

@@ -75,14 +75,15 @@ def test_probes_bring_a_path_back_after_k_successes():
     cfg = MRCConfig(probe_k=3)
     h = Harness(net, cfg=cfg)
     deliver(h, sizes=[40_000])
-    # forward EVs only: the receiver's reverse (SACK) EVs are replaced, not probed back
+    # forward EVs only: the receiver's reverse (SACK) EVs have their own probes
     bad = {e["ev"] for e in h.events_of("ev_state", new=ASSUMED_BAD)
            if e.get("direction") != "reverse"}
     assert bad
     net.path(0, 1).blackhole = False
     h.sender.post_write(b"x" * 10, h.registry.register(bytearray(10)).va, 0x101)
     h.run(100_000_000)                       # 100 ms of probing
-    back = h.events_of("ev_state", new=GOOD, reason="probe_ok")
+    back = [e for e in h.events_of("ev_state", new=GOOD, reason="probe_ok")
+            if e.get("direction") != "reverse"]
     assert {e["ev"] for e in back} == bad
     for ev in bad:
         oks = [p["ok"] for p in h.events_of("probe", ev=ev)]
@@ -159,10 +160,11 @@ def test_rto_backoff_linear_for_seven_retries_then_doubling():
     assert got == [1, 2, 3, 4, 5, 6, 7, 14, 28, 56, 100]
 
 
-def _dead_fabric_one_packet(retry_limit):
+def _dead_fabric_one_packet(linear: int, exponential: int):
     net = SimNet(seed=10, planes=2, spines=2)
     net.failed_planes.update({0, 1})
-    cfg = MRCConfig(rto_ns=MS, rto_max_ns=10_000 * MS, retry_limit=retry_limit, retry_linear=7)
+    cfg = MRCConfig(rto_ns=MS, rto_max_ns=10_000 * MS, retry_linear_count=linear,
+                    retry_exp_count=exponential)
     h = Harness(net, cfg=cfg)
     start = h.clock.now_ns
     h.post([100])
@@ -171,9 +173,10 @@ def _dead_fabric_one_packet(retry_limit):
 
 
 def test_all_paths_dead_gives_qp_error_after_the_retry_budget():
-    """retry_limit 10: the packet is sent 11 times and the 11th timeout is fatal. By hand the
-    ACK timeouts add up to 1+2+...+7 + 14+28+56+112 = 238 ms after the first send."""
-    h, start = _dead_fabric_one_packet(retry_limit=10)
+    """7 linear + 3 exponential retries: the packet is sent 11 times and the 11th timeout is
+    fatal. By hand the ACK timeouts add up to 1+2+...+7 + 14+28+56+112 = 238 ms after the first
+    send."""
+    h, start = _dead_fabric_one_packet(linear=7, exponential=3)
     assert h.sender.error and "retries" in h.sender.error
     assert h.events_of("qp_error")
     assert h.sender.counters["sent_packets"] == 11
@@ -183,14 +186,15 @@ def test_all_paths_dead_gives_qp_error_after_the_retry_budget():
         h.sender.post_write(b"x", 0, 0)
 
 
-def test_retry_limit_counts_retries_not_sends():
-    """retry_limit 3: more than 3 timeouts of one PSN is fatal, so the QP fails at the 4th
-    timeout after 1 + 3 sends, 1+2+3+4 = 10 ms after the first send (not at the 3rd)."""
-    h, start = _dead_fabric_one_packet(retry_limit=3)
+def test_retry_counts_count_retries_not_sends():
+    """3 linear + 0 exponential retries: more than 3 timeouts of one PSN is fatal, so the QP
+    fails at the 4th timeout after 1 + 3 sends (not at the 3rd). The timeouts are 1, 2, 3 ms,
+    then the first exponential step of the 3 ms interval, 6 ms: 12 ms after the first send."""
+    h, start = _dead_fabric_one_packet(linear=3, exponential=0)
     assert h.sender.error and "retries" in h.sender.error
     assert h.sender.counters["sent_packets"] == 4
     assert h.sender.counters["timeouts"] == 4
-    assert 10 * MS <= h.clock.now_ns - start <= 11 * MS
+    assert 12 * MS <= h.clock.now_ns - start <= 13 * MS
 
 
 def test_psn_wraparound():

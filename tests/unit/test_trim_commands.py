@@ -67,3 +67,17 @@ def test_fabric_ports_cover_every_switch_port_and_last_hops():
     last = {p[0] for p in ports if p[2]}
     host_links = [link for link in topo.links if link.kind == "host"]
     assert last == {link.b_intf for link in host_links}
+
+
+def test_fabric_port_configs_floor_thresholds_in_frames_of_the_fabric_mtu():
+    # 10 Mbit/s drains 1250 bytes per ms, so the drain-time terms (625 / 2500 / 5000 bytes) are
+    # all below the frame floors: 2 frames ECN min, 2 more to ECN max, 10 frames to trim.
+    for mtu, ecn_min, ecn_max, trim in ((1500, 3000, 6000, 15000),
+                                        (9000, 18000, 36000, 90000)):
+        topo = Topology(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1,
+                                   host_link_mbit=10, fabric_link_mbit=10, mtu=mtu))
+        configs = trimming.fabric_port_configs(topo, True, True)
+        assert set(configs) == {p[0] for p in trimming.fabric_ports(topo)}
+        for cfg in configs.values():
+            assert (cfg.ecn_min_bytes, cfg.ecn_max_bytes, cfg.trim_bytes) == (ecn_min, ecn_max,
+                                                                              trim)

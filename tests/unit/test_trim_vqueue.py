@@ -125,6 +125,23 @@ def test_default_config_scales_with_rate():
     assert fast.trim_bytes > slow.trim_bytes and fast.last_hop
 
 
+def test_default_config_floors_follow_the_mtu():
+    # 100 Mbit/s drains 12500 bytes per ms: ECN min 0.5 ms = 6250, max 2 ms = 25000, trim
+    # 4 ms = 50000. At MTU 1500 the frame floors (3000 / +3000 / 15000) are below all three.
+    c = vq.default_port_config(100, False, mtu=1500)
+    assert (c.ecn_min_bytes, c.ecn_max_bytes, c.trim_bytes) == (6250, 25000, 50000)
+    # At MTU 9000 the floors are 2 x 9000 = 18000 (min), 18000 + 18000 = 36000 (max) and
+    # 10 x 9000 = 90000 (trim): each one wins over the drain-time term.
+    c = vq.default_port_config(100, False, mtu=9000)
+    assert (c.ecn_min_bytes, c.ecn_max_bytes, c.trim_bytes) == (18000, 36000, 90000)
+    # 1000 Mbit/s (125000 bytes/ms): drain times win again even at 9000:
+    # min 62500, max 250000, trim 500000.
+    c = vq.default_port_config(1000, True, mtu=9000)
+    assert (c.ecn_min_bytes, c.ecn_max_bytes, c.trim_bytes) == (62500, 250000, 500000)
+    with pytest.raises(vq.ConfigError, match="mtu"):
+        vq.default_port_config(100, False, mtu=0)
+
+
 # ---------------------------------------------------------------- frames
 
 
