@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis.logs import parse_json, read_json
 from model.topology import ev_plane, ev_spine
 
 
@@ -133,7 +134,6 @@ _USABLE = {
 def read_events(path: Path, wanted: tuple[str, ...]) -> list[dict]:
     """The `wanted` events of a JSONL log that carry what this module needs; lines cut by a
     crash or with mistyped fields are skipped, a missing file gives []."""
-    from analysis.logs import parse_json
     out = []
     try:
         with open(path, "rb") as f:
@@ -154,7 +154,6 @@ def read_events(path: Path, wanted: tuple[str, ...]) -> list[dict]:
 def flow_summary(tdir) -> dict:
     """{"flows": [...]} of one transport's run directory (worker.json, worker-<h>.jsonl,
     endpoint-<h>.jsonl); {"flows": []} when the collective has no such flows."""
-    from analysis.logs import read_json
     tdir = Path(tdir)
     cfg = read_json(tdir / "worker.json")
     if not isinstance(cfg, dict):

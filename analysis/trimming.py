@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.flows import mean_goodput_mbit
+
 from analysis.jsonl import read_jsonl
 from analysis.logs import read_json, record_problem
 
@@ -209,8 +211,7 @@ def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dic
                  and e.get("phase") == "warmup_done"), default=None)
     end = max((e["end_ns"] for e in evs if e["event"] == "iteration"), default=None)
     timed = [s for s in samples if (start is None or s[0] >= start) and (end is None or s[0] <= end)]
-    from analysis.flows import mean_goodput_mbit   # the one definition of a flow's goodput
-    mean = mean_goodput_mbit(timed)
+    mean = mean_goodput_mbit(timed)     # the one definition of a flow's goodput
     return {"src": src, "dst": dst, "mean_mbit": mean,
             "series": rate_series(samples, bin_ms, t0_ns)}
 

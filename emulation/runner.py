@@ -458,7 +458,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     }
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
-    from analysis import flows as flow_analysis
+    from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
     summary.update(flow_analysis.flow_summary(tdir))     # bisection flows, incast victim
     _write_csvs(tdir, model)
     return summary
@@ -646,7 +646,7 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     top = top_summary(scn, run_dir, summaries, interrupted)
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
     print(comparison_table(summaries))
-    from analysis import flows as flow_analysis
+    from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
     for s in summaries:
         for flow in s.get("flows") or []:
             print(f"{s['transport']}: {flow_analysis.describe(flow)}")
