@@ -20,7 +20,6 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.flows import mean_goodput_mbit
-
 from analysis.jsonl import read_jsonl
 from analysis.logs import read_json, record_problem
 
