@@ -42,6 +42,8 @@ BUSBW_FACTORS = {
     "broadcast": lambda n: 1.0,
     "reduce": lambda n: 1.0,
     "sendrecv": lambda n: 1.0,
+    # each flow's sender link carries S once, as in send/recv
+    "bisection": lambda n: 1.0,
     # Not in nccl-tests; derived as PERFORMANCE.md derives Reduce's: all data goes to the
     # target, here straight from each of the n-1 senders, so the target's link carries
     # (n-1) S and at best t = (n-1) S / B.

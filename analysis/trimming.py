@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.flows import mean_goodput_mbit
 from analysis.jsonl import read_jsonl
 from analysis.logs import read_json, record_problem
 
@@ -209,9 +210,7 @@ def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dic
                  and e.get("phase") == "warmup_done"), default=None)
     end = max((e["end_ns"] for e in evs if e["event"] == "iteration"), default=None)
     timed = [s for s in samples if (start is None or s[0] >= start) and (end is None or s[0] <= end)]
-    mean = None
-    if len(timed) >= 2 and timed[-1][0] > timed[0][0]:
-        mean = (timed[-1][1] - timed[0][1]) * 8 / ((timed[-1][0] - timed[0][0]) / 1e9) / 1e6
+    mean = mean_goodput_mbit(timed)     # the one definition of a flow's goodput
     return {"src": src, "dst": dst, "mean_mbit": mean,
             "series": rate_series(samples, bin_ms, t0_ns)}
 

@@ -105,6 +105,7 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
         "timeout_s": coll.timeout_s,
         "incast_target": topo.host(coll.incast_target).index if coll.incast_target else 0,
         "victim": [topo.host(v).index for v in coll.victim] if coll.victim else None,
+        "victim_only": coll.victim_only,
         "log_dir": str(log_dir),
         "goodput_interval_ms": scn.goodput_interval_ms,
         "fabric": scn.spec.to_dict(),
@@ -464,6 +465,8 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
     summary.update(path_monitor.run_denials(tdir / "faults.jsonl", state.get("applied", [])))
     summary["path_monitor_error"] = state.get("monitor_error")
+    from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
+    summary.update(flow_analysis.flow_summary(tdir))     # bisection flows, incast victim
     _write_csvs(tdir, model)
     return summary
 
@@ -558,7 +561,7 @@ def run_verdict(summaries: list[dict], interrupted: bool) -> tuple[int, list[str
 TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified", "mean_iteration_ms",
                     "slowest_iteration_ms", "recovery_ms", "fault_times_ns",
                     "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
-                    "faults_failed", "faults_not_reached")
+                    "faults_failed", "faults_not_reached", "flows")
 
 
 def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool) -> dict:
@@ -650,6 +653,10 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     top = top_summary(scn, run_dir, summaries, interrupted)
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
     print(comparison_table(summaries))
+    from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
+    for s in summaries:
+        for flow in s.get("flows") or []:
+            print(f"{s['transport']}: {flow_analysis.describe(flow)}")
     print(f"run directory: {run_dir}")
     if interrupted:
         print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)

@@ -22,7 +22,8 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     tcp_port = 47000
 
     [collective]
-    kind = "allreduce"                  # allreduce|reduce_scatter|allgather|alltoall|sendrecv|incast
+    kind = "allreduce"                  # allreduce|reduce_scatter|allgather|alltoall|sendrecv|
+                                        #   incast|bisection (first half of the hosts -> second)
     message_bytes = 1048576             # per rank buffer, multiple of 4
     iterations = 30                     # timed iterations (after warmup)
     warmup = 2
@@ -30,6 +31,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     timeout_s = 60                      # per wait(): a stuck transport fails the worker
     incast_target = "h0"                # incast only
     victim = ["h1", "h2"]               # incast only: extra flow src -> dst
+    victim_only = true                  # incast only: the victim's hosts carry nothing else
 
     [options]
     trimming = true                     # in-fabric packet trimming (mrc)
@@ -124,6 +126,7 @@ class CollectiveSpec:
     timeout_s: float = COLLECTIVE["timeout_s"].default
     incast_target: str | None = None
     victim: list | None = None
+    victim_only: bool = COLLECTIVE["victim_only"].default
 
 
 @dataclass
@@ -308,7 +311,24 @@ def _check_collective(coll: CollectiveSpec, ck: Checker, topo: Topology) -> None
             if v[1] == coll.incast_target:
                 ck.fail("[collective] victim", "the victim flow's destination must not be the "
                         "incast target (it should share only part of the path)", line)
+            if coll.victim_only and v[0] == coll.incast_target:
+                ck.fail("[collective] victim", "with victim_only the victim's source must not "
+                        "be the incast target either", line)
+            if coll.victim_only and len(hosts) < 4:
+                ck.fail("[collective] victim_only", f"leaves no incast sender on {len(hosts)} "
+                        "hosts (target + victim pair + at least one sender)",
+                        ck.loc.key("collective", "victim_only"))
+        elif coll.victim_only:
+            ck.fail("[collective] victim_only", "needs a victim = [src, dst]",
+                    ck.loc.key("collective", "victim_only"))
     else:
+        if coll.kind == "bisection" and len(hosts) % 2:
+            ck.fail("[collective] kind", f"bisection pairs the first half of the hosts with the "
+                    f"second and needs an even number of hosts, the fabric has {len(hosts)}",
+                    ck.loc.key("collective", "kind"))
+        if coll.victim_only:
+            ck.fail("[collective] victim_only", "only used by kind = \"incast\"",
+                    ck.loc.key("collective", "victim_only"))
         for key in ("incast_target", "victim"):
             if getattr(coll, key) is not None:
                 ck.fail(f"[collective] {key}", "only used by kind = \"incast\"",
@@ -369,6 +389,8 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
     if qp.get("ev_min_active", 0) > ev_count:
         ck.fail("[mrc.qp] ev_min_active", f"must be at most ev_count ({ev_count}), got "
                 f"{qp['ev_min_active']}", ck.loc.key("mrc.qp", "ev_min_active"))
+    if "ev_pin_spine" in qp or "ev_pin_count" in qp:
+        _check_ev_pinning(qp, ck, spec, ev_count // used_planes)
     # the endpoint caps a packet's payload to what fits the port MTU; an explicit qp.mtu
     # bypasses that cap, so it must fit the fabric's MTU itself
     payload_cap = fabric_mtu + 14 - MAX_DATA_OVERHEAD
@@ -382,6 +404,25 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
         key = "rto_min_ns" if "rto_min_ns" in qp else "rto_max_ns"
         ck.fail(f"[mrc.qp] {key}", f"rto_min_ns ({lo}) must not exceed rto_max_ns ({hi})",
                 ck.loc.key("mrc.qp", key))
+
+
+def _check_ev_pinning(qp: dict, ck: Checker, spec: FabricSpec, per_plane: int) -> None:
+    """[mrc.qp] ev_pin_spine / ev_pin_count against the fabric (traffic/evs.py "Pinning")."""
+    if "ev_pin_spine" not in qp:
+        ck.fail("[mrc.qp] ev_pin_count", "needs ev_pin_spine (the spine to pin to)",
+                ck.loc.key("mrc.qp", "ev_pin_count"))
+    if qp["ev_pin_spine"] >= spec.spines:
+        ck.fail("[mrc.qp] ev_pin_spine", f"must be a spine of the fabric, 0..{spec.spines - 1}, "
+                f"got {qp['ev_pin_spine']}", ck.loc.key("mrc.qp", "ev_pin_spine"))
+    count = qp.get("ev_pin_count", per_plane)
+    if count > per_plane:
+        ck.fail("[mrc.qp] ev_pin_count", f"must be at most the active EVs per plane "
+                f"(ev_count / planes = {per_plane}), got {count}",
+                ck.loc.key("mrc.qp", "ev_pin_count"))
+    if count < per_plane and spec.spines < 2:
+        ck.fail("[mrc.qp] ev_pin_count", f"leaves {per_plane - count} EVs per plane for other "
+                "spines, and the fabric has one", ck.loc.key("mrc.qp", "ev_pin_count"))
+    qp.setdefault("ev_pin_count", count)
 
 
 def _fault_rules():

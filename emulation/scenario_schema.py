@@ -18,7 +18,8 @@ from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 
 TRANSPORTS = ("mrc", "roce", "tcp")
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
+               "bisection")
 ROUTINGS = ("srv6", "ecmp")
 LINK_SELECTORS = ("host", "fabric", "all")
 
@@ -106,6 +107,8 @@ COLLECTIVE = {
     "timeout_s": _n(60.0, 0.1, 3600.0, "per wait(): a stuck transport fails the worker"),
     "incast_target": Key("str", None, "incast only: the host every rank sends to"),
     "victim": Key("strings", None, "incast only: [src, dst] of an extra flow"),
+    "victim_only": _b(False, "incast only: the victim's two hosts take no part in the incast "
+                      "and the victim flow carries as much per iteration as the target receives"),
 }
 
 OPTIONS = {
@@ -177,6 +180,10 @@ MRC_QP = {
     "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs, equal per plane"),
     "ev_backup_count": _i(None, 0, EV_COUNT_MAX, "backup EVs, equal per plane"),
     "ev_min_active": _i(None, 0, EV_COUNT_MAX, "keep at least this many EVs (<= ev_count)"),
+    "ev_pin_spine": _i(None, 0, MAX_SPINES - 1, "experiment: start ev_pin_count EVs of each "
+                       "plane on this spine (T1), the rest on the other spines (omit: random)"),
+    "ev_pin_count": _i(None, 1, EV_COUNT_MAX, "experiment: how many active EVs per plane start "
+                       "on ev_pin_spine (<= ev_count / planes)"),
     "probe_k": _i(None, 1, 1000, "probe successes that return an EV to GOOD"),
     "probe_period_rtts": _pos(None, "probe period of a bad EV, base RTTs"),
     "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),

@@ -20,7 +20,8 @@ DTYPE = np.float32
 TAG_STEP_SPACE = 1 << 16          # tags per collective call (steps * qps must fit)
 RELEASE = np.zeros(1, dtype=np.float32)   # the incast target's "iteration done" message
 
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast")
+COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
+               "bisection")
 
 
 def tag_for_iteration(iteration: int) -> int:
@@ -146,12 +147,65 @@ def sendrecv(comm: Communicator, buf: np.ndarray, *, qps: int = 1, tag_base: int
     return out
 
 
+def bisection_peer(rank: int, world_size: int) -> tuple[str, int]:
+    """("send", dst) or ("recv", src) of `rank` in a bisection: rank r of the first half sends
+    to rank r + W/2. Ranks are hosts in group order, so on a fabric of two T0 groups every flow
+    crosses the spines: W/2 flows that meet on the first group's uplinks and nowhere else."""
+    if world_size < 2 or world_size % 2:
+        raise ValueError(f"bisection needs an even number of ranks >= 2, got {world_size}")
+    half = world_size // 2
+    return ("send", rank + half) if rank < half else ("recv", rank - half)
+
+
+def bisection(comm: Communicator, buf: np.ndarray, *, qps: int = 1, tag_base: int = 0,
+              timeout_s: float | None = None) -> np.ndarray | None:
+    """One-way flows across the middle: the first half of the ranks each send buf to their
+    partner in the second half (bisection_peer). Returns the received array on a receiver,
+    None on a sender. No other traffic, so each receiver's goodput is its flow's goodput."""
+    _check(comm, buf, qps)
+    role, peer = bisection_peer(comm.rank, comm.world_size)
+    if role == "send":
+        _, sends = _post_segments(comm, peer, buf, peer, 0, tag_base, qps)
+        comm.wait(sends, timeout_s)
+        return None
+    out = np.empty_like(buf)
+    recvs, _ = _post_segments(comm, None, None, peer, len(buf), tag_base, qps)
+    comm.wait([h for _, _, h in recvs], timeout_s)
+    _gather_segments(recvs, out, add=False)
+    return out
+
+
+def incast_senders(world_size: int, target: int, victim: tuple[int, int] | None = None,
+                   victim_only: bool = False) -> list[int]:
+    """Ranks that send to the incast target: all but the target, and with `victim_only` also
+    but the victim flow's two ranks (they then carry the victim flow and nothing else, so the
+    victim's goodput measures the fabric, not a host shared with an incast sender)."""
+    skip = {target}
+    if victim_only and victim is not None:
+        skip |= set(victim)
+    return [r for r in range(world_size) if r not in skip]
+
+
+def victim_messages(world_size: int, target: int, victim: tuple[int, int] | None,
+                    victim_only: bool) -> int:
+    """Copies of buf the victim flow carries per iteration: one; with `victim_only`, as many
+    as the incast target receives, so an unhindered victim keeps its link busy for the whole
+    ideal iteration (the target's link takes senders x buf in that time) and its goodput is
+    comparable with the link rate instead of idling until the release."""
+    if victim is None:
+        return 0
+    return len(incast_senders(world_size, target, victim, True)) if victim_only else 1
+
+
 def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
-           victim: tuple[int, int] | None = None, qps: int = 1, tag_base: int = 0,
+           victim: tuple[int, int] | None = None, victim_only: bool = False, qps: int = 1,
+           tag_base: int = 0,
            timeout_s: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None]:
     """N-to-1: every rank except `target` sends buf to `target`, which sums what it receives.
     Optional victim flow (src, dst): src also sends buf to dst (a neighbour of the target, to
-    see whether the incast hurts traffic that only shares part of its path).
+    see whether the incast hurts traffic that only shares part of its path). `victim_only`:
+    the victim's ranks do not take part in the incast (incast_senders) and the victim flow
+    carries victim_messages copies of buf (the payload returned is their concatenation).
     Returns (sum at the target or None, victim payload at dst or None).
 
     Iterations are synchronised: when the target has everything it releases every other rank
@@ -168,28 +222,33 @@ def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
         if not (0 <= vs < w and 0 <= vd < w) or vs == vd or vd == target:
             raise ValueError(f"bad victim flow {victim}: ranks must differ, be < {w}, "
                              f"and the destination must not be the incast target {target}")
+        if victim_only and vs == target:
+            raise ValueError(f"victim_only: the victim source {vs} is the incast target")
+    senders = incast_senders(w, target, victim, victim_only)
+    copies = victim_messages(w, target, victim, victim_only)
     n = len(buf)
-    victim_tag = tag_base + qps
-    release_tag = tag_base + 2 * qps
+    release_tag = tag_base + qps
+    victim_tags = [tag_base + (2 + k) * qps for k in range(copies)]
     handles, incoming = [], []
     if r != target:
         handles.append(comm.irecv(target, RELEASE.nbytes, release_tag, qp=0))
     if r == target:
-        for peer in range(w):
-            if peer != r:
-                recvs, _ = _post_segments(comm, None, None, peer, n, tag_base, qps)
-                incoming.append(recvs)
-                handles += [h for _, _, h in recvs]
-    else:
+        for peer in senders:
+            recvs, _ = _post_segments(comm, None, None, peer, n, tag_base, qps)
+            incoming.append(recvs)
+            handles += [h for _, _, h in recvs]
+    elif r in senders:
         _, sends = _post_segments(comm, target, buf, target, 0, tag_base, qps)
         handles += sends
     victim_recvs = []
     if victim is not None and r == victim[1]:
-        victim_recvs, _ = _post_segments(comm, None, None, victim[0], n, victim_tag, qps)
-        handles += [h for _, _, h in victim_recvs]
+        victim_recvs = [_post_segments(comm, None, None, victim[0], n, tag, qps)[0]
+                        for tag in victim_tags]
+        handles += [h for recvs in victim_recvs for _, _, h in recvs]
     if victim is not None and r == victim[0]:
-        _, sends = _post_segments(comm, victim[1], buf, victim[1], 0, victim_tag, qps)
-        handles += sends
+        for tag in victim_tags:
+            _, sends = _post_segments(comm, victim[1], buf, victim[1], 0, tag, qps)
+            handles += sends
     comm.wait(handles, timeout_s)
     if r == target:
         comm.wait([comm.isend(peer, RELEASE, release_tag, qp=0) for peer in range(w)
@@ -201,8 +260,9 @@ def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
             _gather_segments(recvs, total, add=True)
     got = None
     if victim_recvs:
-        got = np.empty(n, dtype=DTYPE)
-        _gather_segments(victim_recvs, got, add=False)
+        got = np.empty(n * copies, dtype=DTYPE)
+        for k, recvs in enumerate(victim_recvs):
+            _gather_segments(recvs, got[k * n:(k + 1) * n], add=False)
     return total, got
 
 
@@ -259,7 +319,8 @@ def expected_sum(world_size: int, n: int, iteration: int,
 
 
 def expected_results(collective: str, rank: int, world_size: int, n: int, iteration: int, *,
-                     target: int = 0, victim: tuple[int, int] | None = None) -> dict:
+                     target: int = 0, victim: tuple[int, int] | None = None,
+                     victim_only: bool = False) -> dict:
     """What `rank` must hold after one call of `collective` on make_input buffers, by name
     (the names run_collective returns)."""
     w, r = world_size, rank
@@ -282,19 +343,24 @@ def expected_results(collective: str, rank: int, world_size: int, n: int, iterat
         return {"result": np.concatenate([inp(peer)[a:b] for peer in range(w)])}
     if collective == "sendrecv":
         return {"received": inp((r - 1) % w)}
+    if collective == "bisection":
+        role, peer = bisection_peer(r, w)
+        return {"received": inp(peer)} if role == "recv" else {}
     if collective == "incast":
         out = {}
         if r == target:
-            out["incast sum"] = expected_sum(w, n, iteration, [p for p in range(w) if p != target])
+            out["incast sum"] = expected_sum(w, n, iteration,
+                                             incast_senders(w, target, victim, victim_only))
         if victim is not None and r == victim[1]:
-            out["victim payload"] = inp(victim[0])
+            out["victim payload"] = np.tile(inp(victim[0]),
+                                            victim_messages(w, target, victim, victim_only))
         return out
     raise ValueError(f"unknown collective {collective!r}; known: {', '.join(COLLECTIVES)}")
 
 
 def run_collective(comm: Communicator, collective: str, buf: np.ndarray, iteration: int, *,
                    qps: int = 1, timeout_s: float | None = None, target: int = 0,
-                   victim: tuple[int, int] | None = None) -> dict:
+                   victim: tuple[int, int] | None = None, victim_only: bool = False) -> dict:
     """One call of `collective` on buf (modified in place by the reductions), with the
     iteration's tags. Returns what this rank holds afterwards, named as in expected_results."""
     kw = dict(qps=qps, tag_base=tag_for_iteration(iteration), timeout_s=timeout_s)
@@ -308,8 +374,12 @@ def run_collective(comm: Communicator, collective: str, buf: np.ndarray, iterati
         return {"result": alltoall(comm, buf, **kw)}
     if collective == "sendrecv":
         return {"received": sendrecv(comm, buf, **kw)}
+    if collective == "bisection":
+        got = bisection(comm, buf, **kw)
+        return {} if got is None else {"received": got}
     if collective == "incast":
-        total, got = incast(comm, buf, target=target, victim=victim, **kw)
+        total, got = incast(comm, buf, target=target, victim=victim, victim_only=victim_only,
+                            **kw)
         out = {}
         if total is not None:
             out["incast sum"] = total
@@ -342,13 +412,16 @@ def verify(collective: str, rank: int, iteration: int, results: dict,
 
 def run_and_verify(comm: Communicator, collective: str, n: int, iteration: int, *, qps: int = 1,
                    timeout_s: float | None = None, target: int = 0,
-                   victim: tuple[int, int] | None = None) -> tuple[bool, str]:
+                   victim: tuple[int, int] | None = None,
+                   victim_only: bool = False) -> tuple[bool, str]:
     """Run one collective on this rank's input and compare with the exact expected result.
     Returns (ok, message naming the first mismatch)."""
     w, r = comm.world_size, comm.rank
-    expected = expected_results(collective, r, w, n, iteration, target=target, victim=victim)
+    expected = expected_results(collective, r, w, n, iteration, target=target, victim=victim,
+                                victim_only=victim_only)
     results = run_collective(comm, collective, make_input(r, n, iteration, w), iteration, qps=qps,
-                             timeout_s=timeout_s, target=target, victim=victim)
+                             timeout_s=timeout_s, target=target, victim=victim,
+                             victim_only=victim_only)
     return verify(collective, r, iteration, results, expected)
 
 
@@ -360,15 +433,15 @@ def nccl_size_bytes(collective: str, n: int) -> int:
     buffer of n float32: the buffer itself for every collective here. All-reduce: the
     buffer; reduce-scatter: the total input (recvcount x n ranks, which is our buffer, each
     rank keeping one chunk); all-gather: the total output (sendcount x n, our buffer, each rank
-    contributing one chunk); all-to-all: the total size; send/recv: the message; incast: the
-    message each sender sends to the target."""
+    contributing one chunk); all-to-all: the total size; send/recv and bisection: the message
+    (each flow's); incast: the message each sender sends to the target."""
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}; known: {', '.join(COLLECTIVES)}")
     return n * DTYPE().itemsize
 
 
 def bytes_moved(collective: str, n: int, world_size: int, rank: int = 0, target: int = 0,
-               victim: tuple[int, int] | None = None) -> int:
+               victim: tuple[int, int] | None = None, victim_only: bool = False) -> int:
     """Payload bytes `rank` sends in one call (the iteration event's `bytes`), not counting
     the incast target's 4-byte release messages."""
     w, size = world_size, n * DTYPE().itemsize
@@ -376,7 +449,10 @@ def bytes_moved(collective: str, n: int, world_size: int, rank: int = 0, target:
         return 2 * (w - 1) * size // w
     if collective in ("reduce_scatter", "allgather", "alltoall"):
         return (w - 1) * size // w
+    if collective == "bisection":
+        return size if bisection_peer(rank, w)[0] == "send" else 0
     if collective == "incast":
-        sent = 0 if rank == target else size
-        return sent + (size if victim is not None and rank == victim[0] else 0)
+        sent = size if rank in incast_senders(w, target, victim, victim_only) else 0
+        copies = victim_messages(w, target, victim, victim_only)
+        return sent + (copies * size if victim is not None and rank == victim[0] else 0)
     return size

@@ -7,6 +7,11 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.
 * The set is built at QP start: `ev_count` active EVs, the same number per plane
   (ev_count // planes, remainder dropped), spine chosen at random inside the plane, entropy random
   and unique; plus `backup_count` backup EVs (same split per plane, state UNKNOWN until used).
+* Pinning (an experiment's knob, off by default): `pin_spine` and `pin_count` start
+  `pin_count` of each plane's active EVs on that spine (T1) and the rest on the plane's other
+  spines in turn, so the EV sets of several QPs are forced to overlap on one path (the paper's
+  "two flows forced onto one EV"); backups stay random. Only the start is forced: ECN skips,
+  retirements and replacements work as without it.
 * States GOOD / ASSUMED_BAD / DENIED / UNKNOWN (OCP). "Skip" is not a state: an ECN echo makes the
   round robin pass over the EV until `until_ns`; a trimmed NACK makes it pass over it once.
 * `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
@@ -96,11 +101,14 @@ class EVSet:
                  ev_count: int = 128, backup_count: int = 64, min_active: int | None = None,
                  probe_period_ns: int = 5_000_000, probe_timeout_ns: int = 4_000_000,
                  probe_k: int = 3, probe_backoff_max: int = 8,
+                 pin_spine: int | None = None, pin_count: int = 0,
                  emit: Callable[[dict], None] | None = None):
         planes = list(paths.planes)
         per_plane = ev_count // len(planes)
         if per_plane < 1:
             raise ValueError(f"ev_count {ev_count} is smaller than the number of planes {len(planes)}")
+        self.pin_spine, self.pin_count = pin_spine, pin_count
+        start_spines = self._start_spines(paths, per_plane, pin_spine, pin_count)
         if probe_k < 1:
             raise ValueError(f"probe_k must be >= 1, got {probe_k}")
         self.qp = qp
@@ -128,7 +136,7 @@ class EVSet:
         self._used_entropy: set[int] = set()
         per_plane_lists = {}
         for p in planes:
-            per_plane_lists[p] = [self._new_ev(p, GOOD) for _ in range(per_plane)]
+            per_plane_lists[p] = [self._new_ev(p, GOOD, spine) for spine in start_spines]
             for _ in range(backup_count // len(planes)):
                 self.backups[p].append(self._new_ev(p, UNKNOWN))
         # Interleave planes so consecutive packets alternate planes.
@@ -145,13 +153,46 @@ class EVSet:
 
     # ------------------------------------------------------------------ construction
 
-    def _new_ev(self, plane: int, state: str) -> int:
+    @staticmethod
+    def _start_spines(paths: PathInfo, per_plane: int, pin_spine: int | None,
+                      pin_count: int) -> list[int | None]:
+        """Spine of each active EV of a plane at start, in rotation order (None: at random).
+        Pinned: `pin_count` on pin_spine, the others on the other spines in turn, spread
+        evenly through the rotation so the unpinned paths are not used in bursts."""
+        if pin_spine is None:
+            if pin_count:
+                raise ValueError(f"EV pinning: pin_count {pin_count} needs a pin_spine")
+            return [None] * per_plane
+        if not 0 <= pin_spine < paths.spines:
+            raise ValueError(f"EV pinning: pin_spine {pin_spine} is not a spine of this fabric "
+                             f"(0..{paths.spines - 1})")
+        if not 1 <= pin_count <= per_plane:
+            raise ValueError(f"EV pinning: pin_count must be 1..{per_plane} (the active EVs per "
+                             f"plane), got {pin_count}")
+        others = [s for s in range(paths.spines) if s != pin_spine]
+        if pin_count < per_plane and not others:
+            raise ValueError(f"EV pinning: {per_plane - pin_count} unpinned EVs per plane need a "
+                             f"second spine, the fabric has one")
+        spines: list[int | None] = []
+        unpinned = 0
+        for i in range(per_plane):
+            # the i-th slot is unpinned when the unpinned share up to it grows past a whole EV
+            if (i + 1) * (per_plane - pin_count) // per_plane > unpinned:
+                spines.append(others[unpinned % len(others)])
+                unpinned += 1
+            else:
+                spines.append(pin_spine)
+        return spines
+
+    def _new_ev(self, plane: int, state: str, spine: int | None = None) -> int:
         while True:
             entropy = random_entropy(self.rng)
             if entropy not in self._used_entropy:
                 break
         self._used_entropy.add(entropy)
-        ev = make_ev(plane, self.rng.randrange(self.paths.spines), entropy)
+        if spine is None:
+            spine = self.rng.randrange(self.paths.spines)
+        ev = make_ev(plane, spine, entropy)
         self.evs[ev] = EVInfo(ev=ev, plane=plane, spine=ev_spine(ev), state=state)
         return ev
 

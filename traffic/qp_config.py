@@ -36,6 +36,10 @@ class MRCConfig:
     skip_rtts: float = 2.0               # ECN echo: skip the EV for this many base RTTs
     probe_period_ns: int | None = None   # fixed probe period; wins over probe_period_rtts
     skip_ns: int | None = None           # fixed ECN skip time; wins over skip_rtts
+    # Experiment knob (traffic/evs.py "Pinning"): start ev_pin_count of each plane's active EVs
+    # on spine ev_pin_spine, the rest on the other spines, so QPs are forced onto one path.
+    ev_pin_spine: int | None = None
+    ev_pin_count: int = 0
     # reliability
     mtu: int = 1024                      # payload bytes per packet
     mpr: int = 8                         # max PSN range, units of 128 PSNs (OCP example 8)
@@ -159,6 +163,16 @@ class MRCConfig:
             value = getattr(self, f.name)
             if f.name in positive and (isinstance(value, bool) or not value > 0):
                 raise ValueError(f"MRCConfig.{f.name} must be positive, got {value!r}")
+        if self.ev_pin_spine is not None and (isinstance(self.ev_pin_spine, bool)
+                                              or not isinstance(self.ev_pin_spine, int)
+                                              or self.ev_pin_spine < 0):
+            raise ValueError(f"MRCConfig.ev_pin_spine must be a spine index >= 0 or None, "
+                             f"got {self.ev_pin_spine!r}")
+        if self.ev_pin_count and self.ev_pin_spine is None:
+            raise ValueError("MRCConfig.ev_pin_count needs ev_pin_spine (which spine to pin to)")
+        if self.ev_pin_spine is not None and not 1 <= self.ev_pin_count <= self.ev_count:
+            raise ValueError(f"MRCConfig.ev_pin_count must be in 1..ev_count with ev_pin_spine "
+                             f"set, got {self.ev_pin_count!r}")
         for name in ("ev_backup_count", "skip_rtts", "header_overhead",
                      "reorder_window_frac", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"):

@@ -170,6 +170,7 @@ class SenderQP(PostedWrites):
                          probe_period_ns=self._probe_period_ns(),
                          probe_timeout_ns=self._rtts(config.probe_timeout_rtts),
                          probe_k=config.probe_k, probe_backoff_max=config.probe_backoff_max,
+                         pin_spine=config.ev_pin_spine, pin_count=config.ev_pin_count,
                          emit=self.emit)
         self.pacer = PlanePacer(paths.planes, config.port_rate_Bps,
                                 config.pacer_burst_packets * (config.mtu + config.header_overhead))

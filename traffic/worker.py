@@ -10,7 +10,8 @@ Config (JSON, one file for all ranks; rank comes from --rank):
   transport        "tcp" | "mrc" | "roce"
   world_size       number of ranks (= hosts)
   hosts            host names by rank (["h0", "h1", ...]), used in every event's "host"
-  collective       allreduce | reduce_scatter | allgather | alltoall | sendrecv | incast
+  collective       allreduce | reduce_scatter | allgather | alltoall | sendrecv | incast |
+                   bisection
   message_bytes    per-rank buffer size (multiple of 4)
   iterations       timed iterations; warmup: untimed ones before them
   qps_per_peer     QPs (connections) per peer; collectives stripe every chunk over them
@@ -18,6 +19,7 @@ Config (JSON, one file for all ranks; rank comes from --rank):
   log_dir          events go to <log_dir>/worker-<host>.jsonl
   goodput_interval_ms   period of goodput events (default 10)
   incast_target, victim   incast only: target rank, [src rank, dst rank] or null
+  victim_only      incast only: the victim's ranks take no part in the incast (default false)
   tcp              {"endpoints": [[[addr, port] per plane] per rank], "connect_timeout_s"}
   fabric, routing, trimming, mrc   passed through for the MRC/RoCE transports
 Events: phase {phase: connecting|connected|warmup_done|done}, iteration {iter, start_ns, end_ns
@@ -97,8 +99,9 @@ def run(config: dict, rank: int) -> int:
     victim = tuple(config["victim"]) if config.get("victim") is not None else None
     world = int(config["world_size"])
     target = int(config.get("incast_target", 0))
-    kw = dict(qps=qps, timeout_s=timeout_s, target=target, victim=victim)
-    sent_per_iter = collectives.bytes_moved(kind, n, world, rank, target, victim)
+    victim_only = bool(config.get("victim_only", False))
+    kw = dict(qps=qps, timeout_s=timeout_s, target=target, victim=victim, victim_only=victim_only)
+    sent_per_iter = collectives.bytes_moved(kind, n, world, rank, target, victim, victim_only)
     nccl_size = collectives.nccl_size_bytes(kind, n)
     comm = sampler = None
     try:
@@ -118,7 +121,7 @@ def run(config: dict, rank: int) -> int:
             it = warmup + i
             buf = collectives.make_input(rank, n, it, world)
             expected = collectives.expected_results(kind, rank, world, n, it, target=target,
-                                                    victim=victim)
+                                                    victim=victim, victim_only=victim_only)
             start = time.monotonic_ns()
             results = collectives.run_collective(comm, kind, buf, it, **kw)
             end = time.monotonic_ns()

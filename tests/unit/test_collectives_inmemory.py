@@ -45,6 +45,8 @@ def test_allreduce_exact(world, n):
 @pytest.mark.parametrize("qps", [1, 2, 3])
 @pytest.mark.parametrize("collective", C.COLLECTIVES)
 def test_run_and_verify_every_collective(world, qps, collective):
+    if collective == "bisection" and world % 2:
+        pytest.skip("bisection pairs the two halves: even world sizes only")
     n = 4099  # prime: never divisible by the world size or the QP count
     victim = (1, 0) if world == 2 else ((world - 1, 1) if collective == "incast" else None)
     if collective == "incast" and world == 2:

@@ -157,6 +157,12 @@ READERS = {
         "reverse_probe_fail_limit": 3, "reverse_idle_rtts": 50.0, "roce_window_psns": 512,
         "roce_retry_limit": 6, "probe_period_ns": 12_000_000, "skip_ns": 1_400_000}.items()},
 }
+# EV pinning is read off the sender's EV set: the spine it pinned to, and how many of plane 0's
+# EVs in the rotation start on it (ev_count 24 over 2 planes: 12 per plane).
+READERS["mrc.qp"]["ev_pin_spine"] = (1, lambda w: w.qp.sender.evs.pin_spine)
+READERS["mrc.qp"]["ev_pin_count"] = (9, lambda w: sum(
+    1 for ev in w.qp.sender.evs.rotation
+    if w.qp.sender.evs.evs[ev].plane == 0 and w.qp.sender.evs.evs[ev].spine == w.qp.sender.evs.pin_spine))
 # loss_policy is read off the policy object the sender actually consults, not the config field.
 READERS["mrc.qp"]["loss_policy"] = (
     "ocp", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(

@@ -1,0 +1,188 @@
+"""Per-flow figures of a run: each flow's goodput and how often ECN moved its sender off a path.
+
+A flow is one (source host, destination host) pair whose destination receives nothing else, so
+the destination worker's cumulative `goodput` rx_bytes is that flow's goodput: the flows of a
+`bisection` collective (rank r of the first half -> r + W/2) and an incast's victim flow.
+
+EV moves: an ECN echo makes the MRC sender skip the echoed EV until a time (traffic/evs.py
+`skip`, logged as ev_skip {qp, ev, until_ns}); a trimmed NACK skips it once (ev_skip with
+"once"). A move is an ECN skip of an EV that was not already being skipped: the sender then
+takes its packets elsewhere; further echoes while it is skipped only extend the skip. Counted
+per flow from the source's endpoint log, restricted to the QPs whose peer is the destination
+(the endpoint's `qp` event), and per path (plane, spine) so a run shows which path was left.
+
+Pure functions over parsed events, plus one loader (flow_summary) the runner's summary uses.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.logs import parse_json, read_json
+from model.topology import ev_plane, ev_spine
+
+
+def mean_goodput_mbit(samples: list[tuple[int, int]], start_ns: int | None = None,
+                      end_ns: int | None = None) -> float | None:
+    """Mean goodput (Mbit/s, payload) of cumulative (t_ns, bytes) samples inside [start, end]:
+    bytes between the first and last sample in the window over the time between them. None
+    with fewer than two samples there."""
+    inside = sorted(s for s in samples if (start_ns is None or s[0] >= start_ns)
+                    and (end_ns is None or s[0] <= end_ns))
+    if len(inside) < 2 or inside[-1][0] <= inside[0][0]:
+        return None
+    return (inside[-1][1] - inside[0][1]) * 8 / ((inside[-1][0] - inside[0][0]) / 1e9) / 1e6
+
+
+def ecn_moves(events: list[dict], qps: set[int] | None = None) -> dict:
+    """ECN skips and moves in one sender's endpoint events (those of `qps` only, if given):
+    {"ecn_skips", "moves", "moves_by_path": {"p<plane>s<spine>": n}, "trim_skips"}."""
+    skipped_until: dict[tuple[int, int], int] = {}
+    out = {"ecn_skips": 0, "moves": 0, "moves_by_path": {}, "trim_skips": 0}
+    for e in events:
+        if e.get("event") != "ev_skip" or (qps is not None and e.get("qp") not in qps):
+            continue
+        if e.get("once"):
+            out["trim_skips"] += 1
+            continue
+        out["ecn_skips"] += 1
+        key = (e.get("qp"), e["ev"])
+        if e["t_ns"] >= skipped_until.get(key, -1):
+            out["moves"] += 1
+            path = f"p{ev_plane(e['ev'])}s{ev_spine(e['ev'])}"
+            out["moves_by_path"][path] = out["moves_by_path"].get(path, 0) + 1
+        skipped_until[key] = max(skipped_until.get(key, -1), int(e["until_ns"]))
+    return out
+
+
+def qps_to(events: list[dict], peer: str) -> set[int]:
+    """The QP numbers an endpoint opened towards `peer` (its `qp` events)."""
+    return {e["qp"] for e in events if e.get("event") == "qp" and e.get("peer") == peer}
+
+
+def flows_of(worker_cfg: dict) -> list[tuple[str, str]]:
+    """(src host, dst host) of every flow the collective defines whose destination receives
+    nothing else: a bisection's pairs, an incast's victim flow; [] otherwise."""
+    hosts = worker_cfg.get("hosts") or [f"h{i}" for i in range(int(worker_cfg.get("world_size", 0)))]
+    kind = worker_cfg.get("collective")
+    if kind == "bisection" and len(hosts) >= 2 and len(hosts) % 2 == 0:
+        half = len(hosts) // 2
+        return [(hosts[r], hosts[r + half]) for r in range(half)]
+    if kind == "incast" and worker_cfg.get("victim"):
+        src, dst = worker_cfg["victim"]
+        return [(hosts[src], hosts[dst])]
+    return []
+
+
+def timed_window(worker_events: list[dict]) -> tuple[int | None, int | None]:
+    """(warmup_done, last iteration end) of one worker log: its timed phase."""
+    start = min((e["t_ns"] for e in worker_events if e.get("event") == "phase"
+                 and e.get("phase") == "warmup_done"), default=None)
+    end = max((e["end_ns"] for e in worker_events if e.get("event") == "iteration"), default=None)
+    return start, end
+
+
+def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]],
+                 endpoint_logs: dict[str, list[dict]], link_mbit: float | None = None) -> list[dict]:
+    """One dict per flow: goodput over its destination's timed phase, goodput over the window
+    in which every flow is in its timed phase (the figure to compare flows by: none of them
+    alone on the fabric), its fraction of `link_mbit` (the host's NIC: link rate x planes), and
+    the ECN moves of its sender."""
+    windows = {dst: timed_window(worker_logs.get(dst, [])) for _, dst in flows}
+    starts = [w[0] for w in windows.values()]
+    ends = [w[1] for w in windows.values()]
+    common = ((max(starts), min(ends)) if flows and None not in starts and None not in ends
+              and max(starts) < min(ends) else (None, None))
+    out = []
+    for src, dst in flows:
+        samples = [(e["t_ns"], e["rx_bytes"]) for e in worker_logs.get(dst, [])
+                   if e.get("event") == "goodput"]
+        own = mean_goodput_mbit(samples, *windows[dst])
+        together = mean_goodput_mbit(samples, *common) if common[0] is not None else None
+        src_events = endpoint_logs.get(src)
+        moves = (ecn_moves(src_events, qps_to(src_events, dst)) if src_events is not None
+                 else None)
+        out.append({
+            "src": src, "dst": dst,
+            "goodput_mbit": own,
+            "goodput_all_flows_mbit": together,
+            "link_fraction": (together if together is not None else own) / link_mbit
+            if link_mbit and (together if together is not None else own) is not None else None,
+            "ecn_moves": None if moves is None else moves["moves"],
+            "ecn_moves_by_path": None if moves is None else moves["moves_by_path"],
+            "ecn_skips": None if moves is None else moves["ecn_skips"],
+            "trim_skips": None if moves is None else moves["trim_skips"],
+        })
+    return out
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# the fields this module computes with, per event (a line without them is skipped)
+_USABLE = {
+    "ev_skip": lambda e: _int(e.get("t_ns")) and _int(e.get("ev")) and _int(e.get("until_ns"))
+    and _int(e.get("qp")),
+    "qp": lambda e: _int(e.get("qp")) and isinstance(e.get("peer"), str),
+    "goodput": lambda e: _int(e.get("t_ns")) and isinstance(e.get("rx_bytes"), (int, float))
+    and not isinstance(e.get("rx_bytes"), bool),
+    "phase": lambda e: _int(e.get("t_ns")),
+    "iteration": lambda e: _int(e.get("end_ns")),
+}
+
+
+def read_events(path: Path, wanted: tuple[str, ...]) -> list[dict]:
+    """The `wanted` events of a JSONL log that carry what this module needs; lines cut by a
+    crash or with mistyped fields are skipped, a missing file gives []."""
+    out = []
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                if not any(w.encode() in line for w in wanted):
+                    continue
+                try:
+                    e = parse_json(line)
+                except ValueError:
+                    continue
+                if isinstance(e, dict) and e.get("event") in wanted and _USABLE[e["event"]](e):
+                    out.append(e)
+    except OSError:
+        pass
+    return out
+
+
+def flow_summary(tdir) -> dict:
+    """{"flows": [...]} of one transport's run directory (worker.json, worker-<h>.jsonl,
+    endpoint-<h>.jsonl); {"flows": []} when the collective has no such flows."""
+    tdir = Path(tdir)
+    cfg = read_json(tdir / "worker.json")
+    if not isinstance(cfg, dict):
+        return {"flows": []}
+    try:
+        flows = flows_of(cfg)
+    except (TypeError, ValueError, IndexError):
+        return {"flows": []}
+    hosts = {h for f in flows for h in f}
+    worker_logs = {h: read_events(tdir / f"worker-{h}.jsonl", ("goodput", "phase", "iteration"))
+                   for h in hosts}
+    endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl", ("ev_skip", "qp"))
+                     for h in hosts if (tdir / f"endpoint-{h}.jsonl").exists()}
+    fabric = cfg.get("fabric") if isinstance(cfg.get("fabric"), dict) else {}
+    link, planes = fabric.get("host_link_mbit"), fabric.get("planes", 1)
+    # a host has one NIC port per plane: its flow can use them all
+    nic = (float(link) * planes if isinstance(link, (int, float)) and isinstance(planes, int)
+           and planes >= 1 else None)
+    return {"flows": flow_figures(flows, worker_logs, endpoint_logs, nic)}
+
+
+def describe(flow: dict) -> str:
+    """One line per flow for the runner's printout."""
+    rate = flow.get("goodput_all_flows_mbit")
+    rate = flow.get("goodput_mbit") if rate is None else rate
+    text = f"flow {flow['src']}->{flow['dst']}: " + ("-" if rate is None else f"{rate:.1f} Mbit/s")
+    if flow.get("link_fraction") is not None:
+        text += f" ({flow['link_fraction']:.0%} of the host's NIC rate)"
+    if flow.get("ecn_moves") is not None:
+        paths = ", ".join(f"{p} {n}" for p, n in sorted((flow.get("ecn_moves_by_path") or {}).items()))
+        text += f", ECN moves {flow['ecn_moves']}" + (f" ({paths})" if paths else "")
+    return text
