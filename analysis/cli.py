@@ -12,13 +12,15 @@ import argparse
 import sys
 from pathlib import Path
 
+from analysis import metrics, plots, report
+from analysis.logs import resolve_run
+from model.argtypes import positive_float
+
 NOTEBOOK = Path(__file__).with_name("notebooks") / "mrc_run.ipynb"
 
 
 def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
     """Analyse one run; returns {"report": Path, "figures": {name: Path}, "comparison": DataFrame}."""
-    from analysis import metrics, plots, report
-    from analysis.logs import resolve_run
     run_dir = resolve_run(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
     run = metrics.load_run(run_dir, bin_ms=bin_ms)
@@ -32,7 +34,6 @@ def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
 
 def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `mrclab analyze`, declared on the CLI's subparser (or a standalone one)."""
-    from model.argtypes import positive_float
     parser.add_argument("run", nargs="?", default="latest",
                         help="run directory or 'latest' (default: the newest under results/)")
     parser.add_argument("--out", help="output directory (default: <run>/analysis)")
@@ -76,7 +77,6 @@ def run_notebook(run_dir, out_path=None, timeout_s: int = 600) -> Path:
     import nbformat
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter
-    from analysis.logs import resolve_run
     run_dir = resolve_run(run_dir).resolve()
     nb = nbformat.read(NOTEBOOK, as_version=4)
     tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]

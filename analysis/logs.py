@@ -1,6 +1,6 @@
 """Endpoint/worker JSONL event logs and the controller fault log -> pandas DataFrames.
 
-Schema: the event-log schema of the project brief (every line {"t_ns", "host", "event", ...}).
+Schema: the event log the workers and endpoints write (every line {"t_ns", "host", "event", ...}).
 Logs are written by processes that may be killed mid-line, so loading is forgiving: every line
 that parses into an object with the required keys becomes a row; every other line is reported
 (file, line number, why) in `df.attrs["log_problems"]` and never raises.
@@ -10,13 +10,14 @@ loaders of pcap, metrics and the CLI all need the same answers.
 """
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from pathlib import Path
 
 import pandas as pd
 
+from analysis import jsonl
+from analysis.jsonl import parse_json
 from model.topology import FabricSpec, SpecError, Topology
 
 EVENT_REQUIRED = ("t_ns", "event")
@@ -92,15 +93,6 @@ def _short(value) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def parse_json(data: bytes | str):
-    """json.loads, with every way a corrupt input fails as ValueError: undecodable bytes,
-    bad syntax, and nesting deep enough to exhaust the parser's recursion."""
-    try:
-        return json.loads(data)
-    except RecursionError:
-        raise ValueError("nested too deeply") from None
-
-
 def read_json(path, problems: list | None = None, what: str = "a JSON object"):
     """The JSON object of a small file (summary, clock, counters, worker config), or None if it
     is missing; an unreadable or non-object file is None too and is reported in `problems`."""
@@ -130,29 +122,9 @@ def _note(problems: list | None, text: str) -> None:
 
 def read_jsonl(path, required=EVENT_REQUIRED) -> tuple[list[dict], list[str]]:
     """(records, problems) of one JSONL file; a bad line is a problem, not an exception."""
-    records, problems = [], []
-    path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        return [], [f"{path}: cannot read ({exc})"]
-    for lineno, line in enumerate(raw.split(b"\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = parse_json(line)
-        except ValueError as exc:
-            problems.append(f"{path.name}:{lineno}: not JSON ({exc.__class__.__name__}: "
-                            f"{str(exc)[:60]})")
-            continue
-        if not isinstance(obj, dict):
-            problems.append(f"{path.name}:{lineno}: not a JSON object")
-            continue
-        problem = record_problem(obj, required)
-        if problem:
-            problems.append(f"{path.name}:{lineno}: {problem}")
-            continue
-        records.append(obj)
+    problems: list[str] = []
+    records = jsonl.read_jsonl(path, problems, check=lambda obj: record_problem(obj, required),
+                               missing_ok=False)
     return records, problems
 
 

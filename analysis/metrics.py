@@ -9,7 +9,9 @@ collective's buffer size in bytes and t its time; busbw = algbw * factor, where 
 the figure comparable to link speed: all_reduce 2(n-1)/n; reduce_scatter, all_gather and
 all_to_all (n-1)/n; broadcast, reduce and send/recv 1.
 
-Recovery time per fault uses the single definition in analysis.recovery (owned by the runner).
+Recovery time per fault uses the single definition in analysis.recovery, with its inputs
+assembled by analysis.runmodel (the same code that writes the runner's summary.json), so the
+report, the notebook and the terminal table give the same numbers.
 """
 from __future__ import annotations
 
@@ -19,6 +21,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis import runmodel
+from analysis import recovery
+from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
+from analysis.pcap import load_captures
+
 DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY",
                 "WRITE_ONLY_IMM")
 # OCP's EV states, plus SUSPECT: not an OCP state, the time an EV spends out of use while a
@@ -26,8 +33,7 @@ DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "
 EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN", "SUSPECT")
 # Fault-log actions that are faults (the controller's API); other entries (e.g. port_status
 # notifications) stay in the raw log but are not drawn or measured as faults.
-FAULT_ACTIONS = ("link_down", "link_up", "flap", "gray_loss", "gray_loss_clear", "blackhole",
-                 "blackhole_clear", "degrade", "degrade_clear", "ecn_mark", "ecn_clear")
+FAULT_ACTIONS = runmodel.FAULT_ACTIONS
 BUSBW_FACTORS = {
     "allreduce": lambda n: 2 * (n - 1) / n,
     "reducescatter": lambda n: (n - 1) / n,
@@ -330,14 +336,12 @@ def iteration_bandwidth(iters: pd.DataFrame, world_size: int | None = None) -> p
 
 
 def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
-                       counter: str = "rx_bytes", **kw) -> pd.DataFrame:
-    """Recovery time (ms) of every fault, by analysis.recovery's definition (imported, never
-    redefined here): cumulative delivered bytes = the hosts' `goodput` events summed
-    (recovery.aggregate_cumulative); expected rate = pre-fault steady goodput x the surviving
-    capacity fraction after the fault (recovery.surviving_capacity_fraction over the fault log
-    applied in order); evaluation ends at the next fault. recovery_ms is NaN when the goodput
-    never recovers (the definition's None). kw go to recovery.recovery_time_ms."""
-    from analysis import recovery
+                       counter: str = "rx_bytes") -> pd.DataFrame:
+    """Recovery time (ms) of every fault in a fault-log DataFrame, with the inputs assembled by
+    analysis.runmodel.measure_recoveries from the event log (warmup_done, complete iterations,
+    the hosts' `goodput` counters), exactly as for summary.json. Each fault-log row counts as one
+    fault; a run directory's per-entry numbers are in recovery_table. recovery_ms is NaN when the
+    goodput never recovers (the definition's None)."""
     cols = ["t_ns", "action", "a", "b", "expected_mbit", "recovery_ms", "recovered"]
     g = _events(ev, "goodput")
     if len(faults) == 0 or len(g) == 0 or counter not in g:
@@ -346,33 +350,41 @@ def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
                 for h, x in g.groupby("host", observed=True)}
     samples = recovery.aggregate_cumulative(per_host)
     faults = faults.sort_values("t_ns", kind="stable").reset_index(drop=True)
-    first_t = float(faults["t_ns"].iloc[0])
     it = _events(ev, "iteration")
-    spans = (recovery.iteration_spans_ms(zip(it["iter"], it["start_ns"], it["end_ns"]))
-             if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns) else [])
-    windows = recovery.collective_windows(spans)
-    for key, value in windows.items():
-        kw.setdefault(key, value)
-    steady = recovery.steady_goodput_bps(samples, samples[0][0] if samples else 0, first_t,
-                                         window_ms=kw["window_ms"])
-    capacity: dict = {}
-    rows = []
-    for i, f in faults.iterrows():
-        fault = {k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
-        if topology is not None:
-            capacity = recovery.apply_fault_to_capacity(topology, capacity, fault)
-            fraction = recovery.surviving_capacity_fraction(topology, capacity)
-        else:
-            fraction = 1.0
-        until = float(faults["t_ns"].iloc[i + 1]) if i + 1 < len(faults) else None
-        expected = steady * fraction if steady else None
-        rec = None
-        if expected and expected > 0:
-            rec = recovery.recovery_time_ms(samples, float(f["t_ns"]), expected, until_ns=until, **kw)
-        rows.append((int(f["t_ns"]), f.get("action"), f.get("a"), f.get("b"),
-                     (expected or float("nan")) * 8 / 1e6,
-                     float("nan") if rec is None else rec, rec is not None))
+    spans, traffic_end = [], None
+    if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns):
+        ranks = it["host"].nunique()
+        whole = it.groupby("iter").filter(lambda x: x["host"].nunique() == ranks)
+        spans = recovery.iteration_spans_ms(zip(whole["iter"], whole["start_ns"], whole["end_ns"]))
+        traffic_end = int(it["end_ns"].max())
+    ph = _events(ev, "phase")
+    starts = ph[ph["phase"] == "warmup_done"]["t_ns"] if "phase" in ph else []
+    timed_start = int(min(starts)) if len(starts) else None
+    commands = [{k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
+                for _, f in faults.iterrows()]
+    _, _, results = runmodel.measure_recoveries(
+        samples, spans, timed_start, traffic_end,
+        [(int(c["t_ns"]), [c]) for c in commands], topology)
+    rows = [(int(c["t_ns"]), c.get("action"), c.get("a"), c.get("b"),
+             (expected or float("nan")) * 8 / 1e6, float("nan") if rec is None else rec,
+             rec is not None)
+            for c, (_, expected, rec) in zip(commands, results)]
     return pd.DataFrame(rows, columns=cols)
+
+
+def recovery_table(model: runmodel.TransportRun, t0_ns: int | None = None) -> pd.DataFrame:
+    """Every scheduled fault of one transport's run model: when (s since t0_ns, default the
+    timed start), what, whether it took effect and why not, and its recovery time."""
+    t0 = model.timed_start_ns if t0_ns is None else t0_ns
+    rows = [{"entry": f.entry, "when": f.when, "action": f.action, "a": f.a, "b": f.b,
+             "t_s": None if f.t_ns is None or t0 is None else (f.t_ns - t0) / 1e9,
+             "status": f.status, "capacity_fraction": f.capacity_fraction,
+             "expected_mbit": None if f.expected_goodput_bps is None
+             else f.expected_goodput_bps * 8 / 1e6,
+             "recovery_ms": f.recovery_ms, "reason": f.reason} for f in model.faults]
+    return pd.DataFrame(rows, columns=["entry", "when", "action", "a", "b", "t_s", "status",
+                                       "capacity_fraction", "expected_mbit", "recovery_ms",
+                                       "reason"])
 
 
 # ---------------------------------------------------------------- a whole run
@@ -388,6 +400,7 @@ class TransportData:
     summary: dict
     problems: list[str] = field(default_factory=list)
     topology: object = None     # model.topology.Topology of the run's fabric, if known
+    model: runmodel.TransportRun | None = None   # verdict and recovery numbers (summary.json's)
 
 
 @dataclass
@@ -406,8 +419,6 @@ class RunAnalysis:
 
 def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
     """Load every transport of a run directory (captures, event logs, fault log, summary)."""
-    from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
-    from analysis.pcap import load_captures
     run_dir = Path(run_dir)
     transports = {}
     starts = []
@@ -425,7 +436,11 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
         summary = load_summary(d, problems)
         topology = run_topology(d, problems) or run_topology(run_dir, problems)
         problems = list(dict.fromkeys(problems + run_problems))   # one line per problem
-        transports[name] = TransportData(name, d, pk, events, faults, summary, problems, topology)
+        scheduled = summary.get("faults_scheduled")
+        model = runmodel.load_transport(d, name=name, faults_scheduled=(
+            scheduled if isinstance(scheduled, int) and not isinstance(scheduled, bool) else None))
+        transports[name] = TransportData(name, d, pk, events, faults, summary, problems, topology,
+                                         model)
         for df, col in ((pk, "time_ns"), (events, "t_ns")):
             if len(df):
                 starts.append(int(df[col].min()))
@@ -458,12 +473,15 @@ def transport_metrics(td: TransportData, t0_ns: int, bin_ms: float = 10.0) -> di
         row["path_jain"] = lb["path_jain"]
         ro = reordering(td.packets)
         row["reorder_p99"] = float(ro["distance"].quantile(0.99)) if len(ro) else float("nan")
-    rec = recovery_per_fault(td.faults, td.events, td.topology) if len(td.faults) else pd.DataFrame()
-    if len(rec):
-        first = rec.iloc[0]
-        row["recovery_first_fault_ms"] = float(first["recovery_ms"])
-        row["recovery_max_ms"] = float(rec["recovery_ms"].max())
-        row["faults_not_recovered"] = int((~rec["recovered"].astype(bool)).sum())
+    applied = td.model.applied if td.model is not None else []
+    if applied:
+        recs = [f.recovery_ms for f in applied]
+        row["recovery_first_fault_ms"] = float("nan") if recs[0] is None else float(recs[0])
+        known = [r for r in recs if r is not None]
+        row["recovery_max_ms"] = max(known) if known else float("nan")
+        row["faults_not_recovered"] = sum(r is None for r in recs)
+    if td.model is not None and td.model.faults:
+        row["faults_not_effective"] = len(td.model.not_effective)
     row["problems"] = len(td.problems)
     return row
 

@@ -13,6 +13,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from analysis.logs import resolve_run, transport_dirs
+from model.argtypes import UsageError
+
 DISSECTOR = Path(__file__).resolve().with_name("wireshark") / "mrc.lua"
 
 
@@ -33,8 +36,6 @@ def add_arguments(parser) -> None:
 
 def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
     """The run's capture files (of one transport or all), sorted; UsageError if there are none."""
-    from analysis.logs import transport_dirs
-    from model.argtypes import UsageError
     dirs = transport_dirs(run_dir)
     if transport is not None:
         if transport not in dirs:
@@ -52,7 +53,6 @@ def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
 def merge(pcaps: list[Path], out: Path) -> Path:
     """mergecap the captures into out (chronological merge); raises on a missing or failing
     mergecap with its stderr."""
-    from model.argtypes import UsageError
     mergecap = shutil.which("mergecap")
     if mergecap is None:
         raise UsageError("mergecap is not installed (Debian package wireshark-common, which "
@@ -81,8 +81,6 @@ def main(args) -> int:
     mergecap fails."""
     import sys
 
-    from analysis.logs import resolve_run
-    from model.argtypes import UsageError
     try:
         run_dir = resolve_run(args.run)
     except FileNotFoundError as err:

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.logs import run_topology
 from traffic.messages import EndpointOp, NackReason, Opcode
 
 ROCE_PORT = 4791
@@ -501,7 +502,6 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
 
 
 def _topology_of(directory):
-    from analysis.logs import run_topology   # late: logs imports nothing from here
     return run_topology(directory)
 
 

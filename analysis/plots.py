@@ -21,6 +21,8 @@ from matplotlib.patches import Patch  # noqa: E402
 
 from analysis import metrics as m  # noqa: E402
 from analysis import recovery  # noqa: E402
+from analysis import trimming as tr
+from model.topology import ev_plane, ev_spine, t1_name
 
 TRANSPORT_COLORS = {"mrc": "tab:green", "roce": "tab:orange", "tcp": "tab:blue"}
 STATE_COLORS = ["#4caf50", "#ff9800", "#d32f2f", "#bdbdbd", "#fdd835"]  # metrics.EV_STATES order
@@ -157,7 +159,6 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
     replacement EV takes its place (its last state is history, not the path's state). With a
     topology, paths that logged no transition get an empty row too, so an untouched plane shows.
     Returns (matrix of EV_STATES indices, NaN = nothing logged; {row label: EVs on the path})."""
-    from model.topology import ev_plane, ev_spine, t1_name
     mat = m.ev_state_matrix(events, bin_ms, t0_ns)
     if len(mat) == 0:
         return mat, {}
@@ -377,7 +378,6 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
 def victim_goodput_figure(run: m.RunAnalysis):
     """Incast: goodput of the victim flow (worker log at its destination) per transport, with
     the trimming option of each transport's run in the legend. None when there is no victim."""
-    from analysis import trimming as tr
     series = {}
     for name, td in run.transports.items():
         v = tr.victim_goodput(td.directory, bin_ms=100.0, t0_ns=run.t0_ns)
@@ -406,7 +406,6 @@ def victim_goodput_figure(run: m.RunAnalysis):
 def trim_figure(run: m.RunAnalysis):
     """Per switch port: marked and trimmed packets (left), and per transport: trims, NACKs,
     retransmissions by cause and ASSUMED_BAD transitions (right). None without counters."""
-    from analysis import trimming as tr
     ports = {n: tr.port_table(tr.load_trim_counters(td.directory))
              for n, td in run.transports.items()}
     ports = {n: p for n, p in ports.items() if len(p)}

@@ -1,5 +1,5 @@
 """In-fabric trimming and queue-based ECN in a run: switch-port counters, NACKs, EV health, and
-the incast victim flow's goodput (issue 6).
+the incast victim flow's goodput.
 
 Inputs per transport directory (written by the runner / fabric / endpoints):
   trim_counters.json   {"mark", "trim", "totals", "ports": {switch egress intf: counters}}
@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.jsonl import read_jsonl
+from analysis.logs import read_json, record_problem
+
 CONGESTION_REASONS_NOT_FAILURE = ("nack_trimmed",)
 
 
@@ -29,24 +32,10 @@ TRIM_EVENT_NEEDS = {"goodput": ("rx_bytes",), "iteration": ("end_ns",)}
 def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
     """The `wanted` events of one JSONL log that the analysis can use: lines cut by a crash, and
     lines whose fields have the wrong type (analysis.logs.record_problem), are skipped."""
-    from analysis.logs import parse_json, record_problem
-    out = []
-    try:
-        with open(path, "rb") as f:
-            for line in f:
-                if not any(w.encode() in line for w in wanted):
-                    continue
-                try:
-                    ev = parse_json(line)
-                except ValueError:
-                    continue   # a line cut by a crash
-                if (isinstance(ev, dict) and ev.get("event") in wanted
-                        and record_problem(ev, needs=TRIM_EVENT_NEEDS) is None
-                        and _counters_ok(ev)):
-                    out.append(ev)
-    except OSError:
-        pass
-    return out
+    def usable(ev: dict) -> str | None:
+        return record_problem(ev, needs=TRIM_EVENT_NEEDS) or (None if _counters_ok(ev)
+                                                              else "counters not numbers")
+    return read_jsonl(path, [], check=usable, events=wanted)
 
 
 # the per-QP counters endpoint_stats adds up
@@ -74,7 +63,6 @@ def _load_snapshot(tdir, name: str) -> dict | None:
     """A counters snapshot the fabric wrote at teardown: the run dir's copy, else the one in
     its fabric/ directory; None if missing or unreadable. Ports whose counters are not numbers
     are left out, so one corrupt entry does not hide the others."""
-    from analysis.logs import read_json
     p = Path(tdir) / name
     if not p.exists():
         p = Path(tdir) / "fabric" / name
@@ -207,7 +195,6 @@ def _victim_config_ok(cfg: dict) -> bool:
 def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dict | None:
     """The victim flow's goodput: series (Mbit/s per bin) and mean over the timed phase, from the
     victim destination's worker goodput events."""
-    from analysis.logs import read_json
     tdir = Path(tdir)
     cfg = read_json(tdir / "worker.json")
     if cfg is None or not _victim_config_ok(cfg):
@@ -230,7 +217,7 @@ def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dic
 
 
 def transport_summary(tdir, trimming: dict | None) -> dict:
-    """What the runner puts into a transport's summary.json about trimming (issue 6)."""
+    """What the runner puts into a transport's summary.json about trimming."""
     counters = load_trim_counters(tdir)
     totals = (counters or {}).get("totals") or {}
     ep = load_endpoint_stats(tdir)

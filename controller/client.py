@@ -10,9 +10,10 @@ import urllib.request
 class ControllerError(RuntimeError):
     """The controller refused a request (status 400) or failed (5xx), or is unreachable."""
 
-    def __init__(self, message: str, status: int | None = None):
+    def __init__(self, message: str, status: int | None = None, detail: str | None = None):
         super().__init__(message)
-        self.status = status
+        self.status = status            # HTTP status; None when the controller is unreachable
+        self.detail = detail or message  # the controller's own words, without the request line
 
 
 class ControllerClient:
@@ -33,7 +34,7 @@ class ControllerClient:
                 message = json.loads(raw).get("error") or raw.decode(errors="replace")
             except (ValueError, AttributeError):
                 message = raw.decode(errors="replace") or str(err)
-            raise ControllerError(f"{method} {path}: {message}", err.code) from None
+            raise ControllerError(f"{method} {path}: {message}", err.code, message) from None
         except (urllib.error.URLError, OSError) as err:
             raise ControllerError(f"controller at {self.base} unreachable ({method} {path}): "
                                   f"{getattr(err, 'reason', err)}") from None

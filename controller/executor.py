@@ -6,25 +6,18 @@ OpenFlow side is not running or a switch does not answer.
 """
 from __future__ import annotations
 
-import subprocess
 from typing import Callable
 
 from controller.api import CommandError
 from controller.commands import CancelFlap, DeleteCookie, InstallRules, RunArgv, StartFlap
+from model.proc import run_checked as run_command
 
 COMMAND_TIMEOUT_S = 10.0
 
 
 def run_checked(argv: list[str]) -> str:
-    """Run one command; raise CommandError with argv and stderr if it fails."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        raise CommandError(f"command {' '.join(argv)!r} could not run: {err}") from None
-    if proc.returncode != 0:
-        raise CommandError(f"command {' '.join(argv)!r} failed (exit {proc.returncode}): "
-                           f"{proc.stderr.strip() or proc.stdout.strip()}")
-    return proc.stdout
+    """model.proc.run_checked raising CommandError (the API answers it with a 500)."""
+    return run_command(argv, timeout=COMMAND_TIMEOUT_S, error=CommandError)
 
 
 class Executor:

@@ -15,6 +15,8 @@ import subprocess
 import sys
 import time
 
+from controller.routing import ecmp_uplink
+from emulation.fabric import Fabric
 from model.topology import Topology, make_ev
 
 PROBES_PER_FLOW = 5
@@ -33,7 +35,6 @@ def _predicted_spine(topo: Topology, routing: str, src: int, dst: int, plane: in
         return None
     if routing == "srv6":
         return (ev >> 22) & 0x3F
-    from controller.routing import ecmp_uplink
     return ecmp_uplink(topo.spec, ev, hs.group, hd.group, plane=plane)
 
 
@@ -107,10 +108,7 @@ def check_reachability(fab, count: int = PROBES_PER_FLOW) -> dict:
 
 
 def _port_counters(fab) -> dict[tuple[str, int], dict]:
-    raw = fab.controller.port_counters() if hasattr(fab.controller, "port_counters") else None
-    if raw is None:
-        from emulation.fabric import _http
-        raw = _http("GET", fab.api_port, "/counters/ports")
+    raw = fab.controller.port_counters()
     return {(sw, int(port)): c for sw, ports in raw.items() for port, c in ports.items()}
 
 
@@ -226,7 +224,6 @@ def check_fabric(fab) -> str:
 
 
 def run_check(spec, routing: str, dynamic_convergence_s=None, run_dir=None) -> int:
-    from emulation.fabric import Fabric
     try:
         with Fabric(spec, routing=routing, dynamic_convergence_s=dynamic_convergence_s,
                     run_dir=run_dir) as fab:

@@ -13,13 +13,17 @@ The name predicates are pure functions so unit tests can prove they never match 
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
-import subprocess
 import time
 from dataclasses import dataclass, field
+
+from emulation import trimming
+from model.proc import CommandFailed
+from model.proc import run_checked as run_command
 
 RUN_DIR = "/run/mrclab"
 CONTROLLER_PID_FILE = os.path.join(RUN_DIR, "controller.pid")
@@ -81,12 +85,8 @@ def parse_nft_tables(text: str) -> list[tuple[str, str]]:
 # ---------------------------------------------------------------- system adapters
 
 
-def _run(argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-    if check and proc.returncode != 0:
-        raise RuntimeError(f"command failed ({proc.returncode}): {' '.join(argv)}: "
-                           f"{proc.stderr.strip()}")
-    return proc
+def _run(argv: list[str]) -> str:
+    return run_command(argv, timeout=60)
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -135,11 +135,11 @@ def processes_in_namespaces(inodes: set[int]) -> list[int]:
 
 
 def ovs_bridges() -> list[str]:
-    return [b for b in _run(["ovs-vsctl", "--timeout=10", "list-br"]).stdout.split() if b]
+    return [b for b in _run(["ovs-vsctl", "--timeout=10", "list-br"]).split() if b]
 
 
 def root_links() -> list[str]:
-    out = _run(["ip", "-o", "link", "show"]).stdout
+    out = _run(["ip", "-o", "link", "show"])
     names = []
     for line in out.splitlines():
         parts = line.split(":", 2)
@@ -149,7 +149,7 @@ def root_links() -> list[str]:
 
 
 def nft_tables() -> list[tuple[str, str]]:
-    return parse_nft_tables(_run(["nft", "list", "tables"]).stdout)
+    return parse_nft_tables(_run(["nft", "list", "tables"]))
 
 
 def _kill_pids(pids: list[int], grace_s: float = 3.0) -> None:
@@ -253,7 +253,8 @@ def clean(verbose: bool = False) -> Leftovers:
     for name in found.bridges + [i for i in links
                                  if is_our_switch_intf(i) or is_our_sndbuf_probe(i)]:
         if name in links:
-            _run(["ip", "link", "del", "dev", name], check=False)
+            with contextlib.suppress(CommandFailed):   # gone with its peer already
+                _run(["ip", "link", "del", "dev", name])
     for family, name in found.nft_tables:
         _run(["nft", "delete", "table", family, name])
     try:
@@ -271,7 +272,6 @@ def clean(verbose: bool = False) -> Leftovers:
 def detach_trim_programs(intfs: list[str]) -> list[str]:
     """Remove the trimming program (emulation/trimming.py) from these interfaces of ours; returns
     the ones it was on. Best effort: a port that vanished meanwhile is skipped."""
-    from emulation import trimming
     done = []
     for intf in intfs:
         if not is_our_switch_intf(intf):

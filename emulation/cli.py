@@ -47,19 +47,19 @@ COMMAND_HELP = {
 # name -> (module, add-arguments function, main function taking the parsed args and returning
 # the figures as a dict, one-line help).
 BENCHES = {
-    "codec": ("traffic.bench", "add_codec_arguments", "codec_main",
+    "codec": ("emulation.benches.codec", "add_codec_arguments", "codec_main",
               "fast codec vs Scapy encode+decode rate (no fabric)"),
-    "goodput": ("traffic.bench", "add_goodput_arguments", "goodput_main",
+    "goodput": ("emulation.benches.fabric", "add_goodput_arguments", "goodput_main",
                 "one MRC QP over the real fabric: goodput and CPU per packet"),
-    "cpu": ("traffic.bench", "add_cpu_arguments", "cpu_main",
+    "cpu": ("emulation.benches.fabric", "add_cpu_arguments", "cpu_main",
             "endpoint CPU per MiB: reference path vs fast path on one fabric"),
-    "failover": ("traffic.bench", "add_failover_arguments", "failover_main",
+    "failover": ("emulation.benches.fabric", "add_failover_arguments", "failover_main",
                  "recovery time after a T0-T1 link goes down, in base RTTs"),
-    "memory": ("traffic.bench", "add_memory_arguments", "memory_main",
+    "memory": ("emulation.benches.fabric", "add_memory_arguments", "memory_main",
                "endpoint RSS after a transfer"),
-    "pcap": ("analysis.bench", "add_pcap_arguments", "pcap_main",
+    "pcap": ("emulation.benches.pcap", "add_pcap_arguments", "pcap_main",
              "pcap loading rate of analysis.pcap vs Scapy's rdpcap"),
-    "trim": ("emulation.trimming", "add_bench_arguments", "bench_main",
+    "trim": ("emulation.benches.trim", "add_bench_arguments", "bench_main",
              "cost of the in-fabric trimming program per packet"),
 }
 
@@ -107,9 +107,11 @@ def _fabric(args) -> int:
     if not getattr(args, "validate_only", False) and _not_root(
             "mrclab fabric", "it creates network namespaces, veths and Open vSwitch bridges"):
         return EXIT_USAGE
-    from emulation.hostnet import LinkOptionError, validate_link_options
-    from emulation.switchqueue import QueueConfigError, validate_buffer_bytes
-    from model.topology import FabricSpec, SpecError
+    from emulation.hostnet import (  # deferred: only for this subcommand
+        LinkOptionError, validate_link_options)
+    from emulation.switchqueue import (  # deferred: only for this subcommand
+        QueueConfigError, validate_buffer_bytes)
+    from model.topology import FabricSpec, SpecError  # deferred: only for this subcommand
 
     try:
         validate_link_options({k: v for k, v in (("delay", args.delay), ("loss", args.loss))
@@ -126,7 +128,7 @@ def _fabric(args) -> int:
         if buffer_bytes is not None:
             print("mrclab fabric: --switch-buffer-kb has no effect on --check (probes only)",
                   file=sys.stderr)
-        from emulation.check import run_check
+        from emulation.check import run_check  # deferred: only for this subcommand
         return run_check(spec, args.routing, args.dynamic_convergence_s, args.run_dir)
     from mininet.cli import CLI
     from mininet.log import setLogLevel
@@ -146,7 +148,7 @@ def _fabric(args) -> int:
             except KeyboardInterrupt:
                 print("\nmrclab: Ctrl-C, tearing the fabric down", flush=True)
 
-    from emulation.fabric import Fabric
+    from emulation.fabric import Fabric  # deferred: only for this subcommand
     with Fabric(spec, routing=args.routing, dynamic_convergence_s=args.dynamic_convergence_s,
                 run_dir=args.run_dir, switch_buffer_bytes=buffer_bytes) as fab:
         print(f"mrclab: fabric up ({args.routing}): {len(fab.topo.hosts)} hosts, "
@@ -196,7 +198,8 @@ def _fault_body(args) -> dict:
 
 def _link(args) -> int:
     body = _fault_body(args)
-    from controller.client import ControllerClient, ControllerError
+    from controller.client import (  # deferred: only for this subcommand
+        ControllerClient, ControllerError)
     client = ControllerClient(port=args.api_port)
     try:
         result = client.fault(body)
@@ -338,8 +341,9 @@ def _clean(args) -> int:
     if _not_root("mrclab clean", "it deletes the fabric's network interfaces, OVS bridges and "
                  "nft tables"):
         return EXIT_USAGE
-    from emulation import cleanup
-    from emulation.fabric import FabricLockTimeout, acquire_fabric_lock, release_fabric_lock
+    from emulation import cleanup  # deferred: only for this subcommand
+    from emulation.fabric import (  # deferred: only for this subcommand
+        FabricLockTimeout, acquire_fabric_lock, release_fabric_lock)
     try:
         fd = acquire_fabric_lock(timeout_s=args.wait_s)
     except FabricLockTimeout as e:

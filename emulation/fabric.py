@@ -8,7 +8,7 @@ Why built by hand instead of a Mininet Topo + TCLink: OpenFlow port numbers must
 (TCLink logs them and carries on; netem does not exist on this kernel). All argv lists come from
 emulation.hostnet; this module only runs them, checked.
 
-In-fabric trimming / virtual-queue ECN (issue 6, Fabric(trimming=...)): when on, every switch
+In-fabric trimming / virtual-queue ECN (Fabric(trimming=...)): when on, every switch
 egress port gets trimming.port_qdisc_commands (HTB where trimmed headers overtake full packets)
 instead of the plain HTB, and the BPF program (emulation/bpf/trim.c) once the switches are up; at
 teardown the per-port counters are written to <run_dir>/trim_counters.json and the programs are
@@ -28,11 +28,12 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from emulation import cleanup, hostnet, switchqueue, trimming as trim_mod
+from controller.client import ControllerClient, ControllerError
+from emulation import cleanup, hostnet, switchqueue
+from emulation import trimming as trim_mod
+from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
 
 LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
@@ -50,18 +51,8 @@ class FabricLockTimeout(FabricError):
 
 
 def run_checked(argv: list[str], timeout: float = 60, what: str = "") -> str:
-    """Run one command; raise FabricError with the command and its stderr on failure."""
-    try:
-        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    except FileNotFoundError:
-        raise FabricError(f"{what + ': ' if what else ''}command not found: {argv[0]}") from None
-    except subprocess.TimeoutExpired:
-        raise FabricError(f"{what + ': ' if what else ''}timed out after {timeout}s: "
-                          f"{' '.join(argv)}") from None
-    if proc.returncode != 0:
-        raise FabricError(f"{what + ': ' if what else ''}command failed (exit {proc.returncode}): "
-                          f"{' '.join(argv)}: {(proc.stderr or proc.stdout).strip()}")
-    return proc.stdout
+    """model.proc.run_checked raising FabricError (what the fabric's callers catch)."""
+    return run_command(argv, timeout=timeout, what=what, error=FabricError)
 
 
 # ---------------------------------------------------------------- lock
@@ -110,17 +101,6 @@ def release_fabric_lock(fd: int) -> None:
         os.ftruncate(fd, 0)
     finally:
         os.close(fd)
-
-
-# ---------------------------------------------------------------- controller HTTP (bootstrap only)
-
-
-def _http(method: str, port: int, path: str, body: dict | None = None, timeout: float = 5.0):
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as resp:
-        return json.loads(resp.read() or b"null")
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -259,10 +239,10 @@ class Fabric:
         self._old_handlers = {}
 
     def _start(self) -> None:
+        from mininet.link import Link
         from mininet.log import setLogLevel
         from mininet.net import Mininet
         from mininet.node import Host, OVSSwitch
-        from mininet.link import Link
 
         if not os.environ.get("MRCLAB_MININET_LOG"):
             setLogLevel("warning")
@@ -273,7 +253,7 @@ class Fabric:
         # Before any bridge exists: OVS's one shared transmit socket must be born with a big
         # send buffer, or queued packets make it drop silently (emulation/ovs_sndbuf.py).
         # Needs the fabric lock, held since __enter__ (it may restart ovs-vswitchd).
-        from emulation.ovs_sndbuf import ensure_ovs_tx_buffer
+        from emulation.ovs_sndbuf import ensure_ovs_tx_buffer  # deferred: it imports this module
         ensure_ovs_tx_buffer()
         self._start_controller()
 
@@ -326,28 +306,25 @@ class Fabric:
                                                     stdin=subprocess.DEVNULL,
                                                     start_new_session=True)
         Path(cleanup.CONTROLLER_PID_FILE).write_text(f"{self.controller_proc.pid}\n")
-        try:
-            from controller.client import ControllerClient
-        except ImportError as e:
-            raise FabricError(f"controller/client.py is not available: {e}") from None
         self.controller = ControllerClient(port=self.api_port)
 
     def _wait_controller_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         last = "no answer"
+        probe = ControllerClient(port=self.api_port, timeout_s=2.0)   # a start-up poll: short
         while time.monotonic() < deadline:
             if self.controller_proc.poll() is not None:
                 raise FabricError(f"controller exited with code {self.controller_proc.returncode} "
                                   f"before it was ready; log {self._controller_log}:\n"
                                   f"{_tail(self._controller_log)}")
             try:
-                health = _http("GET", self.api_port, "/health", timeout=2)
+                health = probe.health()
                 last = json.dumps(health)
                 connected = (health.get("switches_connected") == health.get("switches_expected")
                              == len(self.topo.switches))
                 if health.get("ok") and health.get("ready", connected) and connected:
                     return
-            except (OSError, ValueError) as e:
+            except ControllerError as e:
                 last = str(e)
             time.sleep(0.2)
         raise FabricError(f"controller not ready after {self.ready_timeout_s:.0f}s "

@@ -4,7 +4,7 @@ Why lists: every command the fabric runs is built here, so unit tests can check 
 be executed without root, and the fabric can run each one checked (raise with the command and its
 stderr), instead of Mininet's habit of logging tc failures and carrying on.
 
-Host networking contract (see the brief): host n has one interface per plane h{n}-p{plane} with MAC
+Host networking contract: host n has one interface per plane h{n}-p{plane} with MAC
 topology.nic_mac and address topology.nic_addr/64 (no DAD), a route for the plane prefix, permanent
 neighbours for every other host on the plane (the fabric carries no ND), checksum offload off (the
 userspace OVS datapath does not complete partial checksums), and no IPv6 autoconfiguration noise.

@@ -10,14 +10,17 @@ through the controller's HTTP API at the right moments, show progress, and write
 
     results/<name>-<stamp>/
         scenario.toml                 copy of the scenario
-        summary.json                  comparison of the transports run (+ printed table)
+        summary.json                  comparison of the transports run (+ printed table),
+                                      exit_code, problems
         <transport>/
-            summary.json              transport, verified, partial, iteration_times_ms,
-                                      fault_times_ns, recovery_ms, faults, goodput, ...
+            summary.json              transport, verified, partial, problems, iteration_times_ms,
+                                      fault_times_ns, recovery_ms, faults, faults_ok,
+                                      faults_failed, faults_not_reached, ... (analysis.runmodel)
             worker.json               the worker config
             worker-h<n>.jsonl         worker event logs (iteration, goodput, ...)
             worker-h<n>.stderr        worker stderr
-            faults-applied.jsonl      what the runner asked for and the controller's answers
+            faults-applied.jsonl      what the runner asked for and the controller's answers,
+                                      and a "reached": false record per entry never sent
             faults.jsonl              the controller's fault log (copied from fabric/)
             fabric/                   controller log, spec, fault log (Fabric's run_dir)
             pcaps/h<n>-p<plane>.pcap  MRC headers only (-s CAPTURE_SNAPLEN)
@@ -28,6 +31,11 @@ warmup_done); at_iteration = N fires as soon as any rank has finished timed iter
 after_s = X fires X seconds after the previous entry (file order) was applied.
 Ctrl-C or a crash tears the fabric down (Fabric's context manager) and the summary is still
 written from the logs, with "partial": true.
+
+Exit code: 0 every transport verified and every scheduled fault took effect; 1 a transport did
+not verify (incomplete, failed, wrong data); 2 bad scenario; 3 verified, but a scheduled fault
+never took effect (sent after the traffic ended, refused by the controller, or never sent because
+the traffic ended first or the fault scheduler died); 130 interrupted.
 """
 from __future__ import annotations
 
@@ -40,15 +48,15 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
-from analysis import recovery
-from analysis import trimming as trim_analysis
+from analysis.jsonl import parse_record
+from controller.client import ControllerClient, ControllerError
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
+from traffic import codec
 from traffic.comm import TRANSPORT_MODULES
+from traffic.qp_config import MRCConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,7 +66,6 @@ def mrc_header_snaplen() -> int:
     from the Ethernet header): the deepest stack the codec writes, an SRv6 (IPv6-in-IPv6) frame
     with BTH plus either a data packet's METH+TSETH+RETH+ImmDt or a whole control body with its
     ICRC (control packets have no payload, so they are kept entirely)."""
-    from traffic import codec
     outer = codec.ETH_LEN + 2 * codec.IP6_LEN + codec.UDP_LEN + codec.BTH_LEN
     data = codec.METH_LEN + codec.TSETH_LEN + codec.RETH_LEN + codec.IMM_LEN
     control = max(codec.SACK_LEN, codec.NACK_LEN, codec.PROBE_LEN) + codec.ICRC_LEN
@@ -67,6 +74,12 @@ def mrc_header_snaplen() -> int:
 
 CAPTURE_SNAPLEN = mrc_header_snaplen()
 POLL_S = 0.01
+# Exit codes of `mrclab run` (README "Running an experiment").
+EXIT_OK = 0
+EXIT_NOT_VERIFIED = 1        # a transport's run is incomplete, failed or did not verify its data
+EXIT_BAD_SCENARIO = 2
+EXIT_FAULT_NOT_EFFECTIVE = 3  # every transport verified, but a scheduled fault never took effect
+EXIT_INTERRUPTED = 130
 
 
 # ---------------------------------------------------------------- worker config
@@ -106,6 +119,10 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
 # ---------------------------------------------------------------- log tailing
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 class LogTail:
     """Follows the workers' JSONL logs (complete lines only) and keeps what the runner needs."""
 
@@ -130,14 +147,14 @@ class LogTail:
                 data = self.partial[p] + chunk
                 *lines, self.partial[p] = data.split(b"\n")
                 for line in lines:
-                    try:
-                        ev = json.loads(line)
-                    except ValueError:
+                    ev, _ = parse_record(line)     # a damaged line is the analysis' to report
+                    if ev is None:
                         continue
-                    if ev.get("event") == "iteration":
-                        self.done_iters[p] = max(self.done_iters[p], int(ev["iter"]))
-                    elif ev.get("event") == "phase" and ev.get("phase") == "warmup_done":
-                        t = int(ev["t_ns"])
+                    if ev.get("event") == "iteration" and _is_int(ev.get("iter")):
+                        self.done_iters[p] = max(self.done_iters[p], ev["iter"])
+                    elif (ev.get("event") == "phase" and ev.get("phase") == "warmup_done"
+                          and _is_int(ev.get("t_ns"))):
+                        t = ev["t_ns"]
                         if self.timed_start_ns is None or t < self.timed_start_ns:
                             self.timed_start_ns = t
 
@@ -151,19 +168,15 @@ class LogTail:
 # ---------------------------------------------------------------- fault scheduling
 
 
-def post_fault(api_port: int, command: dict, timeout: float = 10.0) -> dict:
-    """POST /fault; returns the controller's JSON answer ({"ok": false, "error"} on HTTP 400)."""
-    req = urllib.request.Request(f"http://127.0.0.1:{api_port}/fault", method="POST",
-                                 data=json.dumps(command).encode(),
-                                 headers={"Content-Type": "application/json"})
+def post_fault(client: ControllerClient, command: dict) -> dict:
+    """POST /fault: the controller's answer, {"ok": False, "error"} when it refuses or fails the
+    command; raises ControllerError when it cannot be reached (the scheduler then stops)."""
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            return json.loads(resp.read() or b"{}")
-    except urllib.error.HTTPError as exc:
-        try:
-            return json.loads(exc.read() or b"{}") | {"ok": False}
-        except ValueError:
-            return {"ok": False, "error": f"HTTP {exc.code}"}
+        return client.fault(command)
+    except ControllerError as exc:
+        if exc.status is None:
+            raise
+        return {"ok": False, "error": exc.detail}
 
 
 class FaultScheduler(threading.Thread):
@@ -174,9 +187,12 @@ class FaultScheduler(threading.Thread):
         self.pending = list(enumerate(scn.faults))
         self.tail = tail
         self.api_port = api_port
+        self.client = ControllerClient(port=api_port, timeout_s=10.0)
         self.applied_path = applied_path
         self.applied: list[dict] = []
         self.applied_at: dict[int, int] = {}      # entry index -> when it was applied (ns)
+        self.sent: set[int] = set()               # entries whose commands were (being) sent
+        self.current: int | None = None           # entry being sent right now
         self.stop_event = threading.Event()
         self.error: str | None = None
 
@@ -199,9 +215,11 @@ class FaultScheduler(threading.Thread):
                     for item in [x for x in self.pending if self.due(*x)]:
                         self.pending.remove(item)
                         index, entry = item
+                        self.sent.add(index)
+                        self.current = index
                         for command in entry.commands:
                             asked = time.monotonic_ns()
-                            answer = post_fault(self.api_port, command)
+                            answer = post_fault(self.client, command)
                             record = {"entry": index, "when": entry.when(), "asked_ns": asked,
                                       "t_ns": answer.get("t_ns", asked), "ok": bool(answer.get("ok")),
                                       "command": command}
@@ -210,13 +228,43 @@ class FaultScheduler(threading.Thread):
                             self.applied.append(record)
                             out.write(json.dumps(record) + "\n")
                         self.applied_at[index] = time.monotonic_ns()
+                        self.current = None
                     self.stop_event.wait(POLL_S)
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never kills the run
             self.error = f"fault scheduler failed: {exc!r}"
+            if self.current is not None and not any(a["entry"] == self.current for a in self.applied):
+                self.sent.discard(self.current)     # died before any answer: never sent
 
     def stop(self) -> None:
         self.stop_event.set()
         self.join(15)
+
+
+def unreached_records(scn: Scenario, sent: set[int], reason: str) -> list[dict]:
+    """faults-applied.jsonl records for the schedule entries that were never sent, so the run
+    directory itself says which faults did not take effect and why."""
+    out = []
+    for index, entry in enumerate(scn.faults):
+        if index in sent:
+            continue
+        first = entry.commands[0] if entry.commands else {}
+        out.append({"entry": index, "when": entry.when(), "reached": False, "ok": False,
+                    "action": first.get("action"), "a": first.get("a"), "b": first.get("b"),
+                    "commands": len(entry.commands), "reason": reason})
+    return out
+
+
+def unreached_reason(state: dict, scheduler_error: str | None, timed_start_ns: int | None,
+                     stopped_ns: int) -> str:
+    """Why the entries still pending when the workers finished were never sent."""
+    if scheduler_error:
+        return f"the fault scheduler died before it was due ({scheduler_error})"
+    if state.get("error"):
+        return f"the run stopped before it was due ({state['error']})"
+    if timed_start_ns is None:
+        return "the timed iterations never started"
+    return (f"the traffic ended before it was due (the workers finished "
+            f"{(stopped_ns - timed_start_ns) / 1e9:.1f} s after the timed iterations started)")
 
 
 # ---------------------------------------------------------------- progress
@@ -260,7 +308,7 @@ def transport_available(transport: str) -> str | None:
 
 
 def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
-    from emulation.fabric import Fabric  # needs mininet: imported only when a run starts
+    from emulation.fabric import Fabric  # deferred: Mininet, only once a run starts (not --validate-only)
 
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / "pcaps").mkdir(exist_ok=True)
@@ -313,6 +361,14 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             scheduler.stop()
             state["applied"] = scheduler.applied
             state["scheduler_error"] = scheduler.error
+        stopped_ns = time.monotonic_ns()
+        tail.poll()
+        missing = unreached_records(scn, scheduler.sent if scheduler is not None else set(),
+                                    unreached_reason(state, state["scheduler_error"],
+                                                     tail.timed_start_ns, stopped_ns))
+        if missing:
+            with open(tdir / "faults-applied.jsonl", "a") as out:
+                out.writelines(json.dumps(r) + "\n" for r in missing)
         for p, host in zip(procs, hosts):
             state["exit_codes"].setdefault(host, p.poll())
         for f in stderr_files:
@@ -362,79 +418,25 @@ def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
 # ---------------------------------------------------------------- summary
 
 
-def read_events(path: Path) -> list[dict]:
-    out = []
-    try:
-        with open(path) as f:
-            for line in f:
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass  # a line cut by a crash
-    except FileNotFoundError:
-        pass
-    return out
+def loss_policy_in_force(scn: Scenario) -> str:
+    """The MRC loss policy the run's QPs used: the scenario's [mrc.qp] loss_policy, else the
+    QP's default (traffic/loss_policy.py)."""
+    return (scn.mrc.get("qp") or {}).get("loss_policy") or MRCConfig().loss_policy
 
 
 def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
-    """summary.json of one transport, computed from the files (works on partial runs too)."""
-    topo = scn.topology
-    hosts = [h.name for h in topo.hosts]
+    """summary.json of one transport: the run model of its directory (analysis.runmodel, which
+    the report and the analysis load the same way) plus what only the runner knows (exit codes,
+    errors, whether the run was cut short). Works on partial runs too."""
+    from analysis import runmodel  # deferred: numpy/pandas, only to summarise
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     coll = scn.collective
-    logs = {h: read_events(tdir / f"worker-{h}.jsonl") for h in hosts}
-    iters: dict[int, list[dict]] = {}
-    goodput: dict[str, list[tuple[int, int]]] = {}
-    errors, timed_start = [], None
-    for h, evs in logs.items():
-        goodput[h] = [(e["t_ns"], e["rx_bytes"]) for e in evs if e["event"] == "goodput"]
-        for e in evs:
-            if e["event"] == "iteration":
-                iters.setdefault(e["iter"], []).append(e)
-            elif e["event"] == "error":
-                errors.append(f"{h}: {e.get('reason')}")
-            elif e["event"] == "phase" and e.get("phase") == "warmup_done":
-                timed_start = e["t_ns"] if timed_start is None else min(timed_start, e["t_ns"])
-    complete = [i for i in sorted(iters) if len(iters[i]) == len(hosts)]
-    iteration_times_ms = [(max(e["end_ns"] for e in iters[i]) - min(e["start_ns"] for e in iters[i]))
-                          / 1e6 for i in complete]
-    all_verified = all(e["verified"] for evs in iters.values() for e in evs)
+    model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
     codes = state.get("exit_codes", {})
-    verified = (not state.get("partial") and len(complete) == coll.iterations and all_verified
-                and all(codes.get(h) == 0 for h in hosts))
-    traffic_end = max((e["end_ns"] for evs in iters.values() for e in evs), default=None)
-
-    # faults, grouped by schedule entry (a links= selector applies several commands at once)
-    applied = [a for a in state.get("applied", []) if a.get("ok")]
-    entries: dict[int, list[dict]] = {}
-    for a in applied:
-        entries.setdefault(a["entry"], []).append(a)
-    agg = recovery.aggregate_cumulative(goodput)
-    first_fault = min((a["t_ns"] for a in applied), default=None)
-    baseline = None
-    windows = recovery.collective_windows(iteration_times_ms)
-    if timed_start is not None and agg:
-        baseline = recovery.steady_goodput_bps(
-            agg, timed_start, first_fault if first_fault is not None else (traffic_end or agg[-1][0]),
-            window_ms=windows["window_ms"])
-    capacity: dict = {}
-    faults_out = []
-    ordered = sorted(entries.items(), key=lambda kv: kv[1][0]["t_ns"])
-    for k, (index, records) in enumerate(ordered):
-        for r in records:
-            capacity = recovery.apply_fault_to_capacity(topo, capacity, r["command"])
-        fraction = recovery.surviving_capacity_fraction(topo, capacity)
-        t_fault = records[0]["t_ns"]
-        until = ordered[k + 1][1][0]["t_ns"] if k + 1 < len(ordered) else traffic_end
-        expected = baseline * fraction if baseline else None
-        rec = None
-        if expected and until is not None and until > t_fault:
-            rec = recovery.recovery_time_ms(agg, t_fault, expected, until_ns=until, **windows)
-        first = records[0]["command"]
-        faults_out.append({"entry": index, "when": records[0]["when"], "t_ns": t_fault,
-                           "action": first.get("action"), "a": first.get("a"), "b": first.get("b"),
-                           "commands": len(records), "capacity_fraction": fraction,
-                           "expected_goodput_bps": expected, "recovery_ms": rec})
-    not_applied = [a for a in state.get("applied", []) if not a.get("ok")]
+    hosts = [h.name for h in scn.topology.hosts]
+    verified = (not state.get("partial") and len(model.iterations) == coll.iterations
+                and model.data_verified and all(codes.get(h) == 0 for h in hosts))
+    error = state.get("error") or state.get("scheduler_error")
     summary = {
         "scenario": scn.name,
         "short": scn.short,
@@ -442,47 +444,54 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "routing": scn.routing_for(transport)[0],
         "dynamic_convergence_s": scn.routing_for(transport)[1],
         "collective": coll.kind,
-        "world_size": len(scn.topology.hosts),
+        "world_size": len(hosts),
         "message_bytes": coll.message_bytes,
         "qps_per_peer": coll.qps_per_peer,
         "iterations_planned": coll.iterations,
-        "iterations_completed": len(complete),
         "verified": verified,
         "partial": bool(state.get("partial")),
-        "error": state.get("error") or state.get("scheduler_error"),
-        "worker_errors": errors,
+        "error": error,
         "worker_exit_codes": codes,
-        "iteration_times_ms": iteration_times_ms,
-        "mean_iteration_ms": sum(iteration_times_ms) / len(iteration_times_ms) if iteration_times_ms else None,
-        "slowest_iteration_ms": max(iteration_times_ms, default=None),
-        "timed_start_ns": timed_start,
-        "traffic_end_ns": traffic_end,
-        "baseline_goodput_bps": baseline,
-        "fault_times_ns": [f["t_ns"] for f in faults_out],
-        "recovery_ms": [f["recovery_ms"] for f in faults_out],
-        "faults": faults_out,
-        "faults_failed": not_applied,
-        "faults_not_reached": len(scn.faults) - len(entries) - len({a["entry"] for a in not_applied}),
-        "recovery_definition": "analysis/recovery.py: goodput >= 90% of pre-fault steady goodput x "
-                               "surviving capacity fraction, in windows of one median iteration "
-                               f"({windows['window_ms']:.0f} ms), sustained {windows['hold_ms']:.0f} ms",
+        "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
+        **model.summary_fields(),
     }
+    summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
-    _write_csvs(tdir, iters, complete, agg)
+    _write_csvs(tdir, model)
     return summary
 
 
-def _write_csvs(tdir: Path, iters: dict, complete: list, agg: list) -> None:
+def transport_problems(summary: dict, model) -> list[str]:
+    """What a user must know before trusting this transport's numbers, one sentence each."""
+    out = []
+    if summary.get("error"):
+        out.append(f"run error: {summary['error']}")
+    if summary.get("partial"):
+        out.append("the run was cut short; the numbers cover only what was logged")
+    done, planned = summary.get("iterations_completed"), summary.get("iterations_planned")
+    if planned is not None and done != planned:
+        out.append(f"{done} of {planned} iterations completed")
+    if not model.data_verified:
+        out.append("a collective result did not verify")
+    out += [f"worker {e}" for e in model.worker_errors]
+    bad = {h: c for h, c in (summary.get("worker_exit_codes") or {}).items() if c != 0}
+    if bad:
+        out.append("worker exit codes " + ", ".join(f"{h}={c}" for h, c in bad.items()))
+    from analysis.runmodel import describe_not_effective  # deferred: numpy, only to summarise
+    out += [describe_not_effective(f) for f in model.not_effective]
+    return out
+
+
+def _write_csvs(tdir: Path, model) -> None:
     with open(tdir / "iterations.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["iter", "host", "start_ns", "end_ns", "bytes", "verified"])
-        for i in sorted(iters):
-            for e in iters[i]:
-                w.writerow([i, e["host"], e["start_ns"], e["end_ns"], e["bytes"], e["verified"]])
+        for row in model.rank_iterations:
+            w.writerow(row)
     with open(tdir / "goodput.csv", "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["t_ns", "rx_bytes_all_hosts"])
-        for t, b in agg:
+        for t, b in model.samples:
             w.writerow([int(t), int(b)])
 
 
@@ -493,9 +502,20 @@ def _fmt(value, digits=1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _faults_cell(s: dict) -> str:
+    """'2/2' when every scheduled fault took effect, '1/2 !' when one did not, '-' for none."""
+    scheduled = s.get("faults_scheduled")
+    if not scheduled:
+        return "-"
+    applied = s.get("faults_applied") or 0
+    return f"{applied}/{scheduled}" + ("" if s.get("faults_ok", applied == scheduled) else " !")
+
+
 def comparison_table(summaries: list[dict]) -> str:
-    trim_cols = any("trimming" in s for s in summaries)   # summaries of runs since issue 6
-    rows = [("transport", "verified", "mean iter ms", "slowest iter ms", "recovery ms")
+    """The terminal table, then one line per problem a user must know (faults that did not take
+    effect, errors), drawn from the summaries (which come from analysis.runmodel)."""
+    trim_cols = any("trimming" in s for s in summaries)
+    rows = [("transport", "verified", "faults", "mean iter ms", "slowest iter ms", "recovery ms")
             + (("marked", "trimmed", "queue drops", "NACKs", "ASSUMED_BAD", "victim_Mbit/s")
                if trim_cols else ())]
     for s in summaries:
@@ -505,12 +525,53 @@ def comparison_table(summaries: list[dict]) -> str:
         trim = (tuple("-" if s.get(k) is None else str(s[k])
                       for k in ("marked", "trimmed", "queue_drops", "nacks_sent", "ev_assumed_bad"))
                 + (_fmt(s.get("victim_goodput_mbit")),)) if trim_cols else ()
-        rows.append((s["transport"], verified, _fmt(s.get("mean_iteration_ms")),
+        rows.append((s["transport"], verified, _faults_cell(s), _fmt(s.get("mean_iteration_ms")),
                      _fmt(s.get("slowest_iteration_ms")), rec_text) + trim)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    for s in summaries:
+        lines += [f"{s['transport']}: {p}" for p in s.get("problems") or []]
     return "\n".join(lines)
+
+
+def run_verdict(summaries: list[dict], interrupted: bool) -> tuple[int, list[str]]:
+    """(exit code, problems prefixed by transport) of a whole run: not verified beats a fault
+    that did not take effect, which beats success."""
+    problems = [f"{s['transport']}: {p}" for s in summaries for p in s.get("problems") or []]
+    if interrupted:
+        return EXIT_INTERRUPTED, problems + ["interrupted: the summary is partial"]
+    if not all(s.get("verified") for s in summaries):
+        return EXIT_NOT_VERIFIED, problems
+    if not all(s.get("faults_ok", True) for s in summaries):
+        return EXIT_FAULT_NOT_EFFECTIVE, problems
+    return EXIT_OK, problems
+
+
+TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified", "mean_iteration_ms",
+                    "slowest_iteration_ms", "recovery_ms", "fault_times_ns",
+                    "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
+                    "faults_failed", "faults_not_reached")
+
+
+def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool) -> dict:
+    """The run directory's summary.json: every transport's verdict and the run's exit code."""
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
+    code, problems = run_verdict(summaries, interrupted)
+    return {
+        "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
+        "partial": interrupted or any(s.get("partial") for s in summaries),
+        "exit_code": code,
+        "verified": all(s.get("verified") for s in summaries),
+        "faults_ok": all(s.get("faults_ok", True) for s in summaries),
+        "problems": problems,
+        "transports": {s["transport"]: {k: s.get(k) for k in TOP_SUMMARY_KEYS
+                                        + trim_analysis.SUMMARY_KEYS}
+                       for s in summaries},
+        "trimming_option": scn.trimming,
+        "trimming_note": "[options] trimming: queue-based ECN marking on every switch port for "
+                         "every transport, trimming for mrc only" if scn.trimming else
+                         "[options] trimming = false: plain HTB switch ports, no marking, no trimming"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -541,7 +602,7 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         scn = scenario_mod.load(args.scenario, short=args.short)
     except ScenarioError as exc:
         print(f"mrclab run: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_BAD_SCENARIO
     if args.validate_only:
         version = "short version " if scn.short else ""
         print(f"{args.scenario}: {version}ok ({len(scn.faults)} fault entries, "
@@ -566,7 +627,7 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
             print(f"mrclab run: skipping {transport}: {missing}", file=sys.stderr)
             tdir.mkdir(parents=True, exist_ok=True)
             s = {"transport": transport, "verified": False, "partial": True, "error": missing,
-                 "recovery_ms": [], "mean_iteration_ms": None, "slowest_iteration_ms": None}
+                 "problems": [missing], "recovery_ms": [], "mean_iteration_ms": None, "slowest_iteration_ms": None}
             (tdir / "summary.json").write_text(json.dumps(s, indent=2))
             summaries.append(s)
             continue
@@ -579,24 +640,17 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
                              if (tdir / "summary.json").exists() else
                              {"transport": transport, "verified": False, "partial": True})
             break
-    top = {"scenario": scn.name, "short": scn.short, "run_dir": str(run_dir), "partial": interrupted or any(
-        s.get("partial") for s in summaries), "transports": {
-        s["transport"]: {k: s.get(k) for k in ("verified", "partial", "error", "mean_iteration_ms",
-                                               "slowest_iteration_ms", "recovery_ms",
-                                               "fault_times_ns", "iterations_completed")
-                             + trim_analysis.SUMMARY_KEYS}
-        for s in summaries},
-        "trimming_option": scn.trimming,
-        "trimming_note": "[options] trimming: queue-based ECN marking on every switch port for "
-                         "every transport, trimming for mrc only" if scn.trimming else
-                         "[options] trimming = false: plain HTB switch ports, no marking, no trimming"}
+    top = top_summary(scn, run_dir, summaries, interrupted)
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
     print(comparison_table(summaries))
     print(f"run directory: {run_dir}")
     if interrupted:
         print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)
-        return 130
-    return 0 if all(s.get("verified") for s in summaries) else 1
+    elif top["exit_code"] == EXIT_FAULT_NOT_EFFECTIVE:
+        print("mrclab run: the data verified, but a scheduled fault did not take effect "
+              "(see above); the recovery numbers do not measure the schedule you wrote",
+              file=sys.stderr)
+    return top["exit_code"]
 
 
 if __name__ == "__main__":

@@ -80,12 +80,31 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from emulation.scenario_schema import (COLLECTIVE, COLLECTIVES, FABRIC, FAULT, LINK_SELECTORS,
-                                       MRC, MRC_ENDPOINT, MRC_ENDPOINT_RESERVED, MRC_QP, OPTIONS,
-                                       ROUTINGS, TOP, TRANSPORT, TRANSPORTS, Checker,
-                                       ScenarioError, type_error, with_defaults)
+from controller import faults
+from emulation.scenario_schema import (
+    COLLECTIVE,
+    COLLECTIVES,
+    FABRIC,
+    FAULT,
+    LINK_SELECTORS,
+    MRC,
+    MRC_ENDPOINT,
+    MRC_ENDPOINT_RESERVED,
+    MRC_QP,
+    OPTIONS,
+    ROUTINGS,
+    TOP,
+    TRANSPORT,
+    TRANSPORTS,
+    Checker,
+    ScenarioError,
+    type_error,
+    with_defaults,
+)
 from emulation.scenario_short import apply_short
 from model.topology import FabricSpec, SpecError, Topology
+from traffic.endpoint_support import MAX_DATA_OVERHEAD, ConfigError, EndpointConfig
+from traffic.reliability import MRCConfig
 
 __all__ = ["COLLECTIVES", "CollectiveSpec", "FaultEntry", "LINK_SELECTORS", "ROUTINGS",
            "Scenario", "ScenarioError", "TRANSPORTS", "load", "parse", "schedule_order"]
@@ -313,8 +332,6 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec, fabric_mtu: int) -> di
     qp = ck.table(raw, "qp", MRC_QP, parent="mrc")
     _check_mrc_rules(endpoint, qp, ck, spec, fabric_mtu)
 
-    from traffic.endpoint_support import ConfigError, EndpointConfig
-    from traffic.reliability import MRCConfig
     if "endpoint" in raw:
         try:
             EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), **endpoint})
@@ -334,7 +351,6 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
                      fabric_mtu: int) -> None:
     """Rules between [mrc.endpoint], [mrc.qp] and the fabric, which neither config object can
     see alone (the endpoint fills a QP's settings from its own, then applies [mrc.qp])."""
-    from traffic.endpoint_support import MAX_DATA_OVERHEAD, EndpointConfig
 
     planes = endpoint.get("planes")
     if planes is not None:
@@ -360,7 +376,6 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
         ck.fail("[mrc.qp] mtu", f"must be at most {payload_cap} (payload that fits the fabric's "
                 f"{fabric_mtu}-byte MTU after MRC's headers), got {qp['mtu']}",
                 ck.loc.key("mrc.qp", "mtu"))
-    from traffic.reliability import MRCConfig
     lo = qp.get("rto_min_ns", MRCConfig.__dataclass_fields__["rto_min_ns"].default)
     hi = qp.get("rto_max_ns", MRCConfig.__dataclass_fields__["rto_max_ns"].default)
     if lo > hi:
@@ -371,7 +386,6 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
 
 def _fault_rules():
     """(validate, {action: parameter names}) of controller.faults, which owns the fault rules."""
-    from controller import faults
     params = {a: {*required, *optional} for a, (required, optional) in faults.ACTIONS.items()}
     return faults.validate, params
 

@@ -185,8 +185,10 @@ MRC_QP = {
     "rto_rtt_multiplier": _pos(None, "RTO in base RTTs"),
     "rto_min_ns": _i(None, 1, NS_MAX, "RTO floor"),
     "rto_max_ns": _i(None, 1, NS_MAX, "RTO ceiling (>= rto_min_ns)"),
-    "retry_linear": _i(None, 0, 1000, "retries with linear backoff"),
-    "retry_limit": _i(None, 1, 1000, "timeouts of one PSN before the QP fails"),
+    "ack_timeout": _i(None, 0, 24, "OCP local ACK timeout, 1.024 us x 2^n (omit: from the RTT)"),
+    "retry_linear_count": _i(None, 0, 7, "OCP linear (fixed interval) retries of one PSN"),
+    "retry_exp_count": _i(None, 0, 25, "OCP exponential backoff retries after them; 25 = infinite"),
+    "retry_fixed_interval": _b(None, "linear retries wait a fixed interval (OCP), not a growing one"),
     "reorder_window_frac": _n(None, 0.0, RTTS_MAX, "SACK-gap loss window, base RTTs"),
     "adaptive_reorder": _b(None, "grow the reorder window with measured RTT variance"),
     "congestion_grace_rtts": _n(None, 0.0, 1e6, "congestion evidence forgives a loss this long"),
@@ -211,6 +213,7 @@ MRC_QP = {
     "loss_policy": Key("str", None, "what an unexplained loss does to its EV: 'ocp' retires it "
                        "at once, 'tolerant' adds the emulator's verdict window and excuses "
                        "(traffic/loss_policy.py)", choices=("ocp", "tolerant")),
+    "suspend_siblings": _b(None, "a path's unexplained loss suspends the other EVs on that path"),
     "nscc_min_base_rtt_ns": _i(None, 0, NS_MAX, "NSCC's BDP uses at least this RTT"),
     "port_rate_Bps": _pos(None, "pacing rate per plane, bytes/s", hi=1.25e10),
     "pacer_burst_packets": _i(None, 1, 1024, "pacer burst"),

@@ -20,7 +20,7 @@ Numbering (all zero-based in names, one-based for OpenFlow ports):
 from __future__ import annotations
 
 import ipaddress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterator
 
 # Ceilings keep every derived name and address field in range (interface names <= 15 chars,

@@ -24,6 +24,8 @@ import random
 import socket
 import time
 
+from traffic.endpoint_support import EndpointError
+
 MAX_LINE = 1 << 16
 
 
@@ -117,7 +119,6 @@ class ControlServer:
             self._reply(conn, reply)
 
     def execute(self, req: dict, conn=None):
-        from traffic.endpoint import EndpointError
         ep = self.ep
         op = req.get("op")
         try:
@@ -187,7 +188,8 @@ class ControlServer:
                 taken = comps[:req["count"]]
                 del comps[:req["count"]]
                 self._reply(conn, {"ok": True, "completions": [
-                    {"msn": c.msn, "bytes": c.bytes, "imm": c.imm} for c in taken]})
+                    {"msn": c.msn, "bytes": c.bytes, "imm": c.imm, "status": c.status}
+                    for c in taken]})
             elif qp.error:
                 self._reply(conn, {"ok": False, "error": f"QP {qp.qpn:#x} error: {qp.error}"})
             elif now >= deadline:

@@ -28,10 +28,20 @@ import signal
 import sys
 import time
 
-from model.topology import (Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev)
+from model.topology import Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev
+from traffic import roce_rc
 from traffic.codec import Codec, DecodeError
-from traffic.endpoint_support import (MAX_DATA_OVERHEAD, ConfigError, Counters, EndpointConfig,
-                                      EventLog, Pacer, trimming_delay_bound_ns)
+from traffic.control import ControlServer
+from traffic.endpoint_support import (
+    MAX_DATA_OVERHEAD,
+    ConfigError,
+    Counters,
+    EndpointConfig,
+    EndpointError,
+    EventLog,
+    Pacer,
+    trimming_delay_bound_ns,
+)
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, DataPacket, Nack, Probe, Sack
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
@@ -41,10 +51,6 @@ READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answ
 TX_QUEUE_LIMIT = 8         # frames queued per port before QPs are asked for more (backpressure)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
 RX_ROUND = 16              # frames read from one port before the next port's turn
-
-
-class EndpointError(RuntimeError):
-    """A request to the endpoint that cannot be served (unknown QP, bad region, ...)."""
 
 
 class QueuePair:
@@ -82,6 +88,9 @@ class QueuePair:
 
     def on_sack(self, msg, plane: int, now: int) -> None:
         self.sender.on_sack(msg, now)
+        # Our data reached the peer on msg.ev: that path works from us to the peer, which is the
+        # direction our own SACKs take (the paper: reverse EVs refreshed from data SACKs).
+        self.receiver.reverse_paths.confirm(msg.ev, now)
         self._collect()
 
     def on_nack(self, msg, plane: int, now: int) -> None:
@@ -132,7 +141,7 @@ class QueuePair:
 
 def port_class_for(config: EndpointConfig):
     """The NIC port type of the data path: a PACKET_MMAP ring (fast) or one recv() per frame."""
-    from traffic.packet_io import PacketPort, RingPort   # deferred: opens AF_PACKET sockets (root)
+    from traffic.packet_io import PacketPort, RingPort  # deferred: opens AF_PACKET sockets (root)
     return RingPort if config.fast_path else PacketPort
 
 
@@ -267,7 +276,6 @@ class Endpoint:
             sender = SenderQP(qpn, peer_qpn, qcfg, paths, rng, emit)
             receiver = ReceiverQP(qpn, peer_qpn, qcfg, paths, rng, self.registry, emit)
         else:
-            from traffic import roce_rc
             sender, receiver = roce_rc.make_qp_halves(qpn, peer_qpn, qcfg, paths, rng,
                                                       self.registry, emit)
         qp = QueuePair(qpn, peer, peer_qpn, transport, sender, receiver, base_rtt_ns)
@@ -631,7 +639,6 @@ def main(argv=None) -> int:
     except ConfigError as e:
         print(f"endpoint: {e}", file=sys.stderr)
         return 2
-    from traffic.control import ControlServer
     ep = Endpoint(config)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 
+from model.switchport import default_port_config
 from model.topology import FabricSpec
+from traffic.reliability import MRCConfig
 
 # Wire overhead of the largest data packet (SRv6 mode, TSETH and ImmDt present):
 # Ethernet 14 + outer IPv6 40 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + TSETH 8 + RETH 16 + ImmDt 4 + ICRC 4
@@ -19,6 +23,10 @@ def payload_for_mtu(mtu: int) -> int:
     """Per-packet payload that fits the largest data packet's headers in one `mtu`-byte IP
     packet, rounded down to 64 bytes: 1344 at 1500, 4032 at 4200, 8832 at 9000."""
     return (mtu + 14 - MAX_DATA_OVERHEAD) // 64 * 64
+
+
+class EndpointError(RuntimeError):
+    """A request to the endpoint that cannot be served (unknown QP, bad region, ...)."""
 
 
 class ConfigError(ValueError):
@@ -35,7 +43,6 @@ def trimming_delay_bound_ns(spec: FabricSpec) -> int:
     T1 downlink, T0 last hop) of a fabric whose switch ports use the default thresholds
     (emulation/vqueue.default_port_config): the sum of the ports' trim thresholds as drain
     times, with TRIM_BOUND_MARGIN. Above it the packet would have been trimmed (and NACKed)."""
-    from emulation.vqueue import default_port_config
     total_s = 0.0
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
@@ -185,7 +192,6 @@ class EndpointConfig:
     def _check_qp_accepts_overrides(self) -> None:
         """A key the QP cannot take must fail here, at validation, not be accepted, logged as
         applied and then dropped (or fail at QP creation inside a worker)."""
-        from traffic.reliability import MRCConfig
         known = {f.name for f in fields(MRCConfig)}
         unknown = sorted(set(self.qp) - known)
         if unknown:
@@ -242,26 +248,35 @@ class EndpointConfig:
 
 
 class EventLog:
-    """JSONL event log in the brief's schema, flushed per line so a crash keeps everything."""
+    """The JSONL event log of workers and endpoints: {"t_ns", "host", "event", ...} per line
+    (CLOCK_MONOTONIC ns, shared by every namespace), written whole and line-buffered so a crash
+    keeps every complete event. Thread-safe: a worker's goodput sampler shares it with the
+    collective. Without a path it only counts events (unit tests, an endpoint without a log)."""
 
-    def __init__(self, path: str | None, host: str, clock=time.monotonic_ns):
+    def __init__(self, path: str | Path | None, host: str, clock=time.monotonic_ns):
         self.host = host
         self.clock = clock
-        self._f = open(path, "a", buffering=1) if path else None
+        self._lock = threading.Lock()
+        self._f = None
+        if path:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self._f = open(path, "a", buffering=1)
         self.counts: dict[str, int] = {}
 
     def emit(self, event: str, t_ns: int | None = None, **fields_) -> None:
-        self.counts[event] = self.counts.get(event, 0) + 1
-        if self._f is None:
-            return
         record = {"t_ns": self.clock() if t_ns is None else t_ns, "host": self.host, "event": event}
         record.update(fields_)
-        self._f.write(json.dumps(record, separators=(",", ":")) + "\n")
+        line = json.dumps(record, separators=(",", ":")) + "\n"
+        with self._lock:
+            self.counts[event] = self.counts.get(event, 0) + 1
+            if self._f is not None:
+                self._f.write(line)
 
     def close(self) -> None:
-        if self._f is not None:
-            self._f.close()
-            self._f = None
+        with self._lock:
+            if self._f is not None:
+                self._f.close()
+                self._f = None
 
 
 class Pacer:

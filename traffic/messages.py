@@ -18,7 +18,7 @@ Where each value comes from (say which when adding one):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import IntEnum
 
 

@@ -28,9 +28,9 @@ import struct
 import time
 from collections import defaultdict, deque
 
-from traffic.comm import Communicator, CommError, CommTimeout, Handle, as_bytes, pending_summary
-from traffic.endpoint import Endpoint, EndpointError
-from traffic.endpoint_support import EndpointConfig
+from traffic.comm import CommError, CommTimeout, Communicator, Handle, as_bytes, pending_summary
+from traffic.endpoint import Endpoint
+from traffic.endpoint_support import EndpointConfig, EndpointError
 
 FRAG = struct.Struct("!IIII")          # tag, message length, fragment offset, fragment length
 QPN_BASE = 0x1000
@@ -314,6 +314,8 @@ class MRCComm(Communicator):
             if qp.send_completions:
                 comps, qp.send_completions = qp.send_completions, []
                 for comp in comps:
+                    if comp.status != "success":
+                        continue    # flushed by a QP error, which _raise_if_failed reports
                     frag = st.by_msn.pop(comp.msn, None)
                     if frag is None:
                         continue

@@ -11,6 +11,12 @@ from traffic.messages import PSN_MASK
 
 PSN_SPACE = PSN_MASK + 1
 MPR_UNIT = 128          # MPR is in units of 128 PSNs (OCP)
+# OCP mrc.h, struct mrc_qp_attr: timeout exponent and retry counter ranges.
+ACK_TIMEOUT_UNIT_NS = 1.024e3           # local ACK timeout = 1.024 us x 2^timeout
+ACK_TIMEOUT_MAX = 24                    # 17.18 s
+RETRY_LINEAR_MAX = 7
+RETRY_EXP_MAX = 25
+RETRY_EXP_INFINITE = 25                 # exp_cnt 25: retry forever
 LOSS_POLICIES = ("ocp", "tolerant")
 
 
@@ -39,8 +45,20 @@ class MRCConfig:
     rto_rtt_multiplier: float = 4.0
     rto_min_ns: int = 1_000_000
     rto_max_ns: int = 1_000_000_000
-    retry_linear: int = 7                # OCP: linear backoff for the first 7 retries
-    retry_limit: int = 10                # timeouts of one PSN before QP error
+    # Retries of one PSN, as OCP's struct mrc_qp_attr (mrc.h): `timeout` is the local ACK
+    # timeout, 1.024 us x 2^timeout (max 24, 17.18 s); retry.linear_cnt (max 7) retries wait a
+    # fixed interval, then retry.exp_cnt (max 25; 25 = never give up) retries double it; once
+    # both are spent the next timeout puts the QP in error, which flushes its work requests.
+    # ack_timeout None: the base interval is the RTO derived from the measured RTT (OCP's
+    # timeouts are sized for NIC RTTs of microseconds, the emulated fabric's RTT is ~1 ms).
+    # retry_fixed_interval False (the default): the linear phase waits one more base interval
+    # per retry (1x, 2x, ... 7x) instead of a fixed one, so the QP rides out the emulated
+    # fabric's userspace switches holding packets for up to 250 ms (7 fixed intervals of a
+    # 4 ms RTO would not); True is OCP's fixed interval.
+    ack_timeout: int | None = None
+    retry_linear_count: int = 7
+    retry_exp_count: int = 3
+    retry_fixed_interval: bool = False
     reorder_window_frac: float = 0.5     # SACK-gap loss: sent this many base RTTs later arrived
     # Under load the per-path queueing delay differs by far more than a base RTT; the reorder
     # window also grows to srtt + 4 rttvar - base RTT (RACK-like), measured, so a slower queue
@@ -100,6 +118,12 @@ class MRCConfig:
     # a timeout with nothing later delivered, which the emulated fabric's CPU-starved userspace
     # switches need while they hold packets for up to 250 ms before the egress trimmer.
     loss_policy: str = "tolerant"
+    # A loss the policy holds against its path (RETIRE or SUSPEND) also suspends every other EV
+    # of the same (plane, spine) path, and backups on that path are not drawn as replacements
+    # while it is suspected; the EV layout names each EV's path (emulation/topology.py), so
+    # the siblings need not each lose a packet of their own. The suspicion ends when an EV of
+    # the path is probed back to GOOD, or its loss is explained or followed by a delivery.
+    suspend_siblings: bool = False
     # NSCC sizes its window (1.5 BDP) and delay target on the base RTT; through userspace OVS the
     # idle min RTT (0.5-1 ms) is well under the RTT at line rate (2-3 ms: per-packet CPU in three
     # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
@@ -120,7 +144,7 @@ class MRCConfig:
 
     def __post_init__(self) -> None:
         positive = ("ev_count", "probe_k", "mtu", "mpr", "base_rtt_ns", "rto_min_ns",
-                    "rto_max_ns", "retry_limit", "ack_every", "port_rate_Bps",
+                    "rto_max_ns", "ack_every", "port_rate_Bps",
                     "pacer_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
                     "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts",
@@ -135,7 +159,7 @@ class MRCConfig:
             value = getattr(self, f.name)
             if f.name in positive and (isinstance(value, bool) or not value > 0):
                 raise ValueError(f"MRCConfig.{f.name} must be positive, got {value!r}")
-        for name in ("ev_backup_count", "retry_linear", "skip_rtts", "header_overhead",
+        for name in ("ev_backup_count", "skip_rtts", "header_overhead",
                      "reorder_window_frac", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"):
             if getattr(self, name) < 0:
@@ -146,6 +170,21 @@ class MRCConfig:
             raise ValueError(f"MRCConfig.start_psn must fit 24 bits, got {self.start_psn}")
         if self.ev_min_active is not None and not 0 <= self.ev_min_active <= self.ev_count:
             raise ValueError(f"MRCConfig.ev_min_active must be in 0..ev_count, got {self.ev_min_active}")
+        for name, hi in (("retry_linear_count", RETRY_LINEAR_MAX),
+                         ("retry_exp_count", RETRY_EXP_MAX)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= hi:
+                raise ValueError(f"MRCConfig.{name} must be an integer in 0..{hi} (OCP mrc.h), "
+                                 f"got {value!r}")
+        if self.ack_timeout is not None:
+            if (isinstance(self.ack_timeout, bool) or not isinstance(self.ack_timeout, int)
+                    or not 0 <= self.ack_timeout <= ACK_TIMEOUT_MAX):
+                raise ValueError(f"MRCConfig.ack_timeout must be an integer in "
+                                 f"0..{ACK_TIMEOUT_MAX} (1.024 us x 2^timeout, OCP mrc.h), "
+                                 f"got {self.ack_timeout!r}")
+            if self.rto_ns is not None:
+                raise ValueError("MRCConfig: set ack_timeout or rto_ns, not both (both fix "
+                                 "the base retransmission timeout)")
         if self.loss_policy not in LOSS_POLICIES:
             raise ValueError(f"MRCConfig.loss_policy must be one of {', '.join(LOSS_POLICIES)}, "
                              f"got {self.loss_policy!r}")
@@ -155,6 +194,22 @@ class MRCConfig:
     @property
     def mpr_window(self) -> int:
         return self.mpr * MPR_UNIT
+
+    @property
+    def retries_infinite(self) -> bool:
+        return self.retry_exp_count == RETRY_EXP_INFINITE
+
+    @property
+    def retry_budget(self) -> int | None:
+        """Retries of one PSN before the QP goes to error; None: retry forever."""
+        return None if self.retries_infinite else self.retry_linear_count + self.retry_exp_count
+
+    @property
+    def ack_timeout_ns(self) -> int | None:
+        """OCP's local ACK timeout in ns (None: derived from the RTT)."""
+        if self.ack_timeout is None:
+            return None
+        return round(ACK_TIMEOUT_UNIT_NS * (1 << self.ack_timeout))
 
 
 def unwrap(psn: int, ref: int) -> int:

@@ -1,14 +1,28 @@
-"""The receiver's reverse paths: the small EV set its SACKs and NACKs return on, kept fresh by
+"""The receiver's reverse paths: the small EV set its SACKs and NACKs return on, kept verified by
 probes (pure: time is passed in).
 
-SACKs leave on the plane the data came in on (if its port is up) over >= 1 reverse EV per plane,
-round robin. While data flows, one reverse EV is probed per base RTT (reverse_probe_rtts). A probe
-fails after probe_timeout_rtts base RTTs or the answered probes' srtt + 4 rttvar, whichever is
-longer (the answers queue behind data on a loaded path); a late answer still counts as the path
-working. A timeout is evidence against its EV only once a probe sent LATER was answered (another
-reverse path works and the peer is alive; else the peer, its CPU or every path stalled), and none
-counts while arriving data is trimmed or CE-marked (the answer is queued, the path is not dead).
-reverse_probe_fail_limit failures replace the EV by a random one on the same plane.
+The MRC paper (section 2.4, "Reverse Paths"): a small reverse EV set with at least one EV per
+plane; the receiver probes a randomly chosen EV and, once the probe is answered, adopts it as a
+reverse EV, so the set "always contains EVs known to be up and working". Here:
+
+* SACKs leave on the plane the data came in on (if its port is up) over the reverse EVs of that
+  plane (reverse_evs_per_plane, round robin); a plane with none in use borrows another plane's.
+  The initial set is drawn at random and used at once, as the forward EV set starts GOOD.
+* While data flows, one in-use reverse EV is probed per base RTT (reverse_probe_rtts). A probe
+  fails after probe_timeout_rtts base RTTs or the answered probes' srtt + 4 rttvar, whichever is
+  longer (the answers queue behind data on a loaded path); a late answer still counts as the path
+  working. A timeout is evidence against its EV only once a probe sent LATER was answered
+  (another reverse path works and the peer is alive; else the peer, its CPU or every path
+  stalled), and none counts while arriving data is trimmed or CE-marked (the answer is queued,
+  the path is not dead). reverse_probe_fail_limit failures retire the EV (ASSUMED_BAD).
+* Verify, then adopt: a plane short of reverse EVs probes one randomly drawn candidate EV at a
+  time (one per probe period) and adopts it only when its probe is answered; an unanswered
+  candidate is dropped and another drawn.
+* Data SACKs refresh the set too (`confirm`): when this host also sends to the peer, a SACK of
+  its data on an EV shows that path working, as an answered probe would.
+* Retired reverse EVs are probed back like the sender's (traffic/evs.py): every
+  probe_period_rtts, the period doubling with each failed probe up to probe_backoff_max; probe_k
+  answers in a row make the EV GOOD again (it rejoins its plane if the plane is short).
 """
 from __future__ import annotations
 
@@ -26,6 +40,21 @@ from traffic.qp_config import MRCConfig
 class _ReverseEV:
     ev: int
     fails: int = 0
+
+
+@dataclass
+class _RetiredEV:
+    """An ASSUMED_BAD reverse EV, probed back with backoff."""
+    ev: int
+    next_probe_ns: int
+    failures: int = 0            # consecutive failed probes: the period backs off with them
+    successes: int = 0           # consecutive answered probes: probe_k of them -> GOOD
+
+
+# What a probe was sent for.
+_IN_USE = "in_use"               # health check of a reverse EV in use
+_CANDIDATE = "candidate"         # a random EV to adopt once answered
+_RETIRED = "retired"             # probing a retired EV back
 
 
 class ReversePaths:
@@ -46,8 +75,11 @@ class ReversePaths:
         self._rev_rr = {p: 0 for p in paths.planes}
         self._probe_rr = 0
         self._probe_seq = 0
-        self._pending: dict[int, tuple[int, int]] = {}  # seq -> (ev, sent_ns)
+        self._pending: dict[int, tuple[int, int, str]] = {}  # seq -> (ev, sent_ns, kind)
         self._expired: dict[int, int] = {}              # timed-out probe seq -> ev (late answers)
+        self.retired: dict[int, _RetiredEV] = {}        # ASSUMED_BAD reverse EVs, probed back
+        self._candidate: dict[int, int] = {}            # plane -> seq of its candidate probe
+        self._replaces: dict[int, list[int]] = {p: [] for p in paths.planes}  # retired, unfilled
         self._unjudged: dict[int, tuple[int, int]] = {} # timed out, not judged: seq -> (ev, sent)
         self._probe_srtt: float | None = None           # RTT of answered reverse probes
         self._probe_rttvar = 0.0
@@ -60,6 +92,11 @@ class ReversePaths:
     def _period(self, rtts: float) -> int:
         return max(1, int(rtts * self.cfg.base_rtt_ns))
 
+    def _retired_period(self) -> int:
+        """Probe period of a retired reverse EV: the sender's (a fixed probe_period_ns, else
+        probe_period_rtts base RTTs)."""
+        return self.cfg.probe_period_ns or self._period(self.cfg.probe_period_rtts)
+
     @property
     def port_status(self) -> int:
         return sum(1 << p for p, up in self.local_up.items() if up)
@@ -70,13 +107,19 @@ class ReversePaths:
 
     def reply_path(self, plane: int) -> tuple[int, int] | None:
         """(plane, reverse EV) for a SACK/NACK answering data that came in on `plane`; None if
-        no local port is up."""
-        if not self.local_up.get(plane, False):
-            ups = [p for p, up in self.local_up.items() if up]
-            if not ups:
-                return None
-            plane = ups[0]
+        no local port is up. A plane whose reverse EVs were all retired borrows the next plane
+        with one; with none in use anywhere (every probe failing), a retired one is better
+        than silence."""
+        ups = [p for p in self.paths.planes if self.local_up.get(p, False)]
+        if not ups:
+            return None
+        if plane not in ups or not self.evs[plane]:
+            order = ups[ups.index(plane) + 1:] + ups[:ups.index(plane)] if plane in ups else ups
+            plane = next((p for p in order if self.evs[p]), plane if plane in ups else ups[0])
         revs = self.evs[plane]
+        if not revs:
+            retired = [r.ev for r in self.retired.values() if ev_plane(r.ev) == plane]
+            return (plane, retired[0]) if retired else None
         i = self._rev_rr[plane] % len(revs)
         self._rev_rr[plane] = i + 1
         return plane, revs[i].ev
@@ -92,38 +135,77 @@ class ReversePaths:
         return timeout
 
     def poll(self, now_ns: int, active: bool) -> list[tuple[object, int]]:
-        """Judge timed-out probes; the next probe if one is due and data flows (`active`)."""
+        """Judge timed-out probes; while data flows (`active`): probes of retired EVs whose
+        period ran out, and each probe period one in-use EV and one candidate per short plane."""
         timeout = self.probe_timeout_ns()
-        for seq, (ev, sent) in list(self._pending.items()):
-            if now_ns - sent >= timeout:
-                del self._pending[seq]
-                self._expired[seq] = ev
-                if len(self._expired) > 64:
-                    del self._expired[next(iter(self._expired))]
-                if self._congestion_excuses(ev, now_ns):
-                    continue
-                self._unjudged[seq] = (ev, sent)
-                if len(self._unjudged) > 64:
-                    del self._unjudged[next(iter(self._unjudged))]
-        if not active or now_ns < self._next_probe_ns:
+        for seq, (ev, sent, kind) in list(self._pending.items()):
+            if now_ns - sent < timeout:
+                continue
+            del self._pending[seq]
+            if kind == _CANDIDATE:
+                self._candidate.pop(ev_plane(ev), None)     # never answered: not adopted
+                self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+                           "ok": False, "rtt_ns": None, "direction": "reverse",
+                           "candidate": True})
+                continue
+            if kind == _RETIRED:
+                self._retired_result(ev, False, now_ns)
+                continue
+            self._expired[seq] = ev
+            if len(self._expired) > 64:
+                del self._expired[next(iter(self._expired))]
+            if self._congestion_excuses(ev, now_ns):
+                continue
+            self._unjudged[seq] = (ev, sent)
+            if len(self._unjudged) > 64:
+                del self._unjudged[next(iter(self._unjudged))]
+        if not active:
             return []
+        out = []
+        probing = {ev for ev, _, kind in self._pending.values() if kind == _RETIRED}
+        for r in self.retired.values():
+            if (r.next_probe_ns <= now_ns and r.ev not in probing
+                    and self.local_up.get(ev_plane(r.ev), False)):
+                r.next_probe_ns = now_ns + self._retired_period()
+                out.append(self._probe(r.ev, _RETIRED, now_ns))
+        if now_ns < self._next_probe_ns:
+            return out
         self._next_probe_ns = now_ns + self._period(self.cfg.reverse_probe_rtts)
         all_revs = [(p, r) for p in self.paths.planes if self.local_up[p] for r in self.evs[p]]
-        if not all_revs:
-            return []
-        plane, rev = all_revs[self._probe_rr % len(all_revs)]
-        self._probe_rr += 1
+        if all_revs:
+            plane, rev = all_revs[self._probe_rr % len(all_revs)]
+            self._probe_rr += 1
+            out.insert(0, self._probe(rev.ev, _IN_USE, now_ns))
+        for plane in self.paths.planes:
+            if (self.local_up[plane] and plane not in self._candidate
+                    and len(self.evs[plane]) < self.cfg.reverse_evs_per_plane):
+                out.append(self._probe(self._fresh_ev(plane), _CANDIDATE, now_ns))
+                self._candidate[plane] = self._probe_seq
+        return out
+
+    def _probe(self, ev: int, kind: str, now_ns: int) -> tuple[Probe, int]:
         self._probe_seq = (self._probe_seq + 1) & PROBE_ID_MASK
-        self._pending[self._probe_seq] = (rev.ev, now_ns)
-        return [(Probe(ev=rev.ev, seq=self._probe_seq, timestamp=now_ns, src_qp=self.qp_num,
-                       port_status=self.port_status, path_ev=rev.ev), plane)]
+        self._pending[self._probe_seq] = (ev, now_ns, kind)
+        return (Probe(ev=ev, seq=self._probe_seq, timestamp=now_ns, src_qp=self.qp_num,
+                      port_status=self.port_status, path_ev=ev), ev_plane(ev))
+
+    def _fresh_ev(self, plane: int) -> int:
+        """A random EV of `plane` neither in use nor retired."""
+        taken = {r.ev for r in self.evs[plane]} | set(self.retired)
+        while True:
+            ev = self._random_ev(plane)
+            if ev not in taken:
+                return ev
 
     def deadlines(self, now_ns: int, active: bool) -> list[int]:
         """When poll() next has something to do (probe timeouts, the next probe)."""
         timeout = self.probe_timeout_ns()
-        cands = [sent + timeout for _, sent in self._pending.values()]
+        cands = [sent + timeout for _, sent, _ in self._pending.values()]
         if active:
             cands.append(max(self._next_probe_ns, now_ns))
+            probing = {ev for ev, _, kind in self._pending.values() if kind == _RETIRED}
+            cands += [max(r.next_probe_ns, now_ns) for r in self.retired.values()
+                      if r.ev not in probing and self.local_up.get(ev_plane(r.ev), False)]
         return cands
 
     def on_probe_response(self, probe: Probe, now_ns: int) -> None:
@@ -135,14 +217,83 @@ class ReversePaths:
                 if late is not None:
                     self._judge_timeouts(late[1], now_ns)
             return
-        self._judge_timeouts(pending[1], now_ns)
-        rtt = now_ns - pending[1]
+        ev, sent, kind = pending
+        # any answer shows the peer alive: earlier unanswered probes failed on their own paths
+        self._judge_timeouts(sent, now_ns)
+        rtt = now_ns - sent
         if self._probe_srtt is None:
             self._probe_srtt, self._probe_rttvar = float(rtt), rtt / 2.0
         else:
             self._probe_rttvar = 0.75 * self._probe_rttvar + 0.25 * abs(self._probe_srtt - rtt)
             self._probe_srtt = 0.875 * self._probe_srtt + 0.125 * rtt
-        self._result(probe.ev, True, now_ns)
+        if kind == _CANDIDATE:
+            plane = ev_plane(ev)
+            if self._candidate.get(plane) == probe.seq:
+                del self._candidate[plane]
+            self._adopt(ev, now_ns)
+        elif kind == _RETIRED:
+            self._retired_result(ev, True, now_ns)
+        else:
+            self._result(ev, True, now_ns)
+
+    def confirm(self, ev: int, now_ns: int) -> None:
+        """Data this host sent to the peer on `ev` was SACKed (its own sending QP saw it): the
+        path works in the reverse direction, as an answered probe would show (the paper:
+        "the reverse EV is updated from data SACKs instead of needing EV probes"). An EV in
+        use keeps its slot, a retired one counts an answer, a short plane adopts it."""
+        plane = ev_plane(ev)
+        if plane not in self.evs:
+            return
+        for rev in self.evs[plane]:
+            if rev.ev == ev:
+                rev.fails = 0
+                return
+        if ev in self.retired:
+            self._retired_result(ev, True, now_ns)
+        else:
+            self._adopt(ev, now_ns)
+
+    def _adopt(self, ev: int, now_ns: int, old: str = "UNKNOWN", reason: str = "replacement") -> None:
+        """A verified EV (its probe was answered) joins its plane's reverse EVs if the plane is
+        short of them."""
+        plane = ev_plane(ev)
+        if len(self.evs[plane]) >= self.cfg.reverse_evs_per_plane:
+            return
+        self.evs[plane].append(_ReverseEV(ev))
+        event = {"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+                 "plane": plane, "old": old, "new": "GOOD", "reason": reason,
+                 "direction": "reverse", "verified": True}
+        if self._replaces[plane]:
+            event["replaces"] = self._replaces[plane].pop(0)
+        self.emit(event)
+
+    def _retired_result(self, ev: int, ok: bool, now_ns: int) -> None:
+        r = self.retired.get(ev)
+        if r is None:
+            return
+        if not ok:
+            r.successes = 0
+            r.failures += 1
+            backoff = min(1 << min(r.failures, 30), self.cfg.probe_backoff_max)
+            period = self._retired_period()
+            r.next_probe_ns = max(r.next_probe_ns, now_ns + period * (backoff - 1))
+            self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+                       "ok": False, "rtt_ns": None, "direction": "reverse"})
+            return
+        r.failures = 0
+        r.successes += 1
+        if r.successes < self.cfg.probe_k:
+            return
+        del self.retired[ev]
+        plane = ev_plane(ev)
+        if ev in self._replaces[plane]:
+            self._replaces[plane].remove(ev)     # back in its own place: it replaces nothing
+        if len(self.evs[plane]) < self.cfg.reverse_evs_per_plane:
+            self._adopt(ev, now_ns, old="ASSUMED_BAD", reason="probe_ok")
+        else:
+            self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+                       "plane": plane, "old": "ASSUMED_BAD", "new": "GOOD",
+                       "reason": "probe_ok", "direction": "reverse"})
 
     def _congestion_excuses(self, ev: int, now_ns: int) -> bool:
         if now_ns >= self._congested_until_ns:
@@ -175,12 +326,12 @@ class ReversePaths:
             self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
                        "ok": False, "rtt_ns": None, "direction": "reverse"})
             if rev.fails >= self.cfg.reverse_probe_fail_limit:
-                new = self._random_ev(plane)
-                self.evs[plane][i] = _ReverseEV(new)
+                # retired; its slot is filled by the first candidate whose probe is answered
+                del self.evs[plane][i]
+                self.retired[ev] = _RetiredEV(
+                    ev, next_probe_ns=now_ns + self._retired_period())
+                self._replaces[plane].append(ev)
                 self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
                            "plane": plane, "old": "GOOD", "new": "ASSUMED_BAD",
                            "reason": "reverse_probe_timeout", "direction": "reverse"})
-                self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": new,
-                           "plane": plane, "old": "UNKNOWN", "new": "GOOD",
-                           "reason": "replacement", "replaces": ev, "direction": "reverse"})
             return

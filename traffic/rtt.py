@@ -2,11 +2,14 @@
 
 base RTT = the smallest RTT sample seen (MRCConfig.base_rtt_ns until the first sample);
 srtt / rttvar as RFC 6298 (gains 1/8 and 1/4). From them:
-  * RTO(t), t = timeouts the PSN already had: base_rto * (t + 1) for t < retry_linear, then
-    base_rto * retry_linear * 2^(t - retry_linear + 1) (linear, then exponential, as OCP's retry
-    scheme), capped at rto_max_ns. base_rto = max(rto_min_ns, rto_rtt_multiplier x base RTT,
-    srtt + 4 rttvar). OCP's 1.024 us x 2^t is sized for NIC RTTs of microseconds; the emulated
-    fabric has RTTs around 1 ms, so the RTO is derived from the measured RTT instead.
+  * RTO(t), t = timeouts the PSN already had (OCP mrc.h retry scheme, MRCConfig): the first
+    retry_linear_count retries are the linear phase, the next retry_exp_count the exponential
+    one. Linear: base_rto for every t <= retry_linear_count with retry_fixed_interval (OCP's
+    fixed interval), else base_rto * (t + 1). Exponential, i = t - retry_linear_count >= 1:
+    the last linear interval * 2^i. Capped at max(rto_max_ns, base_rto).
+    base_rto = OCP's 1.024 us x 2^ack_timeout when ack_timeout is set, else rto_ns if set, else
+    max(rto_min_ns, rto_rtt_multiplier x base RTT, srtt + 4 rttvar): OCP's timeouts are sized
+    for NIC RTTs of microseconds, the emulated fabric has RTTs around 1 ms.
   * The SACK-gap reorder window: max(reorder_window_frac x base RTT, srtt + 4 rttvar - base RTT)
     so per-path queueing differences under load are not taken for failures.
 With a trimming fabric (fabric_delay_bound_ns set) both are at least what the trimmers' queue
@@ -54,6 +57,8 @@ class RttEstimator:
 
     def rto_base_ns(self) -> int:
         cfg = self.cfg
+        if cfg.ack_timeout is not None:
+            return cfg.ack_timeout_ns
         if cfg.rto_ns is not None:
             return cfg.rto_ns
         rto = max(cfg.rto_min_ns, cfg.rto_rtt_multiplier * self.base_rtt_ns)
@@ -64,13 +69,17 @@ class RttEstimator:
         return int(rto)
 
     def rto_ns(self, timeouts: int) -> int:
+        """The ACK timeout of a transmission whose PSN already timed out `timeouts` times."""
         base = self.rto_base_ns()
-        lin = self.cfg.retry_linear
-        if timeouts < lin:
+        cfg = self.cfg
+        lin = cfg.retry_linear_count
+        if cfg.retry_fixed_interval:
+            rto = base if timeouts <= lin else base * 2 ** (timeouts - lin)
+        elif timeouts < lin:
             rto = base * (timeouts + 1)
         else:
             rto = base * max(lin, 1) * 2 ** (timeouts - lin + 1)
-        return int(min(rto, self.cfg.rto_max_ns))
+        return int(min(rto, max(cfg.rto_max_ns, base)))
 
     def reorder_window_ns(self) -> int:
         cfg = self.cfg

@@ -7,14 +7,18 @@ per-plane pacer (traffic/nscc.py). Timers come from the RTT estimator (traffic/r
 
 Loss detection:
   * ACK timeout: each transmission has a deadline = send time + RTO(t), t = the timeouts that
-    PSN already had. More than retry_limit timeouts of one PSN -> QP error (reported, never hung).
+    PSN already had (traffic/rtt.py: OCP's linear then exponential retries). Once a PSN's
+    retry_linear_count + retry_exp_count retries are spent (never, with retry_exp_count 25) its
+    next timeout puts the QP in error: reported, every outstanding WRITE completes with an error
+    status (flushed), and later posts fail.
   * SACK gap (RACK-like, time-based so cross-path jitter is not taken for loss): a transmission is
     lost when the SACKs show that a packet SENT at least the reorder window later (any EV) has
     arrived while it has not.
   * NACK TRIMMED / TRIMMED_LASTHOP: fast retransmit. Other NACK reasons: retransmit (counts
-    toward the retry limit); UNEXP_EVENT (remote access error) -> QP error.
+    toward the retry budget); UNEXP_EVENT (remote access error) -> QP error.
 What a loss does to the EV it travelled on is the loss policy's decision (traffic/loss_policy.py,
-MRCConfig.loss_policy); the sender only applies it.
+MRCConfig.loss_policy); the sender only applies it. With MRCConfig.suspend_siblings a loss the
+policy holds against its EV also suspends the EV's whole (plane, spine) path (SuspectPaths).
 
 Every retransmission goes on a FRESH EV (never the one that lost it), lowest PSN first, and never
 on an EV with an outstanding unexplained loss (a loss without trim not followed by the delivery of
@@ -34,13 +38,14 @@ from typing import Callable
 
 from model.topology import ev_plane
 from traffic import loss_policy as lp
-from traffic.evs import EVSet, PathInfo
+from traffic.evs import GOOD, EVSet, PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.nscc import Nscc, PlanePacer
 from traffic.qp_config import MRCConfig, unwrap
 from traffic.rtt import RttEstimator
-from traffic.work_requests import Completion, PostedWrites, _OutMessage, segment_opcode
+from traffic.work_requests import (WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, Completion, PostedWrites,
+                                   _OutMessage, segment_opcode)
 
 _Verdict = lp.Verdict
 
@@ -95,6 +100,59 @@ class UnexplainedLosses:
         return lost is not None and self.delivered_sent.get(key, -1) < lost
 
 
+class SuspectPaths:
+    """MRCConfig.suspend_siblings: a (plane, spine) path whose EV lost a packet the loss policy
+    holds against it is suspected as a whole. Its other EVs are suspended (EVSet.suspend:
+    out of the rotation, a backup from another path takes the slot, state stays GOOD) and its
+    backups are held out of the plane's pool, so no replacement lands on it. The suspicion
+    ends when an EV of the path is probed back to GOOD (the path works again), or when the
+    path's unexplained losses are explained or followed by a delivery (UnexplainedLosses):
+    the held backups return to the pool and the suspended siblings to use."""
+
+    def __init__(self, evs: EVSet, unexplained: UnexplainedLosses):
+        self.evs = evs
+        self.unexplained = unexplained
+        self.paths: dict[tuple[int, int], set[int]] = {}    # path -> siblings suspended
+        self._held: dict[tuple[int, int], list[int]] = {}    # path -> backups held back
+
+    def suspect(self, ev: int, now_ns: int) -> None:
+        info = self.evs.evs.get(ev)
+        if info is None:
+            return
+        path = (info.plane, info.spine)
+        suspended = self.paths.setdefault(path, set())
+        pool = self.evs.backups.get(info.plane, [])
+        held = [b for b in pool if self.evs.evs[b].spine == info.spine]
+        if held:
+            pool[:] = [b for b in pool if self.evs.evs[b].spine != info.spine]
+            self._held.setdefault(path, []).extend(held)
+        for sib in list(self.evs.evs.values()):
+            if (sib.ev != ev and sib.plane == info.plane and sib.spine == info.spine
+                    and sib.state == GOOD and not sib.suspended):
+                self.evs.suspend(sib.ev, "sibling_loss", now_ns)
+                suspended.add(sib.ev)
+
+    def probed_good(self, ev: int, now_ns: int, pending) -> None:
+        """A probe answer for `ev`: if it brought the EV back to GOOD its path works."""
+        info = self.evs.evs.get(ev)
+        if info is not None and info.state == GOOD and (info.plane, info.spine) in self.paths:
+            self._clear((info.plane, info.spine), now_ns, pending)
+
+    def clear_delivered(self, now_ns: int, pending) -> None:
+        """Paths whose every unexplained loss was explained or followed by a delivery."""
+        for path in [p for p in self.paths if not self.unexplained.suspect(p)]:
+            self._clear(path, now_ns, pending)
+
+    def _clear(self, path: tuple[int, int], now_ns: int, pending) -> None:
+        suspended = self.paths.pop(path)
+        self.evs.backups[path[0]].extend(self._held.pop(path, ()))
+        # a sibling with a loss verdict of its own still open stays suspended until it ends
+        own_verdict = {ev for ev, _ in pending}
+        for ev in sorted(suspended):
+            if ev not in own_verdict:
+                self.evs.unsuspend(ev, "path_clear", now_ns)
+
+
 class SenderQP(PostedWrites):
     """Sending half of an MRC QP: WRITEs out, SACK/NACK/probe responses in."""
 
@@ -139,6 +197,7 @@ class SenderQP(PostedWrites):
         self._send_log: deque[tuple[int, int, int]] = deque()  # (sent_ns, seq, tx_count)
         self._latest_delivered_sent = -1        # newest send time of a delivered first transmission
         self.unexplained = UnexplainedLosses()
+        self.siblings = SuspectPaths(self.evs, self.unexplained) if config.suspend_siblings else None
         self._ev_used: set[int] = set()         # EVs that carried at least one packet
         self._wake_ns: int | None = None
         self.completions: list[Completion] = []
@@ -393,9 +452,10 @@ class SenderQP(PostedWrites):
                 continue
             rec.timeouts += 1
             self.counters["timeouts"] += 1
-            if rec.timeouts > self.cfg.retry_limit:
+            budget = self.cfg.retry_budget
+            if budget is not None and rec.timeouts > budget:
                 self._fail(f"ACK timeout: PSN {seq & PSN_MASK} unacknowledged after "
-                           f"{self.cfg.retry_limit} retries", now_ns)
+                           f"{budget} retries", now_ns, WC_RETRY_EXC_ERR, seq)
                 return
             # Whether anything sent later was delivered (other paths work) is what tells a
             # path failure from a stall of the peer, its CPU or every path.
@@ -430,6 +490,10 @@ class SenderQP(PostedWrites):
     def _apply(self, ev: int, decision: lp.Decision, now_ns: int) -> None:
         """Carry out what the loss policy decided about `ev`."""
         verdict = decision.verdict
+        if self.siblings is not None and (verdict is _Verdict.RETIRE
+                                          or verdict is _Verdict.SUSPEND):
+            # before `ev` itself is replaced, so its replacement is not drawn from its path
+            self.siblings.suspect(ev, now_ns)
         if verdict is _Verdict.RETIRE:
             self.evs.mark_lost(ev, decision.why, now_ns)
         elif verdict is _Verdict.SUSPEND:
@@ -461,6 +525,8 @@ class SenderQP(PostedWrites):
                                    sent_ns)
         if decision.verdict is _Verdict.CLEAR:
             self.evs.unsuspend(ev, kind, now_ns)
+        if self.siblings is not None and self.siblings.paths:
+            self.siblings.clear_delivered(now_ns, self.loss_policy.pending)
         self._wake_ns = -1
         return True
 
@@ -547,6 +613,8 @@ class SenderQP(PostedWrites):
         if self.cfg.nscc_enabled:
             self.nscc.on_ack(newly, rtt, ecn, now_ns)
         self._detect_gaps(now_ns)
+        if self.siblings is not None and self.siblings.paths:
+            self.siblings.clear_delivered(now_ns, self.loss_policy.pending)
         self._complete(now_ns)
         self._wake_ns = -1
 
@@ -565,7 +633,8 @@ class SenderQP(PostedWrites):
         self.counters["nacks"] += 1
         self._peer_ports(nack.port_status, now_ns)
         if nack.reason == NackReason.UNEXP_EVENT:
-            self._fail(f"remote access error (NACK UNEXP_EVENT for PSN {nack.psn})", now_ns)
+            self._fail(f"remote access error (NACK UNEXP_EVENT for PSN {nack.psn})", now_ns,
+                       WC_REM_ACCESS_ERR, unwrap(nack.psn & PSN_MASK, self.snd_una))
             return
         trimmed = nack.reason in (NackReason.TRIMMED, NackReason.TRIMMED_LASTHOP)
         if trimmed and self.loss_policy.pending and nack.echo_timestamp:
@@ -582,9 +651,10 @@ class SenderQP(PostedWrites):
                                else lp.TRIMMED_LASTHOP, now_ns)
         else:
             rec.timeouts += 1
-            if rec.timeouts > self.cfg.retry_limit:
+            budget = self.cfg.retry_budget
+            if budget is not None and rec.timeouts > budget:
                 self._fail(f"PSN {nack.psn} NACKed (reason {nack.reason:#x}) more than "
-                           f"{self.cfg.retry_limit} times", now_ns)
+                           f"{budget} retries", now_ns, WC_RETRY_EXC_ERR, rec.seq)
                 return
             self._declare_lost(rec, lp.NACK_OTHER, now_ns)
 
@@ -592,6 +662,7 @@ class SenderQP(PostedWrites):
         if self.error is not None or not probe.response:
             return
         self._peer_ports(probe.port_status, now_ns)
-        self.evs.probe_response(probe.seq, probe.ev, now_ns)
+        if self.evs.probe_response(probe.seq, probe.ev, now_ns) and self.siblings is not None:
+            self.siblings.probed_good(probe.ev, now_ns, self.loss_policy.pending)
 
 

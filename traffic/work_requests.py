@@ -17,12 +17,25 @@ class QPError(RuntimeError):
     """Operation on a QP in the error state, or a bad request (the message says which)."""
 
 
+# Completion status (verbs' ibv_wc_status): a QP in error completes each of its outstanding
+# work requests with an error status instead of leaving them posted for ever.
+WC_SUCCESS = "success"                      # IBV_WC_SUCCESS
+WC_RETRY_EXC_ERR = "retry_exceeded"         # IBV_WC_RETRY_EXC_ERR: the WR whose retries ran out
+WC_REM_ACCESS_ERR = "remote_access_error"   # IBV_WC_REM_ACCESS_ERR: the WR the peer refused
+WC_FLUSH_ERR = "flush_error"                # IBV_WC_WR_FLUSH_ERR: every other outstanding WR
+
+
 @dataclass
 class Completion:
     qp: int
     msn: int              # 24-bit MSN as on the wire
     bytes: int
     imm: int | None
+    status: str = WC_SUCCESS
+
+    @property
+    def ok(self) -> bool:
+        return self.status == WC_SUCCESS
 
 
 @dataclass
@@ -68,10 +81,28 @@ class PostedWrites:
     send completions and the error latch. Subclasses set qp_num, emit, next_msn, messages,
     send_queue, completions, error and _wake_ns in their constructors."""
 
-    def _fail(self, reason: str, now_ns: int) -> None:
-        if self.error is None:
-            self.error = reason
-            self.emit({"t_ns": now_ns, "event": "qp_error", "qp": self.qp_num, "reason": reason})
+    def _fail(self, reason: str, now_ns: int, status: str = WC_FLUSH_ERR,
+              culprit_seq: int | None = None) -> None:
+        """Put the QP in error and flush its work requests: every posted WRITE not yet
+        complete gets an error completion, in posting order; the one holding `culprit_seq`
+        (the PSN whose retries ran out, or that the peer refused) gets `status`, the others
+        WC_FLUSH_ERR, as a verbs QP entering the error state. Later posts raise QPError."""
+        if self.error is not None:
+            return
+        self.error = reason
+        self.emit({"t_ns": now_ns, "event": "qp_error", "qp": self.qp_num, "reason": reason})
+        for msg in self.messages:
+            culprit = (culprit_seq is not None and msg.first_seq is not None
+                       and msg.first_seq <= culprit_seq <= (msg.last_seq if msg.last_seq is not None
+                                                            else culprit_seq))
+            comp = Completion(self.qp_num, msg.msn & PSN_MASK, msg.length, msg.imm,
+                              status if culprit else WC_FLUSH_ERR)
+            self.completions.append(comp)
+            self.emit({"t_ns": now_ns, "event": "completion", "qp": self.qp_num,
+                       "msn": comp.msn, "bytes": comp.bytes, "imm": comp.imm, "side": "send",
+                       "status": comp.status})
+        self.messages.clear()
+        self.send_queue.clear()
 
     def post_write(self, local_buf, remote_va: int, rkey: int, imm: int | None = None) -> int:
         """Queue an RDMA WRITE (WRITE-with-IMM if imm is given); returns its 24-bit MSN.

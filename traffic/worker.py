@@ -3,7 +3,7 @@
 Runs inside the host's network namespace (the runner starts it with fab.popen_in_host). Builds
 the communicator of the configured transport, runs warm-up then timed iterations of the
 collective on float32 buffers with real reduction, checks every result against the exact
-expected value, and writes JSONL events (brief schema), one flushed line at a time, so a
+expected value, and writes JSONL events ({"t_ns", "host", "event", ...}), one flushed line at a time, so a
 crashed or interrupted run keeps everything up to the failure.
 
 Config (JSON, one file for all ranks; rank comes from --rank):
@@ -36,34 +36,14 @@ from pathlib import Path
 
 from traffic import collectives
 from traffic.comm import CommError, create_communicator
+from traffic.endpoint_support import EventLog
 
 EXIT_OK, EXIT_TRANSPORT, EXIT_MISMATCH, EXIT_CONFIG = 0, 2, 3, 4
 REQUIRED_KEYS = ("transport", "world_size", "collective", "message_bytes", "iterations", "log_dir")
 
 
-class EventLog:
-    """JSONL event writer, thread-safe, flushed per line."""
-
-    def __init__(self, path: Path, host: str):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.file = open(path, "a", buffering=1)
-        self.host = host
-        self.lock = threading.Lock()
-
-    def write(self, event: str, **fields) -> None:
-        line = json.dumps({"t_ns": time.monotonic_ns(), "host": self.host, "event": event, **fields})
-        with self.lock:
-            if not self.file.closed:
-                self.file.write(line + "\n")
-                self.file.flush()
-
-    def close(self) -> None:
-        with self.lock:
-            self.file.close()
-
-
 class GoodputSampler(threading.Thread):
-    """Cumulative counters every interval (brief: goodput events every 10 ms)."""
+    """Cumulative counters every interval (goodput events every goodput_interval_ms, 10 ms by default)."""
 
     def __init__(self, comm, log: EventLog, interval_s: float):
         super().__init__(daemon=True, name="goodput")
@@ -72,7 +52,7 @@ class GoodputSampler(threading.Thread):
 
     def sample(self) -> None:
         s = self.comm.stats()
-        self.log.write("goodput", rx_bytes=s["rx_bytes"], tx_bytes=s["tx_bytes"],
+        self.log.emit("goodput", rx_bytes=s["rx_bytes"], tx_bytes=s["tx_bytes"],
                        rx_packets=s["rx_packets"], tx_packets=s["tx_packets"],
                        retransmits=s["retransmits"])
 
@@ -122,16 +102,16 @@ def run(config: dict, rank: int) -> int:
     nccl_size = collectives.nccl_size_bytes(kind, n)
     comm = sampler = None
     try:
-        log.write("phase", phase="connecting", transport=transport, rank=rank)
+        log.emit("phase", phase="connecting", transport=transport, rank=rank)
         comm = create_communicator(transport, rank, config)
-        log.write("phase", phase="connected")
+        log.emit("phase", phase="connected")
         sampler = GoodputSampler(comm, log, float(config.get("goodput_interval_ms", 10)) / 1000)
         sampler.start()
         for i in range(warmup):
             ok, msg = collectives.run_and_verify(comm, kind, n, i, **kw)
             if not ok:
                 return _mismatch(log, f"warm-up: {msg}")
-        log.write("phase", phase="warmup_done")
+        log.emit("phase", phase="warmup_done")
         for i in range(iterations):
             # Inputs and expected results are computed outside the timed span: with W ranks
             # the expected sum hashes W buffers, which would count as collective time.
@@ -144,16 +124,16 @@ def run(config: dict, rank: int) -> int:
             end = time.monotonic_ns()
             ok, msg = collectives.verify(kind, rank, it, results, expected)
             # bytes: payload this rank sent; nccl_size_bytes: NCCL's S (algbw = S / t)
-            log.write("iteration", collective=kind, transport=transport, iter=i, start_ns=start,
+            log.emit("iteration", collective=kind, transport=transport, iter=i, start_ns=start,
                       end_ns=end, bytes=sent_per_iter, nccl_size_bytes=nccl_size, verified=ok)
             if not ok:
                 return _mismatch(log, msg)
         sampler.stop()
-        log.write("counters", **comm.stats())
-        log.write("phase", phase="done")
+        log.emit("counters", **comm.stats())
+        log.emit("phase", phase="done")
         return EXIT_OK
     except CommError as exc:
-        log.write("error", reason=str(exc))
+        log.emit("error", reason=str(exc))
         print(f"[{host}] TRANSPORT ERROR ({transport}): {exc}", file=sys.stderr, flush=True)
         return EXIT_TRANSPORT
     finally:
@@ -165,7 +145,7 @@ def run(config: dict, rank: int) -> int:
 
 
 def _mismatch(log: EventLog, msg: str) -> int:
-    log.write("error", reason=f"result mismatch: {msg}")
+    log.emit("error", reason=f"result mismatch: {msg}")
     print(f"\n{'!' * 72}\n[{log.host}] COLLECTIVE RESULT MISMATCH: {msg}\n{'!' * 72}",
           file=sys.stderr, flush=True)
     return EXIT_MISMATCH

@@ -1,4 +1,4 @@
-// In-fabric packet trimming and queue-based ECN for MRC lab (issue 6).
+// In-fabric packet trimming and queue-based ECN for MRC lab.
 //
 // Attached at tc clsact egress of one switch port (one program instance and its own maps per
 // port, so ifindex collisions between network namespaces cannot mix ports up). It keeps a

@@ -52,6 +52,32 @@ def send_and_count(fab, routing_mode, evs, count, pps=2000, ecn=2, src=0, dst=1)
     return got
 
 
+# Delivery tolerance on a path that works. pathcheck frames are 128 bytes, so 2000 pps is
+# 2 Mbit/s on 50 Mbit/s links: no queue ever builds, the HTB shaper drops nothing, and a
+# missing frame can only be one a CPU-starved userspace OVS or the receiver's socket dropped
+# (measured with one core busy: none in short bursts at 2000 pps, 42% in a 1000-frame burst
+# at 4000 pps). Allow a quarter; a failed path delivers 0, so working and failed stay apart.
+def delivered_all(got, sent):
+    """`got` frames of `sent` is what a working path delivers on a loaded machine."""
+    return sent - max(1, sent // 4) <= got <= sent
+
+
+def works(got, evs, sent, ce=0):
+    """Every EV delivered (within the tolerance) and exactly `ce` CE marks (marks only come
+    from a configured marker, never from load)."""
+    return all(delivered_all(got[ev][0], sent) and got[ev][1] == ce for ev in evs)
+
+
+def wait_until_delivered(fab, evs, deadline_s=10.0):
+    """Poll (5 frames per EV) until every EV delivers again, e.g. after a repair."""
+    deadline = time.monotonic() + deadline_s
+    while True:
+        got = send_and_count(fab, "srv6", evs, 5)
+        if all(got[ev][0] > 0 for ev in evs) or time.monotonic() > deadline:
+            return got
+        time.sleep(0.1)
+
+
 def port_status_events(fab, since_ns):
     return [e for e in fab.controller.faults()
             if e["action"] == "port_status" and e["t_ns"] >= since_ns]
@@ -68,9 +94,9 @@ def test_health_rules_and_counters(fab):
         assert sorted(f["cookie"] for f in flows[name]) == sorted(r.cookie for r in expected)
     before = c.port_counters()["t0p0g0"]["1"]["rx_packets"]
     got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 20)
-    assert got == {EV_S0: (20, 0), EV_S1: (20, 0)}
+    assert works(got, [EV_S0, EV_S1], 20), got
     after = c.port_counters()
-    assert after["t0p0g0"]["1"]["rx_packets"] - before >= 40
+    assert after["t0p0g0"]["1"]["rx_packets"] - before >= 40    # counted at the ingress: all sent
     assert set(after["t1p0s0"]) == {"1", "2"}
     # the path counters show which spine carried each EV: both used
     # (OVS pushes datapath counters to OpenFlow rules about once a second: poll)
@@ -82,7 +108,7 @@ def test_health_rules_and_counters(fab):
         if min(hits.values()) >= 20 or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert hits["t1p0s0"] >= 20 and hits["t1p0s1"] >= 20
+    assert hits["t1p0s0"] >= got[EV_S0][0] and hits["t1p0s1"] >= got[EV_S1][0], (hits, got)
 
 
 @pytest.mark.parametrize("cmd", [
@@ -118,29 +144,37 @@ def test_link_down_loses_only_that_paths_evs(fab):
         assert [l["state"] for l in c.links()
                 if {l["a"], l["b"]} == {"t0p0g0", "t1p0s0"}] == ["down"]
         got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 50)
-        assert got[EV_S0][0] == 0 and got[EV_S1][0] == 50
+        assert got[EV_S0][0] == 0 and delivered_all(got[EV_S1][0], 50), got
     finally:
         c.link_up("t0p0g0", "t1p0s0")
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline and any(l["state"] == "down" for l in c.links()):
         time.sleep(0.05)
-    time.sleep(0.3)
-    assert send_and_count(fab, "srv6", [EV_S0, EV_S1], 20) == {EV_S0: (20, 0), EV_S1: (20, 0)}
+    wait_until_delivered(fab, [EV_S0, EV_S1])      # carrier back: poll, do not guess a delay
+    got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 20)
+    assert works(got, [EV_S0, EV_S1], 20), got
 
 
 def test_gray_loss_rate_within_tolerance_and_silent(fab):
+    """20% gray loss on spine 1's downlink: EV_S1 (through it) delivers 80% of what EV_S0
+    (spine 0, same sender, frames interleaved) delivers. Comparing with EV_S0 cancels the
+    frames a CPU-starved OVS or receiver drops from both alike (measured: 42% of both at
+    4000 pps with one core busy). Binomial: ratio sd = sqrt(0.8 x 0.2 / n0), 0.026 at n0 = 240
+    (the least EV_S0 may deliver, below); 0.8 +- 0.12 is over 4.5 sd."""
     c = fab.controller
     t0 = time.monotonic_ns()
     c.fault({"action": "gray_loss", "a": "t1p0s1", "b": "t0p0g1", "percent": 20,
              "direction": "a->b"})
     try:
-        got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 1000, pps=4000)
+        got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 1000, pps=2000)
     finally:
         c.fault({"action": "gray_loss_clear", "a": "t1p0s1", "b": "t0p0g1"})
-    assert got[EV_S0][0] == 1000
-    assert 740 <= got[EV_S1][0] <= 860, got
+    n0, n1 = got[EV_S0][0], got[EV_S1][0]
+    assert n0 >= 240, f"the healthy path delivered only {n0} of 1000: {got}"
+    assert 0.68 <= n1 / n0 <= 0.92, got
     assert port_status_events(fab, t0) == []
-    assert send_and_count(fab, "srv6", [EV_S1], 50)[EV_S1][0] == 50
+    wait_until_delivered(fab, [EV_S1])
+    assert works(send_and_count(fab, "srv6", [EV_S1], 50), [EV_S1], 50)
 
 
 def test_ecn_marks_only_where_configured(fab):
@@ -152,10 +186,12 @@ def test_ecn_marks_only_where_configured(fab):
         not_ect = send_and_count(fab, "srv6", [EV_S0], 100, ecn=0)
     finally:
         c.fault({"action": "ecn_clear", "a": "t1p0s0", "b": "t0p0g1", "direction": "a->b"})
-    assert got[EV_S0][0] == 200 and got[EV_S0][1] >= 150, got
-    assert got[EV_S1] == (200, 0)
-    assert not_ect[EV_S0] == (100, 0)        # Not-ECT is never marked
-    assert send_and_count(fab, "srv6", [EV_S0], 50)[EV_S0] == (50, 0)
+    # 0.01 Mbit/s marking rate: the 2 Mbit/s probe stream is far above it, so (after the
+    # marker's first burst) nearly every frame is marked; 75% leaves room for that burst.
+    assert delivered_all(got[EV_S0][0], 200) and got[EV_S0][1] >= 0.75 * got[EV_S0][0], got
+    assert works(got, [EV_S1], 200), got
+    assert works(not_ect, [EV_S0], 100), not_ect     # Not-ECT is never marked
+    assert works(send_and_count(fab, "srv6", [EV_S0], 50), [EV_S0], 50)
 
 
 def test_blackhole_drops_silently(fab):
@@ -166,12 +202,13 @@ def test_blackhole_drops_silently(fab):
         with pytest.raises(ControllerError, match="already"):
             c.fault({"action": "blackhole", "a": "t1p0s1"})
         got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 50)
-        assert got[EV_S0][0] == 50 and got[EV_S1][0] == 0
+        assert delivered_all(got[EV_S0][0], 50) and got[EV_S1][0] == 0, got
         assert port_status_events(fab, t0) == []
         assert all(l["state"] == "up" for l in c.links())
     finally:
         c.fault({"action": "blackhole_clear", "a": "t1p0s1"})
-    assert send_and_count(fab, "srv6", [EV_S1], 20)[EV_S1][0] == 20
+    wait_until_delivered(fab, [EV_S1])
+    assert works(send_and_count(fab, "srv6", [EV_S1], 20), [EV_S1], 20)
 
 
 def test_degrade_changes_htb_rate_and_clears(fab):

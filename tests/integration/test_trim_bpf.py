@@ -18,6 +18,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from emulation import trimming
+from emulation.benches import trim as trim_bench
 from emulation.vqueue import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ECN_CE, PortConfig,
                               parse_frame, set_traffic_class, trim_frame)
 
@@ -225,6 +226,6 @@ def test_htb_priority_lets_trimmed_headers_overtake_full_packets():
 
 
 def test_bench_measures_both_ports_and_cleans_up():
-    result = trimming.measure_bench(seconds_per_round=0.2, rounds=1)
+    result = trim_bench.measure_bench(seconds_per_round=0.2, rounds=1)
     assert result["pps_without"] > 0 and result["pps_with"] > 0
     assert result["offered_packets"] > 1000 and 0 < result["prog_ns_per_packet"] < 10_000

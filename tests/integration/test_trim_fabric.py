@@ -1,4 +1,4 @@
-"""Trimming + queue-based ECN on the real fabric (root, Mininet/OVS; issue 6).
+"""Trimming + queue-based ECN on the real fabric (root, Mininet/OVS).
 
 One plane, one spine, two groups: h0 and h1 (group 0) each WRITE to a host of group 1 (h2, h3)
 with real MRC endpoints, paced at their 100 Mbit/s host links, so 200 Mbit/s meet the single

@@ -172,3 +172,29 @@ def test_ev_timeline_shows_suspect_stretches_of_loss_verdicts():
     mat = m.ev_state_matrix(ev, bin_ms=10, t0_ns=0)
     row9 = mat.loc["h0/qp1/ev0x00000009"].to_numpy()
     assert row9[5] == m.EV_STATES.index("SUSPECT") and row9[15] == m.EV_STATES.index("ASSUMED_BAD")
+
+
+def test_goodput_series_keys_bins_and_origin_by_hand():
+    """A duplicate is the same (transport, host, src, QP, PSN); another source, QP or host is
+    new payload. Bins count from the first packet of the capture (a tx at 2 ms), empty bins
+    are 0. By hand, 10 ms bins from 2 ms: h1 gets 3 x 1000 B in bin 0 -> 2.4 Mbit/s (3.2 with
+    the duplicate), h2 500 B in bin 3 -> 0.4 Mbit/s."""
+    def row(ms, host, src, qp, op="WRITE_ONLY", direction="rx", payload=1000):
+        return (ms * 1_000_000, "mrc", host, src, qp, 0, op, direction, payload, payload + 100,
+                False, False, 0, 0, 0, 0)
+    pk = _packets([row(2, "h0", "x", 1, direction="tx"),
+                   row(5, "h1", "a", 1), row(6, "h1", "b", 1), row(7, "h1", "a", 2),
+                   row(8, "h1", "a", 1),                        # duplicate of the 5 ms one
+                   row(35, "h2", "a", 1, payload=500),
+                   row(36, "h2", "a", 1, op="SACK", payload=0)])
+    gp = m.goodput_series(pk, bin_ms=10)
+    assert list(gp.index) == pytest.approx([0.0, 0.01, 0.02, 0.03])
+    assert list(gp.columns) == ["h1", "h2"]
+    assert list(gp["h1"]) == pytest.approx([2.4, 0, 0, 0])
+    assert list(gp["h2"]) == pytest.approx([0, 0, 0, 0.4])
+    assert list(m.goodput_series(pk, bin_ms=10, unique=False)["h1"]) == pytest.approx([3.2, 0, 0, 0])
+    assert list(m.goodput_series(pk, bin_ms=10, by=())["all"]) == pytest.approx([2.4, 0, 0, 0.4])
+    shifted = m.goodput_series(pk, bin_ms=10, t0_ns=0)             # bins from 0: 5..8 ms in bin 0
+    assert list(shifted["h2"]) == pytest.approx([0, 0, 0, 0.4])
+    assert len(m.first_arrivals(pk)) == 4
+    assert m.goodput_series(pk.iloc[:1]).empty                      # nothing received

@@ -1,6 +1,6 @@
 """Synthetic MRC frames, captures, logs and run directories for the analysis tests.
 
-Frames follow the binding wire layout of the project brief byte for byte (Ethernet, optional
+Frames follow the wire layout of traffic/WIRE_FORMAT.md byte for byte (Ethernet, optional
 outer IPv6 nh=41 for SRv6, IPv6, UDP 4791, BTH, METH/TSETH/RETH/ImmDt, SACK, NACK, PROBE, ICRC);
 L2-L4 are built by Scapy, the MRC headers by struct. Captures are written with Scapy's wrpcap.
 The tests at the bottom check the builder itself against Scapy's decoding.

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.bench import write_bench_capture
+from emulation.benches.pcap import write_bench_capture
 from emulation import cli
 
 PACKETS = {"h0-p0.pcap": 5, "h2-p1.pcap": 3}
@@ -27,7 +27,7 @@ def run_cli(capsys, *argv):
 
 @pytest.fixture
 def run_dir(tmp_path):
-    """A run directory whose mrc captures are project-codec frames (analysis.bench writes
+    """A run directory whose mrc captures are project-codec frames (emulation.benches.pcap writes
     packet i as PSN i, every fifth one a SACK with cumulative PSN i)."""
     pcaps = tmp_path / "demo-run" / "mrc" / "pcaps"
     pcaps.mkdir(parents=True)

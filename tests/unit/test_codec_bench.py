@@ -1,6 +1,6 @@
 """The codec benchmark runs with no arguments' shape and reports consistent figures (the speed
 goal itself is printed by `mrclab bench codec`, not asserted in a timed unit test)."""
-from traffic.bench import codec_bench
+from emulation.benches.codec import codec_bench
 
 
 def test_codec_bench_reports_figures(capsys):

@@ -51,17 +51,37 @@ def test_every_pair_every_plane_reachable_both_schemes(spec, mode):
                     assert trace.delivered_to == f"h{dst}", (proto, sport, trace)
 
 
-def test_ecmp_path_matches_prediction():
+@pytest.mark.parametrize("proto", [17, 6], ids=["udp", "tcp"])
+def test_ecmp_path_follows_the_hand_computed_bucket(proto):
+    """Prediction by hand, not with the module's tables: 3 spines -> 16 buckets (the smallest
+    power of two >= 4 per spine), bucket = low 4 bits of the L4 source port (UDP or TCP), and
+    with every spine live, bucket b -> spine b mod 3."""
     spec = FabricSpec(planes=2, groups=3, spines=3, hosts_per_group=2)
     topo = Topology(spec)
     fab = FakeFabric(topo, routing.rules(topo, "ecmp"))
-    src, dst = 0, 5  # group 0 -> group 2
+    src, dst = 0, 5  # h0 in group 0 -> h5 in group 2
     for plane in range(spec.planes):
-        for entropy in range(1, 200):
-            ev = make_ev(plane, 0, entropy)
-            spine = routing.ecmp_uplink(spec, ev, 0, 2, plane=plane)
-            trace = fab.send(src, plane, ip_packet(topo, src, dst, plane, ev & 0xFFFF))
+        for sport in [*range(1, 40), 0x7FF0, 0xBEEF, 0xFFFF]:
+            spine = (sport % 16) % 3
+            trace = fab.send(src, plane, ip_packet(topo, src, dst, plane, sport, proto))
+            assert trace.delivered_to == "h5"
+            assert trace.nodes[2] == f"t1p{plane}s{spine}", (proto, sport, trace.nodes)
             assert trace.nodes == topo.path(src, dst, plane, spine)
+
+
+@pytest.mark.parametrize("proto", [17, 6], ids=["udp", "tcp"])
+def test_reconverged_ecmp_spreads_over_the_live_spines_by_hand(proto):
+    """After t0p0g0-t1p0s1 goes down the controller deals the 16 buckets round robin over the
+    live spines [0, 2]: bucket b -> [0, 2][b mod 2]."""
+    spec = FabricSpec(planes=1, groups=2, spines=3, hosts_per_group=1)
+    topo = Topology(spec)
+    down = {frozenset(("t0p0g0", "t1p0s1"))}
+    fab = FakeFabric(topo, routing.rules(topo, "ecmp", down_links=down), down_links=down)
+    for sport in range(1, 64):
+        spine = (0, 2)[(sport % 16) % 2]
+        trace = fab.send(0, 0, ip_packet(topo, 0, 1, 0, sport, proto))
+        assert trace.delivered_to == "h1"
+        assert trace.nodes[2] == f"t1p0s{spine}", (proto, sport, trace.nodes)
 
 
 @pytest.mark.parametrize("spines", [1, 2, 3, 4, 5, 8])

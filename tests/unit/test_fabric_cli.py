@@ -1,5 +1,6 @@
 """mrclab argument handling: bad input -> clear message, exit 2; missing modules don't break it."""
 import json
+import sys
 
 import pytest
 
@@ -62,6 +63,7 @@ def test_dispatch_passes_parsed_args_and_exit_code(capsys, monkeypatch, tmp_path
                    "def main(args):\n    seen.append((args.run, args.plots))\n    return 3\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setitem(cli.ARGUMENTS, "analyze", "mrclab_fake_cli_mod:add_arguments")
+    monkeypatch.delitem(sys.modules, "mrclab_fake_cli_mod", raising=False)   # fresh `seen`
     monkeypatch.setitem(cli.DISPATCH, "analyze", "mrclab_fake_cli_mod:main")
     rc, _, _ = run(capsys, "analyze", "--plots", "results/x")
     import mrclab_fake_cli_mod

@@ -103,3 +103,95 @@ def test_phase_gaps_of_a_collective_are_not_an_outage_with_collective_windows():
     steady_100 = R.steady_goodput_bps(samples, 0, fault)
     rec_100 = R.recovery_time_ms(samples, fault, steady_100)
     assert rec_100 is None or rec_100 > 1000, rec_100     # a bogus "outage" of seconds
+
+
+# 2 planes x 2 groups x 2 spines x 2 hosts, every link 100 Mbit/s. Cuts by hand: each host has
+# 2 NIC links; each group's T0s have 2 planes x 2 spines = 4 uplinks.
+CLOS = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
+
+
+def capacity_after(*faults):
+    state = {}
+    for fault in faults:
+        state = R.apply_fault_to_capacity(CLOS, state, fault)
+    return R.surviving_capacity_fraction(CLOS, state)
+
+
+def test_flap_takes_the_link_out_like_link_down():
+    """A flapping uplink carries nothing usable: group 0 keeps 3 of 4 uplinks -> 0.75."""
+    assert capacity_after({"action": "flap", "a": "t0p0g0", "b": "t1p0s0"}) == 0.75
+    assert capacity_after({"action": "flap", "a": "t0p0g0", "b": "t1p0s0"},
+                          {"action": "link_up", "a": "t1p0s0", "b": "t0p0g0"}) == 1.0
+
+
+def test_degrade_keeps_the_given_fraction_of_the_link():
+    """Uplink at half rate: group 0 has 3 + 0.5 of 4 uplinks -> 0.875. A host link at a
+    quarter: that host has 1 + 0.25 of 2 ports -> 0.625. degrade_clear restores it."""
+    up = {"action": "degrade", "a": "t0p0g0", "b": "t1p0s0", "fraction": 0.5}
+    assert capacity_after(up) == 0.875
+    host = {"action": "degrade", "a": "h0", "b": "t0p0g0", "fraction": 0.25}
+    assert capacity_after(host) == 0.625
+    assert capacity_after(host, {"action": "degrade_clear", "a": "t0p0g0", "b": "h0"}) == 1.0
+    # a second degrade of the same link replaces the first, in either name order
+    assert capacity_after(up, {"action": "degrade", "a": "t1p0s0", "b": "t0p0g0",
+                               "fraction": 0.25}) == (3 + 0.25) / 4
+
+
+def test_blackhole_and_its_clear_act_on_every_link_of_the_node():
+    """A black-holed T1 (t1p0s0) takes one uplink from each group -> 0.75; a black-holed T0
+    (t0p0g0) takes both its hosts' plane-0 ports -> 0.5. blackhole_clear gives back exactly
+    that node's links: another fault (t0p1g1~t1p1s1 down) stays in force -> 0.75 (with the
+    black hole, group 1 had lost 2 of 4 -> 0.5)."""
+    t1 = {"action": "blackhole", "a": "t1p0s0"}
+    assert capacity_after(t1) == 0.75
+    assert capacity_after({"action": "blackhole", "node": "t0p0g0"}) == 0.5
+    other = {"action": "link_down", "a": "t0p1g1", "b": "t1p1s1"}
+    assert capacity_after(t1, other) == 0.5              # group 1 lost 2 of its 4 uplinks
+    assert capacity_after(t1, other, {"action": "blackhole_clear", "a": "t1p0s0"}) == 0.75
+    assert capacity_after(t1, {"action": "blackhole_clear", "a": "t1p0s0"}) == 1.0
+
+
+def _cumulative(dips_ms, start_ms=200, end_ms=2500, rate_b_per_ms=1000):
+    """(t_ns, cumulative bytes) every 5 ms: nothing before start_ms, then 1000 B/ms except in
+    the dips [a, b) (ms)."""
+    out, cum = [], 0
+    for t in range(0, end_ms + 1, 5):
+        out.append((t * R.MS, cum))
+        if t >= start_ms and not any(a <= t < b for a, b in dips_ms):
+            cum += 5 * rate_b_per_ms
+    return out
+
+
+def test_recovery_needs_every_window_of_the_hold_by_hand():
+    """Windows of 125 ms every 5 ms, threshold 60% of 1e6 B/s: a window is good when it holds
+    >= 75 ms of traffic. Traffic starts at 200 ms (first good window at 150: 75 ms inside) but a
+    dip [720, 820) spoils the windows starting 650..765, and 650 is the 101st window of the
+    hold from 150 (hold 500 ms -> windows 150, 155, ..., 650): no recovery at 150. The window at
+    770 holds exactly 75 ms (820..895): good, and its hold (to 1270) ends before the second dip
+    [1500, 1600) spoils 1430..1545. So 770 ms, not 150 nor 775 nor 1550."""
+    samples = _cumulative([(720, 820), (1500, 1600)])
+    got = R.recovery_time_ms(samples, 0, 1e6, threshold=0.6, window_ms=125, step_ms=5,
+                             hold_ms=500)
+    assert got == 770.0
+
+
+def test_recovery_edge_cases_by_hand():
+    two = [(0, 0), (1_000_000_000, 1_000_000)]             # two samples suffice: 1e6 B/s
+    assert R.recovery_time_ms(two, 0, 1e6) == 0.0
+    assert R.recovery_time_ms(two, 0, 0.5) == 0.0          # any positive rate is a valid goal
+    assert R.recovery_time_ms(two[:1], 0, 1e6) is None
+    with pytest.raises(ValueError, match="expected_bps must be > 0, got 0"):
+        R.recovery_time_ms(two, 0, 0)
+    # until_ns bounds the evaluation: traffic only resumes after it
+    late = _cumulative([], start_ms=1500)
+    assert R.recovery_time_ms(late, 0, 1e6, until_ns=1400 * R.MS) is None
+    assert R.recovery_time_ms(late, 0, 1e6) == 1490.0   # window 1490..1590: 90 of 100 ms
+
+
+def test_collective_window_is_the_median_of_the_positive_iteration_times():
+    """None, 0 and negative times are not iterations: median of [0.5, 200, 300] = 200 ms;
+    the hold is at least 500 ms and at least one window."""
+    assert R.collective_windows([None, 0, -5, 0.5, 200, 300]) == {"window_ms": 200.0,
+                                                                  "hold_ms": 500.0}
+    assert R.collective_windows([800, 900, 1000]) == {"window_ms": 900.0, "hold_ms": 900.0}
+    assert R.collective_windows([None, 0]) == {"window_ms": 100.0, "hold_ms": 500.0}

@@ -8,7 +8,7 @@ MS = 1_000_000
 
 def test_rto_before_any_sample_is_linear_then_exponential_and_capped():
     est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtt_multiplier=4.0,
-                                 retry_linear=7, rto_max_ns=200 * MS))
+                                 retry_linear_count=7, rto_max_ns=200 * MS))
     assert est.rto_base_ns() == 4 * MS                 # max(1 ms, 4 x 1 ms)
     assert [est.rto_ns(t) // MS for t in range(10)] == [4, 8, 12, 16, 20, 24, 28,
                                                         56, 112, 200]   # 4x7x2, 4x7x4, cap

@@ -108,7 +108,7 @@ base_rtt_ns = 2000000
 rto_rtts = 30.0
 ev_count = 16
 [mrc.qp]
-retry_limit = 12
+retry_exp_count = 12
 """
 
 
@@ -118,7 +118,7 @@ def test_mrc_table_reaches_the_worker_config_of_both_versions(tmp_path):
         cfg = runner.worker_config(scn, "mrc", tmp_path)
         assert cfg["mrc"] == {"ring_bytes": 2097152, "fragment_bytes": 131072, "linger_s": 0.5,
                               "base_rtt_ns": 2000000, "endpoint": {"rto_rtts": 30.0, "ev_count": 16},
-                              "qp": {"retry_limit": 12}}
+                              "qp": {"retry_exp_count": 12}}
     assert runner.worker_config(S.parse(BASE), "roce", tmp_path)["mrc"] == {}
 
 
@@ -136,7 +136,7 @@ def test_mrc_endpoint_table_is_accepted_by_the_real_endpoint_config(tmp_path):
     (("rto_rtts = 30.0", "rto_rtt = 30.0"), "[mrc.endpoint] rto_rtt: unknown key"),
     (("rto_rtts = 30.0", "host = 3"), "[mrc.endpoint] host: unknown key"),   # the runner sets it
     (("rto_rtts = 30.0", "rto_rtts = -1.0"), "[mrc.endpoint] rto_rtts: must be above 0"),
-    (("retry_limit = 12", "retry_limt = 12"), "[mrc.qp] retry_limt: unknown key"),
+    (("retry_exp_count = 12", "retry_limt = 12"), "[mrc.qp] retry_limt: unknown key"),
     (("[mrc.qp]", "[mrc.qps]"), "[mrc] qps: unknown key"),
 ])
 def test_bad_mrc_tables_name_the_key(edit, expect):

@@ -125,5 +125,5 @@ def test_comparison_table_lists_each_transport():
     ])
     lines = table.splitlines()
     assert lines[0].split()[:2] == ["transport", "verified"]
-    assert lines[2].split() == ["mrc", "yes", "12.2", "40.0", "3"]
-    assert lines[3].split() == ["tcp", "PARTIAL", "-", "-", "never"]
+    assert lines[2].split() == ["mrc", "yes", "-", "12.2", "40.0", "3"]     # "-": no faults
+    assert lines[3].split() == ["tcp", "PARTIAL", "-", "-", "-", "never"]

@@ -1,4 +1,4 @@
-"""Loss without trim vs congestion and stalls (issue 6: congestion never retires a path):
+"""Loss without trim vs congestion and stalls (congestion must never retire a path):
 driven packet by packet with a fake clock."""
 import random
 

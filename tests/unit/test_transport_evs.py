@@ -209,3 +209,80 @@ def test_suspended_ev_is_replaced_at_once_and_returns_if_cleared():
     evs.mark_lost(b, "timeout", 40)
     assert evs.state(b) == ASSUMED_BAD and b not in evs.rotation
     assert any(ev == b for ev, _ in evs.due_probes(40 + 1000))
+
+
+def test_denied_ev_replaced_in_its_slot_by_a_same_plane_backup_and_allowed_back_via_probes():
+    """Denylist: the EV leaves the rotation at once, a backup FROM THE SAME PLANE takes its slot
+    (the slot keeps the planes interleaved), it is never probed; allow() makes it ASSUMED_BAD
+    with a fresh probe count, probed from the moment it is allowed, GOOD after k successes."""
+    evs, events = make(k=2)
+    slot = 3
+    ev = evs.rotation[slot]
+    plane = ev_plane(ev)
+    backups_before = list(evs.backups[plane])
+    evs.deny(ev, 100)
+    new = evs.rotation[slot]
+    assert new != ev and ev_plane(new) == plane and new in backups_before
+    assert evs.state(new) == GOOD and len(evs.rotation) == 16
+    assert [e["new"] for e in events if e.get("ev") == ev] == [DENIED]
+    assert evs.bad() == []
+    evs.allow(new, 150)                                   # not denied: nothing happens
+    assert evs.state(new) == GOOD
+    evs.allow(ev, 200)
+    assert evs.state(ev) == ASSUMED_BAD and evs.bad() == [ev]
+    assert [x for x, _ in evs.due_probes(200)] == [ev]   # due at once, not a period later
+
+
+def test_deny_without_backup_shrinks_the_rotation():
+    evs, _ = make(backup_count=0)
+    ev = evs.rotation[0]
+    evs.deny(ev, 0)
+    assert ev not in evs.rotation and len(evs.rotation) == 15
+    assert not evs.evs[ev].in_rotation
+
+
+def test_plane_state_changes_are_reported_once():
+    evs, _ = make()
+    assert evs.set_plane_local(0, False) is True
+    assert evs.set_plane_local(0, False) is False          # no change
+    assert evs.set_plane_local(7, False) is False          # no such plane
+    assert evs.plane_local_up == {0: False, 1: True}
+    assert evs.usable_planes() == [1]
+    assert evs.set_plane_peer(1, False) is True and evs.set_plane_peer(1, False) is False
+    assert evs.usable_planes() == []
+
+
+def test_path_info_from_a_topology_lists_every_plane_and_spine():
+    from model.topology import FabricSpec, Topology
+    info = PathInfo.from_topology(Topology(FabricSpec(planes=3, groups=2, spines=5)))
+    assert info == PathInfo(planes=(0, 1, 2), spines=5)
+    with pytest.raises(ValueError, match="spines must be >= 1, got 0"):
+        PathInfo((0,), 0)
+
+
+def test_skip_suspect_and_cleared_events_carry_what_the_analysis_reads():
+    """The event log is the analysis' input (ev_skip / ev_suspect / ev_cleared timelines): each
+    carries time, QP, EV, plane and its cause. Suspending twice, or an EV that is not GOOD,
+    changes nothing; clearing an EV that is not suspended changes nothing."""
+    evs, events = make()
+    ev = evs.rotation[2]
+    plane = ev_plane(ev)
+    evs.skip_next_turn(ev, 10)
+    evs.skip_next_turn(0xDEAD, 11)                        # not one of ours: ignored
+    evs.suspend(ev, "sack_gap", 20)
+    evs.suspend(ev, "timeout", 21)                        # already suspended
+    evs.unsuspend(ev, "nack_trimmed", 30)
+    evs.unsuspend(ev, "late_delivery", 31)                # no longer suspended
+    mine = [e for e in events if e.get("ev") == ev and e["event"] != "ev_state"]
+    assert mine == [
+        {"t_ns": 10, "event": "ev_skip", "qp": 9, "ev": ev, "plane": plane, "until_ns": 10,
+         "once": True},
+        {"t_ns": 20, "event": "ev_suspect", "qp": 9, "ev": ev, "plane": plane,
+         "reason": "sack_gap"},
+        {"t_ns": 30, "event": "ev_cleared", "qp": 9, "ev": ev, "plane": plane,
+         "evidence": "nack_trimmed"}]
+    other = evs.rotation[3]
+    evs.mark_lost(other, "timeout", 40)
+    evs.suspend(other, "timeout", 41)                     # ASSUMED_BAD: not suspended
+    assert not evs.evs[other].suspended
+    assert not [e for e in events if e["event"] == "ev_suspect" and e["ev"] == other]

@@ -3,7 +3,8 @@ import pytest
 
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, GOOD
-from traffic.messages import PSN_MASK
+from model.topology import make_ev
+from traffic.messages import PSN_MASK, DataPacket, Nack, NackReason, Opcode
 from traffic.reliability import MRCConfig, QPError
 from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
 
@@ -74,14 +75,15 @@ def test_probes_bring_a_path_back_after_k_successes():
     cfg = MRCConfig(probe_k=3)
     h = Harness(net, cfg=cfg)
     deliver(h, sizes=[40_000])
-    # forward EVs only: the receiver's reverse (SACK) EVs are replaced, not probed back
+    # forward EVs only: the receiver's reverse (SACK) EVs have their own probes
     bad = {e["ev"] for e in h.events_of("ev_state", new=ASSUMED_BAD)
            if e.get("direction") != "reverse"}
     assert bad
     net.path(0, 1).blackhole = False
     h.sender.post_write(b"x" * 10, h.registry.register(bytearray(10)).va, 0x101)
     h.run(100_000_000)                       # 100 ms of probing
-    back = h.events_of("ev_state", new=GOOD, reason="probe_ok")
+    back = [e for e in h.events_of("ev_state", new=GOOD, reason="probe_ok")
+            if e.get("direction") != "reverse"]
     assert {e["ev"] for e in back} == bad
     for ev in bad:
         oks = [p["ok"] for p in h.events_of("probe", ev=ev)]
@@ -147,21 +149,52 @@ def test_trimmed_nack_fast_retransmit_without_retiring(lasthop):
     assert (len(once) > 0) != lasthop          # TRIMMED: skip once; LASTHOP: no EV penalty
 
 
-def test_all_paths_dead_gives_qp_error_within_retry_budget():
+MS = 1_000_000
+
+
+def test_rto_backoff_linear_for_seven_retries_then_doubling():
+    """MRC.md: retries back off linearly up to 7, then exponentially. With a fixed 1 ms base:
+    1, 2, ..., 7 ms for timeouts 0..6, then 7 x 2 = 14, 28, 56, 112 ms; capped at rto_max."""
+    h = Harness(SimNet(seed=10), cfg=MRCConfig(rto_ns=MS, rto_max_ns=100 * MS))
+    got = [h.sender.rto_ns(t) // MS for t in range(11)]
+    assert got == [1, 2, 3, 4, 5, 6, 7, 14, 28, 56, 100]
+
+
+def _dead_fabric_one_packet(linear: int, exponential: int):
     net = SimNet(seed=10, planes=2, spines=2)
     net.failed_planes.update({0, 1})
-    h = Harness(net)
+    cfg = MRCConfig(rto_ns=MS, rto_max_ns=10_000 * MS, retry_linear_count=linear,
+                    retry_exp_count=exponential)
+    h = Harness(net, cfg=cfg)
     start = h.clock.now_ns
-    h.post([20_000])
+    h.post([100])
     h.run_until_idle(until_ns=60_000_000_000)
+    return h, start
+
+
+def test_all_paths_dead_gives_qp_error_after_the_retry_budget():
+    """7 linear + 3 exponential retries: the packet is sent 11 times and the 11th timeout is
+    fatal. By hand the ACK timeouts add up to 1+2+...+7 + 14+28+56+112 = 238 ms after the first
+    send."""
+    h, start = _dead_fabric_one_packet(linear=7, exponential=3)
     assert h.sender.error and "retries" in h.sender.error
     assert h.events_of("qp_error")
-    rto = h.sender.rto_base_ns()
-    budget = sum(h.sender.rto_ns(t) for t in range(h.sender.cfg.retry_limit + 1))
-    assert h.clock.now_ns - start <= budget + 10 * rto
+    assert h.sender.counters["sent_packets"] == 11
+    assert 238 * MS <= h.clock.now_ns - start <= 240 * MS
     assert h.sender.poll(h.clock.now_ns) == []
     with pytest.raises(QPError, match="error"):
         h.sender.post_write(b"x", 0, 0)
+
+
+def test_retry_counts_count_retries_not_sends():
+    """3 linear + 0 exponential retries: more than 3 timeouts of one PSN is fatal, so the QP
+    fails at the 4th timeout after 1 + 3 sends (not at the 3rd). The timeouts are 1, 2, 3 ms,
+    then the first exponential step of the 3 ms interval, 6 ms: 12 ms after the first send."""
+    h, start = _dead_fabric_one_packet(linear=3, exponential=0)
+    assert h.sender.error and "retries" in h.sender.error
+    assert h.sender.counters["sent_packets"] == 4
+    assert h.sender.counters["timeouts"] == 4
+    assert 12 * MS <= h.clock.now_ns - start <= 13 * MS
 
 
 def test_psn_wraparound():
@@ -202,3 +235,36 @@ def test_roce_go_back_n_retransmits_far_more_than_mrc_at_1_percent():
         deliver(h, sizes=sizes)
         retx[name] = h.sender.counters["retransmitted_bytes"]
     assert retx["roce"] > 4 * retx["mrc"] > 0
+
+
+def test_sender_never_runs_more_than_mpr_x_128_psns_past_the_cumulative_ack():
+    """MRC.md: the window never goes beyond cumulative ACK + MPR (units of 128 PSNs). MPR 1 and
+    no ACK ever coming back: exactly PSNs 0..127 go out, however long the sender polls."""
+    net = SimNet(seed=3, planes=2, spines=2)
+    net.failed_planes.update({0, 1})
+    cfg = MRCConfig(mpr=1, nscc_enabled=False, mtu=1000, rto_ns=60_000 * MS)
+    h = Harness(net, cfg=cfg)
+    h.post([300 * 1000])
+    psns = set()
+    t = h.clock.now_ns
+    for _ in range(3000):
+        psns.update(pkt.psn for pkt, _plane in h.sender.poll(t) if isinstance(pkt, DataPacket))
+        t += 100_000
+    assert psns == set(range(128))
+
+
+def _oor_nack(h, psn):
+    region = h.registry.register(bytearray(64))
+    pkt = DataPacket(dest_qp=0x22, psn=psn, opcode=Opcode.WRITE_ONLY, msn=0, va=region.va,
+                     rkey=region.rkey, dma_len=8, payload=b"8 bytes!", ev=make_ev(0, 0, 5))
+    return [m for m, _plane in h.receiver.on_data(pkt, h.clock.now_ns, 0)
+            if isinstance(m, Nack) and m.reason == NackReason.PSN_OOR_WINDOW]
+
+
+def test_receiver_accepts_up_to_cumulative_ack_plus_mpr_x_128_psns():
+    """Default MPR 8 -> 1024 PSNs: with nothing received yet, PSN 1023 is inside the window and
+    PSN 1024 is out of it (NACK PSN_OOR_WINDOW, 0x0B)."""
+    h = Harness(SimNet(seed=3))
+    assert _oor_nack(h, 1023) == []
+    assert len(_oor_nack(h, 1024)) == 1
+    assert h.receiver.counters["out_of_window"] == 1

@@ -4,6 +4,7 @@ import struct
 import pytest
 
 from emulation import trimming
+from model.proc import in_netns
 from model.topology import FabricSpec, Topology
 from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
 
@@ -37,7 +38,8 @@ def test_attach_command_and_namespace_prefix():
     argv = trimming.attach_commands("s1-e1", "/o/trim.o")[0]
     assert argv[:6] == ["tc", "filter", "replace", "dev", "s1-e1", "egress"]
     assert argv[-6:] == ["bpf", "da", "obj", "/o/trim.o", "sec", "tc"]
-    assert trimming._ns_prefix(42) == ["nsenter", "-t", "42", "-n"]
+    assert in_netns(42, ["tc"]) == ["nsenter", "-t", "42", "-n", "tc"]
+    assert in_netns(None, ["tc"]) == ["tc"]
 
 
 def test_config_value_layout_matches_trim_c():

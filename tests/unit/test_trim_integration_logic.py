@@ -1,4 +1,4 @@
-"""Pure parts of the trimming integration (issue 6): Fabric's trimming option, counter totals,
+"""Pure parts of the trimming integration Fabric's trimming option, counter totals,
 per-transport policy of a scenario, and the analysis of endpoint/worker logs."""
 import json
 

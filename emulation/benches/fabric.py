@@ -1,140 +1,16 @@
-"""Benchmarks of the traffic layer (called by `mrclab bench ...`). Each prints its figures and
-returns them as a dict; speed targets live here, measured side by side in one run, never in
-timed unit tests."""
+"""`mrclab bench goodput|failover|memory|cpu`: one MRC QP between two endpoint processes of a
+real fabric (h0 in group 0 to h2 in group 1), driven over their control sockets."""
 from __future__ import annotations
 
 import time
 
-from model.argtypes import nonneg_int, positive_float, positive_int
-
-CODEC_GOAL_RATIO = 50.0
-
-
-def _rate(fn, min_seconds: float, min_iterations: int) -> tuple[float, int]:
-    """Calls per second of fn(), run for at least min_seconds and min_iterations."""
-    n = 0
-    start = time.monotonic_ns()
-    deadline = start + int(min_seconds * 1e9)
-    while True:
-        for _ in range(min_iterations):
-            fn()
-        n += min_iterations
-        now = time.monotonic_ns()
-        if now >= deadline:
-            return n / ((now - start) / 1e9), n
-
-
-def add_codec_arguments(parser) -> None:
-    """The options of `mrclab bench codec`."""
-    parser.add_argument("--seconds", type=positive_float, default=1.0,
-                        help="measuring time of each codec in seconds (default 1)")
-    parser.add_argument("--payload-bytes", type=nonneg_int, default=1024,
-                        help="WRITE payload per packet in bytes (default 1024)")
-    parser.add_argument("--mode", choices=("srv6", "ecmp"), default="srv6",
-                        help="frame layout: srv6 (outer IPv6 with a uSID container) or ecmp "
-                             "(default srv6)")
-
-
-def codec_main(args) -> dict:
-    return codec_bench(seconds=args.seconds, payload_bytes=args.payload_bytes, mode=args.mode)
-
-
-def codec_bench(argv: list[str] | None = None, *, seconds: float = 1.0, payload_bytes: int = 1024,
-                mode: str = "srv6"):
-    """Encode+decode rate of one WRITE data packet (1 KiB payload by default): fast codec vs
-    building and dissecting the same frame with the Scapy layers per packet, side by side.
-
-    codec_bench() returns the figures as a dict; codec_bench(argv) parses `mrclab bench codec`
-    options and returns an exit code (0)."""
-    if argv is not None:
-        import argparse
-        parser = argparse.ArgumentParser(prog="mrclab bench codec", description=codec_bench.__doc__)
-        add_codec_arguments(parser)
-        codec_main(parser.parse_args(list(argv)))
-        return 0
-    if not seconds > 0 or payload_bytes < 0:
-        raise ValueError(f"need seconds > 0 and payload_bytes >= 0, got {seconds}, {payload_bytes}")
-    from scapy.layers.inet import UDP
-    from scapy.layers.inet6 import IPv6
-    from scapy.layers.l2 import Ether
-    from scapy.packet import Raw
-
-    from model.topology import FabricSpec, Topology, make_ev
-    from traffic.codec import Codec
-    from traffic.layers import BTH, METH, RETH, TSETH
-    from traffic.messages import DataPacket, Opcode
-
-    topo = Topology(FabricSpec())
-    codec = Codec(topo)
-    src, dst, plane = 0, 3, 0
-    ev = make_ev(plane, 1, 0xBEEF)
-    enc = codec.encoder(src, dst, plane, mode)
-    msg = DataPacket(dest_qp=0x42, psn=1000, opcode=Opcode.WRITE_MIDDLE, msn=7, va=0x10000,
-                     rkey=0x1234, dma_len=1 << 20, payload=bytes(range(256)) * (payload_bytes // 256)
-                     + bytes(payload_bytes % 256), timestamp=time.monotonic_ns(), ev=ev)
-
-    def fast():
-        msg.psn = (msg.psn + 1) & 0xFFFFFF
-        got, _meta = codec.decode(enc.encode(msg))
-        return got
-
-    src_addr, dst_addr = topo.nic_addr(src, plane), topo.nic_addr(dst, plane)
-    container = topo.usid_container(src, dst, plane, 1)
-    macs = dict(src=topo.nic_mac(src, plane), dst=topo.nic_mac(dst, plane))
-
-    def scapy_build() -> bytes:
-        pkt = Ether(**macs)
-        if mode == "srv6":
-            pkt /= IPv6(tc=2, fl=ev >> 16, src=src_addr, dst=container)
-        pkt /= (IPv6(tc=2, fl=ev >> 16, src=src_addr, dst=dst_addr)
-                / UDP(sport=ev & 0xFFFF, dport=4791, chksum=0)
-                / BTH(opcode=msg.opcode, dqpn=msg.dest_qp, psn=msg.psn)
-                / METH(flags=1, msn=msg.msn) / TSETH(timestamp=msg.timestamp)
-                / RETH(va=msg.va, rkey=msg.rkey, dmalen=msg.dma_len) / Raw(msg.payload))
-        return bytes(pkt)
-
-    def scapy():
-        msg.psn = (msg.psn + 1) & 0xFFFFFF
-        got = Ether(scapy_build())
-        return got[BTH].psn, got[Raw].load
-
-    # Same bytes from both paths, so the comparison is like for like.
-    if enc.encode(msg) != scapy_build():
-        raise AssertionError("fast codec and Scapy disagree on the benchmark frame")
-
-    fast()
-    scapy()
-    fast_rate, fast_n = _rate(fast, seconds, 2000)
-    scapy_rate, scapy_n = _rate(scapy, seconds, 20)
-    ratio = fast_rate / scapy_rate
-    figures = {
-        "mode": mode,
-        "payload_bytes": payload_bytes,
-        "frame_bytes": len(enc.encode(msg)),
-        "fast_pkts_per_s": round(fast_rate),
-        "fast_us_per_pkt": round(1e6 / fast_rate, 2),
-        "scapy_pkts_per_s": round(scapy_rate),
-        "scapy_us_per_pkt": round(1e6 / scapy_rate, 1),
-        "ratio": round(ratio, 1),
-        "goal_ratio": CODEC_GOAL_RATIO,
-        "goal_met": ratio >= CODEC_GOAL_RATIO,
-        "iterations": {"fast": fast_n, "scapy": scapy_n},
-    }
-    print(f"codec bench ({mode}, {payload_bytes} B payload, {figures['frame_bytes']} B frame, "
-          f"encode+decode per packet):")
-    print(f"  fast codec : {fast_rate:12,.0f} pkt/s  ({1e6 / fast_rate:8.2f} us/pkt)")
-    print(f"  Scapy      : {scapy_rate:12,.0f} pkt/s  ({1e6 / scapy_rate:8.2f} us/pkt)")
-    print(f"  ratio      : {ratio:12.1f}x  (goal >= {CODEC_GOAL_RATIO:.0f}x: "
-          f"{'met' if figures['goal_met'] else 'NOT met'})")
-    return figures
-
-
-if __name__ == "__main__":
-    codec_bench()
-
-
-# ---------------------------------------------------------------- endpoint benches (real fabric)
-
+from model.argtypes import positive_int
+from analysis import recovery
+from emulation.fabric import Fabric
+from model.topology import FabricSpec
+from traffic.control import ControlClient
+from traffic.endpoint_support import payload_for_mtu
+from traffic.endpoint_support import rss_bytes
 BENCH_SPEC = dict(planes=2, groups=2, spines=2, hosts_per_group=2)
 FAILOVER_GOAL_RTTS = 5.0
 GOODPUT_GOAL_FRACTION = 0.90
@@ -150,7 +26,6 @@ class _EndpointPair:
         import os
         import subprocess
         import sys
-        from traffic.control import ControlClient
         self.procs, self.clients, self.logs = {}, {}, {}
         repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         for host in (0, 2):
@@ -200,7 +75,6 @@ class _EndpointPair:
         return user, system
 
     def rss(self) -> dict:
-        from traffic.endpoint_support import rss_bytes
         return {f"h{h}": rss_bytes(p.pid) for h, p in self.procs.items()}
 
     def write(self, size: int, rkey: int, seed: int = 1):
@@ -256,8 +130,6 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
     """One MRC QP h0 (group 0) -> h2 (group 1) over the real fabric (srv6), no faults: goodput
     as % of the emulated line rate (sum of h0's plane port rates) and endpoint CPU per packet."""
     import tempfile
-    from emulation.fabric import Fabric
-    from model.topology import FabricSpec
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit,
                       mtu=mtu)
     size = size_mib << 20
@@ -277,7 +149,6 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
     goodput_bps = size * 8 / elapsed
     # Headers cap goodput below the wire rate: at MTU 1500, 1344 B payload in a 1490 B SRv6
     # frame (Ethernet, two IPv6, UDP, BTH, METH, TSETH, RETH, ICRC) is 90.2% of the line rate.
-    from traffic.endpoint_support import payload_for_mtu
     payload = payload_for_mtu(mtu)
     ceiling = payload / (payload + 146)
     packets = size / payload
@@ -341,9 +212,6 @@ def failover_bench(*, size_mib: int = 16, link_mbit: int = 30, keep_logs: str = 
     stays >= 90% of the pre-fault rate for 200 ms, in ms and base RTTs (goal <= 5). The
     surviving fabric still carries the NIC line rate here, so the pre-fault rate is the target."""
     import tempfile
-    from analysis import recovery
-    from emulation.fabric import Fabric
-    from model.topology import FabricSpec
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit)
     size = size_mib << 20
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, Fabric(spec, routing="srv6") as fab:
@@ -480,8 +348,6 @@ def cpu_bench(*, size_mib: int = 16, mtu: int = 9000, link_mbit: int = 10000,
     levers=True adds each lever alone (LEVER_PATHS)."""
     import os
     import tempfile
-    from emulation.fabric import Fabric
-    from model.topology import FabricSpec
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit, mtu=mtu)
     size = size_mib << 20
     runs = {}
@@ -560,7 +426,7 @@ def _tcp_goodput_mbit(fab, src: int, dst: int, size: int) -> float:
     import sys
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sink = fab.popen_in_host(dst, [sys.executable, "-c",
-                                   f"from traffic.bench import tcp_sink_main; "
+                                   f"from emulation.benches.fabric import tcp_sink_main; "
                                    f"tcp_sink_main({TCP_BENCH_PORT})"],
                              cwd=repo, stdout=subprocess.PIPE, text=True)
     try:
@@ -568,7 +434,7 @@ def _tcp_goodput_mbit(fab, src: int, dst: int, size: int) -> float:
             raise RuntimeError("TCP sink did not start")
         addr = fab.topo.nic_addr(dst, 0)
         source = fab.popen_in_host(src, [sys.executable, "-c",
-                                         f"from traffic.bench import tcp_source_main; "
+                                         f"from emulation.benches.fabric import tcp_source_main; "
                                          f"tcp_source_main({addr!r}, {TCP_BENCH_PORT}, {size})"],
                                    cwd=repo)
         if source.wait(timeout=300) != 0:
@@ -589,8 +455,6 @@ def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500) -> dict:
     kernel TCP connection h0 -> h2 (plane 0) over the same fabric; goal ratio MRC/TCP >= 1.
     The endpoints pace at the spec's 10 Gbit/s, i.e. not at all on this machine."""
     import tempfile
-    from emulation.fabric import Fabric
-    from model.topology import FabricSpec
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=10000, fabric_link_mbit=10000, mtu=mtu)
     size = size_mib << 20
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, \

@@ -10,15 +10,18 @@ import tempfile
 import time
 from pathlib import Path
 
+from analysis.pcap import PcapError, load_pcap
+from model.argtypes import UsageError, existing_file, positive_int
+from model.topology import FabricSpec, Topology, make_ev
+from traffic.codec import Codec
+from traffic.messages import DataPacket, Sack
+
 GOAL_RATIO = 20.0
 
 
 def write_bench_capture(path, packets: int = 20000, payload: int = 1024) -> Path:
     """A capture like a run's: SRv6 WRITEs h0->h1 on plane 0 with SACKs back (1 per 4 writes),
     frames from the project codec, written in tcpdump's pcap format (nanosecond variant)."""
-    from model.topology import FabricSpec, Topology, make_ev
-    from traffic.codec import Codec
-    from traffic.messages import DataPacket, Sack
     topo = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
     codec = Codec(topo)
     fwd, back = codec.encoder(0, 1, 0, "srv6"), codec.encoder(1, 0, 0, "srv6")
@@ -43,7 +46,6 @@ def write_bench_capture(path, packets: int = 20000, payload: int = 1024) -> Path
 
 def add_pcap_arguments(parser) -> None:
     """The options of `mrclab bench pcap`."""
-    from model.argtypes import existing_file, positive_int
     parser.add_argument("--packets", type=positive_int, default=20000,
                         help="packets in the made-up capture (default 20000)")
     parser.add_argument("--path", type=existing_file, default=None,
@@ -53,8 +55,6 @@ def add_pcap_arguments(parser) -> None:
 def pcap_main(args) -> dict:
     """`mrclab bench pcap`: the figures; a --path that is not a capture of MRC packets is a
     UsageError naming the file."""
-    from analysis.pcap import PcapError, load_pcap
-    from model.argtypes import UsageError
     if args.path is not None:
         try:
             mrc_packets = len(load_pcap(args.path))
@@ -73,7 +73,6 @@ def run_pcap_bench(packets: int = 20000, path=None, print_fn=print) -> dict:
     """Load one capture with both loaders; returns the rates (packets/s) and their ratio."""
     from scapy.utils import rdpcap
 
-    from analysis.pcap import load_pcap
     with tempfile.TemporaryDirectory(prefix="mrclab-bench-") as tmp:
         if path is None:
             path = write_bench_capture(Path(tmp) / "h0-p0.pcap", packets)

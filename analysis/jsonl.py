@@ -1,0 +1,66 @@
+"""JSON Lines, read one way: the workers', endpoints' and controller's logs.
+
+A worker or endpoint killed mid-write leaves a cut last line, and a damaged file can hold anything;
+a bad line becomes a `file:line: why` problem for the caller to report, never an exception. Pure
+standard library (the run model and the runner's log tail use it without pandas).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterable
+
+
+def parse_json(data: bytes | str):
+    """json.loads, with every way a corrupt input fails as ValueError: undecodable bytes,
+    bad syntax, and nesting deep enough to exhaust the parser's recursion."""
+    try:
+        return json.loads(data)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
+def parse_record(line: bytes | str) -> tuple[dict | None, str | None]:
+    """(the line's JSON object, None) or (None, why it is not one)."""
+    try:
+        obj = parse_json(line)
+    except ValueError as exc:
+        return None, f"not JSON ({exc.__class__.__name__}: {str(exc)[:60]})"
+    if not isinstance(obj, dict):
+        return None, "not a JSON object"
+    return obj, None
+
+
+def read_jsonl(path, problems: list[str], *, check: Callable[[dict], str | None] | None = None,
+               events: Iterable[str] | None = None, missing_ok: bool = True) -> list[dict]:
+    """The JSON objects of one JSONL file, in order. A line that is not an object, or that
+    `check` finds a problem with (a string), is skipped and noted in `problems` as
+    `file:line: why`. `events` keeps only records of those event names (lines that cannot be
+    one are not even parsed: logs hold hundreds of thousands of goodput samples). A missing
+    file reads as empty, or is a problem when not `missing_ok`."""
+    path = Path(path)
+    wanted = None if events is None else frozenset(events)
+    needles = None if wanted is None else tuple(w.encode() for w in wanted)
+    out: list[dict] = []
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        if not missing_ok:
+            problems.append(f"{path.name}: missing")
+        return out
+    except OSError as exc:
+        problems.append(f"{path.name}: cannot read ({exc.strerror or exc})")
+        return out
+    for lineno, line in enumerate(raw.split(b"\n"), start=1):
+        if not line.strip() or (needles is not None and not any(n in line for n in needles)):
+            continue
+        obj, why = parse_record(line)
+        if obj is not None and wanted is not None and obj.get("event") not in wanted:
+            continue
+        if obj is not None and check is not None:
+            why = check(obj)
+        if why:
+            problems.append(f"{path.name}:{lineno}: {why}")
+            continue
+        out.append(obj)
+    return out

@@ -1,5 +1,0 @@
-"""Moved to model.argtypes (the shared model every package imports). Temporary: kept only while
-branches written against the old path are merged; import model.argtypes."""
-from model import argtypes as _moved
-
-globals().update({k: v for k, v in vars(_moved).items() if not k.startswith("__")})

@@ -1,0 +1,61 @@
+"""report.html opens with the verdict in words, drawn from the same run model as summary.json:
+a hand-built run directory (tests.unit.test_runmodel's synthetic tcp run) with one refused
+clear, one fault sent after the traffic and one never sent."""
+import json
+import re
+
+from analysis import metrics, report
+from emulation import runner
+from emulation import scenario as S
+from tests.unit.test_runmodel import TEXT, records, write_run
+
+
+def make_run_dir(tmp_path, recs=None):
+    run_dir = tmp_path / "synthetic-20260101"
+    tdir = run_dir / "tcp"
+    tdir.mkdir(parents=True)
+    scn = write_run(tdir, records(S.parse(TEXT)) if recs is None else recs)
+    (run_dir / "scenario.toml").write_text(TEXT)
+    s = runner.summarize(scn, "tcp", tdir, {"partial": False,
+                                            "exit_codes": {f"h{i}": 0 for i in range(4)}})
+    (tdir / "summary.json").write_text(json.dumps(s))
+    (run_dir / "summary.json").write_text(json.dumps(runner.top_summary(scn, run_dir, [s], False)))
+    return run_dir, s
+
+
+def test_report_opens_with_the_verdict_and_names_each_fault_that_did_not_take_effect(tmp_path):
+    run_dir, summary = make_run_dir(tmp_path)
+    out = report.write_report(metrics.load_run(run_dir), {}, run_dir / "analysis" / "report.html")
+    html = out.read_text()
+    verdict, details = html.index("<h2>Verdict</h2>"), html.index("Transports side by side")
+    assert verdict < details
+    opening = html[verdict:details]
+    assert "a scheduled fault did not take effect" in opening
+    assert "tcp: 30 of 30 iterations completed, data verified" in opening
+    assert "gray_loss_clear t0p0g0~t1p0s1 (at_s=2.8) did not take effect" in opening
+    assert "no gray_loss on t0p0g0~t1p1s0" in opening
+    assert "after the traffic ended" in opening and "traffic ended before it was due" in opening
+    # the recovery numbers of the verdict table are summary.json's, fault by fault
+    shown = [float(x) for x in re.findall(r"<td>(\d+) ms<br>", opening)]
+    assert shown == summary["recovery_ms"] == [360.0, 0.0]
+    # summary.json is linked, not dumped
+    assert 'href="../summary.json"' in html and 'href="../tcp/summary.json"' in html
+    assert "recovery_definition" not in html and "<pre>" not in html
+
+
+def test_a_clean_run_says_so_first(tmp_path):
+    run_dir = tmp_path / "clean-20260101"
+    tdir = run_dir / "tcp"
+    tdir.mkdir(parents=True)
+    scn = S.parse(TEXT.split("[[faults]]\nat_s = 2.8")[0])      # only the two faults that ran
+    write_run(tdir, records(S.parse(TEXT))[:2])
+    s = runner.summarize(scn, "tcp", tdir, {"partial": False,
+                                            "exit_codes": {f"h{i}": 0 for i in range(4)}})
+    (tdir / "summary.json").write_text(json.dumps(s))
+    html = report.write_report(metrics.load_run(run_dir), {}, tmp_path / "r.html").read_text()
+    opening = html[html.index("<h2>Verdict</h2>"):html.index("Transports side by side")]
+    assert "class='verdict'" in opening and "class='verdict bad'" not in opening
+    assert "all 2 scheduled faults took effect" in opening
+    assert "link_down t0p0g0~t1p0s0</b> (at_s=1): tcp recovered in 360 ms" in opening
+    assert "link_up t0p0g0~t1p0s0</b> (at_s=2.7): tcp recovered in 0 ms" in opening
+    assert "did not take effect" not in html
