@@ -253,8 +253,8 @@ class Fabric:
         # Before any bridge exists: OVS's one shared transmit socket must be born with a big
         # send buffer, or queued packets make it drop silently (emulation/ovs_sndbuf.py).
         # Needs the fabric lock, held since __enter__ (it may restart ovs-vswitchd).
-        # (deferred import: ovs_sndbuf imports this module)
-        from emulation.ovs_sndbuf import ensure_ovs_tx_buffer, tx_sndbuf_for_mtu
+        from emulation.ovs_sndbuf import (  # deferred: it imports this module
+            ensure_ovs_tx_buffer, tx_sndbuf_for_mtu)
         ensure_ovs_tx_buffer(tx_sndbuf_for_mtu(self.spec.mtu))
         self._start_controller()
 
