@@ -253,8 +253,9 @@ class Fabric:
         # Before any bridge exists: OVS's one shared transmit socket must be born with a big
         # send buffer, or queued packets make it drop silently (emulation/ovs_sndbuf.py).
         # Needs the fabric lock, held since __enter__ (it may restart ovs-vswitchd).
-        from emulation.ovs_sndbuf import ensure_ovs_tx_buffer  # deferred: it imports this module
-        ensure_ovs_tx_buffer()
+        from emulation.ovs_sndbuf import (  # deferred: it imports this module
+            ensure_ovs_tx_buffer, tx_sndbuf_for_mtu)
+        ensure_ovs_tx_buffer(tx_sndbuf_for_mtu(self.spec.mtu))
         self._start_controller()
 
         net = Mininet(topo=None, controller=None, build=False, switch=OVSSwitch, host=Host,

@@ -38,6 +38,14 @@ from emulation import cleanup
 from emulation.fabric import FabricError, run_checked
 
 MIN_TX_SNDBUF = 4 * 1024 * 1024
+# The 4 MiB above covers TX_FRAMES_IN_FLIGHT frames of 1500 bytes. Jumbo frames cost more per
+# frame: an skb's truesize is its data buffer (frame + headroom + skb_shared_info, rounded up to
+# the kmalloc power of two) plus struct sk_buff, so ~2.3 KB at MTU 1500 but ~16.6 KB at 9000.
+# Without shaping, queued frames wait in the receiving CPU's backlog (netdev_max_backlog, 5000
+# here) still charged to this socket: at MTU 9000 a 4 MiB buffer held only ~250 of them.
+TX_FRAMES_IN_FLIGHT = MIN_TX_SNDBUF // 2304
+SKB_HEADROOM_AND_SHARED_INFO = 64 + 320
+SKB_STRUCT_BYTES = 256
 OVS_PROCESS = "ovs-vswitchd"
 # `ss` prints a packet socket's local address as [protocol]:interface; the tx socket is created
 # with protocol 0 and never bound ("[0]:*"); the per-port rx sockets are "*:<ifname>" (ETH_P_ALL).
@@ -52,6 +60,19 @@ PROBE_FRAME_HEX = "ffffffffffff" + "020000000001" + "88b5" + "00" * 46
 
 
 # ---------------------------------------------------------------- pure part
+
+
+def frame_truesize(mtu: int) -> int:
+    """Estimated skb truesize of one full frame of `mtu` bytes (Ethernet header included)."""
+    if isinstance(mtu, bool) or not isinstance(mtu, int) or mtu <= 0:
+        raise ValueError(f"mtu must be a positive integer, got {mtu!r}")
+    data = mtu + 14 + SKB_HEADROOM_AND_SHARED_INFO
+    return (1 << (data - 1).bit_length()) + SKB_STRUCT_BYTES
+
+
+def tx_sndbuf_for_mtu(mtu: int) -> int:
+    """Send buffer for TX_FRAMES_IN_FLIGHT full frames of `mtu`, never below MIN_TX_SNDBUF."""
+    return max(MIN_TX_SNDBUF, TX_FRAMES_IN_FLIGHT * frame_truesize(mtu))
 
 
 @dataclass(frozen=True)

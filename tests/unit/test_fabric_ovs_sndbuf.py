@@ -121,3 +121,13 @@ def test_cleanup_knows_the_probe_names_and_nothing_else():
                     "mrclab_x", "mrclabsb-ab"):
         assert not cleanup.is_our_sndbuf_probe(foreign), foreign
     assert cleanup.SNDBUF_PROBE_BRIDGE == "mrclabsb0"
+
+
+def test_tx_sndbuf_scales_with_the_frame_truesize_of_the_mtu():
+    # 1500 + 14 + 384 = 1898 -> 2048-byte buffer + 256 = 2304; 9000 + 14 + 384 = 9398 -> 16384
+    # + 256 = 16640. 4 MiB / 2304 = 1820 frames; at 9000 they need 1820 x 16640 = 30284800.
+    assert sb.frame_truesize(1500) == 2304 and sb.frame_truesize(9000) == 16640
+    assert sb.tx_sndbuf_for_mtu(1500) == 4 * 1024 * 1024
+    assert sb.tx_sndbuf_for_mtu(9000) == 1820 * 16640
+    with pytest.raises(ValueError, match="mtu"):
+        sb.tx_sndbuf_for_mtu(0)
