@@ -430,6 +430,30 @@ def loss_policy_in_force(scn: Scenario) -> str:
     return (scn.mrc.get("qp") or {}).get("loss_policy") or MRCConfig().loss_policy
 
 
+def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict) -> dict:
+    """`line_rate_fraction`: the median timed iteration's bus bandwidth (NCCL's definition, from
+    the collective's buffer size) over the host's total port rate (planes x host link rate);
+    `fabric_delay_p999_ms`: the 99.9th percentile one-way delay of MRC data packets host port to
+    host port, from the run's captures (mrc only, None without captures)."""
+    from analysis import delay, metrics, pcap  # deferred: numpy/pandas, only to summarise
+    out: dict = {"line_rate_fraction": None, "fabric_delay_p999_ms": None}
+    times_s = [t / 1000 for t in summary.get("iteration_times_ms") or [] if t and t > 0]
+    if times_s and metrics._norm_collective(scn.collective.kind) in metrics.BUSBW_FACTORS:
+        _, busbw = metrics.bus_bandwidth([scn.collective.message_bytes] * len(times_s), times_s,
+                                         summary["world_size"], scn.collective.kind)
+        fraction = metrics.line_rate_fraction(busbw, scn.spec.planes, scn.spec.host_link_mbit)
+        out["line_rate_fraction"] = None if fraction != fraction else round(float(fraction), 3)
+    if transport == "mrc" and (tdir / "pcaps").is_dir():
+        try:
+            packets = pcap.load_captures(tdir, clock=pcap.find_clock(tdir))
+            p999 = delay.fabric_delay_p999_ms(packets) if len(packets) else float("nan")
+        except Exception as exc:  # noqa: BLE001 - a bad capture must not cost the summary
+            out["fabric_delay_error"] = f"{exc.__class__.__name__}: {exc}"
+        else:
+            out["fabric_delay_p999_ms"] = None if p999 != p999 else round(float(p999), 2)
+    return out
+
+
 def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
@@ -461,6 +485,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
         **model.summary_fields(),
     }
+    summary.update(bandwidth_and_delay(scn, transport, tdir, summary))
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
     summary.update(path_monitor.run_denials(tdir / "faults.jsonl", state.get("applied", [])))
