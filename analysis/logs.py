@@ -22,8 +22,8 @@ from model.topology import FabricSpec, SpecError, Topology
 
 EVENT_REQUIRED = ("t_ns", "event")
 FAULT_REQUIRED = ("t_ns", "action")
-FAULT_LOG_NAMES = ("faults.jsonl", "fault.jsonl", "fault_log.jsonl", "faults.log")
-NOT_EVENT_LOGS = FAULT_LOG_NAMES + ("faults-applied.jsonl",)   # runner's request/answer log
+FAULT_LOG = "faults.jsonl"          # the controller's fault log, copied into each transport dir
+NOT_EVENT_LOGS = (FAULT_LOG, "faults-applied.jsonl")   # + the runner's request/answer log
 INT64_MAX = (1 << 63) - 1          # t_ns and other *_ns values become int64 columns
 
 # The fields the analysis computes with, per event, and their kinds: a line whose field has
@@ -185,11 +185,8 @@ def load_events(paths_or_dir) -> pd.DataFrame:
 
 
 def find_fault_log(run_dir) -> Path | None:
-    for name in FAULT_LOG_NAMES:
-        p = Path(run_dir) / name
-        if p.is_file():
-            return p
-    return None
+    p = Path(run_dir) / FAULT_LOG
+    return p if p.is_file() else None
 
 
 def load_faults(path_or_dir) -> pd.DataFrame:

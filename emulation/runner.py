@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -56,7 +55,6 @@ from emulation import path_monitor
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic import codec
-from traffic.comm import TRANSPORT_MODULES
 from traffic.qp_config import MRCConfig
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -299,14 +297,6 @@ class Progress:
 
 
 # ---------------------------------------------------------------- one transport
-
-
-def transport_available(transport: str) -> str | None:
-    """None if the transport's module exists, else why not."""
-    module = TRANSPORT_MODULES[transport]
-    if importlib.util.find_spec(module) is None:
-        return f"transport {transport!r} needs {module}, which is not in this checkout yet"
-    return None
 
 
 def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
@@ -657,15 +647,6 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     summaries, interrupted = [], False
     for transport in transports:
         tdir = run_dir / transport
-        missing = transport_available(transport)
-        if missing:
-            print(f"mrclab run: skipping {transport}: {missing}", file=sys.stderr)
-            tdir.mkdir(parents=True, exist_ok=True)
-            s = {"transport": transport, "verified": False, "partial": True, "error": missing,
-                 "problems": [missing], "recovery_ms": [], "mean_iteration_ms": None, "slowest_iteration_ms": None}
-            (tdir / "summary.json").write_text(json.dumps(s, indent=2))
-            summaries.append(s)
-            continue
         print(f"mrclab run: {scn.name} over {transport} -> {tdir}", file=sys.stderr, flush=True)
         try:
             summaries.append(run_transport(scn, transport, tdir))

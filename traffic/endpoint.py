@@ -16,6 +16,9 @@ peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the pe
 itself) and derives RTO, probe period and skip time from it (EndpointConfig.timers).
 
 Run as a process:  python -m traffic.endpoint --config FILE   (serves traffic/control.py).
+
+Over 600 lines because the loop, the QP glue of both transports and the RTT measurement share
+per-packet state; each piece of protocol logic lives in its own pure module already.
 """
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
 """Sending half of an MRC QP (pure: time is passed in; the endpoint adapter owns sockets).
+Over 600 lines: the per-packet send path and the loss handling it applies share the QP's state;
+the decisions themselves live in loss_policy.py, rtt.py, evs.py, nscc.py and reverse_paths.py.
 
 RDMA WRITE / WRITE-with-IMM segmented at `mtu` bytes, 24-bit PSNs (wraparound handled by
 unwrapping against the cumulative ACK), every packet on the next EV of the EV set
