@@ -197,22 +197,32 @@ def _fault_body(args) -> dict:
     raise ValueError(a)
 
 
-def _link(args) -> int:
-    body = _fault_body(args)
-    from controller.client import (  # deferred: only for this subcommand
+def _call_controller(prog: str, api_port: int, request) -> int:
+    """Run request(client) against the running controller and print its JSON answer: exit 1 when
+    no controller answers (no fabric running), 2 when it refuses the command or `request` finds
+    the command line unusable."""
+    from controller.client import (  # deferred: only for the subcommands that call it
         ControllerClient, ControllerError)
-    client = ControllerClient(port=args.api_port)
     try:
-        result = client.fault(body)
+        result = request(ControllerClient(port=api_port))
+    except UsageError as e:
+        print(f"{prog}: {e}", file=sys.stderr)
+        return EXIT_USAGE
     except ControllerError as e:
-        if getattr(e, "status", None) is None:
-            print(f"mrclab link {args.action}: {e} (is a fabric running? start one with "
-                  f"`mrclab fabric`)", file=sys.stderr)
+        if e.status is None:
+            print(f"{prog}: {e} (is a fabric running? start one with `mrclab fabric`)",
+                  file=sys.stderr)
             return 1
-        print(f"mrclab link {args.action}: {e}", file=sys.stderr)
+        print(f"{prog}: {e}", file=sys.stderr)
         return EXIT_USAGE
     print(json.dumps(result))
     return 0
+
+
+def _link(args) -> int:
+    body = _fault_body(args)
+    return _call_controller(f"mrclab link {args.action}", args.api_port,
+                            lambda client: client.fault(body))
 
 
 def _add_link_parser(sub) -> None:
@@ -296,27 +306,12 @@ def _deny_body(args) -> dict:
 
 
 def _deny(args) -> int:
-    from controller.client import (  # deferred: only for this subcommand
-        ControllerClient, ControllerError)
-    client = ControllerClient(port=args.api_port)
-    try:
+    def request(client):
         if args.show:
-            result = client.denylist()
-        else:
-            body = _deny_body(args)
-            result = client.deny(body) if args.cmd == "deny" else client.allow(body)
-    except UsageError as e:
-        print(f"mrclab {args.cmd}: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except ControllerError as e:
-        if getattr(e, "status", None) is None:
-            print(f"mrclab {args.cmd}: {e} (is a fabric running? start one with "
-                  f"`mrclab fabric`)", file=sys.stderr)
-            return 1
-        print(f"mrclab {args.cmd}: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    print(json.dumps(result))
-    return 0
+            return client.denylist()
+        body = _deny_body(args)
+        return client.deny(body) if args.cmd == "deny" else client.allow(body)
+    return _call_controller(f"mrclab {args.cmd}", args.api_port, request)
 
 
 def _add_deny_parsers(sub) -> None:
