@@ -22,6 +22,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from analysis import metrics as m  # noqa: E402
 from analysis import recovery  # noqa: E402
 from analysis import trimming as tr
+from model.events import Event
 from model.topology import ev_plane, ev_spine, t1_name
 
 TRANSPORT_COLORS = {"mrc": "tab:green", "roce": "tab:orange", "tcp": "tab:blue"}
@@ -73,7 +74,7 @@ def _named_events(events: pd.DataFrame, name: str) -> pd.DataFrame:
 def recovery_window_ms(td: m.TransportData) -> float:
     """The window analysis.recovery measures goodput over for this transport's run (one typical
     iteration, at least its default): the rolling mean uses the same one."""
-    it = _named_events(td.events, "iteration")
+    it = _named_events(td.events, Event.ITERATION)
     spans = (recovery.iteration_spans_ms(zip(it["iter"], it["start_ns"], it["end_ns"]))
              if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns) else [])
     return recovery.collective_windows(spans)["window_ms"]
@@ -162,7 +163,7 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
     mat = m.ev_state_matrix(events, bin_ms, t0_ns)
     if len(mat) == 0:
         return mat, {}
-    st = _named_events(events, "ev_state")
+    st = _named_events(events, Event.EV_STATE)
     direction, retired = {}, {}
     for r in st.to_dict("records"):
         key = f"{r['host']}/qp{int(r['qp'])}/ev{int(r['ev']):#010x}"

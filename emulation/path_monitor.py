@@ -21,6 +21,7 @@ from pathlib import Path
 
 from controller.client import ControllerClient, ControllerError
 from controller.localize import locate
+from model.events import ControllerLog
 from model.topology import Topology
 from traffic.control import ControlClient
 from traffic.path_prober import parse_path_key
@@ -119,7 +120,7 @@ class PathMonitor(threading.Thread):
 def denial_summary(controller_log: list[dict], applied: list[dict]) -> dict:
     """{"denied": [what was denied, in order], "detection_ms": first denial after the first
     applied fault, minus that fault's time (None without either)}."""
-    denies = sorted((e for e in controller_log if e.get("action") == "deny"),
+    denies = sorted((e for e in controller_log if e.get("action") == ControllerLog.DENY),
                     key=lambda e: e["t_ns"])
     faults = sorted(a["t_ns"] for a in applied if a.get("ok"))
     detection = None

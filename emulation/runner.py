@@ -54,6 +54,7 @@ from controller.client import ControllerClient, ControllerError
 from emulation import path_monitor
 from emulation import scenario as scenario_mod
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
+from model.events import Event, Phase
 from traffic import codec
 from traffic.qp_config import MRCConfig
 
@@ -150,9 +151,9 @@ class LogTail:
                     ev, _ = parse_record(line)     # a damaged line is the analysis' to report
                     if ev is None:
                         continue
-                    if ev.get("event") == "iteration" and _is_int(ev.get("iter")):
+                    if ev.get("event") == Event.ITERATION and _is_int(ev.get("iter")):
                         self.done_iters[p] = max(self.done_iters[p], ev["iter"])
-                    elif (ev.get("event") == "phase" and ev.get("phase") == "warmup_done"
+                    elif (ev.get("event") == Event.PHASE and ev.get("phase") == Phase.WARMUP_DONE
                           and _is_int(ev.get("t_ns"))):
                         t = ev["t_ns"]
                         if self.timed_start_ns is None or t < self.timed_start_ns:

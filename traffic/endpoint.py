@@ -31,6 +31,7 @@ import signal
 import sys
 import time
 
+from model.events import Event
 from model.topology import Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev
 from traffic import roce_rc
 from traffic.codec import Codec, DecodeError
@@ -297,7 +298,7 @@ class Endpoint:
             if not up:
                 qp.set_local_port(plane, False, now)
         self.qps[qpn] = qp
-        self.log.emit("qp", t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
+        self.log.emit(Event.QP, t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
                       transport=transport, **self.config.timers(base_rtt_ns))
         if self.denylist.rules:
             self._apply_denylist(qp, now)
@@ -333,7 +334,7 @@ class Endpoint:
             denied, allowed = denied + d, allowed + a
         in_force = sum(len(qp.sender.evs.denied()) for qp in self.qps.values()
                        if getattr(qp.sender, "evs", None) is not None)
-        self.log.emit("denylist", t_ns=now, rules=fresh.to_list(), denied=denied,
+        self.log.emit(Event.DENYLIST, t_ns=now, rules=fresh.to_list(), denied=denied,
                       allowed=allowed, evs_denied=in_force)
         return {"rules": fresh.to_list(), "newly_denied": denied, "newly_allowed": allowed,
                 "evs_denied": in_force}
@@ -394,7 +395,7 @@ class Endpoint:
             frame = self.codec.encoder(self.host, peer, plane, self.config.routing).encode(msg, ev=ev)
         except ValueError as e:
             self.counters.drop("tx_encode_error")
-            self.log.emit("tx_error", qp=getattr(msg, "dest_qp", 0), reason=str(e))
+            self.log.emit(Event.TX_ERROR, qp=getattr(msg, "dest_qp", 0), reason=str(e))
             return False
         self.txq[plane].append(frame)
         if isinstance(msg, DataPacket):
@@ -435,7 +436,7 @@ class Endpoint:
             self._dispatch(plane, msg, meta, now)
         except Exception as e:  # noqa: BLE001 - a peer's packet must never kill the endpoint
             self.counters.drop("qp_rejected")
-            self.log.emit("rx_error", t_ns=now, reason=f"{type(e).__name__}: {e}")
+            self.log.emit(Event.RX_ERROR, t_ns=now, reason=f"{type(e).__name__}: {e}")
 
     def _dispatch(self, plane: int, msg, meta, now: int) -> None:
         if meta.dst_host != self.host:
@@ -536,11 +537,11 @@ class Endpoint:
                 self.run_once(0.002)
         got = samples[start:]
         if not got:
-            self.log.emit("base_rtt", peer=peer, rtt_ns=None, samples=0,
+            self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=None, samples=0,
                           used_ns=self.config.default_base_rtt_ns)
             return self.config.default_base_rtt_ns
         rtt = min(got)
-        self.log.emit("base_rtt", peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
+        self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
         return rtt
 
     def send_ready_probe(self, peer: int) -> None:
@@ -563,13 +564,13 @@ class Endpoint:
             up = bool(port.is_up())
             if up != self.port_up[plane]:
                 self.port_up[plane] = up
-                self.log.emit("port", t_ns=now, plane=plane, up=up)
+                self.log.emit(Event.PORT, t_ns=now, plane=plane, up=up)
                 for qp in self.qps.values():
                     qp.set_local_port(plane, up, now)
 
     def _emit_goodput(self, now: int) -> None:
         c = self.counters
-        self.log.emit("goodput", t_ns=now, rx_bytes=c.rx_bytes, tx_bytes=c.tx_bytes,
+        self.log.emit(Event.GOODPUT, t_ns=now, rx_bytes=c.rx_bytes, tx_bytes=c.tx_bytes,
                       rx_packets=c.rx_packets, tx_packets=c.tx_packets,
                       retransmits=c.retransmitted)
 
@@ -689,7 +690,7 @@ class Endpoint:
         final = self.counters.as_dict()
         final["socket_drops"] = self.socket_drops()
         final["qps"] = {qpn: qp.stats() for qpn, qp in self.qps.items()}
-        self.log.emit("counters", t_ns=now, **final)
+        self.log.emit(Event.COUNTERS, t_ns=now, **final)
         self.log.close()
         for port in self.ports.values():
             close = getattr(port, "close", None)

@@ -262,9 +262,10 @@ class EndpointConfig:
 
 class EventLog:
     """The JSONL event log of workers and endpoints: {"t_ns", "host", "event", ...} per line
-    (CLOCK_MONOTONIC ns, shared by every namespace), written whole and line-buffered so a crash
-    keeps every complete event. Thread-safe: a worker's goodput sampler shares it with the
-    collective. Without a path it only counts events (unit tests, an endpoint without a log)."""
+    with "event" one of model.events.Event (CLOCK_MONOTONIC ns, shared by every namespace),
+    written whole and line-buffered so a crash keeps every complete event. Thread-safe: a
+    worker's goodput sampler shares it with the collective. Without a path it only counts
+    events (unit tests, an endpoint without a log)."""
 
     def __init__(self, path: str | Path | None, host: str, clock=time.monotonic_ns):
         self.host = host

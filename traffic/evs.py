@@ -44,6 +44,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from model.events import Event
 from model.topology import random_entropy, ev_spine, make_ev
 from traffic.messages import PROBE_ID_MASK
 
@@ -298,7 +299,7 @@ class EVSet:
             self._bad[info.ev] = info
         elif old == ASSUMED_BAD:
             self._bad.pop(info.ev, None)
-        event = {"t_ns": now_ns, "event": "ev_state", "qp": self.qp, "ev": info.ev,
+        event = {"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp, "ev": info.ev,
                  "plane": info.plane, "old": old, "new": new, "reason": reason}
         event.update(extra)
         self.emit(event)
@@ -309,7 +310,7 @@ class EVSet:
         if info is None:
             return
         info.skip_until = max(info.skip_until, until_ns)
-        self.emit({"t_ns": now_ns, "event": "ev_skip", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_SKIP, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "until_ns": info.skip_until})
 
     def skip_next_turn(self, ev: int, now_ns: int) -> None:
@@ -318,7 +319,7 @@ class EVSet:
         if info is None:
             return
         info.skip_once = True
-        self.emit({"t_ns": now_ns, "event": "ev_skip", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_SKIP, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "until_ns": now_ns, "once": True})
 
     def suspend(self, ev: int, reason: str, now_ns: int) -> None:
@@ -333,7 +334,7 @@ class EVSet:
         if info is None or info.state != GOOD or info.suspended:
             return
         info.suspended = True
-        self.emit({"t_ns": now_ns, "event": "ev_suspect", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_SUSPECT, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "reason": reason})
         if info.in_rotation:
             backup = self._take_backup(info.plane)
@@ -346,7 +347,7 @@ class EVSet:
         if info is None or not info.suspended:
             return
         info.suspended = False
-        self.emit({"t_ns": now_ns, "event": "ev_cleared", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_CLEARED, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "evidence": evidence})
         if not info.in_rotation and info.state == GOOD:
             self._return_to_use(info, now_ns)
@@ -521,7 +522,7 @@ class EVSet:
 
     def _probe_result(self, ev: int, ok: bool, rtt_ns: int | None, now_ns: int) -> None:
         info = self.evs[ev]
-        self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp, "ev": ev, "ok": ok,
+        self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp, "ev": ev, "ok": ok,
                    "rtt_ns": rtt_ns})
         if info.state != ASSUMED_BAD:
             return

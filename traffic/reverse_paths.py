@@ -30,6 +30,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from model.events import Event
 from model.topology import ev_plane, make_ev, random_entropy
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, Probe
@@ -144,7 +145,7 @@ class ReversePaths:
             del self._pending[seq]
             if kind == _CANDIDATE:
                 self._candidate.pop(ev_plane(ev), None)     # never answered: not adopted
-                self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+                self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                            "ok": False, "rtt_ns": None, "direction": "reverse",
                            "candidate": True})
                 continue
@@ -260,7 +261,7 @@ class ReversePaths:
         if len(self.evs[plane]) >= self.cfg.reverse_evs_per_plane:
             return
         self.evs[plane].append(_ReverseEV(ev))
-        event = {"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+        event = {"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
                  "plane": plane, "old": old, "new": "GOOD", "reason": reason,
                  "direction": "reverse", "verified": True}
         if self._replaces[plane]:
@@ -277,7 +278,7 @@ class ReversePaths:
             backoff = min(1 << min(r.failures, 30), self.cfg.probe_backoff_max)
             period = self._retired_period()
             r.next_probe_ns = max(r.next_probe_ns, now_ns + period * (backoff - 1))
-            self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+            self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                        "ok": False, "rtt_ns": None, "direction": "reverse"})
             return
         r.failures = 0
@@ -291,7 +292,7 @@ class ReversePaths:
         if len(self.evs[plane]) < self.cfg.reverse_evs_per_plane:
             self._adopt(ev, now_ns, old="ASSUMED_BAD", reason="probe_ok")
         else:
-            self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+            self.emit({"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
                        "plane": plane, "old": "ASSUMED_BAD", "new": "GOOD",
                        "reason": "probe_ok", "direction": "reverse"})
 
@@ -300,7 +301,7 @@ class ReversePaths:
             return False
         # Data arrives trimmed/marked: the answer is stuck in a congested queue, which says
         # nothing about the reverse path (congestion never retires a path).
-        self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                    "ok": False, "rtt_ns": None, "direction": "reverse", "congested": True})
         return True
 
@@ -323,7 +324,7 @@ class ReversePaths:
             if self._congestion_excuses(ev, now_ns):
                 return
             rev.fails += 1
-            self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+            self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                        "ok": False, "rtt_ns": None, "direction": "reverse"})
             if rev.fails >= self.cfg.reverse_probe_fail_limit:
                 # retired; its slot is filled by the first candidate whose probe is answered
@@ -331,7 +332,7 @@ class ReversePaths:
                 self.retired[ev] = _RetiredEV(
                     ev, next_probe_ns=now_ns + self._retired_period())
                 self._replaces[plane].append(ev)
-                self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+                self.emit({"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
                            "plane": plane, "old": "GOOD", "new": "ASSUMED_BAD",
                            "reason": "reverse_probe_timeout", "direction": "reverse"})
             return

@@ -37,6 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
+from model.events import Event
 from model.topology import ev_plane
 from traffic import loss_policy as lp
 from traffic.evs import GOOD, EVSet, PathInfo
@@ -272,7 +273,7 @@ class SenderQP(PostedWrites):
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
         """Local NIC port state: a down port takes its plane's EVs out of use."""
         if self.evs.set_plane_local(plane, up):
-            self.emit({"t_ns": now_ns, "event": "port", "plane": plane, "up": up,
+            self.emit({"t_ns": now_ns, "event": Event.PORT, "plane": plane, "up": up,
                        "side": "local", "qp": self.qp_num})
             self._wake_ns = -1
 
@@ -282,7 +283,7 @@ class SenderQP(PostedWrites):
         for p in self.paths.planes:
             up = bool(port_status >> p & 1)
             if self.evs.set_plane_peer(p, up):
-                self.emit({"t_ns": now_ns, "event": "port", "plane": p, "up": up,
+                self.emit({"t_ns": now_ns, "event": Event.PORT, "plane": p, "up": up,
                            "side": "peer", "qp": self.qp_num})
                 self._wake_ns = -1
 
@@ -343,7 +344,7 @@ class SenderQP(PostedWrites):
                 self._note_blocked(now_ns)
                 break
             heapq.heappop(self._retx)
-            self.emit({"t_ns": now_ns, "event": "retransmit", "qp": self.qp_num,
+            self.emit({"t_ns": now_ns, "event": Event.RETRANSMIT, "qp": self.qp_num,
                        "psn": rec.seq & PSN_MASK, "old_ev": rec.ev, "new_ev": ev,
                        "reason": rec.retx_reason})
             self.counters["retransmitted_packets"] += 1
@@ -610,7 +611,7 @@ class SenderQP(PostedWrites):
             msg = self.messages.popleft()
             comp = Completion(self.qp_num, msg.msn & PSN_MASK, msg.length, msg.imm)
             self.completions.append(comp)
-            self.emit({"t_ns": now_ns, "event": "completion", "qp": self.qp_num,
+            self.emit({"t_ns": now_ns, "event": Event.COMPLETION, "qp": self.qp_num,
                        "msn": comp.msn, "bytes": comp.bytes, "imm": comp.imm, "side": "send"})
 
     def on_nack(self, nack: Nack, now_ns: int) -> None:

@@ -36,6 +36,7 @@ import threading
 import time
 from pathlib import Path
 
+from model.events import Event, Phase
 from traffic import collectives
 from traffic.comm import CommError, create_communicator
 from traffic.endpoint_support import EventLog
@@ -54,7 +55,7 @@ class GoodputSampler(threading.Thread):
 
     def sample(self) -> None:
         s = self.comm.stats()
-        self.log.emit("goodput", rx_bytes=s["rx_bytes"], tx_bytes=s["tx_bytes"],
+        self.log.emit(Event.GOODPUT, rx_bytes=s["rx_bytes"], tx_bytes=s["tx_bytes"],
                        rx_packets=s["rx_packets"], tx_packets=s["tx_packets"],
                        retransmits=s["retransmits"])
 
@@ -105,16 +106,16 @@ def run(config: dict, rank: int) -> int:
     nccl_size = collectives.nccl_size_bytes(kind, n)
     comm = sampler = None
     try:
-        log.emit("phase", phase="connecting", transport=transport, rank=rank)
+        log.emit(Event.PHASE, phase=Phase.CONNECTING, transport=transport, rank=rank)
         comm = create_communicator(transport, rank, config)
-        log.emit("phase", phase="connected")
+        log.emit(Event.PHASE, phase=Phase.CONNECTED)
         sampler = GoodputSampler(comm, log, float(config.get("goodput_interval_ms", 10)) / 1000)
         sampler.start()
         for i in range(warmup):
             ok, msg = collectives.run_and_verify(comm, kind, n, i, **kw)
             if not ok:
                 return _mismatch(log, f"warm-up: {msg}")
-        log.emit("phase", phase="warmup_done")
+        log.emit(Event.PHASE, phase=Phase.WARMUP_DONE)
         for i in range(iterations):
             # Inputs and expected results are computed outside the timed span: with W ranks
             # the expected sum hashes W buffers, which would count as collective time.
@@ -127,16 +128,16 @@ def run(config: dict, rank: int) -> int:
             end = time.monotonic_ns()
             ok, msg = collectives.verify(kind, rank, it, results, expected)
             # bytes: payload this rank sent; nccl_size_bytes: NCCL's S (algbw = S / t)
-            log.emit("iteration", collective=kind, transport=transport, iter=i, start_ns=start,
+            log.emit(Event.ITERATION, collective=kind, transport=transport, iter=i, start_ns=start,
                       end_ns=end, bytes=sent_per_iter, nccl_size_bytes=nccl_size, verified=ok)
             if not ok:
                 return _mismatch(log, msg)
         sampler.stop()
-        log.emit("counters", **comm.stats())
-        log.emit("phase", phase="done")
+        log.emit(Event.COUNTERS, **comm.stats())
+        log.emit(Event.PHASE, phase=Phase.DONE)
         return EXIT_OK
     except CommError as exc:
-        log.emit("error", reason=str(exc))
+        log.emit(Event.ERROR, reason=str(exc))
         print(f"[{host}] TRANSPORT ERROR ({transport}): {exc}", file=sys.stderr, flush=True)
         return EXIT_TRANSPORT
     finally:
@@ -148,7 +149,7 @@ def run(config: dict, rank: int) -> int:
 
 
 def _mismatch(log: EventLog, msg: str) -> int:
-    log.emit("error", reason=f"result mismatch: {msg}")
+    log.emit(Event.ERROR, reason=f"result mismatch: {msg}")
     print(f"\n{'!' * 72}\n[{log.host}] COLLECTIVE RESULT MISMATCH: {msg}\n{'!' * 72}",
           file=sys.stderr, flush=True)
     return EXIT_MISMATCH

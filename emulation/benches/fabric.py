@@ -7,6 +7,7 @@ import time
 from model.argtypes import positive_int
 from analysis import recovery
 from emulation.fabric import Fabric
+from model.events import Event
 from model.topology import FabricSpec
 from traffic.control import ControlClient
 from traffic.endpoint_support import payload_for_mtu
@@ -177,7 +178,7 @@ def _measured_base_rtt_ns(log_path: str) -> int | None:
     with open(log_path) as f:
         for line in f:
             e = json.loads(line)
-            if e.get("event") == "base_rtt" and e.get("rtt_ns"):
+            if e.get("event") == Event.BASE_RTT and e.get("rtt_ns"):
                 return int(e["rtt_ns"])
     return None
 
@@ -188,7 +189,7 @@ def _rx_samples(log_path: str) -> list[tuple[int, int]]:
     with open(log_path) as f:
         for line in f:
             e = json.loads(line)
-            if e.get("event") == "goodput":
+            if e.get("event") == Event.GOODPUT:
                 out.append((e["t_ns"], e["rx_bytes"]))
     return out
 
@@ -288,7 +289,7 @@ def _socket_drops(pair: "_EndpointPair") -> dict:
         with open(path) as f:
             for line in f:
                 e = json.loads(line)
-                if e.get("event") == "counters":
+                if e.get("event") == Event.COUNTERS:
                     out[f"h{host}"] = sum(e.get("socket_drops", {}).values())
     return out
 

@@ -13,6 +13,7 @@ import pytest
 from controller import routing
 from controller.client import ControllerError
 from emulation.fabric import Fabric
+from model.events import ControllerLog
 from model.topology import FabricSpec, make_ev
 
 pytestmark = pytest.mark.integration
@@ -80,7 +81,7 @@ def wait_until_delivered(fab, evs, deadline_s=10.0):
 
 def port_status_events(fab, since_ns):
     return [e for e in fab.controller.faults()
-            if e["action"] == "port_status" and e["t_ns"] >= since_ns]
+            if e["action"] == ControllerLog.PORT_STATUS and e["t_ns"] >= since_ns]
 
 
 def test_health_rules_and_counters(fab):

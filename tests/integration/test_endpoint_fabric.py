@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from model.events import Event
 from model.topology import FabricSpec, ev_plane, ev_spine
 
 pytestmark = pytest.mark.integration
@@ -94,12 +95,12 @@ def test_16mib_write_survives_t0_t1_link_down(tmp_path):
             stop_endpoint(p_dst, c_dst)
     events = read_events(tmp_path / "ep-h0.jsonl")
     t_fault = fault["t_ns"]
-    bad = [e for e in events if e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD"
+    bad = [e for e in events if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD"
            and e.get("direction") != "reverse" and e["t_ns"] >= t_fault]
     assert bad, "no EV turned ASSUMED_BAD after the link went down"
     on_link = [e for e in bad if ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 0]
     assert on_link, "the EVs on the downed link were not retired"
-    replacements = [e for e in events if e["event"] == "ev_state" and e["old"] == "UNKNOWN"
+    replacements = [e for e in events if e["event"] == Event.EV_STATE and e["old"] == "UNKNOWN"
                     and e["new"] == "GOOD" and e["t_ns"] >= t_fault
                     and e.get("direction") != "reverse"]
     assert replacements
@@ -110,10 +111,10 @@ def test_16mib_write_survives_t0_t1_link_down(tmp_path):
         # the backup took the slot at the EV's first unexplained loss (ev_suspect), not when
         # the loss verdict retired it (ASSUMED_BAD, a verdict window later)
         r = next(r for r in replacements if r.get("replaces") == e["ev"])
-        suspected = [x["t_ns"] for x in events if x["event"] == "ev_suspect"
+        suspected = [x["t_ns"] for x in events if x["event"] == Event.EV_SUSPECT
                      and x["ev"] == e["ev"] and x["qp"] == e["qp"] and x["t_ns"] <= e["t_ns"]]
         assert suspected, f"EV {e['ev']:#x} was retired without being suspended first"
         assert r["plane"] == 0 and r["t_ns"] <= e["t_ns"], (r, e)
         assert any(t <= r["t_ns"] for t in suspected), (suspected, r, e)
-    final = [e for e in events if e["event"] == "counters"][-1]
+    final = [e for e in events if e["event"] == Event.COUNTERS][-1]
     assert final["retransmitted"] > 0

@@ -9,6 +9,7 @@ import pytest
 
 from emulation import check, cleanup
 from emulation.fabric import Fabric
+from model.events import ControllerLog
 from model.topology import FabricSpec
 
 pytestmark = pytest.mark.integration
@@ -67,7 +68,7 @@ def test_cli_link_down_seen_by_controller(fab):
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         faults = fab.controller.faults()
-        status = [f for f in faults if f.get("action") == "port_status"
+        status = [f for f in faults if f.get("action") == ControllerLog.PORT_STATUS
                   and f.get("switch") in ("t0p1g0", "t1p1s0")]
         if len(status) >= 2:
             break

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from emulation import runner
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 
 pytestmark = pytest.mark.integration
@@ -66,19 +67,19 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
         for h in range(4):
             assert (run_dir / t / f"endpoint-h{h}.jsonl").stat().st_size > 0
             log = events(run_dir / t / f"worker-h{h}.jsonl")
-            assert sum(e["event"] == "iteration" and e["verified"] for e in log) == 32
+            assert sum(e["event"] == Event.ITERATION and e["verified"] for e in log) == 32
     assert summaries["roce"]["routing"] == "ecmp"
     t_fault = summaries["mrc"]["fault_times_ns"][0]
     retired = []
     for h in range(4):
         for e in events(run_dir / "mrc" / f"endpoint-h{h}.jsonl"):
-            if (e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD" and e["t_ns"] >= t_fault
+            if (e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD" and e["t_ns"] >= t_fault
                     and e.get("direction") != "reverse"):
                 retired.append(e)
     assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 0 for e in retired), \
         "no EV of the failed link t0p0g0-t1p0s0 (plane 0, spine 0) turned ASSUMED_BAD"
     # RoCE's go-back-N shows the stall on its fixed path
-    roce_gbn = sum(e["event"] == "retransmit" and e["reason"] == "gbn"
+    roce_gbn = sum(e["event"] == Event.RETRANSMIT and e["reason"] == "gbn"
                    for h in range(4) for e in events(run_dir / "roce" / f"endpoint-h{h}.jsonl"))
     assert roce_gbn > 0
     # The stall each transport suffers: RoCE's iteration spanning the fault cannot finish before

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from emulation import runner
 from emulation.scenario import load
+from model.events import Event
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,8 +74,8 @@ def test_short_tcp_run_with_a_link_down_writes_a_complete_verified_run_dir(tmp_p
     assert top["transports"]["tcp"]["verified"] is True
     for h in range(4):
         events = [json.loads(x) for x in (tdir / f"worker-h{h}.jsonl").read_text().splitlines()]
-        assert sum(e["event"] == "iteration" and e["verified"] for e in events) == 40
-        assert any(e["event"] == "goodput" for e in events)
+        assert sum(e["event"] == Event.ITERATION and e["verified"] for e in events) == 40
+        assert any(e["event"] == Event.GOODPUT for e in events)
         for p in range(2):
             assert (tdir / "pcaps" / f"h{h}-p{p}.pcap").stat().st_size > 24  # more than a header
     fault_log = [json.loads(x) for x in (tdir / "faults.jsonl").read_text().splitlines()]

@@ -11,6 +11,7 @@ import pytest
 
 from emulation import runner
 from emulation.scenario import load
+from model.events import Event, Phase
 from model.topology import ev_plane, ev_spine
 
 pytestmark = pytest.mark.integration
@@ -86,9 +87,9 @@ def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, tra
     # worker logs, endpoint logs, pcaps
     for h in hosts:
         log = events(tdir / f"worker-{h}.jsonl")
-        assert sum(e["event"] == "iteration" and e["verified"] for e in log) == iterations
-        assert any(e["event"] == "goodput" for e in log)
-        assert log[-1]["event"] == "phase" and log[-1]["phase"] == "done"
+        assert sum(e["event"] == Event.ITERATION and e["verified"] for e in log) == iterations
+        assert any(e["event"] == Event.GOODPUT for e in log)
+        assert log[-1]["event"] == Event.PHASE and log[-1]["phase"] == Phase.DONE
         if transport == "mrc":
             assert (tdir / f"endpoint-{h}.jsonl").stat().st_size > 0
         for p in range(scn.spec.planes):
@@ -140,20 +141,20 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
     t_first = summary["fault_times_ns"][0] if summary["fault_times_ns"] else 0
     if name == "nic-link-down":
         ports = [(e["plane"], e["up"]) for e in events(tdir / "endpoint-h0.jsonl")
-                 if e["event"] == "port" and "side" not in e]
+                 if e["event"] == Event.PORT and "side" not in e]
         assert ports == [(0, False), (0, True), (1, False), (1, True)], ports
     elif name == "t1-blackhole":
         # packets lost in the black hole (plane 0, spine 0) time out and most are re-sent over
         # other paths, and the forward EVs through the dead T1 are retired DURING the fault
         # (congestion elsewhere in the QP must not mask a path that echoes nothing).
         t_clear = summary["fault_times_ns"][1]
-        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+        retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"
                    and e["t_ns"] <= t_clear]
         in_hole = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
         assert len(in_hole) >= 4, f"only {len(in_hole)} forward EVs of plane 0 spine 0 retired " \
                                   f"during the black hole ({len(retired)} retired in all)"
-        lost = [e for e in _endpoint_events(tdir, scn, "retransmit", t_first)
+        lost = [e for e in _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first)
                 if e["t_ns"] <= t_clear and e["reason"] == "timeout"]
         through_hole = [e for e in lost if (ev_plane(e["old_ev"]), ev_spine(e["old_ev"])) == (0, 0)]
         assert len(through_hole) >= 10 and len(through_hole) > len(lost) / 2, (len(through_hole), len(lost))
@@ -161,7 +162,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert len(moved) > len(through_hole) / 2, (len(moved), len(through_hole))
     elif name in ("demo", "fabric-links-down", "gray-failure", "flap"):
         # the first fault's EVs (plane 0, spine 0 in all of these) are retired after it
-        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+        retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"]
         assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 0 for e in retired), \
             f"{name}: no EV through plane 0 spine 0 turned ASSUMED_BAD after the fault"
@@ -169,7 +170,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         # T1 down: EVs through t1p0s0 (plane 0, spine 0) retired; T0 t0p1g1 down: h2 and h3
         # lose their plane-1 port and their endpoints see it (port event), no QP error
         t_t0 = summary["fault_times_ns"][2]
-        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+        retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"
                    and e["t_ns"] < t_t0]
         on_path = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
@@ -178,7 +179,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert on_path and len(on_path) >= 0.8 * len(retired), retired[:5]
         # (from the T1 repair on: the controller stamps a fault once applied, and an endpoint
         # can see its carrier drop a moment before that stamp)
-        ports = [e for e in _endpoint_events(tdir, scn, "port", summary["fault_times_ns"][1])
+        ports = [e for e in _endpoint_events(tdir, scn, Event.PORT, summary["fault_times_ns"][1])
                  if e.get("plane") == 1 and e.get("up") is False and e.get("side") == "local"]
         assert {e["host"] for e in ports} == {"h2", "h3"}, ports[:5]
     elif name == "lossy-nic-link":
@@ -191,15 +192,16 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert [m["link"] for m in monitor] == ["h1~t0p0g0"] and monitor[0]["ok"]
         assert all("h1>" in p or ">h1/" in p for p in monitor[0]["lossy_paths"])
         # every endpoint denied its plane-0 EVs to or from h1 and nothing else
-        denied = _endpoint_events(tdir, scn, "ev_state", t_first)
+        denied = _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
         denied = [e for e in denied if e["new"] == "DENIED"]
         assert {e["host"] for e in denied} == {"h0", "h1", "h2", "h3"}
         assert all(ev_plane(e["ev"]) == 0 for e in denied), denied[:5]
-        lists = _endpoint_events(tdir, scn, "denylist", t_first)
+        lists = _endpoint_events(tdir, scn, Event.DENYLIST, t_first)
         assert {e["host"] for e in lists} == {"h0", "h1", "h2", "h3"}
         assert all(e["rules"] == [{"link": "h1~t0p0g0"}] for e in lists)
     elif name == "random-loss":
-        assert _endpoint_events(tdir, scn, "retransmit", t_first), "no retransmission under loss"
+        assert _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first), \
+            "no retransmission under loss"
     elif name == "incast":
         coll = scn.collective
         assert coll.victim_only
@@ -210,7 +212,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         sent = {}
         for h in scn.topology.hosts:
             (final,) = [e for e in events(tdir / f"endpoint-{h.name}.jsonl")
-                        if e["event"] == "counters"]
+                        if e["event"] == Event.COUNTERS]
             for qp in final["qps"].values():
                 key = (h.name, f"h{qp['peer']}")
                 sent[key] = sent.get(key, 0) + qp["sender"]["sent_bytes"]

@@ -17,6 +17,7 @@ import dpkt
 import pytest
 
 from emulation import trimming
+from model.events import Event
 from model.topology import FabricSpec
 from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
 from tests.integration.test_endpoint_fabric import start_endpoint, stop_endpoint
@@ -102,8 +103,8 @@ def test_two_senders_overload_one_uplink(tmp_path):
     assert trimmed_seen > 0 and sum(r["nacks"] for r in rcv) >= trimmed_seen
     assert sum(s["nacks"] for s in snd) > 0
     events = [json.loads(x) for h in (0, 1) for x in open(tmp_path / f"ep-h{h}.jsonl")]
-    assert any(e["event"] == "retransmit" and e["reason"] == "nack_trimmed" for e in events)
-    bad = [e for e in events if e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD"]
+    assert any(e["event"] == Event.RETRANSMIT and e["reason"] == "nack_trimmed" for e in events)
+    bad = [e for e in events if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD"]
     # A NACK TRIMMED never retires the EV (skip once, no penalty). SACK-gap/timeout retirements
     # under this overload are possible and reported, not asserted (see the incast comparison).
     assert not [e for e in bad if "nack" in str(e.get("reason"))], bad[:3]

@@ -3,6 +3,7 @@ import json
 
 import pytest
 
+from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import Codec
 from traffic.endpoint_support import ConfigError, EndpointConfig, EventLog, Pacer
@@ -115,9 +116,9 @@ def test_event_log_writes_schema_lines(tmp_path):
     path = tmp_path / "ev.jsonl"
     clock = iter(range(100, 200)).__next__
     log = EventLog(str(path), "h3", clock)
-    log.emit("port", plane=1, up=False)
-    log.emit("probe", t_ns=7, qp=1, ev=2, ok=True, rtt_ns=5)
+    log.emit(Event.PORT, plane=1, up=False)
+    log.emit(Event.PROBE, t_ns=7, qp=1, ev=2, ok=True, rtt_ns=5)
     lines = [json.loads(x) for x in path.read_text().splitlines()]  # readable before close
-    assert lines[0] == {"t_ns": 100, "host": "h3", "event": "port", "plane": 1, "up": False}
-    assert lines[1]["t_ns"] == 7 and lines[1]["event"] == "probe"
+    assert lines[0] == {"t_ns": 100, "host": "h3", "event": Event.PORT, "plane": 1, "up": False}
+    assert lines[1]["t_ns"] == 7 and lines[1]["event"] == Event.PROBE
     log.close()

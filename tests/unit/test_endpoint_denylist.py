@@ -5,6 +5,7 @@ import json
 import random
 import time
 
+from model.events import Event
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import wire_pair
 from traffic.codec import Codec
@@ -100,9 +101,10 @@ def test_a_denied_path_carries_no_data_and_no_probe_until_allowed(tmp_path):
     a.close()
     b.close()
     log = [json.loads(x) for x in (tmp_path / "h0.jsonl").read_text().splitlines()]
-    lists = [e for e in log if e["event"] == "denylist"]
+    lists = [e for e in log if e["event"] == Event.DENYLIST]
     assert [e["rules"] for e in lists] == [[{"link": DENIED_LINK}], []]
-    assert {e["ev"] for e in log if e["event"] == "ev_state" and e["new"] == "DENIED"} == set(on_path)
+    assert {e["ev"] for e in log
+            if e["event"] == Event.EV_STATE and e["new"] == "DENIED"} == set(on_path)
 
 
 def test_a_bad_rule_changes_nothing(tmp_path):

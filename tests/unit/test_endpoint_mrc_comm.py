@@ -7,6 +7,7 @@ from collections import deque
 
 import pytest
 
+from model.events import Event
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import FakePort
 from traffic import collectives
@@ -144,7 +145,7 @@ def test_ring_allreduce_with_a_black_holed_path_retires_its_evs(tmp_path):
     for h in range(4):
         for line in (tmp_path / f"endpoint-h{h}.jsonl").read_text().splitlines():
             e = json.loads(line)
-            if e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD":
+            if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD":
                 bad.append(e)
     assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 1 for e in bad)
     assert sum(s["retransmits"] for _, s in results.values()) > 0

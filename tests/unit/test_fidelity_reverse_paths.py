@@ -2,6 +2,7 @@
 randomly chosen EV and adopt it as a reverse EV once the probe is answered; retired reverse EVs
 are probed back (with backoff) and return to GOOD after probe_k answers. Simulated network:
 the path of one of the receiver's reverse EVs is black-holed during a transfer, then repaired."""
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from tests.unit.simnet import Harness, SimNet
 from traffic.qp_config import MRCConfig
@@ -10,7 +11,7 @@ MS = 1_000_000
 
 
 def reverse_events(h: Harness, **match) -> list[dict]:
-    return [e for e in h.events_of("ev_state", qp=h.receiver.qp_num, **match)
+    return [e for e in h.events_of(Event.EV_STATE, qp=h.receiver.qp_num, **match)
             if e.get("direction") == "reverse"]
 
 
@@ -93,7 +94,7 @@ def test_retired_reverse_evs_are_probed_with_backoff_while_the_path_stays_dead()
     retired = reverse_events(h, new="ASSUMED_BAD")
     assert retired
     ev = retired[0]["ev"]
-    fails = [e["t_ns"] for e in h.events_of("probe", qp=h.receiver.qp_num, ev=ev, ok=False)
+    fails = [e["t_ns"] for e in h.events_of(Event.PROBE, qp=h.receiver.qp_num, ev=ev, ok=False)
              if e["t_ns"] > retired[0]["t_ns"] and not e.get("candidate")]
     assert len(fails) >= 4
     gaps = [b - a for a, b in zip(fails, fails[1:])]

@@ -11,6 +11,7 @@ import json
 from analysis import runmodel
 from emulation import scenario as S
 from emulation.runner import worker_config
+from model.events import ControllerLog, Event, Phase
 
 MS = 1_000_000
 T0 = 10_000 * MS
@@ -54,16 +55,18 @@ def write_worker_logs(tdir, outage=(1000, 1400), iterations=30, warmup_ms=2000, 
     for h in range(4):
         lines = []
         for ms in range(-warmup_ms, 0, 10):          # warm-up: connected, nothing delivered yet
-            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": "goodput", "rx_bytes": 0})
-        lines.append({"t_ns": T0, "host": f"h{h}", "event": "phase", "phase": "warmup_done"})
+            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": Event.GOODPUT,
+                          "rx_bytes": 0})
+        lines.append({"t_ns": T0, "host": f"h{h}", "event": Event.PHASE,
+                      "phase": Phase.WARMUP_DONE})
         cum = 0
         for ms in range(0, iterations * 100 + tail_ms, 10):
             if ms < iterations * 100 and not outage[0] <= ms < outage[1]:
                 cum += 10_000
-            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": "goodput",
+            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": Event.GOODPUT,
                           "rx_bytes": cum})
         for i in range(iterations):
-            lines.append({"t_ns": T0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": "iteration",
+            lines.append({"t_ns": T0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": Event.ITERATION,
                           "collective": "allreduce", "transport": "tcp", "iter": i,
                           "start_ns": T0 + i * 100 * MS, "end_ns": T0 + (i + 1) * 100 * MS - h,
                           "bytes": 1, "verified": True})
@@ -166,7 +169,8 @@ def test_controller_log_is_the_fallback_when_the_runner_log_is_absent(tmp_path):
     write_run(tmp_path, [])
     (tmp_path / "faults-applied.jsonl").unlink()
     log = [{"t_ns": T0 + 1000 * MS, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"},
-           {"t_ns": T0 + 1001 * MS, "action": "port_status", "a": "t0p0g0", "b": "t1p0s0"}]
+           {"t_ns": T0 + 1001 * MS, "action": ControllerLog.PORT_STATUS, "a": "t0p0g0",
+            "b": "t1p0s0"}]
     (tmp_path / "faults.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     model = runmodel.load_transport(tmp_path)
     (fault,) = model.faults

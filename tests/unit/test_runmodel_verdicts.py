@@ -7,6 +7,7 @@ import time
 
 from emulation import runner
 from emulation import scenario as S
+from model.events import Event, Phase
 from tests.unit.test_runmodel import MS, T0, TEXT, records, sent, write_run
 
 
@@ -64,8 +65,8 @@ def test_a_scheduler_that_dies_leaves_its_entries_named_as_not_reached(tmp_path)
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     log = tmp_path / "worker-h0.jsonl"
-    log.write_text(json.dumps({"t_ns": time.monotonic_ns() - 10**10, "event": "phase",
-                               "phase": "warmup_done"}) + "\n")    # every at_s is due at once
+    log.write_text(json.dumps({"t_ns": time.monotonic_ns() - 10**10, "event": Event.PHASE,
+                               "phase": Phase.WARMUP_DONE}) + "\n")    # every at_s is due at once
     tail = runner.LogTail([log])
     sched = runner.FaultScheduler(scn, tail, port, tmp_path / "faults-applied.jsonl")
     sched.start()

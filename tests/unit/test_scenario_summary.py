@@ -3,6 +3,7 @@ import json
 
 from emulation import scenario as S
 from emulation.runner import LogTail, summarize, worker_config
+from model.events import Event, Phase
 
 MS = 1_000_000
 TEXT = """
@@ -25,15 +26,15 @@ def write_logs(tdir, outage=(1000, 1400), iterations=30):
     """4 hosts, 1 MB/s each, no traffic during `outage` (ms after start)."""
     t0 = 10_000 * MS
     for h in range(4):
-        lines = [{"t_ns": t0, "host": f"h{h}", "event": "phase", "phase": "warmup_done"}]
+        lines = [{"t_ns": t0, "host": f"h{h}", "event": Event.PHASE, "phase": Phase.WARMUP_DONE}]
         cum = 0
         for ms in range(0, 3000, 10):
             if not outage[0] <= ms < outage[1]:
                 cum += 10_000
-            lines.append({"t_ns": t0 + ms * MS, "host": f"h{h}", "event": "goodput", "rx_bytes": cum,
-                          "tx_bytes": cum, "rx_packets": 0, "tx_packets": 0, "retransmits": 0})
+            lines.append({"t_ns": t0 + ms * MS, "host": f"h{h}", "event": Event.GOODPUT,
+                          "rx_bytes": cum, "tx_bytes": cum, "rx_packets": 0, "tx_packets": 0, "retransmits": 0})
         for i in range(iterations):
-            lines.append({"t_ns": t0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": "iteration",
+            lines.append({"t_ns": t0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": Event.ITERATION,
                           "collective": "allreduce", "transport": "tcp", "iter": i,
                           "start_ns": t0 + i * 100 * MS, "end_ns": t0 + (i + 1) * 100 * MS - h,
                           "bytes": 1, "verified": True})
@@ -77,7 +78,7 @@ def test_log_tail_reads_only_complete_lines(tmp_path):
     tail.poll()
     assert tail.max_done() == 0 and tail.timed_start_ns is None
     with open(path, "w") as f:
-        f.write(json.dumps({"t_ns": 5, "event": "phase", "phase": "warmup_done"}) + "\n")
+        f.write(json.dumps({"t_ns": 5, "event": Event.PHASE, "phase": Phase.WARMUP_DONE}) + "\n")
         f.write('{"t_ns": 7, "event": "iteration", "iter": 0')
         f.flush()
         tail.poll()

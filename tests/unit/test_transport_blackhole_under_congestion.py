@@ -1,6 +1,7 @@
 """A silently black-holed path while ECN marks arrive on the OTHER paths (the t1-blackhole
 regression: QP-wide congestion must never excuse losses on a path that echoes nothing).
 Driven in the simulated network (tests/unit/simnet.py) with a fake clock."""
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket
@@ -43,12 +44,12 @@ def _run(first_packet_grace: bool):
 
 def _check(h, sent_into_hole, max_detected_losses_per_ev):
     assert h.net.stats["ecn_marked"] > 100               # congestion was really signalled
-    bad = {e["ev"]: e["t_ns"] for e in h.events_of("ev_state", new=ASSUMED_BAD)
+    bad = {e["ev"]: e["t_ns"] for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
            if e.get("direction") != "reverse"}
     assert all(_path(ev) == HOLE for ev in bad), "a congested (ECN) path was retired"
     # every EV that carried data into the hole was retired ...
     assert sent_into_hole and set(sent_into_hole) <= set(bad), (sent_into_hole, bad)
-    retx = h.events_of("retransmit")
+    retx = h.events_of(Event.RETRANSMIT)
     rto = h.sender.rto_base_ns()
     for ev, sends in sent_into_hole.items():
         # ... within a bounded time of its first packet into the hole (one loss-detection

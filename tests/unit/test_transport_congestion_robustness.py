@@ -2,6 +2,7 @@
 driven packet by packet with a fake clock."""
 import random
 
+from model.events import Event
 from traffic.evs import ASSUMED_BAD, PathInfo
 from traffic.messages import DataPacket, Opcode, Probe, Sack, SkipMode
 from traffic.reliability import MemoryRegistry, MRCConfig, ReceiverQP, SenderQP
@@ -40,7 +41,7 @@ def _sack(tx, pkt, now, ecn=False):
 
 
 def _bad(events):
-    return [e for e in events if e["event"] == "ev_state" and e["new"] == ASSUMED_BAD]
+    return [e for e in events if e["event"] == Event.EV_STATE and e["new"] == ASSUMED_BAD]
 
 
 def test_timeout_with_nothing_delivered_since_does_not_retire_the_path():

@@ -4,6 +4,7 @@ Driven in the simulated network (tests/unit/simnet.py) with a fake clock: trimme
 late packets that arrive after the sender already judged them lost (what the CPU-starved
 userspace switches of the emulated fabric do under incast), and a silent black hole, which
 nothing explains."""
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket
@@ -20,7 +21,8 @@ def _cfg(verdict_ns: int) -> MRCConfig:
 
 
 def _forward_retired(h) -> list[dict]:
-    return [e for e in h.events_of("ev_state", new=ASSUMED_BAD) if e.get("direction") != "reverse"]
+    return [e for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
+            if e.get("direction") != "reverse"]
 
 
 def _slow_trim_run(verdict_ns: int, seed: int = 3):
@@ -59,8 +61,8 @@ def test_slow_trimmed_headers_retire_nothing_with_a_verdict_window():
         == c["loss_verdicts_opened"]
     assert _forward_retired(h) == []
     # every suspended EV came back to use, each on trimmed-NACK evidence
-    suspects = h.events_of("ev_suspect")
-    cleared = h.events_of("ev_cleared")
+    suspects = h.events_of(Event.EV_SUSPECT)
+    cleared = h.events_of(Event.EV_CLEARED)
     assert suspects and {e["ev"] for e in suspects} == {e["ev"] for e in cleared}
     assert {e["evidence"] for e in cleared} <= {"nack_trimmed", "late_delivery"}
     assert not any(info.suspended for info in h.sender.evs.evs.values())
@@ -116,7 +118,7 @@ def test_black_hole_is_retired_after_the_verdict_and_gets_no_data_meanwhile():
     h.run(2 * VERDICT_NS)
     retired = {e["ev"]: e["t_ns"] for e in _forward_retired(h)}
     suspected = {}
-    for e in h.events_of("ev_suspect"):
+    for e in h.events_of(Event.EV_SUSPECT):
         suspected.setdefault(e["ev"], e["t_ns"])
     assert sends and set(sends) <= set(retired), (sends, retired)
     assert all((ev_plane(ev), ev_spine(ev)) == hole for ev in retired)

@@ -1,6 +1,7 @@
 """MRC sender/receiver over the simulated multi-plane network (deterministic seeds, fake clock)."""
 import pytest
 
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, GOOD
 from model.topology import make_ev
@@ -37,8 +38,8 @@ def test_ten_percent_random_loss():
     h = Harness(SimNet(seed=2, loss=0.10, jitter_ns=100_000))
     deliver(h)
     assert h.sender.counters["retransmitted_packets"] > 0
-    assert h.events_of("retransmit")
-    for e in h.events_of("retransmit"):
+    assert h.events_of(Event.RETRANSMIT)
+    for e in h.events_of(Event.RETRANSMIT):
         assert e["new_ev"] != e["old_ev"]                     # always a fresh EV
     assert [c.imm for c in h.receiver.completions] == [0x1000 + i for i in range(len(SIZES))]
 
@@ -56,12 +57,12 @@ def test_black_holed_path_retired_at_once_with_same_plane_replacement():
     net.path(1, 2).blackhole = True
     h = Harness(net)
     deliver(h)
-    bad = [e for e in h.events_of("ev_state", new=ASSUMED_BAD)]
+    bad = [e for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)]
     assert bad, "the black-holed path must be retired"
     assert all(ev_plane(e["ev"]) == 1 and ev_spine(e["ev"]) == 2 for e in bad)
     for e in bad:
         assert e["reason"] in ("sack_gap", "timeout")
-        reps = h.events_of("ev_state", replaces=e["ev"])
+        reps = h.events_of(Event.EV_STATE, replaces=e["ev"])
         assert reps and ev_plane(reps[0]["ev"]) == 1       # backup from the SAME plane
     # every EV on the bad path that carried a packet is now out of the rotation
     rotation = h.sender.evs.rotation
@@ -76,17 +77,17 @@ def test_probes_bring_a_path_back_after_k_successes():
     h = Harness(net, cfg=cfg)
     deliver(h, sizes=[40_000])
     # forward EVs only: the receiver's reverse (SACK) EVs have their own probes
-    bad = {e["ev"] for e in h.events_of("ev_state", new=ASSUMED_BAD)
+    bad = {e["ev"] for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
            if e.get("direction") != "reverse"}
     assert bad
     net.path(0, 1).blackhole = False
     h.sender.post_write(b"x" * 10, h.registry.register(bytearray(10)).va, 0x101)
     h.run(100_000_000)                       # 100 ms of probing
-    back = [e for e in h.events_of("ev_state", new=GOOD, reason="probe_ok")
+    back = [e for e in h.events_of(Event.EV_STATE, new=GOOD, reason="probe_ok")
             if e.get("direction") != "reverse"]
     assert {e["ev"] for e in back} == bad
     for ev in bad:
-        oks = [p["ok"] for p in h.events_of("probe", ev=ev)]
+        oks = [p["ok"] for p in h.events_of(Event.PROBE, ev=ev)]
         assert oks[-3:] == [True, True, True]
 
 
@@ -95,7 +96,7 @@ def test_failed_plane_silent():
     net.failed_planes.add(1)
     h = Harness(net)
     deliver(h)
-    assert all(ev_plane(e["ev"]) == 1 for e in h.events_of("ev_state", new=ASSUMED_BAD))
+    assert all(ev_plane(e["ev"]) == 1 for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD))
 
 
 def test_local_port_down_moves_traffic_and_peer_learns_from_port_status():
@@ -106,7 +107,7 @@ def test_local_port_down_moves_traffic_and_peer_learns_from_port_status():
     net.failed_planes.add(1)
     h.run_until_idle()
     assert bytes(region.buf) == expected
-    assert h.events_of("port", side="peer", plane=1, up=False)
+    assert h.events_of(Event.PORT, side="peer", plane=1, up=False)
     assert h.sender.evs.usable_planes() == [0]
     before = net.path_counts.copy()
     h.sender.post_write(b"y" * 8000, region.va, region.rkey)
@@ -117,7 +118,7 @@ def test_local_port_down_moves_traffic_and_peer_learns_from_port_status():
     h.receiver.set_local_port(1, True, h.clock.now_ns)
     h.sender.post_write(b"z" * 8000, region.va, region.rkey)
     h.run_until_idle()
-    assert h.events_of("port", side="peer", plane=1, up=True)
+    assert h.events_of(Event.PORT, side="peer", plane=1, up=True)
     assert h.sender.evs.usable_planes() == [0, 1]
 
 
@@ -126,10 +127,10 @@ def test_ecn_echo_skips_but_never_retires():
     net.path(0, 0).ecn = 1.0
     h = Harness(net)
     deliver(h)
-    skips = h.events_of("ev_skip")
+    skips = h.events_of(Event.EV_SKIP)
     assert skips and all((ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0) for e in skips)
     assert all(e["until_ns"] > e["t_ns"] for e in skips)
-    assert not h.events_of("ev_state", new=ASSUMED_BAD)
+    assert not h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
     assert h.sender.counters["retransmitted_packets"] == 0
 
 
@@ -141,11 +142,11 @@ def test_trimmed_nack_fast_retransmit_without_retiring(lasthop):
     h = Harness(net, cfg=MRCConfig(trimming=True))
     deliver(h)
     assert net.stats["trimmed"] > 0
-    retx = h.events_of("retransmit", reason="nack_trimmed")
+    retx = h.events_of(Event.RETRANSMIT, reason="nack_trimmed")
     assert len(retx) >= net.stats["trimmed"] - 1
-    assert not h.events_of("ev_state", new=ASSUMED_BAD)
+    assert not h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
     assert h.sender.counters["timeouts"] == 0
-    once = [e for e in h.events_of("ev_skip") if e.get("once")]
+    once = [e for e in h.events_of(Event.EV_SKIP) if e.get("once")]
     assert (len(once) > 0) != lasthop          # TRIMMED: skip once; LASTHOP: no EV penalty
 
 
@@ -178,7 +179,7 @@ def test_all_paths_dead_gives_qp_error_after_the_retry_budget():
     send."""
     h, start = _dead_fabric_one_packet(linear=7, exponential=3)
     assert h.sender.error and "retries" in h.sender.error
-    assert h.events_of("qp_error")
+    assert h.events_of(Event.QP_ERROR)
     assert h.sender.counters["sent_packets"] == 11
     assert 238 * MS <= h.clock.now_ns - start <= 240 * MS
     assert h.sender.poll(h.clock.now_ns) == []
@@ -223,7 +224,7 @@ def test_config_rejects_bad_values():
 def test_roce_baseline_delivers_under_0_1_percent_loss():
     h = Harness(SimNet(seed=13, loss=0.001), sender_cls=RoceSenderQP, receiver_cls=RoceReceiverQP)
     deliver(h, sizes=[200_000, 100_000])
-    assert {e["new_ev"] for e in h.events_of("retransmit")} <= {h.sender.ev}
+    assert {e["new_ev"] for e in h.events_of(Event.RETRANSMIT)} <= {h.sender.ev}
 
 
 def test_roce_go_back_n_retransmits_far_more_than_mrc_at_1_percent():

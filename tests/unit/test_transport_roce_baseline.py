@@ -2,6 +2,7 @@
 error on a remote access error), driven packet by packet, and the memory registry's errors."""
 import pytest
 
+from model.events import Event
 from traffic.messages import DataPacket, Nack, NackReason, Sack
 from traffic.reliability import AccessError, MemoryRegistry, MRCConfig
 from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
@@ -56,7 +57,7 @@ def test_lost_packet_is_naked_once_and_everything_from_it_is_resent():
         (h.sender.on_sack if isinstance(m, Sack) else h.sender.on_nack)(m, h.clock.now_ns)
     again = drain(h)
     assert [p.psn for p in again] == [2, 3, 4, 5] and all(p.retransmit for p in again)
-    assert [e["psn"] for e in h.events_of("retransmit", reason="gbn")] == [2, 3, 4, 5]
+    assert [e["psn"] for e in h.events_of(Event.RETRANSMIT, reason="gbn")] == [2, 3, 4, 5]
     replies = to_receiver(h, again)
     assert [m.cum_psn for m in replies] == [3, 4, 5, 6]
     assert bytes(region.buf) == bytes(range(200)) * 30
