@@ -19,6 +19,7 @@ import threading
 import time
 from pathlib import Path
 
+from analysis.jsonl import read_jsonl
 from controller.client import ControllerClient, ControllerError
 from controller.localize import locate
 from model.events import ControllerLog
@@ -136,16 +137,7 @@ def denial_summary(controller_log: list[dict], applied: list[dict]) -> dict:
 def run_denials(controller_log: Path, applied: list[dict]) -> dict:
     """denial_summary of a run directory's copy of the controller log (missing: no denial;
     a line cut by a crash is skipped)."""
-    entries = []
-    try:
-        with open(controller_log) as f:
-            for line in f:
-                try:
-                    entries.append(json.loads(line))
-                except ValueError:
-                    pass
-    except FileNotFoundError:
-        pass
+    entries = read_jsonl(controller_log, [])
     return denial_summary([e for e in entries if isinstance(e, dict) and "t_ns" in e], applied)
 
 

@@ -6,6 +6,7 @@ import time
 
 from model.argtypes import positive_int
 from analysis import recovery
+from analysis.jsonl import read_jsonl
 from emulation.fabric import Fabric
 from model.events import Event
 from model.topology import FabricSpec
@@ -174,24 +175,15 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
 def _measured_base_rtt_ns(log_path: str) -> int | None:
     """The min probe RTT the sender measured at QP creation (its `base_rtt` event), before the
     endpoint's min_base_rtt_ns floor."""
-    import json
-    with open(log_path) as f:
-        for line in f:
-            e = json.loads(line)
-            if e.get("event") == Event.BASE_RTT and e.get("rtt_ns"):
-                return int(e["rtt_ns"])
+    for e in read_jsonl(log_path, [], events=(Event.BASE_RTT,)):
+        if e.get("rtt_ns"):
+            return int(e["rtt_ns"])
     return None
 
 
 def _rx_samples(log_path: str) -> list[tuple[int, int]]:
-    import json
-    out = []
-    with open(log_path) as f:
-        for line in f:
-            e = json.loads(line)
-            if e.get("event") == Event.GOODPUT:
-                out.append((e["t_ns"], e["rx_bytes"]))
-    return out
+    return [(e["t_ns"], e["rx_bytes"])
+            for e in read_jsonl(log_path, [], events=(Event.GOODPUT,))]
 
 
 def add_failover_arguments(parser) -> None:
@@ -283,14 +275,10 @@ REFERENCE_PATH = {"fast_path": False, "max_payload": 1344}
 def _socket_drops(pair: "_EndpointPair") -> dict:
     """{host: frames its NIC sockets dropped (receive buffer or ring full)}, from the final
     `counters` event of each endpoint's log (after pair.close())."""
-    import json
     out = {}
     for host, path in pair.logs.items():
-        with open(path) as f:
-            for line in f:
-                e = json.loads(line)
-                if e.get("event") == Event.COUNTERS:
-                    out[f"h{host}"] = sum(e.get("socket_drops", {}).values())
+        for e in read_jsonl(path, [], events=(Event.COUNTERS,)):
+            out[f"h{host}"] = sum(e.get("socket_drops", {}).values())
     return out
 
 
