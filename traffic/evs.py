@@ -2,7 +2,7 @@
 
 One EV = one exact physical path (model.topology.make_ev: plane, spine = T0 uplink, entropy).
 MRC sprays every packet on the next active EV and retires a path the moment it loses a packet,
-so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.md, OCP MRC 1.0):
+so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP MRC 1.0):
 
 * The set is built at QP start: `ev_count` active EVs, the same number per plane
   (ev_count // planes, remainder dropped), spine chosen at random inside the plane, entropy random

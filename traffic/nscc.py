@@ -3,7 +3,7 @@
 NSCC is the Ultra Ethernet sender-side congestion control (UET 1.0, "Network Signal-based
 Congestion Control"; reference model: ultraethernet/uet-htsim, UecSrc). Per ACK it looks at two
 signals, ECN (the SACK's echo) and queueing delay = rtt - base_rtt compared with a target, and
-picks one of four responses (MRC.md):
+picks one of four responses:
 
   no ECN, delay >= target : FAIR_INCREASE         cwnd += fi * mss * acked / cwnd
   no ECN, delay <  target : PROPORTIONAL_INCREASE cwnd += alpha * acked * (target - delay) / target
@@ -149,7 +149,7 @@ class Nscc:
 class PlanePacer:
     """Token bucket per plane so an endpoint never sends faster than its NIC port rate.
 
-    Userspace OVS drops bursts it cannot absorb (DESIGN.md), so pacing is not optional here.
+    Userspace OVS drops bursts it cannot absorb, so pacing is not optional here.
     Tokens are bytes; each plane refills at `rate_Bps` up to `burst_bytes`.
     """
 

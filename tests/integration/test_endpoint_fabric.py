@@ -1,4 +1,4 @@
-"""Endpoints over the real Mininet/OVS fabric (root): the issue-3 DONE test.
+"""Endpoints over the real Mininet/OVS fabric (root): a transfer that survives a link failure.
 
 Two endpoint processes (h0 in group 0, h2 in group 1, srv6 mode) move a 16 MiB WRITE byte-exact
 while a T0-T1 link on its paths goes down mid-transfer; the sender's event log must show the

@@ -1,4 +1,4 @@
-"""Short incast over real MRC endpoints (root, Mininet/OVS; issues 3 and 6): 4-to-1 into h0 plus
+"""Short incast over real MRC endpoints (root, Mininet/OVS): 4-to-1 into h0 plus
 a victim flow h3 -> h1, run through the runner twice, with in-fabric trimming on and off.
 
 No fault is injected, so every ASSUMED_BAD in these runs is a false retirement caused by

@@ -1,4 +1,4 @@
-"""How the MRC sender answers each NACK reason (MRC.md: trimmed = congestion, fast retransmit,
+"""How the MRC sender answers each NACK reason (OCP MRC 1.0: trimmed = congestion, fast retransmit,
 EV kept; other reasons count like timeouts; UNEXP_EVENT = QP error), and how local and peer
 port state takes a plane out of use on both halves of a QP. Driven packet by packet."""
 import dataclasses

@@ -154,7 +154,7 @@ MS = 1_000_000
 
 
 def test_rto_backoff_linear_for_seven_retries_then_doubling():
-    """MRC.md: retries back off linearly up to 7, then exponentially. With a fixed 1 ms base:
+    """OCP MRC 1.0: retries back off linearly up to 7, then exponentially. With a fixed 1 ms base:
     1, 2, ..., 7 ms for timeouts 0..6, then 7 x 2 = 14, 28, 56, 112 ms; capped at rto_max."""
     h = Harness(SimNet(seed=10), cfg=MRCConfig(rto_ns=MS, rto_max_ns=100 * MS))
     got = [h.sender.rto_ns(t) // MS for t in range(11)]
@@ -239,7 +239,7 @@ def test_roce_go_back_n_retransmits_far_more_than_mrc_at_1_percent():
 
 
 def test_sender_never_runs_more_than_mpr_x_128_psns_past_the_cumulative_ack():
-    """MRC.md: the window never goes beyond cumulative ACK + MPR (units of 128 PSNs). MPR 1 and
+    """OCP MRC 1.0: the window never goes beyond cumulative ACK + MPR (units of 128 PSNs). MPR 1 and
     no ACK ever coming back: exactly PSNs 0..127 go out, however long the sender polls."""
     net = SimNet(seed=3, planes=2, spines=2)
     net.failed_planes.update({0, 1})
