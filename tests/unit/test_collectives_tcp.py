@@ -7,6 +7,7 @@ import threading
 import numpy as np
 import pytest
 
+from tests.unit.rank_threads import run_ranks
 from traffic import collectives as C
 from traffic.comm import CommError, CommTimeout, create_communicator
 from traffic.tcp_comm import TCPComm
@@ -43,12 +44,7 @@ def run_tcp_world(world, fn, qps=1, planes=1, timeout=30):
         except BaseException as exc:  # noqa: BLE001
             errors.append((rank, exc))
 
-    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-    assert not any(t.is_alive() for t in threads), f"a rank hung; errors: {errors}"
+    run_ranks(world, body, timeout, errors)
     if errors:
         raise errors[0][1]
     return results

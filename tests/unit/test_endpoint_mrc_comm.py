@@ -2,7 +2,6 @@
 reliability, loop) in its own thread, joined by a fake switch that delivers frames by their
 destination address and can black-hole one (plane, spine) path between the groups."""
 import os
-import threading
 from collections import deque
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from model.events import Event
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import FakePort
+from tests.unit.rank_threads import run_ranks
 from traffic import collectives
 from traffic.codec import Codec, DecodeError
 from traffic.comm import CommError
@@ -105,12 +105,7 @@ def run_world(tmp_path, transport, world, body, qps=2, blackhole=None, extra=Non
             if comm is not None:
                 comm.close()
 
-    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
+    run_ranks(world, rank_main, 120, errors)
     return results, errors, switch
 
 

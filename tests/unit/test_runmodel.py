@@ -11,18 +11,11 @@ import json
 from analysis import runmodel
 from emulation import scenario as S
 from emulation.runner import worker_config
-from model.events import ControllerLog, Event, Phase
+from model.events import ControllerLog
+from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
 
-MS = 1_000_000
 T0 = 10_000 * MS
-TEXT = """
-[fabric]
-planes = 2
-[transport]
-names = ["tcp"]
-[collective]
-message_bytes = 4000
-iterations = 30
+TEXT = TCP_RUN + """
 [[faults]]
 at_s = 1.0
 action = "link_down"
@@ -51,33 +44,10 @@ b = "t1p1s1"
 """
 
 
-def write_worker_logs(tdir, outage=(1000, 1400), iterations=30, warmup_ms=2000, tail_ms=2000):
-    for h in range(4):
-        lines = []
-        for ms in range(-warmup_ms, 0, 10):          # warm-up: connected, nothing delivered yet
-            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": Event.GOODPUT,
-                          "rx_bytes": 0})
-        lines.append({"t_ns": T0, "host": f"h{h}", "event": Event.PHASE,
-                      "phase": Phase.WARMUP_DONE})
-        cum = 0
-        for ms in range(0, iterations * 100 + tail_ms, 10):
-            if ms < iterations * 100 and not outage[0] <= ms < outage[1]:
-                cum += 10_000
-            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": Event.GOODPUT,
-                          "rx_bytes": cum})
-        for i in range(iterations):
-            lines.append({"t_ns": T0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": Event.ITERATION,
-                          "collective": "allreduce", "transport": "tcp", "iter": i,
-                          "start_ns": T0 + i * 100 * MS, "end_ns": T0 + (i + 1) * 100 * MS - h,
-                          "bytes": 1, "verified": True})
-        lines.sort(key=lambda e: e["t_ns"])
-        (tdir / f"worker-h{h}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-
-
 def write_run(tdir, records):
     scn = S.parse(TEXT)
     (tdir / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tdir)))
-    write_worker_logs(tdir)
+    write_worker_logs(tdir, T0, warmup_ms=2000, tail_ms=2000)
     (tdir / "faults-applied.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return scn
 

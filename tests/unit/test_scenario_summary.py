@@ -4,16 +4,10 @@ import json
 from emulation import scenario as S
 from emulation.runner import LogTail, summarize, worker_config
 from model.events import Event, Phase
+from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
 
-MS = 1_000_000
-TEXT = """
-[fabric]
-planes = 2
-[transport]
-names = ["tcp"]
-[collective]
-message_bytes = 4000
-iterations = 30
+T0 = 10_000 * MS
+TEXT = TCP_RUN + """
 [[faults]]
 at_s = 1.0
 action = "link_down"
@@ -22,24 +16,11 @@ b = "t1p0s0"
 """
 
 
-def write_logs(tdir, outage=(1000, 1400), iterations=30):
-    """4 hosts, 1 MB/s each, no traffic during `outage` (ms after start)."""
-    t0 = 10_000 * MS
-    for h in range(4):
-        lines = [{"t_ns": t0, "host": f"h{h}", "event": Event.PHASE, "phase": Phase.WARMUP_DONE}]
-        cum = 0
-        for ms in range(0, 3000, 10):
-            if not outage[0] <= ms < outage[1]:
-                cum += 10_000
-            lines.append({"t_ns": t0 + ms * MS, "host": f"h{h}", "event": Event.GOODPUT,
-                          "rx_bytes": cum, "tx_bytes": cum, "rx_packets": 0, "tx_packets": 0, "retransmits": 0})
-        for i in range(iterations):
-            lines.append({"t_ns": t0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": Event.ITERATION,
-                          "collective": "allreduce", "transport": "tcp", "iter": i,
-                          "start_ns": t0 + i * 100 * MS, "end_ns": t0 + (i + 1) * 100 * MS - h,
-                          "bytes": 1, "verified": True})
-        (tdir / f"worker-h{h}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return t0
+def write_logs(tdir, iterations=30):
+    """4 hosts, 1 MB/s each for 3 s from T0 (however many iterations), none during [1000,
+    1400) ms."""
+    write_worker_logs(tdir, T0, iterations=iterations, deliver_ms=3000)
+    return T0
 
 
 def test_summary_reports_iterations_faults_and_recovery(tmp_path):
