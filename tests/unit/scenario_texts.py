@@ -14,3 +14,8 @@ action = "link_down"
 a = "t0p0g0"
 b = "t1p0s0"
 """
+
+
+def fault_at(at_s: float, action: str, a: str, b: str) -> str:
+    """One [[faults]] entry of a link fault at a time."""
+    return f'[[faults]]\nat_s = {at_s}\naction = "{action}"\na = "{a}"\nb = "{b}"\n'

@@ -36,6 +36,16 @@ class PathFault:
     late_ns: int = 0
 
 
+def blackhole_step(net: "SimNet", path: tuple[int, int], at_ns: int,
+                   repair_after_ns: int | None = None):
+    """An on_step hook for Harness.run: black-holes `path` (plane, spine) from at_ns on, and
+    repairs it repair_after_ns later (never, for None)."""
+    def on_step(now_ns: int) -> None:
+        broken = now_ns >= at_ns and (repair_after_ns is None or now_ns < at_ns + repair_after_ns)
+        net.path(*path).blackhole = broken
+    return on_step
+
+
 class SimNet:
     def __init__(self, planes: int = 2, spines: int = 4, seed: int = 1,
                  one_way_ns: int = 500_000, jitter_ns: int = 20_000, loss: float = 0.0,

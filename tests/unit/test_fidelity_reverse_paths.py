@@ -4,7 +4,7 @@ are probed back (with backoff) and return to GOOD after probe_k answers. Simulat
 the path of one of the receiver's reverse EVs is black-holed during a transfer, then repaired."""
 from model.events import Event
 from model.topology import ev_plane, ev_spine
-from tests.unit.simnet import Harness, SimNet
+from tests.unit.simnet import Harness, SimNet, blackhole_step
 from traffic.qp_config import MRCConfig
 
 MS = 1_000_000
@@ -29,17 +29,8 @@ def run_reverse_blackhole(seed: int, repair_after_ns: int | None, size: int = 8_
     h.receiver.on_probe_response = tapped
     expected, region = h.post([size])
     fault_ns = h.clock.now_ns + 10 * MS
-    state = {"fault": False, "repaired": False}
-
-    def on_step(now_ns):
-        if not state["fault"] and now_ns >= fault_ns:
-            net.path(*dead).blackhole = True
-            state["fault"] = True
-        if (repair_after_ns is not None and not state["repaired"]
-                and now_ns >= fault_ns + repair_after_ns):
-            net.path(*dead).blackhole = False
-            state["repaired"] = True
-    h.run_until_idle(until_ns=30_000 * MS, on_step=on_step)
+    h.run_until_idle(until_ns=30_000 * MS,
+                     on_step=blackhole_step(net, dead, fault_ns, repair_after_ns))
     assert h.sender.error is None and h.sender.idle
     assert bytes(region.buf) == expected
     return h, dead, answered, fault_ns

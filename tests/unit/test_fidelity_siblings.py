@@ -4,7 +4,7 @@ instead of each of them losing a packet of its own first. Simulated network, fak
 (plane 0, spine 0) path is black-holed while a transfer runs, later repaired."""
 from model.events import Event
 from model.topology import ev_plane, ev_spine
-from tests.unit.simnet import Harness, SimNet
+from tests.unit.simnet import Harness, SimNet, blackhole_step
 from traffic.messages import DataPacket
 from traffic.qp_config import MRCConfig
 
@@ -49,17 +49,8 @@ def blackhole_run(seed: int, suspend_siblings: bool, repair_after_ns: int | None
     tap = DataTap(h)
     expected, region = h.post([size])
     fault_ns = h.clock.now_ns + 10 * MS
-    state = {"fault": False, "repaired": False}
-
-    def on_step(now_ns):
-        if not state["fault"] and now_ns >= fault_ns:
-            net.path(*DEAD).blackhole = True
-            state["fault"] = True
-        if (repair_after_ns is not None and not state["repaired"]
-                and now_ns >= fault_ns + repair_after_ns):
-            net.path(*DEAD).blackhole = False
-            state["repaired"] = True
-    h.run_until_idle(until_ns=20_000 * MS, on_step=on_step)
+    h.run_until_idle(until_ns=20_000 * MS,
+                     on_step=blackhole_step(net, DEAD, fault_ns, repair_after_ns))
     assert h.sender.error is None and h.sender.idle
     assert bytes(region.buf) == expected
     return h, tap, fault_ns
