@@ -50,6 +50,18 @@ class Handle:
         self.data = None            # bytes-like for a completed recv
         self.error: str | None = None
 
+    def complete(self, rank: int, data) -> bool:
+        """Hand a received message to this recv (posted by `rank`). A length other than the one
+        posted means the ranks disagree on the collective's layout: recorded in `error`, and
+        False returned for the transport to raise or report."""
+        if len(data) != self.nbytes:
+            self.error = (f"rank {rank}: message from {self.peer} tag {self.tag} has "
+                          f"{len(data)} bytes, receiver expected {self.nbytes}")
+            return False
+        self.data = data
+        self.done = True
+        return True
+
     def __repr__(self) -> str:
         state = "done" if self.done else ("error" if self.error else "pending")
         return f"<{self.kind} peer={self.peer} tag={self.tag} bytes={self.nbytes} qp={self.qp} {state}>"
@@ -190,12 +202,8 @@ class InMemoryComm(Communicator):
         if not box:
             return
         payload = box.popleft()
-        if len(payload) != handle.nbytes:
-            handle.error = (f"rank {self.rank}: message from {handle.peer} tag {handle.tag} has "
-                            f"{len(payload)} bytes, receiver expected {handle.nbytes}")
+        if not handle.complete(self.rank, payload):
             raise CommError(handle.error)
-        handle.data = payload
-        handle.done = True
         self._stats["rx_bytes"] += len(payload)
         self._stats["rx_packets"] += 1
 

@@ -223,7 +223,7 @@ class MRCComm(Communicator):
         handle = Handle("recv", peer, tag, nbytes, k)
         key = (peer, tag)
         if self.unexpected.get(key):
-            self._finish_recv(handle, self.unexpected[key].popleft())
+            handle.complete(self.rank, self.unexpected[key].popleft())
         elif self.partial_unmatched.get(key):
             inc = self.partial_unmatched[key].popleft()
             inc.handle = handle
@@ -367,19 +367,10 @@ class MRCComm(Communicator):
         st.incoming = None
         key = (st.peer, tag)
         if inc.handle is not None:
-            self._finish_recv(inc.handle, inc.buf)
+            inc.handle.complete(self.rank, inc.buf)     # a wrong length stays in handle.error
         else:
             self.partial_unmatched[key].remove(inc)
             self.unexpected[key].append(inc.buf)
-
-    def _finish_recv(self, handle: Handle, data) -> None:
-        if len(data) != handle.nbytes:
-            handle.error = (f"rank {self.rank}: message from {handle.peer} tag {handle.tag} has "
-                            f"{len(data)} bytes, receiver expected {handle.nbytes}")
-            return
-        handle.data = data
-        handle.done = True
-
 
 def create(transport: str, rank: int, config: dict, *, ports: dict | None = None) -> MRCComm:
     """Factory used by traffic.comm.create_communicator. Worker config keys used: world_size,

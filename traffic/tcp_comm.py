@@ -340,12 +340,8 @@ class TCPComm(Communicator):
         self._complete_recv(handle, data)
 
     def _complete_recv(self, handle: Handle, data: bytearray) -> None:
-        if len(data) != handle.nbytes:
-            handle.error = (f"rank {self.rank}: message from {handle.peer} tag {handle.tag} has "
-                            f"{len(data)} bytes, receiver expected {handle.nbytes}")
+        if not handle.complete(self.rank, data):
             raise CommError(handle.error)
-        handle.data = data
-        handle.done = True
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
