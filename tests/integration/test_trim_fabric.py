@@ -16,11 +16,12 @@ import time
 import dpkt
 import pytest
 
+from analysis.jsonl import read_jsonl
 from emulation import trimming
+from emulation.endpoint_process import EndpointProcess
 from model.events import Event
 from model.topology import FabricSpec
 from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
-from tests.integration.test_endpoint_fabric import start_endpoint, stop_endpoint
 
 pytestmark = pytest.mark.integration
 
@@ -58,28 +59,27 @@ def test_two_senders_overload_one_uplink(tmp_path):
         before = fab.controller.trim_counters()
         assert set(before) == {i for i, _m, _l in ports}
         cap = fab.capture(2, 0, tmp_path / "h2.pcap", snaplen=256)
-        eps = {h: start_endpoint(fab, h, tmp_path) for h in (0, 1, 2, 3)}
+        eps = {h: EndpointProcess(fab, h, tmp_path) for h in (0, 1, 2, 3)}
+        c = {h: ep.client for h, ep in eps.items()}
         try:
             posted = {}
             for src, dst in ((0, 2), (1, 3)):
-                eps[dst][1].call("reg_mr", size=SIZE, rkey=0x77, va=0)
-                qa = eps[src][1].call("create_qp", qpn=0x100 + src, peer=dst, peer_qpn=0x200 + dst)
-                eps[dst][1].call("create_qp", qpn=0x200 + dst, peer=src, peer_qpn=0x100 + src,
-                                 base_rtt_ns=qa["base_rtt_ns"])
+                c[dst].call("reg_mr", size=SIZE, rkey=0x77, va=0)
+                qa = c[src].call("create_qp", qpn=0x100 + src, peer=dst, peer_qpn=0x200 + dst)
+                c[dst].call("create_qp", qpn=0x200 + dst, peer=src, peer_qpn=0x100 + src,
+                            base_rtt_ns=qa["base_rtt_ns"])
             for src, dst in ((0, 2), (1, 3)):
-                posted[src] = eps[src][1].call("post_write", qpn=0x100 + src, size=SIZE,
-                                               seed=src + 5, remote_va=0, rkey=0x77,
-                                               imm=0xA0 + src)
+                posted[src] = c[src].call("post_write", qpn=0x100 + src, size=SIZE,
+                                          seed=src + 5, remote_va=0, rkey=0x77, imm=0xA0 + src)
             for src, dst in ((0, 2), (1, 3)):
-                done = eps[dst][1].call("wait", qpn=0x200 + dst, side="recv", count=1,
-                                        timeout_s=90)
+                done = c[dst].call("wait", qpn=0x200 + dst, side="recv", count=1, timeout_s=90)
                 assert done["completions"][0]["bytes"] == SIZE
-                digest = eps[dst][1].call("digest", rkey=0x77, offset=0, size=SIZE)["sha256"]
+                digest = c[dst].call("digest", rkey=0x77, offset=0, size=SIZE)["sha256"]
                 assert digest == posted[src]["sha256"], f"h{src}->h{dst} corrupted"
-            status = {h: eps[h][1].call("status") for h in (0, 1, 2, 3)}
+            status = {h: c[h].call("status") for h in (0, 1, 2, 3)}
         finally:
-            for h, (proc, client) in eps.items():
-                stop_endpoint(proc, client)
+            for ep in eps.values():
+                ep.stop()
             cap.stop()
         after = fab.controller.trim_counters()
         last_hops = trimming.last_hop_ports(topo)
@@ -102,7 +102,7 @@ def test_two_senders_overload_one_uplink(tmp_path):
     trimmed_seen = sum(r["trimmed"] for r in rcv)
     assert trimmed_seen > 0 and sum(r["nacks"] for r in rcv) >= trimmed_seen
     assert sum(s["nacks"] for s in snd) > 0
-    events = [json.loads(x) for h in (0, 1) for x in open(tmp_path / f"ep-h{h}.jsonl")]
+    events = [e for h in (0, 1) for e in read_jsonl(tmp_path / f"ep-h{h}.jsonl", [])]
     assert any(e["event"] == Event.RETRANSMIT and e["reason"] == "nack_trimmed" for e in events)
     bad = [e for e in events if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD"]
     # A NACK TRIMMED never retires the EV (skip once, no penalty). SACK-gap/timeout retirements
