@@ -16,6 +16,7 @@ b = "t1p0s0"
 """
 
 
-def fault_at(at_s: float, action: str, a: str, b: str) -> str:
-    """One [[faults]] entry of a link fault at a time."""
-    return f'[[faults]]\nat_s = {at_s}\naction = "{action}"\na = "{a}"\nb = "{b}"\n'
+def link_fault(action: str, a: str, b: str, **when) -> str:
+    """One [[faults]] entry on the link a~b; `when` is its trigger (at_s=1.0, at_iteration=30)."""
+    (key, value), = when.items()
+    return f'[[faults]]\n{key} = {value}\naction = "{action}"\na = "{a}"\nb = "{b}"\n'

@@ -12,16 +12,16 @@ from analysis import runmodel
 from emulation import scenario as S
 from emulation.runner import worker_config
 from model.events import ControllerLog
-from tests.unit.scenario_texts import fault_at
+from tests.unit.scenario_texts import link_fault
 from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
 
 T0 = 10_000 * MS
 # entry 2 clears a gray loss never applied (refused); entry 4 is due after the traffic
-TEXT = TCP_RUN + "".join([fault_at(1.0, "link_down", "t0p0g0", "t1p0s0"),
-                          fault_at(2.7, "link_up", "t0p0g0", "t1p0s0"),
-                          fault_at(2.8, "gray_loss_clear", "t0p0g0", "t1p0s1"),
-                          fault_at(3.5, "link_down", "t0p1g0", "t1p1s0"),
-                          fault_at(9.0, "link_down", "t0p1g0", "t1p1s1")])
+TEXT = TCP_RUN + "".join([link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0),
+                          link_fault("link_up", "t0p0g0", "t1p0s0", at_s=2.7),
+                          link_fault("gray_loss_clear", "t0p0g0", "t1p0s1", at_s=2.8),
+                          link_fault("link_down", "t0p1g0", "t1p1s0", at_s=3.5),
+                          link_fault("link_down", "t0p1g0", "t1p1s1", at_s=9.0)])
 
 
 def write_run(tdir, records):

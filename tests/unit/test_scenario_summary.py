@@ -4,11 +4,11 @@ import json
 from emulation import scenario as S
 from emulation.runner import LogTail, summarize, worker_config
 from model.events import Event, Phase
-from tests.unit.scenario_texts import fault_at
+from tests.unit.scenario_texts import link_fault
 from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
 
 T0 = 10_000 * MS
-TEXT = TCP_RUN + fault_at(1.0, "link_down", "t0p0g0", "t1p0s0")
+TEXT = TCP_RUN + link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0)
 
 
 def write_logs(tdir, iterations=30):
