@@ -212,6 +212,17 @@ class Harness:
             off += n
         return bytes(expected), region
 
+    def transfer(self, sizes, until_ns: int = 20_000_000_000, on_step=None,
+                 imm: bool = True) -> bytes:
+        """post(sizes), run until the sender is idle, and check every byte arrived with no QP
+        error; returns what was sent."""
+        expected, region = self.post(sizes, imm=imm)
+        self.run_until_idle(until_ns, on_step=on_step)
+        assert self.sender.error is None, self.sender.error
+        assert self.sender.idle
+        assert bytes(region.buf) == expected                      # every byte in place
+        return expected
+
     def run(self, until_ns: int, done=None, on_step=None) -> None:
         run(self.net, self.clock, self.sender, self.receiver, self.clock.now_ns + until_ns,
             done=done, on_step=on_step)

@@ -27,12 +27,9 @@ def run_reverse_blackhole(seed: int, repair_after_ns: int | None, size: int = 8_
         answered.append((now_ns, probe.ev))
         on_answer(probe, now_ns)
     h.receiver.on_probe_response = tapped
-    expected, region = h.post([size])
     fault_ns = h.clock.now_ns + 10 * MS
-    h.run_until_idle(until_ns=30_000 * MS,
-                     on_step=blackhole_step(net, dead, fault_ns, repair_after_ns))
-    assert h.sender.error is None and h.sender.idle
-    assert bytes(region.buf) == expected
+    h.transfer([size], until_ns=30_000 * MS,
+               on_step=blackhole_step(net, dead, fault_ns, repair_after_ns))
     return h, dead, answered, fault_ns
 
 

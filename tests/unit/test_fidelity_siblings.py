@@ -47,12 +47,9 @@ def blackhole_run(seed: int, suspend_siblings: bool, repair_after_ns: int | None
     if dead_backups_first:
         h.sender.evs.backups[0].sort(key=lambda ev: h.sender.evs.evs[ev].spine != DEAD[1])
     tap = DataTap(h)
-    expected, region = h.post([size])
     fault_ns = h.clock.now_ns + 10 * MS
-    h.run_until_idle(until_ns=20_000 * MS,
-                     on_step=blackhole_step(net, DEAD, fault_ns, repair_after_ns))
-    assert h.sender.error is None and h.sender.idle
-    assert bytes(region.buf) == expected
+    h.transfer([size], until_ns=20_000 * MS,
+               on_step=blackhole_step(net, DEAD, fault_ns, repair_after_ns))
     return h, tap, fault_ns
 
 
