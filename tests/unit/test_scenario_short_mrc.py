@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from emulation import runner
+from emulation import run_faults, runner
 from emulation import scenario as S
 from tests.unit.scenario_texts import SMALL_FABRIC
 from traffic.endpoint_support import EndpointConfig
@@ -182,10 +182,10 @@ class _Tail:
 
 def test_scheduler_fires_after_s_only_once_the_previous_entry_was_applied(tmp_path):
     scn = S.parse(AFTER)
-    sched = runner.FaultScheduler(scn, _Tail(), 8787, tmp_path / "applied.jsonl")
+    sched = run_faults.FaultScheduler(scn, _Tail(), 8787, tmp_path / "applied.jsonl")
     up = scn.faults[2]
     assert not sched.due(2, up)                       # the link_down has not been applied
-    sched.applied_at[1] = runner.time.monotonic_ns()
+    sched.applied_at[1] = run_faults.time.monotonic_ns()
     assert not sched.due(2, up)                       # applied just now: 3 s to go
     sched.applied_at[1] -= int(3.1e9)
     assert sched.due(2, up)

@@ -2,7 +2,9 @@
 import json
 
 from emulation import scenario as S
-from emulation.runner import LogTail, summarize, worker_config
+from emulation.run_progress import LogTail
+from emulation.run_summary import summarize
+from emulation.runner import worker_config
 
 MS = 1_000_000
 TEXT = """

@@ -5,7 +5,8 @@ import pytest
 
 from emulation import scenario as S
 from tests.unit.scenario_texts import LINK_DOWN_AT_1_5_S, SMALL_FABRIC
-from emulation.runner import comparison_table, worker_config
+from emulation.run_output import comparison_table
+from emulation.runner import worker_config
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "experiments").glob("*.toml"))
