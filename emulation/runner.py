@@ -67,6 +67,7 @@ from emulation.run_summary import (
 )
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic import codec
+from traffic.worker_config import MRCSettings, TcpSettings, WorkerConfig
 
 # The exit codes are part of `mrclab run`'s interface, so they are importable from here.
 __all__ = ["CAPTURE_SNAPLEN", "EXIT_BAD_SCENARIO", "EXIT_FAULT_NOT_EFFECTIVE", "EXIT_INTERRUPTED",
@@ -93,36 +94,35 @@ CAPTURE_SNAPLEN = mrc_header_snaplen()
 # ---------------------------------------------------------------- worker config
 
 
-def worker_config(scn: Scenario, transport: str, log_dir: Path) -> dict:
-    """The JSON every worker reads (keys documented in traffic/worker.py)."""
+def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
+    """The configuration every worker of `transport` reads (traffic/worker_config.py)."""
     topo = scn.topology
     routing, _ = scn.routing_for(transport)
     coll = scn.collective
-    hosts = [h.name for h in topo.hosts]
-    return {
-        "scenario": scn.name,
-        "transport": transport,
-        "world_size": len(hosts),
-        "hosts": hosts,
-        "collective": coll.kind,
-        "message_bytes": coll.message_bytes,
-        "iterations": coll.iterations,
-        "warmup": coll.warmup,
-        "qps_per_peer": coll.qps_per_peer,
-        "timeout_s": coll.timeout_s,
-        "incast_target": topo.host(coll.incast_target).index if coll.incast_target else 0,
-        "victim": [topo.host(v).index for v in coll.victim] if coll.victim else None,
-        "victim_only": coll.victim_only,
-        "log_dir": str(log_dir),
-        "goodput_interval_ms": scn.goodput_interval_ms,
-        "fabric": scn.spec.to_dict(),
-        "routing": routing,
-        "trimming": scn.trimming,
-        "tcp": {"endpoints": [[[topo.nic_addr(h.index, p), scn.tcp_port]
-                               for p in range(scn.spec.planes)] for h in topo.hosts],
-                "connect_timeout_s": 30.0},
-        "mrc": scn.mrc,
-    }
+    return WorkerConfig(
+        scenario=scn.name,
+        transport=transport,
+        world_size=len(topo.hosts),
+        hosts=[h.name for h in topo.hosts],
+        collective=coll.kind,
+        message_bytes=coll.message_bytes,
+        iterations=coll.iterations,
+        warmup=coll.warmup,
+        qps_per_peer=coll.qps_per_peer,
+        timeout_s=coll.timeout_s,
+        incast_target=topo.host(coll.incast_target).index if coll.incast_target else 0,
+        victim=[topo.host(v).index for v in coll.victim] if coll.victim else None,
+        victim_only=coll.victim_only,
+        log_dir=str(log_dir),
+        goodput_interval_ms=scn.goodput_interval_ms,
+        fabric=scn.spec.to_dict(),
+        routing=routing,
+        trimming=scn.trimming,
+        tcp=TcpSettings(endpoints=[[[topo.nic_addr(h.index, p), scn.tcp_port]
+                                    for p in range(scn.spec.planes)] for h in topo.hosts],
+                        connect_timeout_s=30.0),
+        mrc=MRCSettings.from_dict(scn.mrc),
+    )
 
 
 # ---------------------------------------------------------------- one transport
@@ -140,8 +140,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     routing, convergence = scn.routing_for(transport)
     config = worker_config(scn, transport, tdir)
     control = path_monitor.RunControlPlane(scn, transport, config, tdir)   # sets control_dir
-    (tdir / "worker.json").write_text(json.dumps(config, indent=2))
-    hosts = config["hosts"]
+    config.write(tdir / "worker.json")
+    hosts = config.hosts
     tail = LogTail([tdir / f"worker-{h}.jsonl" for h in hosts])
     state = {"partial": True, "error": None, "exit_codes": {}, "applied": [], "scheduler_error": None}
     fabric_kw = {"trimming": scn.trimming_for(transport),

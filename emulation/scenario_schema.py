@@ -16,11 +16,8 @@ from dataclasses import dataclass
 
 from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
+from traffic.worker_config import COLLECTIVES, ROUTINGS, TRANSPORTS
 
-TRANSPORTS = ("mrc", "roce", "tcp")
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
-               "bisection")
-ROUTINGS = ("srv6", "ecmp")
 LINK_SELECTORS = ("host", "fabric", "all")
 
 # Generous ceilings that still reject what cannot be meant: times in ns up to 100 s, ratios of

@@ -73,7 +73,7 @@ def write_worker_logs(tdir, outage=(1000, 1400), iterations=30, warmup_ms=2000, 
 
 def write_run(tdir, records):
     scn = S.parse(TEXT)
-    (tdir / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tdir)))
+    (tdir / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tdir).to_dict()))
     write_worker_logs(tdir)
     (tdir / "faults-applied.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return scn

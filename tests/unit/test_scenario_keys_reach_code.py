@@ -207,7 +207,7 @@ def run_world(text: str, tmp_path: Path, read) -> object:
     communicators through mrc_comm.create, return read(World of rank 0)."""
     scn = S.parse(text, source="plumbing.toml")
     config = runner.worker_config(scn, "mrc", tmp_path)
-    spec = FabricSpec.from_dict(config["fabric"])
+    spec = FabricSpec.from_dict(config.fabric)
     switch = FakeSwitch(spec)
     comms, errors = {}, []
     lock, done = threading.Lock(), threading.Event()
@@ -311,7 +311,7 @@ def test_connect_timeout_is_applied(tmp_path):
     scn = S.parse(scenario_text({"mrc": {"connect_timeout_s": 0.5, "base_rtt_ns": 3_000_000}}),
                   source="plumbing.toml")
     config = runner.worker_config(scn, "mrc", tmp_path)
-    spec = FabricSpec.from_dict(config["fabric"])
+    spec = FabricSpec.from_dict(config.fabric)
     switch = FakeSwitch(spec)
     start = time.monotonic()
     with pytest.raises(CommError, match="within 0.5 s"):

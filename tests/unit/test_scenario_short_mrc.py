@@ -111,11 +111,13 @@ retry_exp_count = 12
 def test_mrc_table_reaches_the_worker_config_of_both_versions(tmp_path):
     for short in (False, True):
         scn = S.parse(MRC, short=short)
-        cfg = runner.worker_config(scn, "mrc", tmp_path)
+        cfg = runner.worker_config(scn, "mrc", tmp_path).to_dict()
         assert cfg["mrc"] == {"ring_bytes": 2097152, "fragment_bytes": 131072, "linger_s": 0.5,
                               "base_rtt_ns": 2000000, "endpoint": {"rto_rtts": 30.0, "ev_count": 16},
-                              "qp": {"retry_exp_count": 12}}
-    assert runner.worker_config(S.parse(BASE), "roce", tmp_path)["mrc"] == {}
+                              "connect_timeout_s": None, "qp": {"retry_exp_count": 12}}
+    unset = {"ring_bytes": None, "fragment_bytes": None, "linger_s": None, "base_rtt_ns": None,
+             "connect_timeout_s": None, "endpoint": {}, "qp": {}}
+    assert runner.worker_config(S.parse(BASE), "roce", tmp_path).to_dict()["mrc"] == unset
 
 
 def test_mrc_endpoint_table_is_accepted_by_the_real_endpoint_config(tmp_path):

@@ -49,7 +49,7 @@ def test_summary_reports_iterations_faults_and_recovery(tmp_path):
     applied = [{"entry": 0, "when": "at_s=1.0", "t_ns": t0 + 1000 * MS, "ok": True,
                 "command": scn.faults[0].commands[0]}]
     (tmp_path / "faults-applied.jsonl").write_text(json.dumps(applied[0]) + "\n")
-    (tmp_path / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tmp_path)))
+    (tmp_path / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tmp_path).to_dict()))
     state = {"partial": False, "exit_codes": {f"h{i}": 0 for i in range(4)}, "applied": applied}
     s = summarize(scn, "tcp", tmp_path, state)
     assert s["verified"] is True and s["iterations_completed"] == 30
