@@ -393,12 +393,8 @@ def create(transport: str, rank: int, config: WorkerConfig, *,
     ep_cfg = {"host": hosts[rank], "fabric": config.fabric, "routing": config.routing,
               "event_log": f"{config.log_dir}/endpoint-h{hosts[rank]}.jsonl",
               "goodput_interval_ms": config.goodput_interval_ms}
-    qp = dict(mrc.qp)
-    if config.trimming:
-        qp.setdefault("trimming", True)
-    if qp:
-        ep_cfg["qp"] = qp
     ep_cfg.update(mrc.endpoint)
+    ep_cfg["qp"] = {**mrc.qp, "trimming": config.trimming}     # [options] trimming
     if config.control_dir:
         # the runner's control plane (denylist, path prober counts) reaches the endpoint here
         ep_cfg["control_socket"] = f"{config.control_dir}/h{hosts[rank]}.sock"
@@ -410,7 +406,7 @@ def create(transport: str, rank: int, config: WorkerConfig, *,
                        ring_bytes=_or(mrc.ring_bytes, DEFAULT_RING_BYTES),
                        fragment_bytes=_or(mrc.fragment_bytes, DEFAULT_FRAGMENT_BYTES),
                        connect_timeout_s=_or(mrc.connect_timeout_s, 60.0),
-                       base_rtt_ns=mrc.base_rtt_ns, hosts=hosts,
+                       hosts=hosts,
                        linger_s=_or(mrc.linger_s, 0.3))
     except BaseException:
         if ep_cfg.get("control_socket"):

@@ -23,6 +23,12 @@ TRANSPORTS = ("mrc", "roce", "tcp")
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
                "bisection")
 ROUTINGS = ("srv6", "ecmp")
+# EndpointConfig fields each worker sets from the configuration itself (traffic/mrc_comm.py),
+# so mrc.endpoint must not carry them too.
+ENDPOINT_KEYS_FROM_THE_CONFIG = {
+    "host": "hosts", "fabric": "fabric", "routing": "routing", "event_log": "log_dir",
+    "goodput_interval_ms": "goodput_interval_ms", "control_socket": "control_dir",
+    "qp": "mrc.qp"}
 
 
 class WorkerConfigError(ValueError):
@@ -99,14 +105,13 @@ class MRCSettings:
     and [mrc.qp] tables, validated by EndpointConfig and MRCConfig."""
     ring_bytes: int | None = None
     fragment_bytes: int | None = None
-    base_rtt_ns: int | None = None
     linger_s: float | None = None
     connect_timeout_s: float | None = None
     endpoint: dict = field(default_factory=dict)
     qp: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for key in ("ring_bytes", "fragment_bytes", "base_rtt_ns"):
+        for key in ("ring_bytes", "fragment_bytes"):
             value = getattr(self, key)
             if value is not None:
                 _int_at_least(f"mrc.{key}", value, 1)
@@ -118,6 +123,11 @@ class MRCSettings:
             value = getattr(self, key)
             if not isinstance(value, dict) or any(not isinstance(k, str) for k in value):
                 _fail(f"mrc.{key}", "must be a table of settings", value)
+        taken = sorted(set(self.endpoint) & set(ENDPOINT_KEYS_FROM_THE_CONFIG))
+        if taken:
+            raise WorkerConfigError(f"worker config: mrc.endpoint cannot set {', '.join(taken)}: "
+                                    f"the worker sets them from the config's "
+                                    f"{', '.join(ENDPOINT_KEYS_FROM_THE_CONFIG[k] for k in taken)}")
 
     @classmethod
     def from_dict(cls, data: dict) -> "MRCSettings":

@@ -88,11 +88,11 @@ def run_world(tmp_path, transport, world, body, qps=2, blackhole=None, extra=Non
               "iterations": 1,
               "world_size": world, "hosts": [f"h{i}" for i in range(world)], "qps_per_peer": qps,
               "fabric": SPEC.to_dict(), "routing": "srv6", "log_dir": str(tmp_path),
-              "mrc": {"endpoint": {"port_rate_mbit": 400.0, "seed": 7}, "ring_bytes": 1 << 20,
-                      "fragment_bytes": 64 << 10, "connect_timeout_s": 20,
-                      # threads share one GIL: timers from a measured ~0.1 ms RTT would fire
-                      # on scheduling delays alone
-                      "base_rtt_ns": 3_000_000, **(extra or {})}}
+              # threads share one GIL: timers from a measured ~0.1 ms RTT would fire on
+              # scheduling delays alone, hence a fixed base RTT
+              "mrc": {"endpoint": {"port_rate_mbit": 400.0, "seed": 7, "base_rtt_ns": 3_000_000},
+                      "ring_bytes": 1 << 20, "fragment_bytes": 64 << 10, "connect_timeout_s": 20,
+                      **(extra or {})}}
     config = WorkerConfig.from_dict(config)
     results, errors = {}, []
 

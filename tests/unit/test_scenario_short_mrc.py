@@ -99,12 +99,13 @@ MRC = BASE + """
 ring_bytes = 2097152
 fragment_bytes = 131072
 linger_s = 0.5
-base_rtt_ns = 2000000
 [mrc.endpoint]
-rto_rtts = 30.0
-ev_count = 16
+base_rtt_ns = 2000000
+port_poll_ms = 3.0
 [mrc.qp]
 retry_exp_count = 12
+rto_rtts = 30.0
+ev_count = 16
 """
 
 
@@ -113,9 +114,10 @@ def test_mrc_table_reaches_the_worker_config_of_both_versions(tmp_path):
         scn = S.parse(MRC, short=short)
         cfg = runner.worker_config(scn, "mrc", tmp_path).to_dict()
         assert cfg["mrc"] == {"ring_bytes": 2097152, "fragment_bytes": 131072, "linger_s": 0.5,
-                              "base_rtt_ns": 2000000, "endpoint": {"rto_rtts": 30.0, "ev_count": 16},
-                              "connect_timeout_s": None, "qp": {"retry_exp_count": 12}}
-    unset = {"ring_bytes": None, "fragment_bytes": None, "linger_s": None, "base_rtt_ns": None,
+                              "connect_timeout_s": None,
+                              "endpoint": {"base_rtt_ns": 2000000, "port_poll_ms": 3.0},
+                              "qp": {"retry_exp_count": 12, "rto_rtts": 30.0, "ev_count": 16}}
+    unset = {"ring_bytes": None, "fragment_bytes": None, "linger_s": None,
              "connect_timeout_s": None, "endpoint": {}, "qp": {}}
     assert runner.worker_config(S.parse(BASE), "roce", tmp_path).to_dict()["mrc"] == unset
 
@@ -123,17 +125,18 @@ def test_mrc_table_reaches_the_worker_config_of_both_versions(tmp_path):
 def test_mrc_endpoint_table_is_accepted_by_the_real_endpoint_config(tmp_path):
     scn = S.parse(MRC)
     ep = EndpointConfig.from_dict({"host": 1, "fabric": scn.spec.to_dict(),
-                                   **scn.mrc["endpoint"]})
-    assert ep.rto_rtts == 30.0 and ep.ev_count == 16
+                                   **scn.mrc["endpoint"], "qp": scn.mrc["qp"]})
+    assert ep.base_rtt_ns == 2000000 and ep.port_poll_ms == 3.0
+    assert ep.qp == {"retry_exp_count": 12, "rto_rtts": 30.0, "ev_count": 16}
 
 
 @pytest.mark.parametrize("edit,expect", [
     (("linger_s = 0.5", "linger_s = 0.5\nring_byte = 4"), "[mrc] ring_byte: unknown key; known keys: ring_bytes"),
     (("linger_s = 0.5", "linger_s = \"long\""), "[mrc] linger_s: must be a number"),
     (("fragment_bytes = 131072", "fragment_bytes = 2097152"), "[mrc] fragment_bytes: must be at most ring_bytes / 2 = 1048576"),
-    (("rto_rtts = 30.0", "rto_rtt = 30.0"), "[mrc.endpoint] rto_rtt: unknown key"),
-    (("rto_rtts = 30.0", "host = 3"), "[mrc.endpoint] host: unknown key"),   # the runner sets it
-    (("rto_rtts = 30.0", "rto_rtts = -1.0"), "[mrc.endpoint] rto_rtts: must be above 0"),
+    (("port_poll_ms = 3.0", "port_poll = 3.0"), "[mrc.endpoint] port_poll: unknown key"),
+    (("port_poll_ms = 3.0", "host = 3"), "[mrc.endpoint] host: unknown key"),   # the runner sets it
+    (("rto_rtts = 30.0", "rto_rtts = -1.0"), "[mrc.qp] rto_rtts: must be above 0"),
     (("retry_exp_count = 12", "retry_limt = 12"), "[mrc.qp] retry_limt: unknown key"),
     (("[mrc.qp]", "[mrc.qps]"), "[mrc] qps: unknown key"),
 ])

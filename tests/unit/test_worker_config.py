@@ -95,6 +95,9 @@ def test_defaults_of_a_minimal_config():
     ({"mrc": {"linger_s": -1}}, "mrc.linger_s must be a number of seconds >= 0, got -1"),
     ({"mrc": {"qp": [1]}}, "mrc.qp must be a table of settings, got [1]"),
     ({"mrc": 3}, "mrc must be a table (JSON object), got 3"),
+    ({"mrc": {"endpoint": {"goodput_interval_ms": 5}}},
+     "mrc.endpoint cannot set goodput_interval_ms: the worker sets them from the config's "
+     "goodput_interval_ms"),
     ({"transport": "tcp"}, "the tcp transport needs tcp.endpoints"),
     ({"transport": "tcp", "tcp": {"endpoints": [[["10.0.0.1", 70000]]] * 4}},
      "tcp.endpoints must list, per rank, one [address, port] per plane"),
