@@ -6,16 +6,10 @@ import pytest
 
 from emulation import runner
 from emulation import scenario as S
+from tests.unit.scenario_texts import SMALL_FABRIC
 from traffic.worker_config import MRCSettings, TcpSettings, WorkerConfig, WorkerConfigError
 
-SCENARIO = """
-name = "roundtrip"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-[collective]
+SCENARIO = 'name = "roundtrip"\n' + SMALL_FABRIC + """[collective]
 kind = "incast"
 message_bytes = 65536
 iterations = 7
@@ -50,7 +44,7 @@ def test_what_the_runner_writes_the_worker_reads_back(tmp_path, transport):
 
 
 def test_the_scenario_reaches_the_fields_the_worker_uses(tmp_path):
-    """Values by hand from SCENARIO: hosts h0..h7 are ranks 0..7 (2 groups x 2 hosts x ...)."""
+    """Values by hand from SCENARIO: 2 groups x 2 hosts are h0..h3, ranks 0..3."""
     cfg = runner.worker_config(S.parse(SCENARIO), "mrc", tmp_path)
     assert (cfg.transport, cfg.collective, cfg.world_size) == ("mrc", "incast", 4)
     assert cfg.hosts == ["h0", "h1", "h2", "h3"]
