@@ -26,6 +26,7 @@ from model.events import ControllerLog
 from model.topology import Topology
 from traffic.control import ControlClient
 from traffic.path_prober import parse_path_key
+from traffic.worker_config import WorkerConfig
 
 # Thresholds of a lossy / clean path (controller/localize.py). Measured on this machine with a
 # 2% lossy NIC link (both directions, ~4% per probe round trip) and 40 probes/s per path: the
@@ -150,7 +151,7 @@ class RunControlPlane:
     registration with the controller, and the path monitor when the scenario turns the probers
     on ([mrc.endpoint] path_probe_interval_ms > 0)."""
 
-    def __init__(self, scn, transport: str, worker_config: dict, tdir: Path):
+    def __init__(self, scn, transport: str, worker_config: WorkerConfig, tdir: Path):
         self.topo = scn.topology
         self.tdir = Path(tdir)
         self.enabled = transport == "mrc"
@@ -160,7 +161,7 @@ class RunControlPlane:
         self.monitor: PathMonitor | None = None
         if self.enabled:
             self.dir = Path(tempfile.mkdtemp(prefix="mrclab-ctl-"))
-            worker_config["control_dir"] = str(self.dir)
+            worker_config.control_dir = str(self.dir)
 
     def sockets(self) -> dict[str, str]:
         return {h.name: str(self.dir / f"{h.name}.sock") for h in self.topo.hosts}

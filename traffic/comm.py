@@ -24,6 +24,8 @@ from abc import ABC, abstractmethod
 from collections import defaultdict, deque
 from typing import Iterable
 
+from traffic.worker_config import WorkerConfig
+
 MAX_TAG = 0xFFFFFFFF
 
 
@@ -239,8 +241,8 @@ class InMemoryComm(Communicator):
 TRANSPORT_MODULES = {"tcp": "traffic.tcp_comm", "mrc": "traffic.mrc_comm", "roce": "traffic.mrc_comm"}
 
 
-def create_communicator(transport: str, rank: int, config: dict) -> Communicator:
-    """Build the communicator for `transport` from a worker config (see traffic/worker.py).
+def create_communicator(transport: str, rank: int, config: WorkerConfig) -> Communicator:
+    """Build the communicator for `transport` from a worker config (traffic/worker_config.py).
 
     Imports the transport module lazily: a TCP worker does not pay for the MRC endpoint's
     imports (Scapy, numpy), nor tests for transports they do not use.

@@ -13,7 +13,7 @@ by reason and dropped; nothing a peer sends can raise out of the loop.
 
 Timers scale with the emulated RTT: at QP creation the endpoint measures the base RTT to the
 peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the peer endpoint
-itself) and derives RTO, probe period and skip time from it (EndpointConfig.timers).
+itself) and derives RTO, probe period and skip time from it (Endpoint.qp_config).
 
 Run as a process:  python -m traffic.endpoint --config FILE   (serves traffic/control.py).
 
@@ -42,9 +42,11 @@ from traffic.endpoint_support import (
     ConfigError,
     Counters,
     EndpointConfig,
+    EMULATED_FABRIC_QP_DEFAULTS,
     EndpointError,
     EventLog,
     Pacer,
+    qp_timers,
     trimming_delay_bound_ns,
 )
 from traffic.evs import PathInfo
@@ -227,33 +229,24 @@ class Endpoint:
             raise EndpointError(f"cannot register memory region: {e}") from None
 
     def qp_config(self, base_rtt_ns: int, overrides: dict | None = None) -> MRCConfig:
-        """MRCConfig for a new QP: endpoint timers (in base RTTs) + config.qp + overrides."""
+        """MRCConfig for a new QP: what the endpoint derives (base RTT, payload, pacing, header
+        bytes, delay bound), over EMULATED_FABRIC_QP_DEFAULTS, under config.qp, under
+        `overrides`."""
         cfg = self.config
         header = MAX_DATA_OVERHEAD - (40 if cfg.routing == "ecmp" else 0) + 24
-        values = {"base_rtt_ns": base_rtt_ns, "mtu": self.max_payload,
-                  "rto_rtt_multiplier": cfg.rto_rtts, "probe_period_rtts": cfg.probe_period_rtts,
-                  "skip_rtts": cfg.skip_rtts, "rto_ns": cfg.rto_ns,
-                  "reorder_window_frac": cfg.reorder_rtts,
+        values = {**EMULATED_FABRIC_QP_DEFAULTS,
+                  "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns, "header_overhead": header,
+                  **cfg.qp,
+                  "base_rtt_ns": base_rtt_ns, "max_payload": self.max_payload,
                   "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
-                  "pacer_burst_packets": cfg.pacing_burst_packets, "header_overhead": header,
-                  "probe_timeout_rtts": cfg.probe_timeout_rtts,
-                  "reverse_probe_rtts": cfg.reverse_probe_rtts, "ev_count": cfg.ev_count,
-                  "ack_every": cfg.ack_every, "ack_delay_rtts": cfg.ack_delay_rtts,
-                  "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns,
-                  "ev_backup_count": cfg.ev_count // 2,
-                  "first_packet_grace": bool(cfg.first_packet_grace),
-                  "loss_verdict_ns": int(cfg.loss_verdict_ms * 1e6)}
-        values.update(cfg.qp_overrides())
-        values.update(cfg.qp)
-        values.update(overrides or {})
+                  "pacing_burst_packets": cfg.pacing_burst_packets,
+                  **(overrides or {})}
         if "fabric_delay_bound_ns" not in values:
-            bound = cfg.fabric_delay_bound_ns
-            if bound is None:
-                bound = trimming_delay_bound_ns(cfg.spec) if values.get("trimming") else 0
-            values["fabric_delay_bound_ns"] = bound
+            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec)
+                                               if values.get("trimming") else 0)
         try:
             return MRCConfig(**values)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise EndpointError(f"bad QP setting: {e}") from None
 
     def create_qp(self, qpn: int, peer: int, peer_qpn: int, transport: str = "mrc",
@@ -299,7 +292,7 @@ class Endpoint:
                 qp.set_local_port(plane, False, now)
         self.qps[qpn] = qp
         self.log.emit(Event.QP, t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
-                      transport=transport, **self.config.timers(base_rtt_ns))
+                      transport=transport, **qp_timers(qcfg))
         if self.denylist.rules:
             self._apply_denylist(qp, now)
         # Move everything built so far (topology, codec tables, EV sets, buffers) out of the

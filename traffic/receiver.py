@@ -144,7 +144,7 @@ class ReceiverQP(AssembledCompletions):
         return []
 
     def _late_after_ns(self) -> int:
-        return max(1, int(self.cfg.reorder_window_frac * self.cfg.base_rtt_ns),
+        return max(1, int(self.cfg.reorder_rtts * self.cfg.base_rtt_ns),
                    self.cfg.fabric_delay_bound_ns)
 
     def _ack_delay(self) -> int:

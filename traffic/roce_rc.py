@@ -48,7 +48,7 @@ class RoceSenderQP(PostedWrites):
         self.ev = ev if ev is not None else fixed_path(paths, qp_num, rng)
         self.plane = (self.ev >> 28) & 0xF
         self.pacer = PlanePacer([self.plane], config.port_rate_Bps,
-                                config.pacer_burst_packets * (config.mtu + config.header_overhead))
+                                config.pacing_burst_packets * (config.max_payload + config.header_overhead))
         self.snd_una = config.start_psn
         self.snd_nxt = config.start_psn      # next never-sent PSN
         self.send_ptr = config.start_psn     # next PSN to (re)send
@@ -79,7 +79,7 @@ class RoceSenderQP(PostedWrites):
     def rto_ns(self) -> int:
         if self.cfg.rto_ns is not None:
             return self.cfg.rto_ns
-        return int(max(self.cfg.rto_min_ns, self.cfg.rto_rtt_multiplier * self.cfg.base_rtt_ns))
+        return int(max(self.cfg.rto_min_ns, self.cfg.rto_rtts * self.cfg.base_rtt_ns))
 
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
         if plane == self.plane and self.local_up != up:

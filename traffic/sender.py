@@ -2,7 +2,7 @@
 Over 600 lines: the per-packet send path and the loss handling it applies share the QP's state;
 the decisions themselves live in loss_policy.py, rtt.py, evs.py, nscc.py and reverse_paths.py.
 
-RDMA WRITE / WRITE-with-IMM segmented at `mtu` bytes, 24-bit PSNs (wraparound handled by
+RDMA WRITE / WRITE-with-IMM segmented at `max_payload` bytes, 24-bit PSNs (wraparound handled by
 unwrapping against the cumulative ACK), every packet on the next EV of the EV set
 (traffic/evs.py), never more than MPR x 128 PSNs beyond the cumulative ACK, NSCC window and a
 per-plane pacer (traffic/nscc.py). Timers come from the RTT estimator (traffic/rtt.py).
@@ -176,9 +176,9 @@ class SenderQP(PostedWrites):
                          pin_spine=config.ev_pin_spine, pin_count=config.ev_pin_count,
                          emit=self.emit)
         self.pacer = PlanePacer(paths.planes, config.port_rate_Bps,
-                                config.pacer_burst_packets * (config.mtu + config.header_overhead))
+                                config.pacing_burst_packets * (config.max_payload + config.header_overhead))
         self.nscc = Nscc(base_rtt_ns=max(self.rtt.base_rtt_ns, config.nscc_min_base_rtt_ns),
-                         link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.mtu,
+                         link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.max_payload,
                          gamma=config.nscc_gamma, max_md=config.nscc_max_md,
                          fair_increase_mss=config.nscc_fair_increase_mss,
                          prop_gain=config.nscc_prop_gain,

@@ -126,14 +126,14 @@ class PostedWrites:
 
     def _next_segment_length(self) -> int:
         """Payload bytes of the next packet of the WRITE at the head of the send queue."""
-        return min(self.cfg.mtu, self.send_queue[0].length - self._seg_offset)
+        return min(self.cfg.max_payload, self.send_queue[0].length - self._seg_offset)
 
     def _cut_segment(self, record_type):
         """The next packet of the WRITE at the head of the send queue as a new `record_type`
         (PSN snd_nxt, its offset, length and opcode), recorded and counted; a WRITE whose last
         packet this is leaves the queue. Both senders segment this way (MRC and RoCE RC)."""
         msg = self.send_queue[0]
-        count = max(1, math.ceil(msg.length / self.cfg.mtu))
+        count = max(1, math.ceil(msg.length / self.cfg.max_payload))
         rec = record_type(seq=self.snd_nxt, msg=msg, offset=self._seg_offset,
                           length=self._next_segment_length(),
                           opcode=segment_opcode(self._seg_index, count, msg.imm is not None))

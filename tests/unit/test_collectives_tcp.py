@@ -10,6 +10,7 @@ import pytest
 from tests.unit.rank_threads import run_ranks
 from traffic import collectives as C
 from traffic.comm import CommError, CommTimeout, create_communicator
+from traffic.worker_config import WorkerConfig
 from traffic.tcp_comm import TCPComm
 
 
@@ -143,9 +144,11 @@ def test_timeout_names_pending_and_connect_failure_is_clear():
 
 def test_factory_builds_tcp_from_a_worker_config():
     ports = free_ports(2)
-    config = {"world_size": 2, "qps_per_peer": 1,
-              "tcp": {"endpoints": [[["127.0.0.1", ports[0]]], [["127.0.0.1", ports[1]]]],
-                      "connect_timeout_s": 10}}
+    config = WorkerConfig.from_dict({
+        "transport": "tcp", "world_size": 2, "collective": "sendrecv", "message_bytes": 400,
+        "iterations": 1, "log_dir": "unused", "qps_per_peer": 1,
+        "tcp": {"endpoints": [[["127.0.0.1", ports[0]]], [["127.0.0.1", ports[1]]]],
+                "connect_timeout_s": 10}})
     out = []
 
     def body(rank):

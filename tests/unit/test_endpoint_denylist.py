@@ -23,7 +23,8 @@ def endpoints(tmp_path):
     for host, ports in ((0, a_ports), (2, b_ports)):
         cfg = EndpointConfig.from_dict({
             "host": host, "fabric": SPEC.to_dict(), "event_log": str(tmp_path / f"h{host}.jsonl"),
-            "port_rate_mbit": 400.0, "seed": host + 1, "loss_verdict_ms": 0})
+            "port_rate_mbit": 400.0, "seed": host + 1,
+            "qp": {"loss_verdict_ns": 0}})
         eps.append(Endpoint(cfg, ports=ports))
     return eps[0], eps[1], a_ports
 

@@ -81,9 +81,9 @@ def test_write_survives_a_black_holed_path(tmp_path):
     run_both(a, b, lambda: qb.recv_completions and qa.send_completions)
     assert bytes(dst) == data
     # The dead path's EVs left the rotation at their first loss; they are retired once the
-    # loss verdict window (EndpointConfig.loss_verdict_ms) passes with nothing explaining it.
+    # loss verdict window (MRCConfig.loss_verdict_ns) passes with nothing explaining it.
     import time
-    verdict_end = time.monotonic() + a.config.loss_verdict_ms / 1e3 + 0.1
+    verdict_end = time.monotonic() + qa.sender.cfg.loss_verdict_ns / 1e9 + 0.1
     run_both(a, b, lambda: time.monotonic() > verdict_end)
     a.close()
     b.close()

@@ -14,6 +14,7 @@ from traffic import collectives
 from traffic.codec import Codec, DecodeError
 from traffic.comm import CommError
 from traffic.mrc_comm import _SendRing, _Fragment, create
+from traffic.worker_config import WorkerConfig
 
 SPEC = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2)
 
@@ -84,13 +85,16 @@ class SwitchPort(FakePort):
 def run_world(tmp_path, transport, world, body, qps=2, blackhole=None, extra=None):
     switch = FakeSwitch(SPEC)
     switch.blackhole = blackhole
-    config = {"world_size": world, "hosts": [f"h{i}" for i in range(world)], "qps_per_peer": qps,
+    config = {"transport": transport, "collective": "sendrecv", "message_bytes": 4,
+              "iterations": 1,
+              "world_size": world, "hosts": [f"h{i}" for i in range(world)], "qps_per_peer": qps,
               "fabric": SPEC.to_dict(), "routing": "srv6", "log_dir": str(tmp_path),
-              "mrc": {"endpoint": {"port_rate_mbit": 400.0, "seed": 7}, "ring_bytes": 1 << 20,
-                      "fragment_bytes": 64 << 10, "connect_timeout_s": 20,
-                      # threads share one GIL: timers from a measured ~0.1 ms RTT would fire
-                      # on scheduling delays alone
-                      "base_rtt_ns": 3_000_000, **(extra or {})}}
+              # threads share one GIL: timers from a measured ~0.1 ms RTT would fire on
+              # scheduling delays alone, hence a fixed base RTT
+              "mrc": {"endpoint": {"port_rate_mbit": 400.0, "seed": 7, "base_rtt_ns": 3_000_000},
+                      "ring_bytes": 1 << 20, "fragment_bytes": 64 << 10, "connect_timeout_s": 20,
+                      **(extra or {})}}
+    config = WorkerConfig.from_dict(config)
     results, errors = {}, []
 
     def rank_main(rank):

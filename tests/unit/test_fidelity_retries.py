@@ -19,7 +19,7 @@ T = 1_048_576
 def ocp_config(**kw) -> MRCConfig:
     base = dict(ack_timeout=10, retry_linear_count=3, retry_exp_count=2,
                 retry_fixed_interval=True, nscc_enabled=False, ev_count=8, ev_backup_count=8,
-                mtu=1000)
+                max_payload=1000)
     base.update(kw)
     return MRCConfig(**base)
 

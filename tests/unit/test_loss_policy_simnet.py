@@ -19,7 +19,7 @@ HOLE = (0, 0)
 
 def _cfg(policy: str) -> MRCConfig:
     # the endpoint's tolerant settings (first-packet grace, a verdict window); OCP ignores them
-    return MRCConfig(ev_count=16, ev_backup_count=16, mtu=1000, base_rtt_ns=MS,
+    return MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=MS,
                      loss_policy=policy, first_packet_grace=True, loss_verdict_ns=VERDICT_NS)
 
 

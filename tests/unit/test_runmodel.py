@@ -26,7 +26,7 @@ TEXT = TCP_RUN + "".join([link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0),
 
 def write_run(tdir, records):
     scn = S.parse(TEXT)
-    (tdir / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tdir)))
+    (tdir / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tdir).to_dict()))
     write_worker_logs(tdir, T0, warmup_ms=2000, tail_ms=2000)
     (tdir / "faults-applied.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return scn

@@ -2,7 +2,9 @@
 import json
 
 from emulation import scenario as S
-from emulation.runner import LogTail, summarize, worker_config
+from emulation.run_progress import LogTail
+from emulation.run_summary import summarize
+from emulation.runner import worker_config
 from model.events import Event, Phase
 from tests.unit.scenario_texts import link_fault
 from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
@@ -24,7 +26,7 @@ def test_summary_reports_iterations_faults_and_recovery(tmp_path):
     applied = [{"entry": 0, "when": "at_s=1.0", "t_ns": t0 + 1000 * MS, "ok": True,
                 "command": scn.faults[0].commands[0]}]
     (tmp_path / "faults-applied.jsonl").write_text(json.dumps(applied[0]) + "\n")
-    (tmp_path / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tmp_path)))
+    (tmp_path / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tmp_path).to_dict()))
     state = {"partial": False, "exit_codes": {f"h{i}": 0 for i in range(4)}, "applied": applied}
     s = summarize(scn, "tcp", tmp_path, state)
     assert s["verified"] is True and s["iterations_completed"] == 30

@@ -23,7 +23,7 @@ def _run(first_packet_grace: bool):
             if (plane, spine) != HOLE:
                 net.path(plane, spine).ecn = 0.3        # the QP is congested elsewhere
     net.path(*HOLE).blackhole = True
-    cfg = MRCConfig(ev_count=16, ev_backup_count=16, mtu=1000, base_rtt_ns=1_000_000,
+    cfg = MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=1_000_000,
                     first_packet_grace=first_packet_grace)
     h = Harness(net, cfg)
     sent_into_hole: dict[int, list[int]] = {}    # black-holed EV -> send times of its data

@@ -16,7 +16,7 @@ VERDICT_NS = 60_000_000
 
 
 def _cfg(verdict_ns: int) -> MRCConfig:
-    return MRCConfig(ev_count=16, ev_backup_count=16, mtu=1000, base_rtt_ns=1_000_000,
+    return MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=1_000_000,
                      loss_verdict_ns=verdict_ns)
 
 
@@ -139,7 +139,7 @@ def test_late_packets_are_explained_even_with_coalesced_sacks():
     # late enough to be declared lost, early enough to arrive before the retransmission
     # (measured without the receiver's late-packet SACK: 5 of 16 verdicts failed)
     net = _late_net(13, 1_500_000)
-    cfg = MRCConfig(ev_count=16, ev_backup_count=16, mtu=1000, base_rtt_ns=1_000_000,
+    cfg = MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=1_000_000,
                     loss_verdict_ns=VERDICT_NS, ack_every=4)
     h = Harness(net, cfg, seed=13)
     expected, region = h.post([150_000] * 4)

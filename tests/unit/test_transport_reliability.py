@@ -211,8 +211,8 @@ def test_bad_rkey_is_a_reported_qp_error_not_a_crash():
 
 
 def test_config_rejects_bad_values():
-    with pytest.raises(ValueError, match="mtu"):
-        MRCConfig(mtu=0)
+    with pytest.raises(ValueError, match="max_payload"):
+        MRCConfig(max_payload=0)
     with pytest.raises(ValueError, match="start_psn"):
         MRCConfig(start_psn=1 << 24)
 
@@ -239,7 +239,7 @@ def test_sender_never_runs_more_than_mpr_x_128_psns_past_the_cumulative_ack():
     no ACK ever coming back: exactly PSNs 0..127 go out, however long the sender polls."""
     net = SimNet(seed=3, planes=2, spines=2)
     net.failed_planes.update({0, 1})
-    cfg = MRCConfig(mpr=1, nscc_enabled=False, mtu=1000, rto_ns=60_000 * MS)
+    cfg = MRCConfig(mpr=1, nscc_enabled=False, max_payload=1000, rto_ns=60_000 * MS)
     h = Harness(net, cfg=cfg)
     h.post([300 * 1000])
     psns = set()
