@@ -160,9 +160,9 @@ def test_the_scan_passes_constants_and_other_strings(source):
     assert literal_log_names(source) == []
 
 
-def test_the_names_are_the_documented_log_format():
-    """The values are the log format that notebooks and earlier run directories were written in
-    of results/); renaming one breaks every reader outside this code."""
+def test_the_names_are_the_log_format_on_disk():
+    """The values are what run directories hold: runs written earlier, and readers outside this
+    code (a notebook, a script), depend on them, so renaming one must be a deliberate change."""
     assert Event.ALL == {
         "ev_state", "ev_skip", "ev_suspect", "ev_cleared", "probe", "port", "retransmit",
         "completion", "qp_error", "qp", "denylist", "tx_error", "rx_error", "base_rtt",
