@@ -19,25 +19,31 @@ PY = sys.executable
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def start_endpoint(fab, host, tmp_path, routing="srv6"):
+def start_endpoint(fab, host, tmp_path, routing="srv6", extra=None):
+    """Start an endpoint process in host `host` and return (process, connected ControlClient).
+    `extra`: more EndpointConfig keys."""
     from traffic.control import ControlClient
     sock = str(tmp_path / f"ep-h{host}.sock")
     cfg = {"host": host, "fabric": fab.topo.spec.to_dict(), "routing": routing,
            "event_log": str(tmp_path / f"ep-h{host}.jsonl"), "control_socket": sock,
-           "seed": 100 + host}
+           "seed": 100 + host, **(extra or {})}
     path = tmp_path / f"ep-h{host}.json"
     path.write_text(json.dumps(cfg))
     err = open(tmp_path / f"ep-h{host}.stderr", "w")
     proc = fab.popen_in_host(host, [PY, "-m", "traffic.endpoint", "--config", str(path)],
                              cwd=REPO, stdout=err, stderr=err)
+    # Poll the connection itself: the socket file exists from bind(), a moment before listen(),
+    # and a starved endpoint may take seconds to get from one to the other.
     deadline = time.monotonic() + 20
-    while not os.path.exists(sock):
+    while True:
         if proc.poll() is not None:
             raise AssertionError(f"endpoint h{host} exited: "
                                  f"{(tmp_path / f'ep-h{host}.stderr').read_text()}")
-        assert time.monotonic() < deadline, "endpoint control socket did not appear"
-        time.sleep(0.05)
-    return proc, ControlClient(sock, timeout_s=120)
+        try:
+            return proc, ControlClient(sock, timeout_s=120)
+        except (FileNotFoundError, ConnectionRefusedError):
+            assert time.monotonic() < deadline, "endpoint control socket did not accept"
+            time.sleep(0.05)
 
 
 def stop_endpoint(proc, client):

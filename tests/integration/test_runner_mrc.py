@@ -1,14 +1,17 @@
 """`mrclab run` over the MRC and RoCE endpoints on the real fabric: a short ring all-reduce with
 a T0-T1 link (on the h1->h2 hop's paths, and on RoCE's fixed ECMP path) taken down mid-run and
 restored. Both runs write complete, verified run directories; MRC's event log shows the EVs of
-the failed link turning ASSUMED_BAD; MRC recovers faster than RoCE (which waits for the
-fabric's 2 s reconvergence plus its ACK timeout)."""
+the failed link turning ASSUMED_BAD; MRC finishes the iteration the fault interrupted before
+the fabric's 2 s reconvergence, while RoCE's ring stalls until it."""
 import json
+import statistics
 
 import pytest
 
 from emulation import runner
 from model.topology import ev_plane, ev_spine
+from tests.integration.run_files import (check_stalled_until_reconvergence, events,
+                                         first_reconverge_ns, iteration_spans)
 
 pytestmark = pytest.mark.integration
 
@@ -47,10 +50,6 @@ b = "t1p0s0"
 """
 
 
-def events(path):
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
-
-
 def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, capsys):
     scenario = tmp_path / "short.toml"
     scenario.write_text(SHORT)
@@ -68,12 +67,12 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
             log = events(run_dir / t / f"worker-h{h}.jsonl")
             assert sum(e["event"] == "iteration" and e["verified"] for e in log) == 32
     assert summaries["roce"]["routing"] == "ecmp"
-    t_fault = summaries["mrc"]["fault_times_ns"][0]
+    t_fault = {t: s["fault_times_ns"][0] for t, s in summaries.items()}
     retired = []
     for h in range(4):
         for e in events(run_dir / "mrc" / f"endpoint-h{h}.jsonl"):
-            if (e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD" and e["t_ns"] >= t_fault
-                    and e.get("direction") != "reverse"):
+            if (e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD"
+                    and e["t_ns"] >= t_fault["mrc"] and e.get("direction") != "reverse"):
                 retired.append(e)
     assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 0 for e in retired), \
         "no EV of the failed link t0p0g0-t1p0s0 (plane 0, spine 0) turned ASSUMED_BAD"
@@ -81,16 +80,40 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
     roce_gbn = sum(e["event"] == "retransmit" and e["reason"] == "gbn"
                    for h in range(4) for e in events(run_dir / "roce" / f"endpoint-h{h}.jsonl"))
     assert roce_gbn > 0
-    # The stall each transport suffers: RoCE's iteration spanning the fault cannot finish before
-    # the fabric reconverges (2 s) and its ACK timer fires again; MRC retires the path after one
-    # loss verdict and resends on other EVs, so its worst iteration is shorter than RoCE's.
-    worst = {t: max(s["iteration_times_ms"]) for t, s in summaries.items()}
-    assert worst["roce"] >= 2000 and worst["mrc"] < worst["roce"], worst
-    # Recovery (analysis.recovery: goodput back to 90% of the surviving capacity for a hold
-    # window before link_up; None = never). Under CPU load the 90% line can stay out of reach
-    # for either transport (measured: MRC None, RoCE 1930 ms), so the two are compared only
-    # when both recovered.
-    rec_mrc = summaries["mrc"]["recovery_ms"][0]
+    # The stall each transport suffers, judged on the iterations around the fault rather than
+    # the worst of the run (under CPU load any iteration can be the slowest one).
+    reconvergence_s = 2.0                               # roce_reconvergence_s above
+    spans = {t: iteration_spans(run_dir / t / "iterations.csv") for t in summaries}
+    # RoCE: a ring all-reduce sends h1 -> h2 in every step, and that hop's ECMP path crosses the
+    # failed link until the controller reconverges (its first "reconverge" after the fault,
+    # roce_reconvergence_s after the port-down event): the ring stalls until then.
+    t_reconv = first_reconverge_ns(run_dir / "roce" / "faults.jsonl", t_fault["roce"])
+    assert t_reconv - t_fault["roce"] >= reconvergence_s * 1e9, (t_reconv, t_fault["roce"])
+    check_stalled_until_reconvergence(spans["roce"], t_fault["roce"], t_reconv)
+    # MRC (srv6 source routes, nothing reconverges): the iteration running at the fault loses
+    # the packets in flight on the failed link's EVs, finds them lost after at most one ACK
+    # timeout (rto_max_ns = 1 s; a few ms at this RTT) and resends on other EVs. It must end
+    # before the fabric would even have rerouted: fault + reconvergence_s. (Measured with one
+    # core busy: a few hundred ms after the fault.)
+    mrc_end = min(b for a, b in spans["mrc"].values() if b > t_fault["mrc"])
+    mrc_stall_ms = (mrc_end - t_fault["mrc"]) / 1e6
+    assert mrc_stall_ms < reconvergence_s * 1e3, (mrc_stall_ms, spans["mrc"])
+    roce_stall_ms = (min(b for a, b in spans["roce"].values() if b >= t_reconv)
+                     - t_fault["roce"]) / 1e6
+    # Recovery (analysis.recovery: goodput back to 90% of the surviving capacity over a sliding
+    # window W = max(100 ms, median iteration), held; None = never). Stalled, RoCE's ring
+    # delivers at most the rest of one step on its other three hops (3/4 x 1/6 of an
+    # iteration's bytes, well under the 0.9 x 3/4 of a window's worth the line asks for), so
+    # no window that ends before the reconvergence is good: RoCE cannot recover earlier than
+    # (reconverge - fault) - W. MRC's figure is not bounded here:
+    # under CPU load its goodput can stay under the 90% line for the whole span (measured:
+    # None), which the stall comparison above does not depend on.
     rec_roce = summaries["roce"]["recovery_ms"][0]
-    if rec_mrc is not None and rec_roce is not None:
-        assert rec_mrc < rec_roce, (rec_mrc, rec_roce)
+    window_ms = max(100.0, statistics.median(summaries["roce"]["iteration_times_ms"]))
+    if rec_roce is not None:
+        assert rec_roce >= (t_reconv - t_fault["roce"]) / 1e6 - window_ms, \
+            (rec_roce, window_ms, t_reconv - t_fault["roce"])
+    print(f"stall after the fault: mrc {mrc_stall_ms:.0f} ms, roce {roce_stall_ms:.0f} ms "
+          f"(reconverged {(t_reconv - t_fault['roce']) / 1e6:.0f} ms after it); recovery "
+          f"mrc {summaries['mrc']['recovery_ms'][0]}, roce {rec_roce} ms")
+
