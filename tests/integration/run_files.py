@@ -42,3 +42,17 @@ def check_stalled_until_reconvergence(spans: dict[int, tuple[int, int]], t_fault
     assert len(done) <= 1, f"iterations {done} completed between the fault and the reconvergence"
     assert any(a < t_reconverge <= b for a, b in spans.values()), \
         "no iteration was stalled across the reconvergence"
+
+
+def longest_receive_pause_ns(worker_log: list[dict], start_ns: int, end_ns: int) -> int:
+    """Longest time within [start_ns, end_ns] during which a rank's received bytes did not grow,
+    from its worker's goodput events (cumulative rx_bytes, sampled every 10 ms)."""
+    samples = sorted((e["t_ns"], e["rx_bytes"]) for e in worker_log if e["event"] == "goodput")
+    assert samples, "no goodput events in the worker log"
+    last_growth, longest, previous = start_ns, 0, None
+    for t, rx in samples:
+        if previous is not None and rx > previous and start_ns < t <= end_ns:
+            longest = max(longest, t - last_growth)
+            last_growth = t
+        previous = rx
+    return max(longest, end_ns - last_growth)

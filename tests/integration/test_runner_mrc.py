@@ -11,7 +11,8 @@ import pytest
 from emulation import runner
 from model.topology import ev_plane, ev_spine
 from tests.integration.run_files import (check_stalled_until_reconvergence, events,
-                                         first_reconverge_ns, iteration_spans)
+                                         first_reconverge_ns, iteration_spans,
+                                         longest_receive_pause_ns)
 
 pytestmark = pytest.mark.integration
 
@@ -80,8 +81,8 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
     roce_gbn = sum(e["event"] == "retransmit" and e["reason"] == "gbn"
                    for h in range(4) for e in events(run_dir / "roce" / f"endpoint-h{h}.jsonl"))
     assert roce_gbn > 0
-    # The stall each transport suffers, judged on the iterations around the fault rather than
-    # the worst of the run (under CPU load any iteration can be the slowest one).
+    # The stall each transport suffers, judged around the fault rather than by the worst
+    # iteration of the run (under CPU load any iteration can be the slowest one).
     reconvergence_s = 2.0                               # roce_reconvergence_s above
     spans = {t: iteration_spans(run_dir / t / "iterations.csv") for t in summaries}
     # RoCE: a ring all-reduce sends h1 -> h2 in every step, and that hop's ECMP path crosses the
@@ -90,30 +91,32 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
     t_reconv = first_reconverge_ns(run_dir / "roce" / "faults.jsonl", t_fault["roce"])
     assert t_reconv - t_fault["roce"] >= reconvergence_s * 1e9, (t_reconv, t_fault["roce"])
     check_stalled_until_reconvergence(spans["roce"], t_fault["roce"], t_reconv)
-    # MRC (srv6 source routes, nothing reconverges): the iteration running at the fault loses
-    # the packets in flight on the failed link's EVs, finds them lost after at most one ACK
-    # timeout (rto_max_ns = 1 s; a few ms at this RTT) and resends on other EVs. It must end
-    # before the fabric would even have rerouted: fault + reconvergence_s. (Measured with one
-    # core busy: a few hundred ms after the fault.)
-    mrc_end = min(b for a, b in spans["mrc"].values() if b > t_fault["mrc"])
-    mrc_stall_ms = (mrc_end - t_fault["mrc"]) / 1e6
-    assert mrc_stall_ms < reconvergence_s * 1e3, (mrc_stall_ms, spans["mrc"])
-    roce_stall_ms = (min(b for a, b in spans["roce"].values() if b >= t_reconv)
-                     - t_fault["roce"]) / 1e6
+    # MRC (srv6 source routes, nothing reconverges) routes around the failure itself: the packets
+    # in flight on the failed link's EVs are found lost after an ACK timeout (at most rto_max_ns
+    # = 1 s) and resent on other EVs, and new data avoids the retired EVs. So the rank behind
+    # the failed hop (h2, which receives only from h1) never waits for the link: its received
+    # bytes must never stop growing, while the link is down, for as long as the fabric would
+    # take to reroute (reconvergence_s). Judged by that hop's progress rather than by iteration
+    # times, which CPU starvation stretches (measured with the machine loaded: MRC iterations of
+    # 3-9 s, longest pause on h2 ~0.5 s; RoCE's h2 received nothing for 2.8 s).
+    t_up = {t: s["fault_times_ns"][1] for t, s in summaries.items()}
+    pause_ms = {t: longest_receive_pause_ns(events(run_dir / t / "worker-h2.jsonl"),
+                                            t_fault[t], t_up[t]) / 1e6 for t in summaries}
+    assert pause_ms["mrc"] < reconvergence_s * 1e3, pause_ms
     # Recovery (analysis.recovery: goodput back to 90% of the surviving capacity over a sliding
     # window W = max(100 ms, median iteration), held; None = never). Stalled, RoCE's ring
     # delivers at most the rest of one step on its other three hops (3/4 x 1/6 of an
     # iteration's bytes, well under the 0.9 x 3/4 of a window's worth the line asks for), so
     # no window that ends before the reconvergence is good: RoCE cannot recover earlier than
-    # (reconverge - fault) - W. MRC's figure is not bounded here:
-    # under CPU load its goodput can stay under the 90% line for the whole span (measured:
-    # None), which the stall comparison above does not depend on.
+    # (reconverge - fault) - W. MRC's figure is not bounded here: under CPU load its goodput
+    # can stay under the 90% line for the whole span (measured: None), and the pause check
+    # above does not depend on it.
     rec_roce = summaries["roce"]["recovery_ms"][0]
     window_ms = max(100.0, statistics.median(summaries["roce"]["iteration_times_ms"]))
     if rec_roce is not None:
         assert rec_roce >= (t_reconv - t_fault["roce"]) / 1e6 - window_ms, \
             (rec_roce, window_ms, t_reconv - t_fault["roce"])
-    print(f"stall after the fault: mrc {mrc_stall_ms:.0f} ms, roce {roce_stall_ms:.0f} ms "
-          f"(reconverged {(t_reconv - t_fault['roce']) / 1e6:.0f} ms after it); recovery "
-          f"mrc {summaries['mrc']['recovery_ms'][0]}, roce {rec_roce} ms")
+    print(f"longest pause of h2's receiving while the link was down: mrc {pause_ms['mrc']:.0f} ms, "
+          f"roce {pause_ms['roce']:.0f} ms (reconverged {(t_reconv - t_fault['roce']) / 1e6:.0f} ms "
+          f"after the fault); recovery mrc {summaries['mrc']['recovery_ms'][0]}, roce {rec_roce} ms")
 
