@@ -51,8 +51,14 @@ def start_and_kill_fabric() -> cleanup.Leftovers:
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    time.sleep(0.5)
-    left = cleanup.find_leftovers()
+    # What a crash leaves: the bridges and the controller (a process of its own) outlive the
+    # killed fabric process. Found at the first look; polled rather than slept for.
+    deadline = time.monotonic() + 10
+    while True:
+        left = cleanup.find_leftovers()
+        if (left.bridges and left.controller_pid) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert left.bridges and left.controller_pid, left.describe()
     return left
 
@@ -76,7 +82,7 @@ def test_cleanup_after_sigkill_by_next_fabric():
 
 
 def test_lock_timeout_names_holder():
-    from emulation.fabric import FabricLockTimeout, acquire_fabric_lock, release_fabric_lock
+    from emulation.fabric import acquire_fabric_lock, release_fabric_lock
     fd = acquire_fabric_lock(timeout_s=300)
     try:
         code = ("from emulation.fabric import acquire_fabric_lock\n"

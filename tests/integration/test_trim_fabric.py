@@ -11,7 +11,6 @@ prompt SIGTERM shutdown.
 """
 import json
 import struct
-import time
 
 import dpkt
 import pytest
@@ -105,12 +104,27 @@ def test_two_senders_overload_one_uplink(tmp_path):
     events = [e for h in (0, 1) for e in read_jsonl(tmp_path / f"ep-h{h}.jsonl", [])]
     assert any(e["event"] == Event.RETRANSMIT and e["reason"] == "nack_trimmed" for e in events)
     bad = [e for e in events if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD"]
-    # A NACK TRIMMED never retires the EV (skip once, no penalty). SACK-gap/timeout retirements
-    # under this overload are possible and reported, not asserted (see the incast comparison).
-    assert not [e for e in bad if "nack" in str(e.get("reason"))], bad[:3]
+    forward_bad = [e for e in bad if e.get("direction") != "reverse"]
+    # A trimmed NACK is congestion, not failure (MRC.md): the EV is passed over once (an
+    # ev_skip "once" event) and never retired. A path is retired only by a loss verdict that
+    # ran out with no trimmed NACK or late delivery explaining the loss (a timeout or SACK gap),
+    # which the senders count in loss_verdicts_failed. So every forward retirement is one of
+    # those, with a timeout / SACK-gap reason; one retirement more than the failed verdicts is
+    # a path retired on the spot, which is what a NACK counted as a failure would do (each of
+    # the hundreds of trims here would retire its EV). How many verdicts fail under this
+    # overload varies (CPU-starved switches drop silently) and is reported, not bounded.
+    finals = [[e for e in read_jsonl(tmp_path / f"ep-h{h}.jsonl", [])
+               if e["event"] == Event.COUNTERS][-1] for h in (0, 1)]
+    verdicts_failed = sum(q["sender"]["loss_verdicts_failed"]
+                          for final in finals for q in final["qps"].values())
+    assert len(forward_bad) <= verdicts_failed, (len(forward_bad), verdicts_failed, forward_bad[:3])
+    assert {e["reason"] for e in forward_bad} <= {"timeout", "sack_gap"}, forward_bad[:3]
+    assert any(e["event"] == Event.EV_SKIP and e.get("once") for e in events), \
+        "no trimmed NACK passed its EV over once"
     print(f"ASSUMED_BAD transitions: {len(bad)} "
           f"({sorted({str(e.get('reason')) for e in bad})}); trims at the uplink "
-          f"{delta[UPLINK]['trimmed']}, NACKs {sum(r['nacks'] for r in rcv)}")
+          f"{delta[UPLINK]['trimmed']}, NACKs {sum(r['nacks'] for r in rcv)}, "
+          f"failed loss verdicts {verdicts_failed}")
 
     # --- what arrived at h2: trimmed frames with the right DSCP, lengths and headers
     codec = Codec(topo)
