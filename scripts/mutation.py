@@ -82,7 +82,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                       "loss_policy_simnet", "endpoint_denylist",
                                       "transport_congestion_robustness", "endpoint_mrc_comm"),
     "traffic/denylist.py": _unit("denylist_rules", "controller_denylist", "endpoint_denylist"),
-    "traffic/nscc.py": _unit("transport_nscc", "transport_reliability", "transport_congestion_robustness",
+    "traffic/nscc.py": _unit("transport_nscc", "nscc_edges", "transport_reliability", "transport_congestion_robustness",
                              "ecn_moves_pinned_sender", "transport_roce_baseline"),
     "traffic/codec.py": _unit("codec_decode_errors", "codec_props", "codec_probe_wire",
                               "layers_known_bytes", "endpoint_rx", "capture_snaplen", "analysis_pcap"),
