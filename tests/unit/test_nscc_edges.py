@@ -83,3 +83,20 @@ def test_pacer_refill_and_wait_at_one_byte_per_ns():
     assert p.next_send_ns(0, 0) == 2_000_000_001
     assert not p.can_send(0, 2_000_000_000)
     assert p.can_send(0, 2_000_000_001)
+
+
+def test_pacer_parameters_must_be_positive_and_one_is_enough():
+    PlanePacer([0], rate_Bps=1, burst_bytes=1)
+    for rate, burst in ((0, 1000), (1e9, 0)):
+        with pytest.raises(ValueError, match="pacer rate_Bps and burst_bytes must be positive"):
+            PlanePacer([0], rate_Bps=rate, burst_bytes=burst)
+
+
+def test_a_stale_earlier_time_does_not_refill_the_same_interval_twice():
+    """1 B/ns, 4000 B overdrawn at t = 0: at 1000 ns 1000 B are paid back; a call stamped 500 ns
+    (an earlier clock reading) changes nothing, so at 1000 ns the deficit is still 3000 B."""
+    p = PlanePacer([0], rate_Bps=1e9, burst_bytes=1000)
+    p.consume(0, 5000, 0)
+    assert p.next_send_ns(0, 1000) == 1000 + 3000 + 1
+    assert not p.can_send(0, 500)
+    assert p.next_send_ns(0, 1000) == 1000 + 3000 + 1
