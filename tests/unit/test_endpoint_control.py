@@ -72,6 +72,7 @@ def test_a_write_posted_over_the_socket_arrives_and_digests_match(pair):
 ])
 def test_bad_requests_get_a_clear_error(pair, request_, message):
     (ca, _), _ = pair
+    request_ = dict(request_)              # the parameter is shared by every run in this process
     op = request_.pop("op")
     with pytest.raises(ControlError, match=message):
         ca.call(op, **request_)

@@ -1,0 +1,36 @@
+"""RttEstimator edges the main RTT tests leave open, by hand from the rules in traffic/rtt.py:
+an equal sample is not a new base, srtt + 4 rttvar can set the RTO, the exponential phase with
+fewer than two linear retries, and "at least 1 ns" / "only once measured" at their limits."""
+from traffic.qp_config import MRCConfig
+from traffic.rtt import RttEstimator
+
+MS = 1_000_000
+
+
+def test_a_sample_equal_to_the_base_is_not_a_new_base():
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS))
+    assert est.update(2 * MS) is True
+    assert est.update(2 * MS) is False
+
+
+def test_srtt_plus_four_rttvar_sets_the_rto_when_it_is_the_largest():
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtt_multiplier=1.0))
+    est.update(2 * MS)                                 # srtt 2 ms, rttvar 1 ms
+    assert est.rto_base_ns() == 6 * MS                 # max(1, 1 x 2, 2 + 4 x 1) ms
+
+
+def test_exponential_phase_after_zero_or_one_linear_retry():
+    """Linear: base x (t + 1) for t < linear count; then the last linear interval (base x the
+    linear count, at least base) doubled per exponential retry: x 2^(t - linear count + 1)."""
+    def rtos(lin):
+        est = RttEstimator(MRCConfig(rto_ns=MS, retry_linear_count=lin, rto_max_ns=100 * MS))
+        return [est.rto_ns(t) // MS for t in range(4)]
+    assert rtos(0) == [2, 4, 8, 16]
+    assert rtos(1) == [1, 2, 4, 8]
+    assert rtos(2) == [1, 2, 4, 8]                     # 2 x 2^1, 2 x 2^2, ...: base x 2 doubled
+
+
+def test_limits_of_rtts_and_queued():
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS))
+    assert est.rtts(0) == 1 and est.rtts(0.5) == MS // 2
+    assert est.queued(50 * MS) is False               # a bool, before any measurement
