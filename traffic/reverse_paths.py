@@ -263,8 +263,6 @@ class ReversePaths:
             if rev.ev == ev:
                 rev.fails = 0
                 return
-        if ev in self.denied or self._denies(ev):
-            return
         if ev in self.retired:
             self._retired_result(ev, True, now_ns)
         else:

@@ -14,13 +14,14 @@ def on_path(ev: int, path: tuple[int, int]) -> bool:
     return (ev_plane(ev), ev_spine(ev)) == path
 
 
-def run_denied_reverse_path(seed: int):
-    """h.sender at A writes to h.receiver at B. The path of B's first reverse EV goes dead
-    (both directions) 10 ms in, so B retires reverse EVs on it and probes them back and tries
-    candidates on it; at 40 ms the control plane denies the path on both hosts; at 80 ms it is
-    repaired, at 120 ms allowed. Returns the harness, the path, the time each phase took
-    effect (the first simulation step at or after its schedule) and every message sent as
-    (t_ns, dst, msg)."""
+def run_denied_reverse_path(seed: int, dead: bool, size: int = 12_000_000):
+    """h.sender at A writes to h.receiver at B; the control plane denies the path of B's
+    first reverse EV on both hosts 40 ms in and allows it at 120 ms. `dead`: that path also
+    goes dead (both directions) from 10 ms to 80 ms, so before the denial B retires reverse
+    EVs on it, probes them back and tries candidates on it; else the path stays healthy and
+    carries B's SACKs until the denial. Returns the harness, the path, the time each phase
+    took effect (the first simulation step at or after its schedule) and every message sent
+    as (t_ns, dst, msg)."""
     net = SimNet(seed=seed, planes=2, spines=2)
     h = Harness(net, cfg=MRCConfig(ev_count=32, ev_backup_count=32), seed=seed)
     path = (ev_plane(h.receiver.reverse[0][0].ev), ev_spine(h.receiver.reverse[0][0].ev))
@@ -32,16 +33,17 @@ def run_denied_reverse_path(seed: int):
         net_send(now_ns, msg, plane, dst)
     net.send = tapped
     start = h.clock.now_ns
-    schedule = {"fault": start + 10 * MS, "deny": start + 40 * MS, "repair": start + 80 * MS,
-                "allow": start + 120 * MS}
+    schedule = {"deny": start + 40 * MS, "allow": start + 120 * MS}
+    if dead:
+        schedule.update(fault=start + 10 * MS, repair=start + 80 * MS)
     times: dict[str, int] = {}
 
     def denies(ev: int) -> bool:
         return on_path(ev, path)
 
     def on_step(now_ns):
-        for phase in ("fault", "deny", "repair", "allow"):
-            if phase in times or now_ns < schedule[phase]:
+        for phase, at in sorted(schedule.items(), key=lambda kv: kv[1]):
+            if phase in times or now_ns < at:
                 continue
             times[phase] = now_ns
             if phase in ("fault", "repair"):
@@ -50,7 +52,7 @@ def run_denied_reverse_path(seed: int):
                 rule = denies if phase == "deny" else (lambda ev: False)
                 h.sender.evs.apply_denylist(rule, now_ns)
                 h.receiver.reverse_paths.apply_denylist(rule, now_ns)
-    expected, region = h.post([16_000_000])
+    expected, region = h.post([size])
     h.run_until_idle(until_ns=30_000 * MS, on_step=on_step)
     assert set(times) == set(schedule)
     assert h.sender.error is None and h.sender.idle
@@ -64,32 +66,38 @@ def reverse_events(h: Harness, **match) -> list[dict]:
 
 
 def test_a_denied_path_carries_nothing_from_the_receiver_until_it_is_allowed():
-    for seed in (1, 2, 3):
-        h, path, times, sent = run_denied_reverse_path(seed)
+    for seed, dead in ((1, False), (2, False), (1, True), (3, True)):
+        h, path, times, sent = run_denied_reverse_path(seed, dead)
         from_b = [(t, m) for t, dst, m in sent if dst == "A"]
-        before = [m for t, m in from_b if times["fault"] <= t < times["deny"]
+        before = [m for t, m in from_b if times.get("fault", 0) <= t < times["deny"]
                   and on_path(h.net.path_ev_of(m), path)]
-        # the dead path was being tried by the receiver before the denial (retired EVs probed
-        # back, candidates drawn on it): the denial has something to stop
-        assert any(isinstance(m, Probe) and not m.response for m in before), seed
+        # before the denial the receiver used the path: SACKs over a healthy one; probes of
+        # retired EVs and candidates over a dead one. The denial has something to stop.
+        if dead:
+            assert any(isinstance(m, Probe) and not m.response for m in before), seed
+        else:
+            assert sum(not isinstance(m, Probe) for m in before) > 10, seed
         denied_phase = [m for t, m in from_b if times["deny"] <= t < times["allow"]]
         assert len(denied_phase) > 100, seed          # SACKs kept flowing on the other paths
         on_denied = [m for m in denied_phase if on_path(h.net.path_ev_of(m), path)]
-        assert on_denied == [], (seed, on_denied[:3])
-        # every reverse EV of the path, in use or retired, turned DENIED at the denial, and
+        assert on_denied == [], (seed, dead, on_denied[:3])
+        # the reverse EVs of the path, in use or retired, turned DENIED at the denial, and
         # no other EV did
         denied = reverse_events(h, new="DENIED")
         assert denied and all(on_path(e["ev"], path) and e["t_ns"] == times["deny"]
                               for e in denied), seed
         assert len({e["ev"] for e in denied}) == len(denied)
-        # the slots were refilled by candidates answered over the other spine of that plane
+        # the plane kept its reverse EVs: candidates answered over its other spine
         adopted = [e for e in reverse_events(h, new="GOOD", verified=True)
                    if times["deny"] <= e["t_ns"] < times["allow"]]
         assert all(not on_path(e["ev"], path) for e in adopted), seed
+        if not dead:
+            in_use = [e for e in denied if e["old"] == "GOOD"]
+            assert in_use and len(adopted) >= len(in_use), (seed, denied, adopted)
 
 
 def test_an_allowed_reverse_ev_is_probed_back_before_use():
-    h, path, times, sent = run_denied_reverse_path(4)
+    h, path, times, sent = run_denied_reverse_path(4, dead=True)
     denied = {e["ev"] for e in reverse_events(h, new="DENIED")}
     allowed = reverse_events(h, old="DENIED")
     assert denied and {e["ev"] for e in allowed} == denied
