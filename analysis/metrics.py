@@ -263,14 +263,18 @@ def ev_state_intervals(ev: pd.DataFrame, end_ns: int | None = None) -> pd.DataFr
 
 
 def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = None,
-                    end_ns: int | None = None) -> pd.DataFrame:
+                    end_ns: int | None = None, states: tuple[str, ...] | None = None) -> pd.DataFrame:
     """EV x time-bin matrix of state codes (index of EV_STATES; NaN = no state known yet).
-    Rows are 'host/qp/ev' labels; a bin shows the worst state held during it."""
+    Rows are 'host/qp/ev' labels; a bin shows the worst state held during it. `states`: only
+    stretches in these states count (the bins and rows stay those of all states)."""
     iv = ev_state_intervals(ev, end_ns)
     if len(iv) == 0:
         return pd.DataFrame()
     t0 = int(ev["t_ns"].min()) if t0_ns is None else t0_ns
     end = int(iv["end_ns"].max()) if end_ns is None else end_ns
+    if states is not None:
+        labels = {f"{r.host}/qp{r.qp}/ev{r.ev:#010x}" for r in iv.itertuples(index=False)}
+        iv = iv[iv["state"].isin(states)]
     bin_ns = int(bin_ms * 1e6)
     nbins = max(1, int((end - t0) // bin_ns) + 1)
     # a bin shows the worst state held in it: DENIED > ASSUMED_BAD > SUSPECT > UNKNOWN > GOOD
@@ -287,6 +291,9 @@ def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = 
         upd = sev[a:b + 1] < level
         row[a:b + 1][upd] = EV_STATES.index(state)
         sev[a:b + 1][upd] = level
+    if states is not None:
+        for label in labels:
+            rows.setdefault(label, np.full(nbins, np.nan))
     m = pd.DataFrame(rows).T.sort_index()
     m.columns = pd.Index(np.arange(nbins) * bin_ns / 1e9, name="t_s")
     return m

@@ -333,11 +333,19 @@ class Endpoint:
                 "evs_denied": in_force}
 
     def _apply_denylist(self, qp: "QueuePair", now: int) -> tuple[int, int]:
+        """Deny the QP's forward EVs and its receiver's reverse EVs (SACKs and NACKs leave
+        this host for the same peer, so the same rules name them); the counts are forward."""
+        denylist, src, dst = self.denylist, self.host, qp.peer
+
+        def denies(ev: int) -> bool:
+            return denylist.denies(src, dst, ev)
+        reverse = getattr(qp.receiver, "reverse_paths", None)
+        if reverse is not None:
+            reverse.apply_denylist(denies, now)
         evs = getattr(qp.sender, "evs", None)
         if evs is None or not hasattr(evs, "apply_denylist"):
             return 0, 0
-        denylist, src, dst = self.denylist, self.host, qp.peer
-        return evs.apply_denylist(lambda ev: denylist.denies(src, dst, ev), now)
+        return evs.apply_denylist(denies, now)
 
     # ------------------------------------------------------------------ path prober
 

@@ -6,6 +6,8 @@ import csv
 import json
 from pathlib import Path
 
+from model.events import ControllerLog, Event
+
 
 def events(path: Path) -> list[dict]:
     """Records of a JSONL log."""
@@ -27,7 +29,7 @@ def first_reconverge_ns(faults_log: Path, after_ns: int) -> int:
     """Time of the controller's first ECMP reconvergence logged after `after_ns` (its
     faults.jsonl); fails the test if there is none."""
     times = [e["t_ns"] for e in events(faults_log)
-             if e["action"] == "reconverge" and e["t_ns"] > after_ns]
+             if e["action"] == ControllerLog.RECONVERGE and e["t_ns"] > after_ns]
     assert times, f"the controller never reconverged after {after_ns} ({faults_log})"
     return min(times)
 
@@ -47,7 +49,7 @@ def check_stalled_until_reconvergence(spans: dict[int, tuple[int, int]], t_fault
 def longest_receive_pause_ns(worker_log: list[dict], start_ns: int, end_ns: int) -> int:
     """Longest time within [start_ns, end_ns] during which a rank's received bytes did not grow,
     from its worker's goodput events (cumulative rx_bytes, sampled every 10 ms)."""
-    samples = sorted((e["t_ns"], e["rx_bytes"]) for e in worker_log if e["event"] == "goodput")
+    samples = sorted((e["t_ns"], e["rx_bytes"]) for e in worker_log if e["event"] == Event.GOODPUT)
     assert samples, "no goodput events in the worker log"
     last_growth, longest, previous = start_ns, 0, None
     for t, rx in samples:

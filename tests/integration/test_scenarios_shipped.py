@@ -2,8 +2,11 @@
 fabric and writes a complete run directory: the scenario copy, the fault schedule applied (runner
 record and controller log), worker and endpoint logs, pcaps when capture is on, and a summary
 with every iteration verified, one fault time and one recovery value per scheduled fault.
-MRC for all of them; TCP for one (fabric-links-down: the baseline must survive a failure too).
+MRC for all of them; TCP for one (fabric-links-down: the baseline must survive a failure too),
+RoCE for scale (its claim is MRC's recovery against RoCE's on the bigger fabric).
 A scenario-specific check per paper experiment makes sure the fault really did something."""
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -20,8 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
            "random-loss", "incast", "incast-shallow", "flap", "switch-down", "lossy-nic-link",
-           "ecn-collision")
-RUNS = [(name, "mrc") for name in SHIPPED] + [("fabric-links-down", "tcp")]
+           "ecn-collision", "scale")
+# scale's two short runs are shared by its tests (scale_runs below)
+RUNS = [(name, "mrc") for name in SHIPPED if name != "scale"] + [("fabric-links-down", "tcp")]
 
 
 def events(path: Path) -> list[dict]:
@@ -32,15 +36,57 @@ def test_the_shipped_set_is_the_listed_one():
     assert {p.stem for p in EXPERIMENTS.glob("*.toml")} == set(SHIPPED)
 
 
+def run_short(name: str, transport: str, out_dir: Path) -> tuple[int, str, Path]:
+    """`mrclab run experiments/<name>.toml --short --transport <transport>` into out_dir:
+    (exit code, what it printed, the run directory)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        rc = runner.main([str(EXPERIMENTS / f"{name}.toml"), "--short", "--transport", transport,
+                          "--out", str(out_dir)])
+    (run_dir,) = out_dir.iterdir()
+    return rc, printed.getvalue(), run_dir
+
+
 @pytest.mark.parametrize("name,transport", RUNS, ids=[f"{n}-{t}" for n, t in RUNS])
-def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, transport, tmp_path,
-                                                                        capsys):
+def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, transport, tmp_path):
+    rc, out, run_dir = run_short(name, transport, tmp_path / "results")
+    check_complete_verified_run(name, transport, rc, out, run_dir)
+
+
+@pytest.fixture(scope="module")
+def scale_runs(tmp_path_factory):
+    """scale's short version over mrc and over roce: {transport: (rc, printed, run dir)}."""
+    base = tmp_path_factory.mktemp("scale")
+    return {t: run_short("scale", t, base / t) for t in ("mrc", "roce")}
+
+
+@pytest.mark.parametrize("transport", ("mrc", "roce"))
+def test_scale_short_run_writes_a_complete_verified_run_dir(scale_runs, transport):
+    check_complete_verified_run("scale", transport, *scale_runs[transport])
+
+
+def test_scale_mrc_recovers_from_the_link_down_10x_sooner_than_roce(scale_runs):
+    """The paper's claim on 8 hosts and 4 planes: RoCE's QPs over the dead link wait for the
+    fabric's reconvergence (roce_reconvergence_s) and their retransmission timer; MRC's EVs
+    over it are retired at their first loss while the other paths carry on."""
+    (mrc, roce) = (json.loads((scale_runs[t][2] / t / "summary.json").read_text())
+                   for t in ("mrc", "roce"))
+    assert mrc["verified"] and roce["verified"], (mrc["verified"], roce["verified"])
+    scn = load(EXPERIMENTS / "scale.toml", short=True)
+    assert scn.faults[0].commands[0]["action"] == "link_down"
+    mrc_ms, roce_ms = mrc["recovery_ms"][0], roce["recovery_ms"][0]
+    assert mrc_ms is not None, mrc["recovery_ms"]
+    # RoCE cannot recover before the fabric reroutes; None (not within the fault's span, which
+    # is longer than the reconvergence) counts as the whole span
+    span_ms = (roce["fault_times_ns"][1] - roce["fault_times_ns"][0]) / 1e6
+    assert roce_ms is None or roce_ms >= scn.roce_reconvergence_s * 1e3 * 0.9, roce["recovery_ms"]
+    assert 10 * mrc_ms <= (span_ms if roce_ms is None else roce_ms), (mrc_ms, roce_ms)
+
+
+def check_complete_verified_run(name: str, transport: str, rc: int, out: str,
+                                run_dir: Path) -> None:
     path = EXPERIMENTS / f"{name}.toml"
     scn = load(path, short=True)
-    rc = runner.main([str(path), "--short", "--transport", transport,
-                      "--out", str(tmp_path / "results")])
-    out = capsys.readouterr().out
-    (run_dir,) = (tmp_path / "results").iterdir()
     assert run_dir.name.startswith(f"{name}-short-")
     tdir = run_dir / transport
     summary = json.loads((tdir / "summary.json").read_text())
@@ -160,7 +206,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert len(through_hole) >= 10 and len(through_hole) > len(lost) / 2, (len(through_hole), len(lost))
         moved = [e for e in through_hole if (ev_plane(e["new_ev"]), ev_spine(e["new_ev"])) != (0, 0)]
         assert len(moved) > len(through_hole) / 2, (len(moved), len(through_hole))
-    elif name in ("demo", "fabric-links-down", "gray-failure", "flap"):
+    elif name in ("demo", "fabric-links-down", "gray-failure", "flap", "scale"):
         # the first fault's EVs (plane 0, spine 0 in all of these) are retired after it
         retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"]

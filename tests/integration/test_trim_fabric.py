@@ -105,7 +105,7 @@ def test_two_senders_overload_one_uplink(tmp_path):
     assert any(e["event"] == Event.RETRANSMIT and e["reason"] == "nack_trimmed" for e in events)
     bad = [e for e in events if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD"]
     forward_bad = [e for e in bad if e.get("direction") != "reverse"]
-    # A trimmed NACK is congestion, not failure (MRC.md): the EV is passed over once (an
+    # A trimmed NACK is congestion, not failure (the MRC paper; OCP MRC 1.0 NACK TRIMMED): the EV is passed over once (an
     # ev_skip "once" event) and never retired. A path is retired only by a loss verdict that
     # ran out with no trimmed NACK or late delivery explaining the loss (a timeout or SACK gap),
     # which the senders count in loss_verdicts_failed. So every forward retirement is one of
