@@ -97,8 +97,8 @@ def test_health_rules_and_counters(fab):
     got = send_and_count(fab, "srv6", [EV_S0, EV_S1], 20)
     assert works(got, [EV_S0, EV_S1], 20), got
     after = c.port_counters()
-    # every frame h1 received came in through h0's T0 port (a starved switch may drop some at
-    # its ingress socket before counting them, so the 40 sent are not a bound)
+    # every frame h1 received came in through h0's T0 port: a bound that holds however many
+    # of the 40 sent a loaded machine lost on the way (delivered_all allows a quarter)
     delivered = got[EV_S0][0] + got[EV_S1][0]
     assert after["t0p0g0"]["1"]["rx_packets"] - before >= delivered, (after["t0p0g0"], delivered)
     assert set(after["t1p0s0"]) == {"1", "2"}
