@@ -49,7 +49,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                    "controller_faults", "controller_api"),
     "controller/routing_state.py": _unit("controller_routing_state", "controller_api"),
     "controller/planner.py": _unit("controller_planner", "controller_api", "controller_api_input"),
-    "controller/faults.py": _unit("controller_faults", "controller_fault_commands",
+    "controller/faults.py": _unit("controller_faults", "faults_edges", "controller_fault_commands",
                                   "controller_planner", "controller_api_input",
                                   "scenario_validation", "scenario_validation_input"),
     "traffic/evs.py": _unit("transport_evs", "evs_bookkeeping", "evs_denied", "evs_pinning",
