@@ -81,7 +81,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "traffic/reverse_paths.py": _unit("transport_reliability", "transport_loss_verdict",
                                       "loss_policy_simnet", "endpoint_denylist",
                                       "transport_congestion_robustness", "endpoint_mrc_comm"),
-    "traffic/denylist.py": _unit("denylist_rules", "controller_denylist", "endpoint_denylist"),
+    "traffic/denylist.py": _unit("denylist_rules", "denylist_edges", "controller_denylist", "endpoint_denylist"),
     "traffic/nscc.py": _unit("transport_nscc", "nscc_edges", "transport_reliability", "transport_congestion_robustness",
                              "ecn_moves_pinned_sender", "transport_roce_baseline"),
     "traffic/codec.py": _unit("codec_decode_errors", "codec_props", "codec_probe_wire",
