@@ -68,7 +68,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                  "transport_loss_verdict", "transport_nack_and_ports",
                                  "ecn_moves_pinned_sender", "fidelity_retries", "endpoint_mrc_comm",
                                  "endpoint_control"),
-    "traffic/loss_policy.py": _unit("loss_policy_ocp", "loss_policy_tolerant", "loss_policy_simnet",
+    "traffic/loss_policy.py": _unit("loss_policy_ocp", "loss_policy_windows", "loss_policy_tolerant", "loss_policy_simnet",
                                     "transport_loss_verdict", "transport_reliability",
                                     "transport_blackhole_under_congestion",
                                     "transport_congestion_robustness"),
