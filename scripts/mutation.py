@@ -57,7 +57,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                             "transport_loss_verdict", "transport_reliability", "loss_policy_simnet",
                             "transport_blackhole_under_congestion", "ecn_moves_pinned_sender",
                             "transport_nack_and_ports", "endpoint_denylist", "controller_denylist"),
-    "traffic/qp_config.py": _unit("endpoint_config_qp_keys", "scenario_validation",
+    "traffic/qp_config.py": _unit("qp_config_limits", "endpoint_config_qp_keys", "scenario_validation",
                                   "scenario_validation_input", "scenario_keys_reach_code",
                                   "fidelity_retries", "rtt", "loss_policy_ocp", "loss_policy_tolerant"),
     "traffic/sender.py": _unit("transport_reliability", "transport_loss_verdict",
