@@ -56,3 +56,60 @@ def test_unwrap_takes_the_nearest_absolute_psn():
     assert unwrap((100 + (1 << 23)) & 0xFFFFFF, ref) == ref - (1 << 23)
     assert unwrap((100 - 5) & 0xFFFFFF, 3) == 3 + 92   # near zero: 95 is ahead of 3
     assert unwrap(0xFFFFFF, 1 << 24) == (1 << 24) - 1  # just behind a wrap
+
+
+MUST_NOT_BE_NEGATIVE = ["ev_backup_count", "skip_rtts", "header_overhead", "reorder_window_frac",
+                        "congestion_grace_rtts", "congestion_delay_rtts",
+                        "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"]
+
+
+@pytest.mark.parametrize("name", MUST_NOT_BE_NEGATIVE)
+def test_zero_is_allowed_and_negative_refused(name):
+    assert getattr(MRCConfig(**{name: 0}), name) == 0
+    with pytest.raises(ValueError) as e:
+        MRCConfig(**{name: -1})
+    assert str(e.value) == f"MRCConfig.{name} must be >= 0, got -1"
+
+
+def error(**kw) -> str:
+    with pytest.raises(ValueError) as e:
+        MRCConfig(**kw)
+    return str(e.value)
+
+
+def test_mpr_window_must_stay_below_half_the_psn_space():
+    """MPR counts units of 128 PSNs (OCP); the window must stay under 2^23 PSNs so PSNs unwrap
+    unambiguously: 65535 x 128 = 2^23 - 128 fits, 65536 x 128 = 2^23 does not."""
+    assert MRCConfig(mpr=65535).mpr_window == (1 << 23) - 128
+    assert error(mpr=65536) == "MRCConfig.mpr 65536 too large for 24-bit PSNs"
+
+
+def test_start_psn_and_floor_ranges():
+    assert MRCConfig(start_psn=0xFFFFFF).start_psn == 0xFFFFFF
+    assert error(start_psn=1 << 24) == "MRCConfig.start_psn must fit 24 bits, got 16777216"
+    assert MRCConfig(ev_count=8, ev_min_active=0).ev_min_active == 0
+    assert MRCConfig(ev_count=8, ev_min_active=8).ev_min_active == 8
+    for bad in (9, -1):
+        assert error(ev_count=8, ev_min_active=bad) == \
+            f"MRCConfig.ev_min_active must be in 0..ev_count, got {bad}"
+
+
+def test_ocp_retry_and_timeout_fields_take_their_whole_range_and_no_bools():
+    for lin in (0, 7):
+        assert MRCConfig(retry_linear_count=lin).retry_linear_count == lin
+    for exp in (0, 25):
+        assert MRCConfig(retry_exp_count=exp).retry_exp_count == exp
+    assert error(retry_linear_count=True) == \
+        "MRCConfig.retry_linear_count must be an integer in 0..7 (OCP mrc.h), got True"
+    assert error(ack_timeout=True) == ("MRCConfig.ack_timeout must be an integer in 0..24 "
+                                       "(1.024 us x 2^timeout, OCP mrc.h), got True")
+    assert error(ack_timeout=10, rto_ns=5_000_000) == (
+        "MRCConfig: set ack_timeout or rto_ns, not both (both fix the base retransmission timeout)")
+
+
+def test_loss_policy_and_md_bound_messages():
+    assert error(loss_policy="lenient") == \
+        "MRCConfig.loss_policy must be one of ocp, tolerant, got 'lenient'"
+    assert MRCConfig(nscc_max_md=0.5).nscc_max_md == 0.5
+    for bad in (0, 0.6, 1.0):
+        assert error(nscc_max_md=bad) == "MRCConfig.nscc_max_md must be in (0, 0.5] (MD factor >= 0.5)"
