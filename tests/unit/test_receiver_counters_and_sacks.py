@@ -90,13 +90,16 @@ def test_sack_reports_cumulative_psn_bitmap_and_ecn_and_nacks_name_the_reason():
 
 
 def test_the_bitmap_slides_to_end_at_a_psn_64_or_more_beyond_the_cumulative_one():
-    """cum 0; PSN 70 arrives: a 64-bit bitmap from cum cannot hold it, so it starts at
-    70 - 64 + 1 = 7 and bit 63 is PSN 70. PSN 63 beyond cum: the bitmap still starts at cum."""
+    """cum 0. PSN 63 (63 beyond cum): the bitmap starts at cum, bit 63. PSN 64: a 64-bit
+    bitmap from cum cannot hold it, so it starts at 64 - 64 + 1 = 1 (PSN 63 is bit 62, 64 bit
+    63). PSN 70: it starts at 7 (63 -> bit 56, 64 -> bit 57, 70 -> bit 63)."""
     rx, _ = receiver()
     (sack, _), = rx.on_data(pkt(63), 10, 0)
     assert (sack.cum_psn, sack.sack_base, sack.bitmap) == (0, 0, 1 << 63)
-    (sack, _), = rx.on_data(pkt(70), 11, 0)
-    assert (sack.sack_base, sack.bitmap) == (7, (1 << 63) | (1 << (63 - 7)))
+    (sack, _), = rx.on_data(pkt(64), 11, 0)
+    assert (sack.cum_psn, sack.sack_base, sack.bitmap) == (0, 1, (1 << 63) | (1 << 62))
+    (sack, _), = rx.on_data(pkt(70), 12, 0)
+    assert (sack.sack_base, sack.bitmap) == (7, (1 << 63) | (1 << 57) | (1 << 56))
 
 
 def test_coalesced_sack_goes_after_the_ack_delay_for_the_newest_packet():
