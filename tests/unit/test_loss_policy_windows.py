@@ -2,8 +2,8 @@
 1 ms: the QP-wide congestion memory max(grace RTTs, 8 srtt), the forgiveness window
 max(forgive RTTs, 16 srtt, that memory) and its limits, one piece of evidence per loss, a verdict
 window of 1 ns, and the count of open verdicts per EV through explain / retire / new losses."""
-from traffic.loss_policy import (CONGESTION, LATE_DELIVERY, SACK_GAP, TIMEOUT, Decision,
-                                 TolerantLossPolicy, Verdict)
+from traffic.loss_policy import (CONGESTION, LATE_DELIVERY, SACK_GAP, TIMEOUT, TRIM_NACK,
+                                 Decision, TolerantLossPolicy, Verdict)
 from traffic.qp_config import MRCConfig
 from traffic.rtt import RttEstimator
 
@@ -105,8 +105,16 @@ def test_open_verdicts_are_counted_through_explanations_and_new_losses():
     pol.on_loss(EV, 1, SACK_GAP, 0)
     pol.on_loss(EV, 2, SACK_GAP, 0)
     assert pol.on_evidence(EV, LATE_DELIVERY, 5, sent_ns=1).verdict is Verdict.EXPLAINED  # 1 open
-    pol.on_loss(EV, 3, SACK_GAP, 6)                                                          # 2 open
+    pol.on_loss(EV, 3, SACK_GAP, 6)                                                       # 2 open
     assert pol.on_evidence(EV, LATE_DELIVERY, 7, sent_ns=2).verdict is Verdict.EXPLAINED  # 1 open
     assert pol.on_evidence(EV, LATE_DELIVERY, 8, sent_ns=3).verdict is Verdict.CLEAR      # none
     pol.on_loss(EV, 4, SACK_GAP, 9)
     assert pol.on_evidence(EV, LATE_DELIVERY, 10, sent_ns=4).verdict is Verdict.CLEAR
+
+
+def test_a_trimmed_nack_that_explains_a_loss_is_congestion_evidence_for_the_next():
+    """The trim says the path was congested, not dead: the EV's next loss is forgiven."""
+    pol = policy(loss_verdict_ns=MS)
+    assert pol.on_loss(EV, 1, SACK_GAP, 0).verdict is Verdict.SUSPEND
+    assert pol.on_evidence(EV, TRIM_NACK, 10, sent_ns=1) == Decision(Verdict.CLEAR, TRIM_NACK)
+    assert pol.on_loss(EV, 2, SACK_GAP, 20) == Decision(Verdict.FORGIVE, "congestion")
