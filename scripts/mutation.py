@@ -96,8 +96,8 @@ MODULE_TESTS: dict[str, list[str]] = {
     "traffic/codec.py": _unit("codec_decode_errors", "codec_props", "codec_probe_wire",
                               "layers_known_bytes", "endpoint_rx", "capture_snaplen",
                               "analysis_pcap"),
-    "analysis/recovery.py": _unit("recovery_time", "recovery_capacity_model", "runmodel", "runmodel_verdicts",
-                                  "analysis_metrics"),
+    "analysis/recovery.py": _unit("recovery_time", "recovery_capacity_model", "runmodel",
+                                  "runmodel_verdicts", "analysis_metrics"),
     "analysis/metrics.py": _unit("analysis_metrics", "analysis_bad_input", "runmodel_report",
                                  "busbw_nccl", "summary_fields"),
 }
