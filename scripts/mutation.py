@@ -8,7 +8,8 @@ command once per mutant.
 
 Each module runs in its own scratch copy, build/mutation/<module>/, with only the unit test files
 that exercise it (MODULE_TESTS): mutmut's stats and clean runs then cover a few files instead of
-the whole suite, and its cache stays valid per module (`--keep` reruns only changed functions).
+the whole suite, and its cache stays valid per module: `--keep` keeps the killed mutants and runs
+the others again (a changed test selection makes mutmut start the module afresh).
 A plugin (scripts/mutation_test_order.py) runs each mutant's fastest tests first, so a killed
 mutant rarely waits for a long simulation. Score = killed / (all - equivalent); a timeout counts
 as killed (the mutant hung the code a test drove); "no tests", "suspicious" and a mutant left
@@ -38,7 +39,8 @@ def _unit(*names: str) -> list[str]:
 
 
 # The pure core (no Mininet, os-ken or sockets), each with the unit test files that exercise it,
-# found by running the unit suite under coverage with per-test contexts. Left out on purpose:
+# picked from a run of the unit suite under coverage with per-test contexts (where a module has
+# direct tests, end-to-end files that merely pass through it are left out). Left out on purpose:
 # test_fidelity_reverse_paths/_siblings and test_ecmp_buckets_balanced, simulations of 10-25 s
 # each that would dominate the run; the score is then a lower bound. Edit this table when a
 # module is split or renamed, or a test file is added.
@@ -47,46 +49,55 @@ MODULE_TESTS: dict[str, list[str]] = {
                                "transport_evs", "codec_decode_errors", "layers_known_bytes"),
     "controller/routing.py": _unit("controller_routing", "controller_routing_state",
                                    "controller_faults", "controller_api"),
-    "controller/routing_state.py": _unit("controller_routing_state", "controller_api"),
+    "controller/routing_state.py": _unit("controller_routing_state", "routing_state_edges",
+                                         "controller_api"),
     "controller/planner.py": _unit("controller_planner", "controller_api", "controller_api_input"),
-    "controller/faults.py": _unit("controller_faults", "controller_fault_commands",
+    "controller/faults.py": _unit("controller_faults", "faults_edges", "controller_fault_commands",
                                   "controller_planner", "controller_api_input",
                                   "scenario_validation", "scenario_validation_input"),
     "traffic/evs.py": _unit("transport_evs", "evs_bookkeeping", "evs_denied", "evs_pinning",
-                            "transport_loss_verdict", "transport_reliability", "loss_policy_simnet",
-                            "transport_blackhole_under_congestion", "ecn_moves_pinned_sender",
-                            "transport_nack_and_ports", "endpoint_denylist", "controller_denylist"),
-    "traffic/qp_config.py": _unit("endpoint_config_qp_keys", "scenario_validation",
-                                  "scenario_validation_input", "scenario_keys_reach_code",
-                                  "fidelity_retries", "rtt", "loss_policy_ocp", "loss_policy_tolerant"),
+                            "transport_loss_verdict", "transport_reliability",
+                            "loss_policy_simnet", "transport_blackhole_under_congestion",
+                            "ecn_moves_pinned_sender", "transport_nack_and_ports",
+                            "endpoint_denylist", "controller_denylist"),
+    "traffic/qp_config.py": _unit("qp_config_limits", "endpoint_config_qp_keys",
+                                  "scenario_validation", "scenario_validation_input",
+                                  "scenario_keys_reach_code", "fidelity_retries", "rtt",
+                                  "loss_policy_ocp", "loss_policy_tolerant"),
     "traffic/sender.py": _unit("transport_reliability", "transport_loss_verdict",
                                "transport_ack_coalescing", "transport_nack_and_ports",
-                               "transport_blackhole_under_congestion", "transport_congestion_robustness",
-                               "ecn_moves_pinned_sender", "loss_policy_simnet", "fidelity_retries",
-                               "endpoint_mrc_comm", "endpoint_denylist"),
-    "traffic/receiver.py": _unit("transport_reliability", "transport_ack_coalescing",
-                                 "transport_loss_verdict", "transport_nack_and_ports",
-                                 "ecn_moves_pinned_sender", "fidelity_retries", "endpoint_mrc_comm",
-                                 "endpoint_control"),
-    "traffic/loss_policy.py": _unit("loss_policy_ocp", "loss_policy_tolerant", "loss_policy_simnet",
+                               "transport_blackhole_under_congestion",
+                               "transport_congestion_robustness", "ecn_moves_pinned_sender",
+                               "loss_policy_simnet", "fidelity_retries", "endpoint_mrc_comm",
+                               "endpoint_denylist"),
+    "traffic/receiver.py": _unit("receiver_counters_and_sacks", "transport_reliability",
+                                 "transport_ack_coalescing", "transport_loss_verdict",
+                                 "transport_nack_and_ports", "ecn_moves_pinned_sender",
+                                 "fidelity_retries", "endpoint_mrc_comm", "endpoint_control"),
+    "traffic/loss_policy.py": _unit("loss_policy_ocp", "loss_policy_windows",
+                                    "loss_policy_tolerant", "loss_policy_simnet",
                                     "transport_loss_verdict", "transport_reliability",
                                     "transport_blackhole_under_congestion",
                                     "transport_congestion_robustness"),
     "traffic/rtt.py": _unit("rtt", "rtt_edges", "transport_reliability", "fidelity_retries",
                             "loss_policy_ocp", "loss_policy_tolerant"),
     "traffic/work_requests.py": _unit("work_requests_flush_and_assembly", "transport_reliability",
-                                     "transport_roce_baseline",
-                                      "fidelity_retries", "endpoint_mrc_comm", "endpoint_control",
+                                      "transport_roce_baseline", "fidelity_retries",
+                                      "endpoint_mrc_comm", "endpoint_control",
                                       "transport_nack_and_ports"),
     "traffic/reverse_paths.py": _unit("transport_reliability", "transport_loss_verdict",
                                       "loss_policy_simnet", "endpoint_denylist",
                                       "transport_congestion_robustness", "endpoint_mrc_comm"),
-    "traffic/denylist.py": _unit("denylist_rules", "controller_denylist", "endpoint_denylist"),
-    "traffic/nscc.py": _unit("transport_nscc", "nscc_edges", "transport_reliability", "transport_congestion_robustness",
-                             "ecn_moves_pinned_sender", "transport_roce_baseline"),
+    "traffic/denylist.py": _unit("denylist_rules", "denylist_edges", "controller_denylist",
+                                 "endpoint_denylist"),
+    "traffic/nscc.py": _unit("transport_nscc", "nscc_edges", "transport_reliability",
+                             "transport_congestion_robustness", "ecn_moves_pinned_sender",
+                             "transport_roce_baseline"),
     "traffic/codec.py": _unit("codec_decode_errors", "codec_props", "codec_probe_wire",
-                              "layers_known_bytes", "endpoint_rx", "capture_snaplen", "analysis_pcap"),
-    "analysis/recovery.py": _unit("recovery_time", "runmodel", "runmodel_verdicts", "analysis_metrics"),
+                              "layers_known_bytes", "endpoint_rx", "capture_snaplen",
+                              "analysis_pcap"),
+    "analysis/recovery.py": _unit("recovery_time", "recovery_capacity_model", "runmodel",
+                                  "runmodel_verdicts", "analysis_metrics"),
     "analysis/metrics.py": _unit("analysis_metrics", "analysis_bad_input", "runmodel_report",
                                  "busbw_nccl", "summary_fields"),
 }
@@ -96,7 +107,8 @@ CORE_MODULES = list(MODULE_TESTS)
 PACKAGES = ["model", "emulation", "controller", "traffic", "analysis"]
 GOAL_TOTAL, GOAL_MODULE = 85.0, 75.0
 
-KILLED = {1, 3, 36, -24, 24, 152, 255, 37}     # mutmut exit codes: failed tests, timeout, type check
+# mutmut exit codes: failed tests, timeout, type check
+KILLED = {1, 3, 36, -24, 24, 152, 255, 37}
 NOT_RUN = {None, 34, 2}                         # not checked, skipped, interrupted
 
 
@@ -119,12 +131,14 @@ def module_dir(module: str) -> Path:
 
 def scratch_pyproject(work: Path, module: str, children_timeout: float, tests: list[str]) -> str:
     """pyproject.toml for a scratch tree: the project's pytest settings plus mutmut's."""
-    pytest_ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    pytest_ini = project["tool"]["pytest"]["ini_options"]
     mutmut = {
         "source_paths": PACKAGES,
         "only_mutate": [module],
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q", "-p", "mutation_test_order"],
-        "pytest_add_cli_args_test_selection": tests + [a for d in DESELECT for a in ("--deselect", d)],
+        "pytest_add_cli_args_test_selection":
+            tests + [arg for d in DESELECT for arg in ("--deselect", d)],
         "timeout_multiplier": children_timeout,
         # data the tests read (scenarios, scripts): mutmut runs the tests inside mutants/
         "also_copy": sorted(p.name for p in work.iterdir()
@@ -213,7 +227,8 @@ def run_mutmut(module: str, tests: list[str], args) -> None:
     copy_tree(work, args.keep)
     if args.keep:
         recheck_survivors(module)
-    (work / "pyproject.toml").write_text(scratch_pyproject(work, module, args.timeout_multiplier, tests))
+    config = scratch_pyproject(work, module, args.timeout_multiplier, tests)
+    (work / "pyproject.toml").write_text(config)
     # the test-order plugin is imported by name by the pytest that mutmut runs in-process
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1",
                PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT / "scripts"),
@@ -257,8 +272,8 @@ def row(module: str, codes, equivalents, seconds: float | None) -> tuple[str, in
     killed, counted, equiv, not_run, survivors = tally(codes, equivalents)
     score = 100.0 * killed / counted if counted else 100.0
     took = f"{seconds:6.0f}s" if seconds is not None else f"{'-':>7}"
-    line = (f"{module:28} {len(codes):7d} {killed:7d} {counted - killed:8d} {equiv:6d} {not_run:7d} "
-            f"{score:6.1f}% {took}")
+    line = (f"{module:28} {len(codes):7d} {killed:7d} {counted - killed:8d} {equiv:6d} "
+            f"{not_run:7d} {score:6.1f}% {took}")
     return line, killed, counted, survivors
 
 
@@ -267,20 +282,24 @@ def main(argv=None) -> int:
     ap.add_argument("--modules", nargs="+", default=CORE_MODULES, metavar="MODULE",
                     help="core modules to mutate, in this order (default: all of them)")
     ap.add_argument("--keep", action="store_true",
-                    help="reuse each module's mutants/: killed mutants stay killed, the rest are run again")
-    ap.add_argument("--children", type=int, default=2, help="parallel mutant processes (shared machine: 1-2)")
+                    help="reuse each module's mutants/: killed mutants stay killed, the rest "
+                         "are run again")
+    ap.add_argument("--children", type=int, default=2,
+                    help="parallel mutant processes (shared machine: 1-2)")
     ap.add_argument("--nice", type=int, default=10, help="niceness of the mutmut processes")
     ap.add_argument("--survivors", action="store_true", help="list surviving mutants")
     ap.add_argument("--timeout-multiplier", type=float, default=15.0)
     ap.add_argument("--tests", nargs="+", metavar="TEST_FILE",
                     help="test files to run for every module given (default: each module's own "
-                         "selection in MODULE_TESTS); fewer = faster, and a lower bound on the score")
+                         "selection in MODULE_TESTS); fewer = faster, and a lower bound on "
+                         "the score")
     ap.add_argument("--report-only", action="store_true",
                     help="only read the results of the last (possibly interrupted) runs")
     args = ap.parse_args(argv)
     unknown = [m for m in args.modules if m not in MODULE_TESTS]
     if unknown:
-        raise SystemExit(f"not a core module: {', '.join(unknown)} (known: {', '.join(CORE_MODULES)})")
+        raise SystemExit(f"not a core module: {', '.join(unknown)} "
+                         f"(known: {', '.join(CORE_MODULES)})")
     missing = sorted({t for m in args.modules for t in (args.tests or MODULE_TESTS[m])
                       if not (ROOT / t).is_file()})
     if missing:
@@ -332,7 +351,7 @@ def main(argv=None) -> int:
     times = load_times()
     if all(m in times for m in args.modules):
         print(f"time: {sum(times[m] for m in args.modules):.0f} s in all "
-              f"(module by module, {args.children} worker(s))")
+              f"(the sum of each module's last run)")
     if failed:
         print(f"mutmut failed (not in the score): {', '.join(failed)}")
     if not total_counted:

@@ -15,4 +15,5 @@ def pytest_collection_modifyitems(session, config, items):
         return
     durations = state().duration_by_test
     if durations:
-        items.sort(key=lambda item: durations.get(item.nodeid, 0.0))   # stable: ties keep file order
+        # a stable sort: tests of equal duration keep their file order
+        items.sort(key=lambda item: durations.get(item.nodeid, 0.0))

@@ -6,12 +6,18 @@ error's own status, every other outstanding one with IBV_WC_WR_FLUSH_ERR, in pos
 the receiving side only WRITE-with-IMM consumes a receive completion, in MSN order, once all of
 its bytes and its last packet are in.
 """
+import random
 from collections import deque
 
+import pytest
+
 from model.events import Event
+from traffic.evs import PathInfo
 from traffic.messages import Opcode
+from traffic.qp_config import MRCConfig
+from traffic.sender import SenderQP
 from traffic.work_requests import (WC_FLUSH_ERR, WC_REM_ACCESS_ERR, Completion, MessageAssembler,
-                                   PostedWrites)
+                                   PostedWrites, QPError, segment_opcode)
 
 
 class Writes(PostedWrites):
@@ -102,3 +108,36 @@ def test_packets_of_completed_messages_or_with_another_length_are_refused():
     assert a.add(1, 100, 300, Opcode.WRITE_FIRST, None, 12)
     assert a.add(1, 100, 999, Opcode.WRITE_MIDDLE, None, 13) is False    # DMA length differs
     assert len(a.completions) == 1
+
+
+def test_segment_opcodes_follow_the_iba_write_family():
+    """IBA RC WRITE opcodes (0x06..0x0B, here at base 0xC0): ONLY for a one-packet message,
+    FIRST / MIDDLE / LAST otherwise; the immediate rides on the last (or only) packet."""
+    assert segment_opcode(0, 1, False) == Opcode.WRITE_ONLY
+    assert segment_opcode(0, 1, True) == Opcode.WRITE_ONLY_IMM
+    assert [segment_opcode(i, 3, False) for i in range(3)] == \
+        [Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST]
+    assert [segment_opcode(i, 3, True) for i in range(3)] == \
+        [Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST_IMM]
+
+
+def test_reth_and_immediate_fields_take_their_full_width_and_no_more():
+    """RETH: 64-bit VA, 32-bit rkey; ImmDt: 32 bits."""
+    q = Writes(1)
+    q.post_write(b"x", (1 << 64) - 1, (1 << 32) - 1, imm=(1 << 32) - 1)
+    for kw, message in (({"remote_va": 1 << 64}, "remote_va 18446744073709551616 must fit 64 bits"),
+                        ({"rkey": 1 << 32}, "rkey 4294967296 must fit 32 bits"),
+                        ({"imm": 1 << 32}, "imm 4294967296 must fit 32 bits")):
+        args = {"remote_va": 0, "rkey": 0, "imm": None, **kw}
+        with pytest.raises(QPError) as e:
+            q.post_write(b"x", args["remote_va"], args["rkey"], imm=args["imm"])
+        assert str(e.value) == message
+    assert len(q.messages) == 1
+
+
+def test_a_write_posted_at_time_zero_is_due_at_once():
+    sender = SenderQP(1, 2, MRCConfig(ev_count=4, ev_backup_count=0), PathInfo((0, 1), 2),
+                      random.Random(1))
+    assert sender.next_deadline(0) is None
+    sender.post_write(b"x" * 10, 0, 0)
+    assert sender.next_deadline(0) <= 0
