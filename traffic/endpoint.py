@@ -144,8 +144,12 @@ class QueuePair:
         return a if b is None else min(a, b)
 
     def stats(self) -> dict:
-        return {"peer": self.peer, "transport": self.transport, "error": self.error,
-                "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
+        out = {"peer": self.peer, "transport": self.transport, "error": self.error,
+               "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
+        nscc = getattr(self.sender, "nscc", None)
+        if nscc is not None:
+            out["nscc"] = dict(nscc.counts)
+        return out
 
 
 def port_class_for(config: EndpointConfig):
