@@ -18,9 +18,9 @@ LINE_RATE_S = MESSAGE / (2 * PLANE_RATE)           # 0.175 s with both planes fu
 
 def transfer(jitter_ns: int, nscc_floor_ns: int, nscc: bool = True):
     net = SimNet(planes=2, spines=2, seed=1, one_way_ns=500_000, jitter_ns=jitter_ns)
-    cfg = MRCConfig(mtu=8832, port_rate_Bps=PLANE_RATE, ev_count=32, ev_backup_count=16,
+    cfg = MRCConfig(max_payload=8832, port_rate_Bps=PLANE_RATE, ev_count=32, ev_backup_count=16,
                     nscc_enabled=nscc, nscc_min_base_rtt_ns=nscc_floor_ns, ack_every=1,
-                    rto_rtt_multiplier=16, base_rtt_ns=2_000_000, trimming=True)
+                    rto_rtts=16, base_rtt_ns=2_000_000, trimming=True)
     h = Harness(net, cfg)
     start = h.clock.now_ns
     expected, region = h.post([MESSAGE])
