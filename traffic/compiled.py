@@ -30,12 +30,12 @@ MANIFEST = os.path.join(BUILD_DIR, "manifest.json")
 _state = {"active": False, "why": "not decided"}
 
 
-def source_path(module: str) -> str:
-    return os.path.join(REPO, *module.split(".")) + ".py"
+def source_path(module: str, repo: str = REPO) -> str:
+    return os.path.join(repo, *module.split(".")) + ".py"
 
 
-def source_digest(module: str) -> str:
-    with open(source_path(module), "rb") as f:
+def source_digest(module: str, repo: str = REPO) -> str:
+    with open(source_path(module, repo), "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
@@ -48,29 +48,33 @@ def pure_requested() -> bool:
     return os.environ.get(ENV_PURE, "") not in ("", "0")
 
 
-def _usable_build() -> tuple[bool, str]:
-    """(use it, why) for the build in BUILD_DIR."""
+def usable_build(manifest_path: str = MANIFEST, repo: str = REPO) -> tuple[bool, str]:
+    """(use it, why) for the build whose manifest is at manifest_path, against the sources
+    under repo."""
     try:
-        with open(MANIFEST) as f:
+        with open(manifest_path) as f:
             manifest = json.load(f)
     except FileNotFoundError:
         return False, "interpreted (no compiled build: run `make setup`)"
     except (OSError, ValueError) as e:
-        return False, f"interpreted (unreadable {MANIFEST}: {e})"
+        return False, f"interpreted (unreadable {manifest_path}: {e})"
+    if not isinstance(manifest, dict):
+        return False, f"interpreted ({manifest_path} is not a build manifest)"
     if manifest.get("interpreter") != interpreter_tag():
         return False, (f"interpreted (compiled for {manifest.get('interpreter')}, this is "
                        f"{interpreter_tag()}: run `make setup`)")
-    built = manifest.get("modules", {})
+    built = manifest.get("modules")
+    built = built if isinstance(built, dict) else {}
     for module in MODULES:
         if built.get(module) is None:
             return False, f"interpreted ({module} not in the compiled build: run `make setup`)"
         try:
-            fresh = built[module] == source_digest(module)
+            fresh = built[module] == source_digest(module, repo)
         except OSError:
             fresh = False
         if not fresh:
-            return False, (f"interpreted ({source_path(module)} changed since it was compiled: "
-                           f"run `make setup`)")
+            return False, (f"interpreted ({source_path(module, repo)} changed since it was "
+                           f"compiled: run `make setup`)")
     return True, f"compiled (Cython {manifest.get('cython', '?')}, {len(MODULES)} modules)"
 
 
@@ -79,7 +83,7 @@ def search_path(package_path: list[str]) -> list[str]:
     if pure_requested():
         _state.update(active=False, why=f"interpreted ({ENV_PURE} is set)")
         return package_path
-    use, why = _usable_build()
+    use, why = usable_build()
     _state.update(active=use, why=why)
     if not use:
         return package_path
