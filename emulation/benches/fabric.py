@@ -476,6 +476,20 @@ def _tcp_goodput_mbit(fab, src: int, dst: int, size: int) -> float:
     return size * 8 / result["seconds"] / 1e6
 
 
+def _loss_causes(stats: dict) -> dict:
+    """Why the sender retransmitted (its QP's loss counters, warm-up included) and how many
+    data packets the receiver got twice: duplicates mean a retransmission was not needed (the
+    original was late, not lost)."""
+    def qp_counters(host: int, side: str) -> dict:
+        qps = stats.get(host, {}).get("qps", {})
+        return next(iter(qps.values()), {}).get(side, {}) if qps else {}
+    sender, receiver = qp_counters(0, "sender"), qp_counters(2, "receiver")
+    out = {k: sender.get(k) for k in ("timeouts", "timeouts_without_evidence",
+                                      "sack_gap_losses", "nacks", "retransmitted_packets")}
+    out["receiver_duplicates"] = receiver.get("duplicates")
+    return out
+
+
 def unshaped_goodput(*, size_mib: int = 8, mtu: int = 9000) -> dict:
     """No rate limit on any link: one MRC QP h0 -> h2 (both planes, fast path) and then one
     kernel TCP connection h0 -> h2 (plane 0) over the same fabric; goal ratio MRC/TCP >= 1.
@@ -489,7 +503,7 @@ def unshaped_goodput(*, size_mib: int = 8, mtu: int = 9000) -> dict:
         try:
             run = _timed_transfer(pair, size)
         finally:
-            pair.close()
+            stats = pair.close()
         run["socket_drops"] = _socket_drops(pair)
         tcp_mbit = _tcp_goodput_mbit(fab, 0, 2, size)
     mrc_mbit = size * 8 / run["seconds"] / 1e6
@@ -497,9 +511,15 @@ def unshaped_goodput(*, size_mib: int = 8, mtu: int = 9000) -> dict:
               "ratio": round(mrc_mbit / tcp_mbit, 2), "goal_ratio": 1.0, "mtu": mtu,
               "size_mib": size_mib, "mrc_retransmitted": run["retransmitted"],
               "mrc_socket_drops": run["socket_drops"], "mrc_core": pair.core["h0"],
+              "mrc_losses": _loss_causes(stats),
               "mrc_cpu_ms_per_mib": round(run["cpu_s"] * 1e3 / size_mib, 2)}
     print(f"goodput, unshaped fabric (MTU {mtu}, {size_mib} MiB, h0 -> h2): MRC "
           f"{mrc_mbit:.0f} Mbit/s (one QP, both planes), kernel TCP {tcp_mbit:.0f} Mbit/s (one "
           f"connection), ratio {result['ratio']:.2f} (goal >= 1.0); MRC retransmitted "
-          f"{run['retransmitted']}, CPU {result['mrc_cpu_ms_per_mib']:.1f} ms/MiB")
+          f"{run['retransmitted']}, CPU {result['mrc_cpu_ms_per_mib']:.1f} ms/MiB, core "
+          f"{result['mrc_core']}")
+    losses = result["mrc_losses"]
+    print(f"  losses (whole run): SACK gap {losses['sack_gap_losses']}, timeouts "
+          f"{losses['timeouts']}, NACKs {losses['nacks']}; packets the receiver got twice "
+          f"{losses['receiver_duplicates']}; socket drops {run['socket_drops']}")
     return result
