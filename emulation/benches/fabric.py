@@ -124,6 +124,19 @@ def add_goodput_arguments(parser) -> None:
                              "between the same hosts (--link-mbit is then ignored)")
 
 
+def add_unshaped_arguments(parser) -> None:
+    """The options of `mrclab bench unshaped` (the same as goodput --unshaped, so that
+    `mrclab bench all` runs it too)."""
+    parser.add_argument("--size-mib", type=positive_int, default=8,
+                        help="bytes written h0 -> h2, in MiB (default 8)")
+    parser.add_argument("--mtu", type=positive_int, default=9000,
+                        help="IP MTU of every port, 1280..9000 (default 9000)")
+
+
+def unshaped_main(args) -> dict:
+    return unshaped_goodput(size_mib=args.size_mib, mtu=args.mtu)
+
+
 def goodput_main(args) -> dict:
     if args.unshaped:
         return unshaped_goodput(size_mib=args.size_mib, mtu=args.mtu or 9000)
