@@ -19,8 +19,13 @@ demo: setup
 	$(MRCLAB) run experiments/demo.toml --transport all
 	$(MRCLAB) analyze latest
 
+# The transport core runs compiled when `make setup` built it; its own unit tests run a second
+# time on the interpreted modules (the one source both builds come from).
+CORE_TESTS := $(shell cat tests/unit/core_tests.txt 2>/dev/null)
+
 test: setup
 	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(CORE_TESTS)
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration
 
 # unit and integration need root only to build .venv: as root they run setup first; a normal
@@ -28,6 +33,7 @@ test: setup
 unit:
 	@$(MAKE) -s venv-ready
 	$(PY) -m pytest -q -rs -p no:cacheprovider tests/unit
+	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(CORE_TESTS)
 
 integration:
 	@$(MAKE) -s venv-ready

@@ -52,6 +52,8 @@ BENCHES = {
               "fast codec vs Scapy encode+decode rate (no fabric)"),
     "goodput": ("emulation.benches.fabric", "add_goodput_arguments", "goodput_main",
                 "one MRC QP over the real fabric: goodput and CPU per packet"),
+    "unshaped": ("emulation.benches.fabric", "add_unshaped_arguments", "unshaped_main",
+                 "= goodput --unshaped: one MRC QP vs one kernel TCP connection, no rate limit"),
     "cpu": ("emulation.benches.fabric", "add_cpu_arguments", "cpu_main",
             "endpoint CPU per MiB: reference path vs fast path on one fabric"),
     "failover": ("emulation.benches.fabric", "add_failover_arguments", "failover_main",

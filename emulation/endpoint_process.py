@@ -6,6 +6,7 @@ starts workers instead, which start their own.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -20,11 +21,12 @@ class EndpointStartError(RuntimeError):
 
 class EndpointProcess:
     """Files in `workdir`: ep-h<n>.json (config), ep-h<n>.jsonl (event log), ep-h<n>.sock
-    (control socket), ep-h<n>.stderr (its output). `config` overrides EndpointConfig keys."""
+    (control socket), ep-h<n>.stderr (its output). `config` overrides EndpointConfig keys;
+    `env` adds environment variables (e.g. MRCLAB_PURE_PYTHON=1 for the interpreted core)."""
 
     def __init__(self, fab, host: int, workdir, config: dict | None = None, *,
                  routing: str = "srv6", start_timeout_s: float = 20.0,
-                 call_timeout_s: float = 120.0):
+                 call_timeout_s: float = 120.0, env: dict | None = None):
         workdir = Path(workdir)
         self.host = host
         self.socket = workdir / f"ep-h{host}.sock"
@@ -38,7 +40,8 @@ class EndpointProcess:
         with open(self.output, "w") as out:
             self.proc = fab.popen_in_host(host, [sys.executable, "-m", "traffic.endpoint",
                                                  "--config", str(cfg_path)],
-                                          cwd=REPO_ROOT, stdout=out, stderr=out)
+                                          cwd=REPO_ROOT, env={**os.environ, **(env or {})},
+                                          stdout=out, stderr=out)
         try:
             self.client = self._connect(start_timeout_s, call_timeout_s)
         except EndpointStartError:

@@ -55,6 +55,11 @@ if [ ! -f "$stamp" ]; then
   touch "$stamp"
 fi
 
+# The transport core compiled from its own .py sources (Cython; build/compiled, never
+# committed). Rebuilt only when a source changed; until then, or if this fails, the
+# interpreted modules run (traffic/compiled.py says which is in force).
+.venv/bin/python scripts/build_core.py
+
 # In-fabric trimming / ECN BPF object: built from source, never committed.
 if [ -f emulation/bpf/Makefile ]; then
   make -s -C emulation/bpf

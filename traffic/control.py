@@ -5,7 +5,7 @@ WRITEs and waits for completions without stopping the endpoint's loop: the serve
 more fd in the endpoint's poll set, and a "wait" is answered from the loop when it is satisfied.
 
 Requests (one JSON object per line; every reply has "ok", errors carry "error"):
-  {"op":"status"}                                     counters, QPs, ports
+  {"op":"status"}                                     counters, QPs, ports, core (compiled?)
   {"op":"reg_mr","size":N,"rkey":K,"va":V}            -> {"rkey","va","size"}
   {"op":"create_qp","qpn":Q,"peer":H,"peer_qpn":P,"transport":"mrc"|"roce",["base_rtt_ns":n]}
   {"op":"post_write","qpn":Q,"size":N,"seed":S,"remote_va":V,"rkey":K,["imm":I]}
@@ -29,6 +29,7 @@ import random
 import socket
 import time
 
+from traffic import compiled
 from traffic.endpoint_support import EndpointError
 
 MAX_LINE = 1 << 16
@@ -129,6 +130,7 @@ class ControlServer:
         try:
             if op == "status":
                 return {"ok": True, "host": ep.host, "counters": ep.counters.as_dict(),
+                        "core": compiled.status(),
                         "ports": {str(p): up for p, up in ep.port_up.items()},
                         "qps": {str(q): qp.stats() for q, qp in ep.qps.items()}}
             if op == "reg_mr":

@@ -23,7 +23,11 @@ from traffic.qp_config import MRCConfig
 class RttEstimator:
     """Base RTT, srtt and rttvar of one QP, and the RTO / reorder window they give."""
 
-    __slots__ = ("cfg", "base_rtt_ns", "measured", "srtt_ns", "rttvar_ns")
+    # _rto_base / _reorder: the last values of rto_base_ns() / reorder_window_ns(), None once a
+    # sample changed what they derive from. The sender arms a timer per packet sent and checks
+    # the reorder window per SACK, while RTT samples come once per SACK at most.
+    __slots__ = ("cfg", "base_rtt_ns", "measured", "srtt_ns", "rttvar_ns", "_rto_base",
+                 "_reorder")
 
     def __init__(self, config: MRCConfig):
         self.cfg = config
@@ -31,6 +35,8 @@ class RttEstimator:
         self.measured = False               # base_rtt_ns is still the configured guess
         self.srtt_ns: float | None = None
         self.rttvar_ns = 0.0
+        self._rto_base: int | None = None
+        self._reorder: int | None = None
 
     def rtts(self, n: float) -> int:
         """n base RTTs in ns (at least 1)."""
@@ -44,6 +50,7 @@ class RttEstimator:
 
     def update(self, rtt_ns: int) -> bool:
         """Account one RTT sample (> 0); returns True if it set a new base RTT."""
+        self._rto_base = self._reorder = None
         new_base = not self.measured or rtt_ns < self.base_rtt_ns
         if new_base:
             self.measured = True
@@ -56,6 +63,12 @@ class RttEstimator:
         return new_base
 
     def rto_base_ns(self) -> int:
+        rto = self._rto_base
+        if rto is None:
+            rto = self._rto_base = self._rto_base_now()
+        return rto
+
+    def _rto_base_now(self) -> int:
         cfg = self.cfg
         if cfg.ack_timeout is not None:
             return cfg.ack_timeout_ns
@@ -82,6 +95,12 @@ class RttEstimator:
         return int(min(rto, max(cfg.rto_max_ns, base)))
 
     def reorder_window_ns(self) -> int:
+        window = self._reorder
+        if window is None:
+            window = self._reorder = self._reorder_window_now()
+        return window
+
+    def _reorder_window_now(self) -> int:
         cfg = self.cfg
         window = int(cfg.reorder_rtts * self.base_rtt_ns)
         if cfg.adaptive_reorder and self.srtt_ns is not None:

@@ -23,13 +23,15 @@ class _EndpointPair:
     their control sockets (traffic/control.py), one QP h0 -> h2."""
 
     def __init__(self, fab, workdir, routing: str, transport: str = "mrc",
-                 config: dict | None = None):
+                 config: dict | None = None, env: dict | None = None):
         self.endpoints = {h: EndpointProcess(fab, h, workdir, config, routing=routing,
-                                             call_timeout_s=300) for h in (0, 2)}
+                                             call_timeout_s=300, env=env) for h in (0, 2)}
         self.procs = {h: ep.proc for h, ep in self.endpoints.items()}
         self.clients = {h: ep.client for h, ep in self.endpoints.items()}
         self.logs = {h: str(ep.log) for h, ep in self.endpoints.items()}
         self.size = 0
+        # which transport core each endpoint runs (compiled or interpreted, and why)
+        self.core = {f"h{h}": c.call("status").get("core") for h, c in self.clients.items()}
         qa = self.clients[0].call("create_qp", qpn=0x100, peer=2, peer_qpn=0x200,
                                   transport=transport)
         self.base_rtt_ns = qa["base_rtt_ns"]
@@ -83,17 +85,32 @@ def _add_transfer_arguments(parser, size_mib: int, link_mbit: int) -> None:
 def add_goodput_arguments(parser) -> None:
     """The options of `mrclab bench goodput`."""
     _add_transfer_arguments(parser, size_mib=8, link_mbit=30)
-    parser.add_argument("--mtu", type=positive_int, default=1500,
-                        help="IP MTU of every port, 1280..9000 (default 1500)")
+    parser.add_argument("--mtu", type=positive_int, default=None,
+                        help="IP MTU of every port, 1280..9000 (default 1500; 9000 with "
+                             "--unshaped, the fast path's MTU)")
     parser.add_argument("--unshaped", action="store_true",
                         help="no rate limit on any link; MRC against one kernel TCP connection "
                              "between the same hosts (--link-mbit is then ignored)")
 
 
+def add_unshaped_arguments(parser) -> None:
+    """The options of `mrclab bench unshaped` (the same as goodput --unshaped, so that
+    `mrclab bench all` runs it too)."""
+    parser.add_argument("--size-mib", type=positive_int, default=8,
+                        help="bytes written h0 -> h2, in MiB (default 8)")
+    parser.add_argument("--mtu", type=positive_int, default=9000,
+                        help="IP MTU of every port, 1280..9000 (default 9000)")
+
+
+def unshaped_main(args) -> dict:
+    return unshaped_goodput(size_mib=args.size_mib, mtu=args.mtu)
+
+
 def goodput_main(args) -> dict:
     if args.unshaped:
-        return unshaped_goodput(size_mib=args.size_mib, mtu=args.mtu)
-    return goodput_bench(size_mib=args.size_mib, link_mbit=args.link_mbit, mtu=args.mtu)
+        return unshaped_goodput(size_mib=args.size_mib, mtu=args.mtu or 9000)
+    return goodput_bench(size_mib=args.size_mib, link_mbit=args.link_mbit,
+                         mtu=args.mtu or 1500)
 
 
 def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
@@ -235,9 +252,23 @@ def memory_bench(*, size_mib: int = 4, link_mbit: int = 30):
 # ---------------------------------------------------------------- fast data path benches
 
 CPU_GOAL_RATIO = 10.0
-# Today's per-packet path: one recv() system call per frame, 1344 B of payload per packet
-# (what fits the largest data packet's headers in a 1500-byte MTU).
-REFERENCE_PATH = {"fast_path": False, "max_payload": 1344}
+CPU_FLOOR_RATIO = 5.0
+PURE_PYTHON = {"MRCLAB_PURE_PYTHON": "1"}
+REFERENCE_PAYLOAD = 1344      # what fits the largest data packet's headers in a 1500-byte MTU
+
+
+class DataPath:
+    """One way of running the endpoints in bench cpu: endpoint config and environment."""
+
+    def __init__(self, config: dict, env: dict):
+        self.config, self.env = config, env
+
+
+# The per-packet path as it was before the fast path: interpreted transport core, one recv()
+# system call per frame, 1344 B of payload per packet.
+REFERENCE_PATH = DataPath({"fast_path": False, "max_payload": REFERENCE_PAYLOAD}, PURE_PYTHON)
+# Compiled core (when `make setup` built it), PACKET_MMAP ring, payload from the fabric MTU.
+FAST_PATH = DataPath({"fast_path": True}, {})
 
 
 def _socket_drops(pair: "_EndpointPair") -> dict:
@@ -271,9 +302,12 @@ def _timed_transfer(pair: "_EndpointPair", size: int) -> dict:
             "retransmitted": after["retransmitted"] - before["retransmitted"]}
 
 
-# Each lever of the fast path alone (--levers): the ring at today's payload, the MTU without it.
-LEVER_PATHS = {"ring_only": {"fast_path": True, "max_payload": 1344},
-               "mtu_only": {"fast_path": False}}
+# Each lever of the fast path alone on top of the reference path (--levers).
+LEVER_PATHS = {"ring_only": DataPath({"fast_path": True, "max_payload": REFERENCE_PAYLOAD},
+                                     PURE_PYTHON),
+               "mtu_only": DataPath({"fast_path": False}, PURE_PYTHON),
+               "compiled_only": DataPath({"fast_path": False, "max_payload": REFERENCE_PAYLOAD},
+                                         {})}
 
 
 def add_cpu_arguments(parser) -> None:
@@ -287,8 +321,8 @@ def add_cpu_arguments(parser) -> None:
                         help="rate the endpoints pace at, in Mbit/s; no link is shaped "
                              "(default 10000)")
     parser.add_argument("--levers", action="store_true",
-                        help="also measure each lever alone: the ring at 1344 B payload, and "
-                             "the MTU with one recv() per frame")
+                        help="also measure each lever alone on the reference path: the ring, "
+                             "the MTU's payload, the compiled core")
 
 
 def cpu_main(args) -> dict:
@@ -299,10 +333,10 @@ def cpu_main(args) -> dict:
 def cpu_bench(*, size_mib: int = 16, mtu: int = 9000, link_mbit: int = 10000,
               levers: bool = False):
     """One MRC QP h0 (group 0) -> h2 (group 1) on one unshaped fabric of MTU `mtu`: CPU time
-    (user + sys, both endpoint processes) per MiB delivered, for the reference path (one
-    recv() per frame, 1344 B payload as at MTU 1500) and the fast path (PACKET_MMAP ring,
-    payload from the fabric MTU), one after the other in the same run. Goal ratio >= 10.
-    levers=True adds each lever alone (LEVER_PATHS)."""
+    (user + sys, both endpoint processes) per MiB delivered, for the reference path
+    (interpreted core, one recv() per frame, 1344 B payload as at MTU 1500) and the fast path
+    (compiled core, PACKET_MMAP ring, payload from the fabric MTU), one after the other in
+    the same run. Goal ratio >= 10. levers=True adds each lever alone (LEVER_PATHS)."""
     import os
     import tempfile
     spec = FabricSpec(**BENCH_SPEC, host_link_mbit=link_mbit, fabric_link_mbit=link_mbit, mtu=mtu)
@@ -311,11 +345,11 @@ def cpu_bench(*, size_mib: int = 16, mtu: int = 9000, link_mbit: int = 10000,
     with tempfile.TemporaryDirectory(prefix="mrcbench-") as tmp, \
             Fabric(spec, routing="srv6", shaped=False) as fab:
         paths = {"reference": REFERENCE_PATH, **(LEVER_PATHS if levers else {}),
-                 "fast": {"fast_path": True}}
-        for name, config in paths.items():
+                 "fast": FAST_PATH}
+        for name, path in paths.items():
             workdir = os.path.join(tmp, name)
             os.makedirs(workdir)
-            pair = _EndpointPair(fab, workdir, "srv6", config=config)
+            pair = _EndpointPair(fab, workdir, "srv6", config=path.config, env=path.env)
             try:
                 run = _timed_transfer(pair, size)
             finally:
@@ -324,20 +358,24 @@ def cpu_bench(*, size_mib: int = 16, mtu: int = 9000, link_mbit: int = 10000,
             cpu = run["cpu_s"]
             runs[name] = {"cpu_ms_per_mib": cpu * 1e3 / size_mib,
                           "cpu_us_per_frame": cpu * 1e6 / max(1, run["frames_sent"]),
-                          "goodput_mbit": size * 8 / run["seconds"] / 1e6, **run}
+                          "goodput_mbit": size * 8 / run["seconds"] / 1e6,
+                          "core": pair.core["h0"], **path.config, **run}
     ref, fast = runs["reference"]["cpu_ms_per_mib"], runs["fast"]["cpu_ms_per_mib"]
     result = {"reference_cpu_ms_per_mib": round(ref, 2), "fast_cpu_ms_per_mib": round(fast, 2),
-              "ratio": round(ref / fast, 2), "goal_ratio": CPU_GOAL_RATIO, "mtu": mtu,
-              "size_mib": size_mib, "runs": runs}
+              "ratio": round(ref / fast, 2), "goal_ratio": CPU_GOAL_RATIO,
+              "floor_ratio": CPU_FLOOR_RATIO, "mtu": mtu, "size_mib": size_mib,
+              "reference_core": runs["reference"]["core"], "fast_core": runs["fast"]["core"],
+              "runs": runs}
     print(f"cpu: one MRC QP h0 -> h2, {size_mib} MiB, unshaped fabric, MTU {mtu}; "
           f"CPU of both endpoints per MiB delivered")
-    print(f"  {'path':10} {'cpu ms/MiB':>11} {'user s':>7} {'sys s':>7} {'Mbit/s':>7} "
-          f"{'frames':>7} {'retx':>6}")
+    print(f"  {'path':14} {'cpu ms/MiB':>11} {'user s':>7} {'sys s':>7} {'Mbit/s':>7} "
+          f"{'frames':>7} {'retx':>6}  core")
     for name, r in runs.items():
-        print(f"  {name:10} {r['cpu_ms_per_mib']:11.1f} {r['cpu_user_s']:7.2f} "
+        print(f"  {name:14} {r['cpu_ms_per_mib']:11.1f} {r['cpu_user_s']:7.2f} "
               f"{r['cpu_sys_s']:7.2f} {r['goodput_mbit']:7.0f} {r['frames_sent']:7} "
-              f"{r['retransmitted']:6}")
-    print(f"  ratio {result['ratio']:.1f}x (goal >= {CPU_GOAL_RATIO:.0f}x)")
+              f"{r['retransmitted']:6}  {r['core']}")
+    print(f"  ratio {result['ratio']:.1f}x (goal >= {CPU_GOAL_RATIO:.0f}x, at least "
+          f"{CPU_FLOOR_RATIO:.0f}x)")
     return result
 
 
@@ -407,7 +445,21 @@ def _tcp_goodput_mbit(fab, src: int, dst: int, size: int) -> float:
     return size * 8 / result["seconds"] / 1e6
 
 
-def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500) -> dict:
+def _loss_causes(stats: dict) -> dict:
+    """Why the sender retransmitted (its QP's loss counters, warm-up included) and how many
+    data packets the receiver got twice: duplicates mean a retransmission was not needed (the
+    original was late, not lost)."""
+    def qp_counters(host: int, side: str) -> dict:
+        qps = stats.get(host, {}).get("qps", {})
+        return next(iter(qps.values()), {}).get(side, {}) if qps else {}
+    sender, receiver = qp_counters(0, "sender"), qp_counters(2, "receiver")
+    out = {k: sender.get(k) for k in ("timeouts", "timeouts_without_evidence",
+                                      "sack_gap_losses", "nacks", "retransmitted_packets")}
+    out["receiver_duplicates"] = receiver.get("duplicates")
+    return out
+
+
+def unshaped_goodput(*, size_mib: int = 8, mtu: int = 9000) -> dict:
     """No rate limit on any link: one MRC QP h0 -> h2 (both planes, fast path) and then one
     kernel TCP connection h0 -> h2 (plane 0) over the same fabric; goal ratio MRC/TCP >= 1.
     The endpoints pace at the spec's 10 Gbit/s, i.e. not at all on this machine."""
@@ -420,17 +472,23 @@ def unshaped_goodput(*, size_mib: int = 8, mtu: int = 1500) -> dict:
         try:
             run = _timed_transfer(pair, size)
         finally:
-            pair.close()
+            stats = pair.close()
         run["socket_drops"] = _socket_drops(pair)
         tcp_mbit = _tcp_goodput_mbit(fab, 0, 2, size)
     mrc_mbit = size * 8 / run["seconds"] / 1e6
     result = {"mrc_mbit": round(mrc_mbit, 1), "tcp_mbit": round(tcp_mbit, 1),
               "ratio": round(mrc_mbit / tcp_mbit, 2), "goal_ratio": 1.0, "mtu": mtu,
               "size_mib": size_mib, "mrc_retransmitted": run["retransmitted"],
-              "mrc_socket_drops": run["socket_drops"],
+              "mrc_socket_drops": run["socket_drops"], "mrc_core": pair.core["h0"],
+              "mrc_losses": _loss_causes(stats),
               "mrc_cpu_ms_per_mib": round(run["cpu_s"] * 1e3 / size_mib, 2)}
     print(f"goodput, unshaped fabric (MTU {mtu}, {size_mib} MiB, h0 -> h2): MRC "
           f"{mrc_mbit:.0f} Mbit/s (one QP, both planes), kernel TCP {tcp_mbit:.0f} Mbit/s (one "
           f"connection), ratio {result['ratio']:.2f} (goal >= 1.0); MRC retransmitted "
-          f"{run['retransmitted']}, CPU {result['mrc_cpu_ms_per_mib']:.1f} ms/MiB")
+          f"{run['retransmitted']}, CPU {result['mrc_cpu_ms_per_mib']:.1f} ms/MiB, core "
+          f"{result['mrc_core']}")
+    losses = result["mrc_losses"]
+    print(f"  losses (whole run): SACK gap {losses['sack_gap_losses']}, timeouts "
+          f"{losses['timeouts']}, NACKs {losses['nacks']}; packets the receiver got twice "
+          f"{losses['receiver_duplicates']}; socket drops {run['socket_drops']}")
     return result
