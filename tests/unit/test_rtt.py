@@ -56,8 +56,8 @@ def test_timers_asked_for_before_a_sample_follow_the_samples_after_it():
     """RTO and reorder window read between samples (as the sender does per packet) are those
     of the samples so far: 4 x 1 ms base; then 1 ms and 9 ms samples give srtt 2 ms and
     rttvar 2.375 ms (RFC 6298 gains), srtt + 4 rttvar = 11.5 ms, reorder 11.5 - 1 = 10.5 ms."""
-    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtt_multiplier=4.0,
-                                 reorder_window_frac=0.5))
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtts=4.0,
+                                 reorder_rtts=0.5))
     assert (est.rto_ns(0), est.reorder_window_ns()) == (4 * MS, MS // 2)
     est.update(MS)
     assert (est.rto_ns(0), est.reorder_window_ns()) == (4 * MS, int(2.0 * MS))
