@@ -1,8 +1,9 @@
 """`mrclab run` over the MRC and RoCE endpoints on the real fabric: a short ring all-reduce with
 a T0-T1 link (on the h1->h2 hop's paths, and on RoCE's fixed ECMP path) taken down mid-run and
 restored. Both runs write complete, verified run directories; MRC's event log shows the EVs of
-the failed link turning ASSUMED_BAD; MRC finishes the iteration the fault interrupted before
-the fabric's 2 s reconvergence, while RoCE's ring stalls until it."""
+the failed link turning ASSUMED_BAD; the rank behind the failed hop keeps receiving under MRC
+(never a pause as long as the fabric's 2 s reconvergence), while RoCE's ring stalls until the
+controller reconverges."""
 import json
 import statistics
 
