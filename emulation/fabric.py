@@ -276,11 +276,17 @@ class Fabric:
             else:
                 net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port,
                             intfName1=link.a_intf, intfName2=link.b_intf)
-        net.build()
-        net.start()
-        self._verify_ofports()
-        self._configure_hosts()
-        self._configure_switch_intfs()
+        # Every switch port's receive socket is born while its port is added: with rmem_default
+        # raised it holds RX_FRAMES_PER_PORT frames of this MTU (emulation/ovs_sndbuf.py).
+        try:
+            with ovs_sndbuf.raised_rmem_default(ovs_sndbuf.rx_rcvbuf_for_mtu(self.spec.mtu)):
+                net.build()
+                net.start()
+                self._verify_ofports()
+                self._configure_hosts()
+                self._configure_switch_intfs()
+        except ovs_sndbuf.SendBufferError as err:
+            raise FabricError(str(err)) from None
         if self.shaped:
             self._shaped = True      # from here on teardown snapshots the queue counters
             self._shape_links()

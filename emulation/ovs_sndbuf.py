@@ -1,4 +1,5 @@
-"""The send buffer of ovs-vswitchd's one shared AF_PACKET transmit socket.
+"""The socket buffers of ovs-vswitchd's AF_PACKET sockets: its one shared transmit socket (most
+of this module) and the receive socket of each switch port (the end of this docstring).
 
 Why this exists: the userspace datapath (datapath_type=netdev) sends every packet it outputs to
 every "system" port (our switch-side veths) through ONE raw packet socket, created lazily the first
@@ -25,6 +26,14 @@ The caller must hold the fabric lock (emulation.fabric): the restart briefly sto
 Sockets other processes create during the short window also start with the raised default; that is
 harmless (a send buffer is a limit, not an allocation).
 
+Receive side: ovs-vswitchd reads each system port through its own packet socket, created when the
+port is added and never given an SO_RCVBUF, so its receive buffer is net.core.rmem_default at
+that moment (212992 bytes on Debian): ~12 jumbo frames of ~16.6 KB truesize. A sender bursting
+faster than a CPU-starved vswitchd reads overflows it and the frame is dropped with no OVS
+counter (`ss -0 -m -p` shows it as skmem d<N>; measured 35-50 per plane in one unshaped 8 MiB
+MRC transfer at MTU 9000). The fabric therefore raises rmem_default to rx_rcvbuf_for_mtu() while
+it adds its ports (raised_rmem_default) and restores it after.
+
 The parsing/decision part is pure (unit-tested on recorded `ss -0 -m -n -p` output); the adapter
 (ensure_ovs_tx_buffer) runs the commands, each checked.
 """
@@ -44,6 +53,10 @@ MIN_TX_SNDBUF = 4 * 1024 * 1024
 # Without shaping, queued frames wait in the receiving CPU's backlog (netdev_max_backlog, 5000
 # here) still charged to this socket: at MTU 9000 a 4 MiB buffer held only ~250 of them.
 TX_FRAMES_IN_FLIGHT = MIN_TX_SNDBUF // 2304
+# Frames one switch port's receive socket can hold while ovs-vswitchd is not scheduled: a 256-frame
+# burst fits without a silent drop: 4.3 MB at MTU 9000, 590 KB at 1500 (a limit, not an allocation).
+RX_FRAMES_PER_PORT = 256
+RMEM_DEFAULT_PATH = "/proc/sys/net/core/rmem_default"
 SKB_HEADROOM_AND_SHARED_INFO = 64 + 320
 SKB_STRUCT_BYTES = 256
 OVS_PROCESS = "ovs-vswitchd"
@@ -75,6 +88,11 @@ def tx_sndbuf_for_mtu(mtu: int) -> int:
     return max(MIN_TX_SNDBUF, TX_FRAMES_IN_FLIGHT * frame_truesize(mtu))
 
 
+def rx_rcvbuf_for_mtu(mtu: int) -> int:
+    """Receive buffer for RX_FRAMES_PER_PORT full frames of `mtu` on one switch port's socket."""
+    return RX_FRAMES_PER_PORT * frame_truesize(mtu)
+
+
 @dataclass(frozen=True)
 class PacketSocket:
     """One line of `ss -0 -m -n -p` (an AF_PACKET socket)."""
@@ -83,6 +101,8 @@ class PacketSocket:
     users: tuple[tuple[str, int, int], ...]   # (process name, pid, fd)
     sndbuf: int | None               # skmem tb
     wmem_alloc: int | None           # skmem t (bytes charged right now)
+    rcvbuf: int | None = None        # skmem rb
+    drops: int | None = None         # skmem d (frames dropped: receive buffer full)
 
     @property
     def processes(self) -> set[str]:
@@ -129,7 +149,8 @@ def parse_ss_packet_sockets(text: str) -> list[PacketSocket]:
         out.append(PacketSocket(
             netid=tokens[0], local=tokens[i + 2],
             users=tuple((n, int(p), int(f)) for n, p, f in _USER_RE.findall(rec)),
-            sndbuf=mem.get("tb"), wmem_alloc=mem.get("t")))
+            sndbuf=mem.get("tb"), wmem_alloc=mem.get("t"), rcvbuf=mem.get("rb"),
+            drops=mem.get("d")))
     return out
 
 
@@ -137,6 +158,11 @@ def ovs_tx_sockets(sockets: list[PacketSocket]) -> list[PacketSocket]:
     """The shared transmit socket(s) of ovs-vswitchd: raw, protocol 0, bound to no interface."""
     return [s for s in sockets if s.netid == "p_raw" and s.local == TX_LOCAL_ADDRESS
             and OVS_PROCESS in s.processes]
+
+
+def ovs_port_rx_sockets(sockets: list[PacketSocket], ifname: str) -> list[PacketSocket]:
+    """ovs-vswitchd's receive socket(s) of switch port `ifname` ("*:<ifname>")."""
+    return [s for s in sockets if s.local == f"*:{ifname}" and OVS_PROCESS in s.processes]
 
 
 @dataclass(frozen=True)
@@ -285,3 +311,32 @@ def ensure_ovs_tx_buffer(min_bytes: int = MIN_TX_SNDBUF, wait_s: float = 5.0) ->
                               f"send buffer: {verdict.reason} (after: {'; '.join(steps)}; "
                               f"see `{' '.join(SS_ARGV)}`)")
     return verdict
+
+
+class raised_rmem_default:
+    """`with raised_rmem_default(n):` net.core.rmem_default is at least n inside (the switch ports
+    added meanwhile get receive sockets of n bytes), restored on the way out, error or not."""
+
+    def __init__(self, min_bytes: int):
+        self.min_bytes = min_bytes
+        self.old: int | None = None
+
+    def __enter__(self):
+        with open(RMEM_DEFAULT_PATH) as f:
+            self.old = int(f.read().strip())
+        if self.old < self.min_bytes:
+            self._write(self.min_bytes)
+        return self
+
+    def __exit__(self, *exc):
+        if self.old is not None and self.old < self.min_bytes:
+            self._write(self.old)
+        return False
+
+    @staticmethod
+    def _write(value: int) -> None:
+        try:
+            with open(RMEM_DEFAULT_PATH, "w") as f:
+                f.write(f"{int(value)}\n")
+        except OSError as e:
+            raise SendBufferError(f"setting {RMEM_DEFAULT_PATH} to {value} failed: {e}") from None

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from analysis.jsonl import read_jsonl
+from emulation import ovs_sndbuf
 from emulation.endpoint_process import EndpointProcess
 from model.events import Event
 from model.topology import FabricSpec
@@ -43,6 +44,9 @@ def test_fast_and_reference_paths_carry_writes_byte_exact_on_a_jumbo_fabric(tmp_
             assert " mtu 9000 " in out, out
         mtu = run_checked(["ovs-vsctl", "get", "Interface", "t0p0g0-e1", "mtu"]).strip()
         assert mtu == "9000", mtu
+        # each switch port's receive socket was born with room for 256 jumbo frames
+        rx = ovs_sndbuf.ovs_port_rx_sockets(ovs_sndbuf.read_sockets(), "t0p0g0-e1")
+        assert rx and all(s.rcvbuf >= ovs_sndbuf.rx_rcvbuf_for_mtu(9000) for s in rx), rx
         fast = {h: EndpointProcess(fab, h, tmp_path, {"fast_path": True}) for h in (0, 2)}
         try:
             # MRC and the RoCE baseline share the endpoint and its I/O path.

@@ -131,3 +131,22 @@ def test_tx_sndbuf_scales_with_the_frame_truesize_of_the_mtu():
     assert sb.tx_sndbuf_for_mtu(9000) == 1820 * 16640
     with pytest.raises(ValueError, match="mtu"):
         sb.tx_sndbuf_for_mtu(0)
+
+
+def test_port_receive_buffer_holds_256_full_frames_of_the_mtu():
+    # MTU 9000: 9000 + 14 header + 384 headroom/shared info = 9398 -> 16384-byte buffer + 256 of
+    # struct sk_buff = 16640 per frame, x 256 = 4,259,840. MTU 1500: 1898 -> 2048 + 256 = 2304,
+    # x 256 = 589,824: both above Debian's 212,992 rmem_default (~12 jumbo frames).
+    assert sb.rx_rcvbuf_for_mtu(9000) == 4_259_840
+    assert sb.rx_rcvbuf_for_mtu(1500) == 589_824
+
+
+def test_port_receive_socket_buffer_and_drops_are_read():
+    line = ('p_raw 0      0                  *:t0p0g0-e1             *     '
+            'users:(("ovs-vswitchd",pid=14759,fd=37)) '
+            'skmem:(r0,rb4259840,t0,tb4194304,f0,w0,o176,bl0,d47)\n'
+            'p_raw 0      0                  *:h0-p0             *     '
+            'users:(("python3",pid=1,fd=3)) skmem:(r0,rb212992,t0,tb212992,f0,w0,o0,bl0,d0)\n')
+    (rx,) = sb.ovs_port_rx_sockets(sb.parse_ss_packet_sockets(line), "t0p0g0-e1")
+    assert (rx.rcvbuf, rx.drops) == (4_259_840, 47)
+    assert sb.ovs_port_rx_sockets(sb.parse_ss_packet_sockets(line), "h0-p0") == []
