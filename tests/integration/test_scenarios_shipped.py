@@ -8,6 +8,7 @@ A scenario-specific check per paper experiment makes sure the fault really did s
 import contextlib
 import io
 import json
+import statistics
 from pathlib import Path
 
 import pytest
@@ -76,10 +77,14 @@ def test_scale_mrc_recovers_from_the_link_down_10x_sooner_than_roce(scale_runs):
     assert scn.faults[0].commands[0]["action"] == "link_down"
     mrc_ms, roce_ms = mrc["recovery_ms"][0], roce["recovery_ms"][0]
     assert mrc_ms is not None, mrc["recovery_ms"]
-    # RoCE cannot recover before the fabric reroutes; None (not within the fault's span, which
-    # is longer than the reconvergence) counts as the whole span
+    # The fault really stalled RoCE: its QP over the dead link moves nothing until the fabric
+    # reroutes, and the metric's windows (one median iteration, analysis/recovery.py) can see
+    # the end of a stall at most 10% of a window early. None (not within the fault's span)
+    # counts as the whole span.
+    window_ms = max(100.0, statistics.median(roce["iteration_times_ms"]))
     span_ms = (roce["fault_times_ns"][1] - roce["fault_times_ns"][0]) / 1e6
-    assert roce_ms is None or roce_ms >= scn.roce_reconvergence_s * 1e3 * 0.9, roce["recovery_ms"]
+    assert roce_ms is None or roce_ms >= scn.roce_reconvergence_s * 1e3 - 0.1 * window_ms, \
+        (roce["recovery_ms"], window_ms)
     assert 10 * mrc_ms <= (span_ms if roce_ms is None else roce_ms), (mrc_ms, roce_ms)
 
 
