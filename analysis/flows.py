@@ -18,6 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.logs import parse_json, read_json
+from model.events import Event, Phase
 from model.topology import ev_plane, ev_spine
 
 
@@ -39,7 +40,7 @@ def ecn_moves(events: list[dict], qps: set[int] | None = None) -> dict:
     skipped_until: dict[tuple[int, int], int] = {}
     out = {"ecn_skips": 0, "moves": 0, "moves_by_path": {}, "trim_skips": 0}
     for e in events:
-        if e.get("event") != "ev_skip" or (qps is not None and e.get("qp") not in qps):
+        if e.get("event") != Event.EV_SKIP or (qps is not None and e.get("qp") not in qps):
             continue
         if e.get("once"):
             out["trim_skips"] += 1
@@ -56,7 +57,7 @@ def ecn_moves(events: list[dict], qps: set[int] | None = None) -> dict:
 
 def qps_to(events: list[dict], peer: str) -> set[int]:
     """The QP numbers an endpoint opened towards `peer` (its `qp` events)."""
-    return {e["qp"] for e in events if e.get("event") == "qp" and e.get("peer") == peer}
+    return {e["qp"] for e in events if e.get("event") == Event.QP and e.get("peer") == peer}
 
 
 def flows_of(worker_cfg: dict) -> list[tuple[str, str]]:
@@ -75,9 +76,10 @@ def flows_of(worker_cfg: dict) -> list[tuple[str, str]]:
 
 def timed_window(worker_events: list[dict]) -> tuple[int | None, int | None]:
     """(warmup_done, last iteration end) of one worker log: its timed phase."""
-    start = min((e["t_ns"] for e in worker_events if e.get("event") == "phase"
-                 and e.get("phase") == "warmup_done"), default=None)
-    end = max((e["end_ns"] for e in worker_events if e.get("event") == "iteration"), default=None)
+    start = min((e["t_ns"] for e in worker_events if e.get("event") == Event.PHASE
+                 and e.get("phase") == Phase.WARMUP_DONE), default=None)
+    end = max((e["end_ns"] for e in worker_events if e.get("event") == Event.ITERATION),
+              default=None)
     return start, end
 
 
@@ -95,7 +97,7 @@ def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]
     out = []
     for src, dst in flows:
         samples = [(e["t_ns"], e["rx_bytes"]) for e in worker_logs.get(dst, [])
-                   if e.get("event") == "goodput"]
+                   if e.get("event") == Event.GOODPUT]
         own = mean_goodput_mbit(samples, *windows[dst])
         together = mean_goodput_mbit(samples, *common) if common[0] is not None else None
         src_events = endpoint_logs.get(src)
@@ -120,14 +122,14 @@ def _int(value) -> bool:
 
 
 # the fields this module computes with, per event (a line without them is skipped)
-_USABLE = {
-    "ev_skip": lambda e: _int(e.get("t_ns")) and _int(e.get("ev")) and _int(e.get("until_ns"))
+_USABLE_EVENTS = {
+    Event.EV_SKIP: lambda e: _int(e.get("t_ns")) and _int(e.get("ev")) and _int(e.get("until_ns"))
     and _int(e.get("qp")),
-    "qp": lambda e: _int(e.get("qp")) and isinstance(e.get("peer"), str),
-    "goodput": lambda e: _int(e.get("t_ns")) and isinstance(e.get("rx_bytes"), (int, float))
+    Event.QP: lambda e: _int(e.get("qp")) and isinstance(e.get("peer"), str),
+    Event.GOODPUT: lambda e: _int(e.get("t_ns")) and isinstance(e.get("rx_bytes"), (int, float))
     and not isinstance(e.get("rx_bytes"), bool),
-    "phase": lambda e: _int(e.get("t_ns")),
-    "iteration": lambda e: _int(e.get("end_ns")),
+    Event.PHASE: lambda e: _int(e.get("t_ns")),
+    Event.ITERATION: lambda e: _int(e.get("end_ns")),
 }
 
 
@@ -144,7 +146,8 @@ def read_events(path: Path, wanted: tuple[str, ...]) -> list[dict]:
                     e = parse_json(line)
                 except ValueError:
                     continue
-                if isinstance(e, dict) and e.get("event") in wanted and _USABLE[e["event"]](e):
+                if (isinstance(e, dict) and e.get("event") in wanted
+                        and _USABLE_EVENTS[e["event"]](e)):
                     out.append(e)
     except OSError:
         pass
@@ -163,9 +166,10 @@ def flow_summary(tdir) -> dict:
     except (TypeError, ValueError, IndexError):
         return {"flows": []}
     hosts = {h for f in flows for h in f}
-    worker_logs = {h: read_events(tdir / f"worker-{h}.jsonl", ("goodput", "phase", "iteration"))
+    worker_logs = {h: read_events(tdir / f"worker-{h}.jsonl",
+                                  (Event.GOODPUT, Event.PHASE, Event.ITERATION))
                    for h in hosts}
-    endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl", ("ev_skip", "qp"))
+    endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl", (Event.EV_SKIP, Event.QP))
                      for h in hosts if (tdir / f"endpoint-{h}.jsonl").exists()}
     fabric = cfg.get("fabric") if isinstance(cfg.get("fabric"), dict) else {}
     link, planes = fabric.get("host_link_mbit"), fabric.get("planes", 1)

@@ -18,6 +18,7 @@ import pandas as pd
 
 from analysis import jsonl
 from analysis.jsonl import parse_json
+from model.events import Event
 from model.topology import FabricSpec, SpecError, Topology
 
 EVENT_REQUIRED = ("t_ns", "event")
@@ -34,20 +35,21 @@ INT64_MAX = (1 << 63) - 1          # t_ns and other *_ns values become int64 col
 COMMON_FIELDS = {"t_ns": "time", "event": "str", "host": "str", "action": "str", "a": "str",
                  "b": "str", "transport": "str"}
 EVENT_FIELDS = {
-    "goodput": {"rx_bytes": "number", "tx_bytes": "number"},
-    "iteration": {"iter": "count", "start_ns": "time", "end_ns": "time", "bytes": "number",
+    Event.GOODPUT: {"rx_bytes": "number", "tx_bytes": "number"},
+    Event.ITERATION: {"iter": "count", "start_ns": "time", "end_ns": "time", "bytes": "number",
                   "collective": "str", "verified": "bool"},
-    "ev_state": {"qp": "count", "ev": "count", "plane": "count", "new": "str", "old": "str"},
-    "ev_suspect": {"qp": "count", "ev": "count", "plane": "count"},
-    "ev_cleared": {"qp": "count", "ev": "count", "plane": "count"},
-    "retransmit": {"qp": "count"},
-    "phase": {"phase": "str"},
-    "counters": {"qps": "table"},
+    Event.EV_STATE: {"qp": "count", "ev": "count", "plane": "count", "new": "str", "old": "str"},
+    Event.EV_SUSPECT: {"qp": "count", "ev": "count", "plane": "count"},
+    Event.EV_CLEARED: {"qp": "count", "ev": "count", "plane": "count"},
+    Event.RETRANSMIT: {"qp": "count"},
+    Event.PHASE: {"phase": "str"},
+    Event.COUNTERS: {"qps": "table"},
 }
 # fields without which an event says nothing the analysis can use
-EVENT_NEEDS = {"goodput": ("rx_bytes",), "iteration": ("iter", "start_ns", "end_ns", "collective"),
-               "ev_state": ("qp", "ev", "new"), "ev_suspect": ("qp", "ev"),
-               "ev_cleared": ("qp", "ev")}
+EVENT_NEEDS = {Event.GOODPUT: ("rx_bytes",),
+               Event.ITERATION: ("iter", "start_ns", "end_ns", "collective"),
+               Event.EV_STATE: ("qp", "ev", "new"), Event.EV_SUSPECT: ("qp", "ev"),
+               Event.EV_CLEARED: ("qp", "ev")}
 
 
 def _kind_ok(kind: str, value) -> bool:
@@ -148,7 +150,7 @@ def _frame(records: list[dict], problems: list[str], first: list[str]) -> pd.Dat
 # collective) and, for mrc/roce, the endpoint's log (EV states, retransmissions, probes). Both
 # count delivered bytes: the worker's goodput/counters are the ones kept, so nothing is counted
 # twice; every other endpoint event is kept.
-ENDPOINT_EVENTS_SHADOWED_BY_WORKER = frozenset({"goodput", "counters"})
+ENDPOINT_EVENTS_SHADOWED_BY_WORKER = frozenset({Event.GOODPUT, Event.COUNTERS})
 
 
 def event_log_paths(run_dir) -> list[Path]:

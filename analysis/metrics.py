@@ -25,15 +25,13 @@ from analysis import runmodel
 from analysis import recovery
 from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
 from analysis.pcap import load_captures
+from model.events import FAULT_ACTIONS, Event, Phase
 
 DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY",
                 "WRITE_ONLY_IMM")
 # OCP's EV states, plus SUSPECT: not an OCP state, the time an EV spends out of use while a
 # loss on it awaits its verdict (traffic/reliability.py loss verdicts; ev_suspect / ev_cleared).
 EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN", "SUSPECT")
-# Fault-log actions that are faults (the controller's API); other entries (e.g. port_status
-# notifications) stay in the raw log but are not drawn or measured as faults.
-FAULT_ACTIONS = runmodel.FAULT_ACTIONS
 BUSBW_FACTORS = {
     "allreduce": lambda n: 2 * (n - 1) / n,
     "reducescatter": lambda n: (n - 1) / n,
@@ -204,7 +202,7 @@ def _events(ev: pd.DataFrame, name: str) -> pd.DataFrame:
 def log_goodput_series(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = None,
                        counter: str = "rx_bytes") -> pd.DataFrame:
     """Rate (Mbit/s) per host from the endpoints' cumulative `goodput` events, resampled to bins."""
-    g = _events(ev, "goodput")
+    g = _events(ev, Event.GOODPUT)
     if len(g) == 0 or counter not in g:
         return pd.DataFrame(index=pd.Index([], name="t_s"))
     if t0_ns is None:
@@ -225,7 +223,7 @@ def log_goodput_series(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None
 
 def retransmission_causes(ev: pd.DataFrame) -> pd.DataFrame:
     """Count of `retransmit` events per host and reason (timeout, sack_gap, nack_trimmed, ...)."""
-    r = _events(ev, "retransmit")
+    r = _events(ev, Event.RETRANSMIT)
     if len(r) == 0:
         return pd.DataFrame(columns=["host", "reason", "count"])
     return (r.groupby(["host", "reason"], observed=True).size()
@@ -235,13 +233,13 @@ def retransmission_causes(ev: pd.DataFrame) -> pd.DataFrame:
 def ev_state_intervals(ev: pd.DataFrame, end_ns: int | None = None) -> pd.DataFrame:
     """One row per (host, qp, ev) stretch in one state: start_ns, end_ns, state, reason.
     ev_suspect starts a SUSPECT stretch, ev_cleared returns the EV to GOOD."""
-    s = _events(ev, "ev_state")
+    s = _events(ev, Event.EV_STATE)
     cols = ["host", "qp", "ev", "plane", "state", "start_ns", "end_ns", "reason"]
     if len(s) == 0:
         return pd.DataFrame(columns=cols)
-    verdicts = ev[ev["event"].isin(["ev_suspect", "ev_cleared"])]
+    verdicts = ev[ev["event"].isin([Event.EV_SUSPECT, Event.EV_CLEARED])]
     if len(verdicts):
-        suspect = verdicts["event"] == "ev_suspect"
+        suspect = verdicts["event"] == Event.EV_SUSPECT
         reason = verdicts["reason"] if "reason" in verdicts else pd.Series(None, index=verdicts.index)
         evidence = (verdicts["evidence"] if "evidence" in verdicts
                     else pd.Series(None, index=verdicts.index))
@@ -265,14 +263,18 @@ def ev_state_intervals(ev: pd.DataFrame, end_ns: int | None = None) -> pd.DataFr
 
 
 def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = None,
-                    end_ns: int | None = None) -> pd.DataFrame:
+                    end_ns: int | None = None, states: tuple[str, ...] | None = None) -> pd.DataFrame:
     """EV x time-bin matrix of state codes (index of EV_STATES; NaN = no state known yet).
-    Rows are 'host/qp/ev' labels; a bin shows the worst state held during it."""
+    Rows are 'host/qp/ev' labels; a bin shows the worst state held during it. `states`: only
+    stretches in these states count (the bins and rows stay those of all states)."""
     iv = ev_state_intervals(ev, end_ns)
     if len(iv) == 0:
         return pd.DataFrame()
     t0 = int(ev["t_ns"].min()) if t0_ns is None else t0_ns
     end = int(iv["end_ns"].max()) if end_ns is None else end_ns
+    if states is not None:
+        labels = {f"{r.host}/qp{r.qp}/ev{r.ev:#010x}" for r in iv.itertuples(index=False)}
+        iv = iv[iv["state"].isin(states)]
     bin_ns = int(bin_ms * 1e6)
     nbins = max(1, int((end - t0) // bin_ns) + 1)
     # a bin shows the worst state held in it: DENIED > ASSUMED_BAD > SUSPECT > UNKNOWN > GOOD
@@ -289,6 +291,9 @@ def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = 
         upd = sev[a:b + 1] < level
         row[a:b + 1][upd] = EV_STATES.index(state)
         sev[a:b + 1][upd] = level
+    if states is not None:
+        for label in labels:
+            rows.setdefault(label, np.full(nbins, np.nan))
     m = pd.DataFrame(rows).T.sort_index()
     m.columns = pd.Index(np.arange(nbins) * bin_ns / 1e9, name="t_s")
     return m
@@ -298,7 +303,7 @@ def iteration_times(ev: pd.DataFrame) -> pd.DataFrame:
     """Collective iterations: one row per (transport, iter) with the slowest rank's duration
     (a collective ends when its last rank ends), bytes (most any rank sent) and NCCL's size S
     (nccl_size_bytes; NaN in logs that predate it)."""
-    it = _events(ev, "iteration")
+    it = _events(ev, Event.ITERATION)
     cols = ["transport", "collective", "iter", "start_ns", "end_ns", "duration_s", "bytes",
             "nccl_size_bytes", "ranks", "verified"]
     if len(it) == 0:
@@ -345,22 +350,22 @@ def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
     fault; a run directory's per-entry numbers are in recovery_table. recovery_ms is NaN when the
     goodput never recovers (the definition's None)."""
     cols = ["t_ns", "action", "a", "b", "expected_mbit", "recovery_ms", "recovered"]
-    g = _events(ev, "goodput")
+    g = _events(ev, Event.GOODPUT)
     if len(faults) == 0 or len(g) == 0 or counter not in g:
         return pd.DataFrame(columns=cols)
     per_host = {str(h): list(zip(x["t_ns"].astype(float), x[counter].astype(float)))
                 for h, x in g.groupby("host", observed=True)}
     samples = recovery.aggregate_cumulative(per_host)
     faults = faults.sort_values("t_ns", kind="stable").reset_index(drop=True)
-    it = _events(ev, "iteration")
+    it = _events(ev, Event.ITERATION)
     spans, traffic_end = [], None
     if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns):
         ranks = it["host"].nunique()
         whole = it.groupby("iter").filter(lambda x: x["host"].nunique() == ranks)
         spans = recovery.iteration_spans_ms(zip(whole["iter"], whole["start_ns"], whole["end_ns"]))
         traffic_end = int(it["end_ns"].max())
-    ph = _events(ev, "phase")
-    starts = ph[ph["phase"] == "warmup_done"]["t_ns"] if "phase" in ph else []
+    ph = _events(ev, Event.PHASE)
+    starts = ph[ph["phase"] == Phase.WARMUP_DONE]["t_ns"] if "phase" in ph else []
     timed_start = int(min(starts)) if len(starts) else None
     commands = [{k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
                 for _, f in faults.iterrows()]
@@ -430,6 +435,8 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
         pk = load_captures(d, transport=name)
         events = load_events(d)
         raw_faults = load_faults(d)
+        # entries that are not faults (port_status notifications, flap steps, ...) stay in
+        # the raw log but are not drawn or measured as faults
         faults = raw_faults[raw_faults["action"].isin(FAULT_ACTIONS)].reset_index(drop=True)
         faults.attrs = dict(raw_faults.attrs)
         problems = list(events.attrs.get("log_problems", [])) + list(faults.attrs.get("log_problems", []))

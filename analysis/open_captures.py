@@ -15,6 +15,7 @@ from pathlib import Path
 
 from analysis.logs import resolve_run, transport_dirs
 from model.argtypes import UsageError
+from model.proc import run_checked
 
 DISSECTOR = Path(__file__).resolve().with_name("wireshark") / "mrc.lua"
 
@@ -58,11 +59,8 @@ def merge(pcaps: list[Path], out: Path) -> Path:
         raise UsageError("mergecap is not installed (Debian package wireshark-common, which "
                          "tshark depends on; scripts/setup.sh installs it)")
     out.parent.mkdir(parents=True, exist_ok=True)
-    argv = [mergecap, "-w", str(out), *map(str, pcaps)]
-    res = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    if res.returncode != 0:
-        raise RuntimeError(f"{shlex.join(argv)} failed (exit {res.returncode}): "
-                           f"{res.stderr.strip()}")
+    run_checked([mergecap, "-w", str(out), *map(str, pcaps)], timeout=600,
+                what="merging the captures", error=RuntimeError)
     return out
 
 

@@ -22,7 +22,8 @@ from matplotlib.patches import Patch  # noqa: E402
 from analysis import metrics as m  # noqa: E402
 from analysis import recovery  # noqa: E402
 from analysis import trimming as tr
-from model.topology import ev_plane, ev_spine, t1_name
+from model.events import Event
+from model.topology import ev_plane, ev_spine, t0_name, t1_name
 
 TRANSPORT_COLORS = {"mrc": "tab:green", "roce": "tab:orange", "tcp": "tab:blue"}
 STATE_COLORS = ["#4caf50", "#ff9800", "#d32f2f", "#bdbdbd", "#fdd835"]  # metrics.EV_STATES order
@@ -73,7 +74,7 @@ def _named_events(events: pd.DataFrame, name: str) -> pd.DataFrame:
 def recovery_window_ms(td: m.TransportData) -> float:
     """The window analysis.recovery measures goodput over for this transport's run (one typical
     iteration, at least its default): the rolling mean uses the same one."""
-    it = _named_events(td.events, "iteration")
+    it = _named_events(td.events, Event.ITERATION)
     spans = (recovery.iteration_spans_ms(zip(it["iter"], it["start_ns"], it["end_ns"]))
              if len(it) and {"iter", "start_ns", "end_ns"} <= set(it.columns) else [])
     return recovery.collective_windows(spans)["window_ms"]
@@ -149,60 +150,96 @@ def _recovery_bars(ax, td: m.TransportData, faults: pd.DataFrame, origin_ns: int
 
 
 _SEVERITY = {"GOOD": 0, "UNKNOWN": 1, "SUSPECT": 2, "ASSUMED_BAD": 3, "DENIED": 4}
+_HEALTH_STATES = tuple(s for s in m.EV_STATES if s != "DENIED")
+
+
+def _qp_peers(events: pd.DataFrame) -> dict[tuple[str, int], str]:
+    """(host, qp) -> peer host name, from the endpoints' `qp` events."""
+    qp = _named_events(events, Event.QP)
+    if len(qp) == 0 or not {"host", "qp", "peer"} <= set(qp.columns):
+        return {}
+    return {(str(r.host), int(r.qp)): str(r.peer) for r in qp.itertuples(index=False)}
 
 
 def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
                    topology=None) -> tuple[pd.DataFrame, dict]:
     """EV states grouped by path: one row per (host, direction, plane, T1), a bin holding the
-    worst state any of that host's live EVs on the path held in it (metrics.ev_state_matrix's
-    order: DENIED > ASSUMED_BAD > SUSPECT > UNKNOWN > GOOD). An EV stops counting once a
-    replacement EV takes its place (its last state is history, not the path's state). With a
-    topology, paths that logged no transition get an empty row too, so an untouched plane shows.
+    worst health state any of that host's live EVs on the path held in it (GOOD < UNKNOWN <
+    SUSPECT < ASSUMED_BAD). An EV stops counting once a replacement EV takes its place (its
+    last state is history, not the path's state).
+    DENIED is the control plane's verdict on the EVs a rule names, not the health of the path:
+    a link rule denies one host's EVs to the peers behind that link and leaves its other peers'
+    EVs on the same plane and T1 in use. So the EVs that were ever denied get a row of their own
+    per peer under their path, DENIED from each EV's deny to its allow and empty otherwise, and
+    DENIED never paints the path's row. With a QP's peer known (`qp` events) and a topology, an
+    EV to a peer under the same T0 crosses no T1: its row is "within" that T0. With a topology,
+    paths that logged no transition get an empty row too, so an untouched plane shows.
     Returns (matrix of EV_STATES indices, NaN = nothing logged; {row label: EVs on the path})."""
-    mat = m.ev_state_matrix(events, bin_ms, t0_ns)
-    if len(mat) == 0:
-        return mat, {}
-    st = _named_events(events, "ev_state")
-    direction, retired = {}, {}
+    health = m.ev_state_matrix(events, bin_ms, t0_ns, states=_HEALTH_STATES)
+    if len(health) == 0:
+        return health, {}
+    denied = m.ev_state_matrix(events, bin_ms, t0_ns, states=("DENIED",))
+    st = _named_events(events, Event.EV_STATE)
+    direction, retired, ever_denied = {}, {}, set()
     for r in st.to_dict("records"):
         key = f"{r['host']}/qp{int(r['qp'])}/ev{int(r['ev']):#010x}"
         direction[key] = "ACKs" if r.get("direction") == "reverse" else "data"
+        if r.get("new") == "DENIED":
+            ever_denied.add(key)
         old = r.get("replaces")
         if old is not None and not (isinstance(old, float) and np.isnan(old)):
             retired.setdefault(f"{r['host']}/qp{int(r['qp'])}/ev{int(old):#010x}", r["t_ns"])
-    times = mat.columns.to_numpy(dtype=float)
+    peers = _qp_peers(events)
+    times = health.columns.to_numpy(dtype=float)
     to_sev = np.array([_SEVERITY[s] for s in m.EV_STATES], dtype=float)
     from_sev = {v: m.EV_STATES.index(k) for k, v in _SEVERITY.items()}
-    groups: dict = {}
-    for label in mat.index:
-        host, _qp, ev_text = label.split("/")
-        ev = int(ev_text[2:], 16)
-        groups.setdefault((int(host.lstrip("h")), direction.get(label, "data"), ev_plane(ev),
-                           ev_spine(ev)), []).append(label)
+
+    def path_of(host: int, qp: int, ev: int) -> tuple[int, int]:
+        """(plane, spine), spine -1 when the peer is under the same T0 (no T1 on the path)."""
+        peer = peers.get((f"h{host}", qp))
+        if topology is not None and peer is not None:
+            try:
+                if topology.host(host).group == topology.host(int(peer.lstrip("h"))).group:
+                    return ev_plane(ev), -1
+            except (KeyError, ValueError, IndexError):
+                pass
+        return ev_plane(ev), ev_spine(ev)
+
+    groups: dict = {}               # (host, direction, plane, spine, peer or "") -> labels
+    for label in health.index:
+        host_text, qp_text, ev_text = label.split("/")
+        host, qp, ev = int(host_text.lstrip("h")), int(qp_text[2:]), int(ev_text[2:], 16)
+        base = (host, direction.get(label, "data")) + path_of(host, qp, ev)
+        groups.setdefault(base + ("",), []).append(label)
+        if label in ever_denied:
+            groups.setdefault(base + (peers.get((host_text, qp), "?"),), []).append(label)
     if topology is not None:
         for host, dirn in {(k[0], k[1]) for k in groups}:
             for plane in range(topology.spec.planes):
                 for spine in range(topology.spec.spines):
-                    groups.setdefault((host, dirn, plane, spine), [])
+                    groups.setdefault((host, dirn, plane, spine, ""), [])
     rows, counts = {}, {}
-    for (host, dirn, plane, spine), labels in sorted(groups.items()):
+    for (host, dirn, plane, spine, peer), labels in sorted(groups.items()):
         sev = np.full(len(times), -1.0)
         for label in labels:
-            codes = mat.loc[label].to_numpy(dtype=float)
+            codes = (denied if peer else health).loc[label].to_numpy(dtype=float)
             level = np.where(np.isnan(codes), -1, to_sev[np.nan_to_num(codes).astype(int)])
-            if label in retired:
+            if label in retired and not peer:
                 level[times >= (retired[label] - t0_ns) / 1e9] = -1
             sev = np.maximum(sev, level)
-        key = f"h{host} {dirn}  plane {plane} via {t1_name(plane, spine)}"
+        where = (f"within {t0_name(plane, topology.host(host).group)}" if spine < 0
+                 else f"via {t1_name(plane, spine)}")
+        key = f"h{host} {dirn}  plane {plane} {where}" + (f"  denied, peer {peer}" if peer else "")
         rows[key] = np.array([np.nan if v < 0 else from_sev[int(v)] for v in sev])
         counts[key] = len(labels)
-    return pd.DataFrame(rows, index=mat.columns).T, counts
+    return pd.DataFrame(rows, index=health.columns).T, counts
 
 
 def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
     """EV state over time, one row per path (host, data or ACK direction, plane, T1): the worst
     state of the host's live EVs on that path in each time bin. A dead T0-T1 link shows as the
-    rows via that T1 turning ASSUMED_BAD while the other paths stay as they were."""
+    rows via that T1 turning ASSUMED_BAD while the other paths stay as they were. Denied EVs
+    show in rows of their own per peer, DENIED from their deny to their allow (ev_path_matrix)."""
     mat, counts = ev_path_matrix(td.events, bin_ms, t0_ns, td.topology)
     fig, ax = plt.subplots(figsize=(11, 1.9 + 0.3 * max(len(mat), 1)))
     if len(mat) == 0:
@@ -217,7 +254,8 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
                       norm=BoundaryNorm(np.arange(len(STATE_COLORS) + 1) - 0.5, len(STATE_COLORS)),
                       shading="flat")
         ax.set_yticks(np.arange(len(mat)) + 0.5)
-        ax.set_yticklabels([f"{k}  ({counts[k]} EVs logged)" for k in mat.index], fontsize=8)
+        ax.set_yticklabels([f"{k}  ({counts[k]} EVs {'denied' if 'denied' in k else 'logged'})"
+                            for k in mat.index], fontsize=8)
         hosts = [" ".join(k.split()[:2]) for k in mat.index]
         for i in range(1, len(hosts)):
             if hosts[i] != hosts[i - 1]:

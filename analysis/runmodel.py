@@ -33,12 +33,10 @@ from pathlib import Path
 
 from analysis import recovery
 from analysis.jsonl import read_jsonl
+from model.events import FAULT_ACTIONS, Event, Phase
 from model.topology import FabricSpec, SpecError, Topology
 
 APPLIED, FAILED, NOT_REACHED, AFTER_TRAFFIC = "applied", "failed", "not_reached", "after_traffic"
-# The controller's fault API actions; its log also holds port_status notifications, not faults.
-FAULT_ACTIONS = ("link_down", "link_up", "flap", "gray_loss", "gray_loss_clear", "blackhole",
-                 "blackhole_clear", "degrade", "degrade_clear", "ecn_mark", "ecn_clear")
 
 
 @dataclass(frozen=True)
@@ -227,7 +225,7 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
     for host, events in logs.items():
         for e in events:
             kind = e.get("event")
-            if kind == "iteration":
+            if kind == Event.ITERATION:
                 idx, start, end = _int(e.get("iter")), _int(e.get("start_ns")), _int(e.get("end_ns"))
                 if None in (idx, start, end):
                     problems.append(f"worker-{host}.jsonl: iteration event without iter/start_ns/end_ns")
@@ -235,9 +233,9 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                 per_index.setdefault(idx, []).append(e)
                 per_rank.append((idx, host, start, end, e.get("bytes"), e.get("verified") is True))
                 verified = verified and e.get("verified") is True
-            elif kind == "error":
+            elif kind == Event.ERROR:
                 errors.append(f"{host}: {e.get('reason')}")
-            elif kind == "phase" and e.get("phase") == "warmup_done":
+            elif kind == Event.PHASE and e.get("phase") == Phase.WARMUP_DONE:
                 t = _int(e.get("t_ns"))
                 if t is not None:
                     timed_start = t if timed_start is None else min(timed_start, t)
@@ -253,7 +251,7 @@ def _goodput(logs: dict[str, list[dict]]) -> dict[str, list[tuple[int, int]]]:
     out = {}
     for host, events in logs.items():
         out[host] = [(e["t_ns"], e["rx_bytes"]) for e in events
-                     if e.get("event") == "goodput" and _int(e.get("t_ns")) is not None
+                     if e.get("event") == Event.GOODPUT and _int(e.get("t_ns")) is not None
                      and isinstance(e.get("rx_bytes"), (int, float))
                      and not isinstance(e.get("rx_bytes"), bool)]
     return out

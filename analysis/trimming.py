@@ -22,12 +22,13 @@ import pandas as pd
 from analysis.flows import mean_goodput_mbit
 from analysis.jsonl import read_jsonl
 from analysis.logs import read_json, record_problem
+from model.events import Event, Phase
 
 CONGESTION_REASONS_NOT_FAILURE = ("nack_trimmed",)
 
 
 # the fields this module's consumers read of each event
-TRIM_EVENT_NEEDS = {"goodput": ("rx_bytes",), "iteration": ("end_ns",)}
+TRIM_EVENT_NEEDS = {Event.GOODPUT: ("rx_bytes",), Event.ITERATION: ("end_ns",)}
 
 
 def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
@@ -47,7 +48,7 @@ QP_COUNTERS = {"sender": ("nacks", "timeouts", "loss_verdicts_opened", "losses_e
 
 def _counters_ok(ev: dict) -> bool:
     """A final `counters` event's per-QP sender/receiver counters are numbers."""
-    if ev.get("event") != "counters":
+    if ev.get("event") != Event.COUNTERS:
         return True
     qps = ev.get("qps") or {}
     for qp in qps.values():
@@ -120,17 +121,17 @@ def endpoint_stats(events_by_host: dict[str, list[dict]]) -> dict:
         final = None
         for e in evs:
             name = e.get("event")
-            if name == "retransmit":
+            if name == Event.RETRANSMIT:
                 r = str(e.get("reason"))
                 out["retransmits_by_reason"][r] = out["retransmits_by_reason"].get(r, 0) + 1
-            elif name == "ev_state" and e.get("new") == "ASSUMED_BAD":
+            elif name == Event.EV_STATE and e.get("new") == "ASSUMED_BAD":
                 # forward = the data direction (sender's EVs); "reverse" = a receiver's reply
                 # paths (its probes), counted apart
                 reverse = e.get("direction") == "reverse"
                 out["ev_assumed_bad_reverse" if reverse else "ev_assumed_bad"] += 1
                 r = ("reverse:" if reverse else "") + str(e.get("reason"))
                 out["ev_assumed_bad_by_reason"][r] = out["ev_assumed_bad_by_reason"].get(r, 0) + 1
-            elif name == "counters":
+            elif name == Event.COUNTERS:
                 final = e
         if final is not None:
             out["hosts_with_counters"] += 1
@@ -147,7 +148,7 @@ def endpoint_stats(events_by_host: dict[str, list[dict]]) -> dict:
 
 
 def load_endpoint_stats(tdir) -> dict:
-    wanted = ("ev_state", "retransmit", "counters")
+    wanted = (Event.EV_STATE, Event.RETRANSMIT, Event.COUNTERS)
     logs = {p.stem.removeprefix("endpoint-"): _read_jsonl(p, wanted)
             for p in sorted(Path(tdir).glob("endpoint-*.jsonl"))}
     return endpoint_stats(logs)
@@ -204,11 +205,11 @@ def victim_goodput(tdir, bin_ms: float = 100.0, t0_ns: int | None = None) -> dic
     if pair is None:
         return None
     src, dst = pair
-    evs = _read_jsonl(tdir / f"worker-{dst}.jsonl", ("goodput", "phase", "iteration"))
-    samples = [(e["t_ns"], e["rx_bytes"]) for e in evs if e["event"] == "goodput"]
-    start = min((e["t_ns"] for e in evs if e["event"] == "phase"
-                 and e.get("phase") == "warmup_done"), default=None)
-    end = max((e["end_ns"] for e in evs if e["event"] == "iteration"), default=None)
+    evs = _read_jsonl(tdir / f"worker-{dst}.jsonl", (Event.GOODPUT, Event.PHASE, Event.ITERATION))
+    samples = [(e["t_ns"], e["rx_bytes"]) for e in evs if e["event"] == Event.GOODPUT]
+    start = min((e["t_ns"] for e in evs if e["event"] == Event.PHASE
+                 and e.get("phase") == Phase.WARMUP_DONE), default=None)
+    end = max((e["end_ns"] for e in evs if e["event"] == Event.ITERATION), default=None)
     timed = [s for s in samples if (start is None or s[0] >= start) and (end is None or s[0] <= end)]
     mean = mean_goodput_mbit(timed)     # the one definition of a flow's goodput
     return {"src": src, "dst": dst, "mean_mbit": mean,

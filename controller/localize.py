@@ -1,6 +1,6 @@
 """Which link loses packets, from per-path probe counts (pure: no sockets, no clock).
 
-Clustermapper's reasoning (MRC.md, "Monitoring"): a link is suspect when the paths that lose
+Clustermapper's reasoning (the MRC paper's monitoring): a link is suspect when the paths that lose
 cross it and the paths that do not lose avoid it. Given, per probed path, how many probes were
 settled and lost, and which links each path crosses:
 

@@ -26,6 +26,7 @@ from controller.fault_log import FaultLog
 from controller.host_namespaces import checked_host_pids
 from controller.routing_state import RoutingState
 from controller.scheduler import Scheduler
+from model.events import ControllerLog
 from model.topology import Topology
 
 LOG = logging.getLogger("mrclab.controller")
@@ -99,7 +100,7 @@ class FabricController:
             if change is None:
                 return
             snapshot = self.routing.down_links(self.state.admin_down)
-        entry = {"action": "port_status", "switch": switch, "port": port,
+        entry = {"action": ControllerLog.PORT_STATUS, "switch": switch, "port": port,
                  "state": "up" if up else "down", "reason": reason}
         if change.link is not None:
             entry.update(a=change.link.a, b=change.link.b)
@@ -118,7 +119,7 @@ class FabricController:
             self.executor.execute([InstallRules(name, tuple(changed))
                                    for name, changed in updates.items()
                                    if of is not None and of.is_connected(name)])
-            self.log({"action": "reconverge",
+            self.log({"action": ControllerLog.RECONVERGE,
                       "down_links": sorted(sorted(p) for p in down),
                       "switches_updated": sorted(updates)})
         except Exception:
@@ -168,11 +169,12 @@ class FabricController:
                 change = P.link_state_step(self.state, self.topo, a, b, up)
                 self.executor.execute(change.commands)
                 self.state = change.state
-            self.log({"action": "flap_step", "a": a, "b": b, "state": "up" if up else "down"})
+            self.log({"action": ControllerLog.FLAP_STEP, "a": a, "b": b,
+                      "state": "up" if up else "down"})
 
         def failed(err: Exception) -> None:
             LOG.error("flap of %s-%s failed: %s", a, b, err)
-            self.log({"action": "flap_error", "a": a, "b": b, "error": str(err)})
+            self.log({"action": ControllerLog.FLAP_ERROR, "a": a, "b": b, "error": str(err)})
 
         self.scheduler.start_sequence(frozenset((a, b)), F.flap_schedule(cmd.period_s, cmd.count),
                                       step, failed, name=f"flap-{a}-{b}")

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from controller.client import ControllerClient, ControllerError
-from emulation import cleanup, hostnet, switchqueue
+from emulation import cleanup, hostnet, ovs_sndbuf, switchqueue
 from emulation import trimming as trim_mod
 from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
@@ -253,9 +253,10 @@ class Fabric:
         # Before any bridge exists: OVS's one shared transmit socket must be born with a big
         # send buffer, or queued packets make it drop silently (emulation/ovs_sndbuf.py).
         # Needs the fabric lock, held since __enter__ (it may restart ovs-vswitchd).
-        from emulation.ovs_sndbuf import (  # deferred: it imports this module
-            ensure_ovs_tx_buffer, tx_sndbuf_for_mtu)
-        ensure_ovs_tx_buffer(tx_sndbuf_for_mtu(self.spec.mtu))
+        try:
+            ovs_sndbuf.ensure_ovs_tx_buffer(ovs_sndbuf.tx_sndbuf_for_mtu(self.spec.mtu))
+        except ovs_sndbuf.SendBufferError as err:
+            raise FabricError(str(err)) from None
         self._start_controller()
 
         net = Mininet(topo=None, controller=None, build=False, switch=OVSSwitch, host=Host,

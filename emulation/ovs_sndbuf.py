@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass
 
 from emulation import cleanup
-from emulation.fabric import FabricError, run_checked
+from model.proc import run_checked as run_command
 
 MIN_TX_SNDBUF = 4 * 1024 * 1024
 # The 4 MiB above covers TX_FRAMES_IN_FLIGHT frames of 1500 bytes. Jumbo frames cost more per
@@ -166,6 +166,16 @@ def decide(sockets: list[PacketSocket], min_bytes: int = MIN_TX_SNDBUF) -> TxBuf
 # ---------------------------------------------------------------- adapter
 
 
+class SendBufferError(RuntimeError):
+    """A step of sizing the send buffer failed; the message names the step and the command.
+    emulation.fabric raises it on as a FabricError (this module does not import the fabric,
+    which calls it)."""
+
+
+def run_checked(argv: list[str], timeout: float = 60, what: str = "") -> str:
+    return run_command(argv, timeout=timeout, what=what, error=SendBufferError)
+
+
 def read_sockets() -> list[PacketSocket]:
     return parse_ss_packet_sockets(run_checked(SS_ARGV, timeout=10,
                                                what="listing packet sockets"))
@@ -185,7 +195,7 @@ def write_wmem_default(value: int) -> None:
         with open(WMEM_DEFAULT_PATH, "w") as f:
             f.write(f"{int(value)}\n")
     except OSError as e:
-        raise FabricError(f"setting {WMEM_DEFAULT_PATH} to {value} failed: {e}") from None
+        raise SendBufferError(f"setting {WMEM_DEFAULT_PATH} to {value} failed: {e}") from None
 
 
 def restart_vswitchd() -> None:
@@ -243,7 +253,8 @@ def _wait_for_socket(min_bytes: int, timeout_s: float) -> TxBufferVerdict:
 def ensure_ovs_tx_buffer(min_bytes: int = MIN_TX_SNDBUF, wait_s: float = 5.0) -> TxBufferVerdict:
     """Make sure ovs-vswitchd's shared transmit socket has a send buffer >= min_bytes (see the
     module docstring). Caller holds the fabric lock. Returns the final verdict ("ok"); raises
-    FabricError naming the failed step. wmem_default and the probe are always restored/removed."""
+    SendBufferError naming the failed step. wmem_default and the probe are always restored and
+    removed."""
     verdict = current_verdict(min_bytes)
     if verdict.action == "ok":
         return verdict
@@ -270,7 +281,7 @@ def ensure_ovs_tx_buffer(min_bytes: int = MIN_TX_SNDBUF, wait_s: float = 5.0) ->
         if raised:
             write_wmem_default(old_wmem)
     if verdict.action != "ok":
-        raise FabricError(f"could not give ovs-vswitchd's transmit socket a {min_bytes}-byte send "
-                          f"buffer: {verdict.reason} (after: {'; '.join(steps)}; "
-                          f"see `{' '.join(SS_ARGV)}`)")
+        raise SendBufferError(f"could not give ovs-vswitchd's transmit socket a {min_bytes}-byte "
+                              f"send buffer: {verdict.reason} (after: {'; '.join(steps)}; "
+                              f"see `{' '.join(SS_ARGV)}`)")
     return verdict

@@ -19,11 +19,14 @@ import threading
 import time
 from pathlib import Path
 
+from analysis.jsonl import read_jsonl
 from controller.client import ControllerClient, ControllerError
 from controller.localize import locate
+from model.events import ControllerLog
 from model.topology import Topology
 from traffic.control import ControlClient
 from traffic.path_prober import parse_path_key
+from traffic.worker_config import WorkerConfig
 
 # Thresholds of a lossy / clean path (controller/localize.py). Measured on this machine with a
 # 2% lossy NIC link (both directions, ~4% per probe round trip) and 40 probes/s per path: the
@@ -119,7 +122,7 @@ class PathMonitor(threading.Thread):
 def denial_summary(controller_log: list[dict], applied: list[dict]) -> dict:
     """{"denied": [what was denied, in order], "detection_ms": first denial after the first
     applied fault, minus that fault's time (None without either)}."""
-    denies = sorted((e for e in controller_log if e.get("action") == "deny"),
+    denies = sorted((e for e in controller_log if e.get("action") == ControllerLog.DENY),
                     key=lambda e: e["t_ns"])
     faults = sorted(a["t_ns"] for a in applied if a.get("ok"))
     detection = None
@@ -135,16 +138,7 @@ def denial_summary(controller_log: list[dict], applied: list[dict]) -> dict:
 def run_denials(controller_log: Path, applied: list[dict]) -> dict:
     """denial_summary of a run directory's copy of the controller log (missing: no denial;
     a line cut by a crash is skipped)."""
-    entries = []
-    try:
-        with open(controller_log) as f:
-            for line in f:
-                try:
-                    entries.append(json.loads(line))
-                except ValueError:
-                    pass
-    except FileNotFoundError:
-        pass
+    entries = read_jsonl(controller_log, [])
     return denial_summary([e for e in entries if isinstance(e, dict) and "t_ns" in e], applied)
 
 
@@ -157,7 +151,7 @@ class RunControlPlane:
     registration with the controller, and the path monitor when the scenario turns the probers
     on ([mrc.endpoint] path_probe_interval_ms > 0)."""
 
-    def __init__(self, scn, transport: str, worker_config: dict, tdir: Path):
+    def __init__(self, scn, transport: str, worker_config: WorkerConfig, tdir: Path):
         self.topo = scn.topology
         self.tdir = Path(tdir)
         self.enabled = transport == "mrc"
@@ -167,7 +161,7 @@ class RunControlPlane:
         self.monitor: PathMonitor | None = None
         if self.enabled:
             self.dir = Path(tempfile.mkdtemp(prefix="mrclab-ctl-"))
-            worker_config["control_dir"] = str(self.dir)
+            worker_config.control_dir = str(self.dir)
 
     def sockets(self) -> dict[str, str]:
         return {h.name: str(self.dir / f"{h.name}.sock") for h in self.topo.hosts}

@@ -56,12 +56,13 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     ring_bytes = 4194304                # receive ring per QP (traffic/mrc_comm.py)
     fragment_bytes = 262144             # WRITE-with-IMM fragment, <= ring_bytes / 2
     linger_s = 0.3                      # keep answering peers this long after the last iteration
-    base_rtt_ns = 2000000               # fixed base RTT (omit: measured with probes)
     connect_timeout_s = 60
-    [mrc.endpoint]                      # traffic.endpoint_support.EndpointConfig overrides
-    rto_rtts = 25.0                     #   (host, fabric, routing, event_log: set by the runner)
-    [mrc.qp]                            # traffic.reliability.MRCConfig overrides
-    ev_count = 32
+    [mrc.endpoint]                      # the endpoint's own settings (EndpointConfig fields;
+    base_rtt_ns = 2000000               #   host, fabric, routing, event_log: set by the runner),
+                                        #   here a fixed base RTT (omit: measured with probes)
+    [mrc.qp]                            # every QP setting, named as traffic.qp_config.MRCConfig
+    ev_count = 32                       #   names it, over the endpoint's defaults for the
+    rto_rtts = 25.0                     #   emulated fabric (EMULATED_FABRIC_QP_DEFAULTS)
 
     [short]                             # `mrclab run FILE --short`: the test-sized version
     iterations = 12                     # any [collective] key (message_bytes, warmup, timeout_s..)
@@ -93,6 +94,8 @@ from emulation.scenario_schema import (
     MRC_ENDPOINT,
     MRC_ENDPOINT_RESERVED,
     MRC_QP,
+    MRC_QP_RESERVED,
+    MRC_RESERVED,
     OPTIONS,
     ROUTINGS,
     TOP,
@@ -105,8 +108,8 @@ from emulation.scenario_schema import (
 )
 from emulation.scenario_short import apply_short
 from model.topology import FabricSpec, SpecError, Topology
-from traffic.endpoint_support import MAX_DATA_OVERHEAD, ConfigError, EndpointConfig
-from traffic.reliability import MRCConfig
+from traffic.endpoint_support import EMULATED_FABRIC_QP_DEFAULTS, ConfigError, EndpointConfig
+from traffic.qp_config import MRCConfig
 
 __all__ = ["COLLECTIVES", "CollectiveSpec", "FaultEntry", "LINK_SELECTORS", "ROUTINGS",
            "Scenario", "ScenarioError", "TRANSPORTS", "load", "parse", "schedule_order"]
@@ -278,7 +281,7 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
     _check_collective(coll, ck, topo)
 
     op = with_defaults(ck.table(data, "options", OPTIONS), OPTIONS)
-    mrc = _parse_mrc(data, ck, spec, fab["mtu"])
+    mrc = _parse_mrc(data, ck, spec)
     faults = _parse_faults(data.get("faults", []), ck, topo, coll)
     scn = Scenario(name=name, description=description, spec=spec, routing=fab["routing"],
                    transports=list(names), tcp_reconvergence_s=tr["tcp_reconvergence_s"],
@@ -335,12 +338,12 @@ def _check_collective(coll: CollectiveSpec, ck: Checker, topo: Topology) -> None
                         ck.loc.key("collective", key))
 
 
-def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec, fabric_mtu: int) -> dict:
+def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
     """[mrc] -> the worker config's "mrc" table (read by traffic/mrc_comm.py create()): only the
     keys the file sets, so the transport's own defaults apply to the rest. Besides the schema,
     the real config objects are built, so the rules owned by traffic/endpoint_support.py and
-    traffic/reliability.py apply unchanged."""
-    out = ck.table(data, "mrc", MRC)
+    traffic/qp_config.py apply unchanged."""
+    out = ck.table(data, "mrc", MRC, reserved=MRC_RESERVED)
     raw = data.get("mrc", {})
     ring = out.get("ring_bytes", 4 << 20)
     frag = out.get("fragment_bytes", 256 << 10)
@@ -349,8 +352,8 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec, fabric_mtu: int) -> di
                 ck.loc.key("mrc", "fragment_bytes"))
     endpoint = ck.table(raw, "endpoint", MRC_ENDPOINT, parent="mrc",
                         reserved=MRC_ENDPOINT_RESERVED)
-    qp = ck.table(raw, "qp", MRC_QP, parent="mrc")
-    _check_mrc_rules(endpoint, qp, ck, spec, fabric_mtu)
+    qp = ck.table(raw, "qp", MRC_QP, parent="mrc", reserved=MRC_QP_RESERVED)
+    _check_mrc_rules(endpoint, qp, ck, spec)
 
     if "endpoint" in raw:
         try:
@@ -359,18 +362,17 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec, fabric_mtu: int) -> di
             ck.fail("[mrc.endpoint]", str(exc), ck.loc.table("mrc.endpoint"))
         out["endpoint"] = endpoint
     if "qp" in raw:
-        try:
-            MRCConfig(**qp)
-        except (TypeError, ValueError) as exc:
-            ck.fail("[mrc.qp]", str(exc), ck.loc.table("mrc.qp"))
+        try:         # the QP settings as an endpoint applies them: over its defaults
+            EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), "qp": qp})
+        except (ConfigError, TypeError, ValueError) as exc:
+            ck.fail("[mrc.qp]", str(exc).removeprefix("qp: "), ck.loc.table("mrc.qp"))
         out["qp"] = qp
     return out
 
 
-def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
-                     fabric_mtu: int) -> None:
+def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec) -> None:
     """Rules between [mrc.endpoint], [mrc.qp] and the fabric, which neither config object can
-    see alone (the endpoint fills a QP's settings from its own, then applies [mrc.qp])."""
+    see alone (which planes the endpoint opens, how many EVs a QP then has per plane)."""
 
     planes = endpoint.get("planes")
     if planes is not None:
@@ -379,25 +381,16 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
             ck.fail("[mrc.endpoint] planes", f"must list plane numbers 0..{spec.planes - 1}, "
                     f"each once, at least one, got {planes!r}", ck.loc.key("mrc.endpoint", "planes"))
     used_planes = len(planes) if planes else spec.planes
-    ev_table = "mrc.qp" if "ev_count" in qp else "mrc.endpoint"
-    ev_count = qp.get("ev_count", endpoint.get(
-        "ev_count", EndpointConfig.__dataclass_fields__["ev_count"].default))
+    ev_count = qp.get("ev_count", EMULATED_FABRIC_QP_DEFAULTS["ev_count"])
     if ev_count < used_planes:
-        ck.fail(f"[{ev_table}] ev_count", f"must be at least the number of planes in use "
+        ck.fail("[mrc.qp] ev_count", f"must be at least the number of planes in use "
                 f"({used_planes}): EVs are split equally over the planes, got {ev_count}",
-                ck.loc.key(ev_table, "ev_count"))
+                ck.loc.key("mrc.qp", "ev_count"))
     if qp.get("ev_min_active", 0) > ev_count:
         ck.fail("[mrc.qp] ev_min_active", f"must be at most ev_count ({ev_count}), got "
                 f"{qp['ev_min_active']}", ck.loc.key("mrc.qp", "ev_min_active"))
     if "ev_pin_spine" in qp or "ev_pin_count" in qp:
         _check_ev_pinning(qp, ck, spec, ev_count // used_planes)
-    # the endpoint caps a packet's payload to what fits the port MTU; an explicit qp.mtu
-    # bypasses that cap, so it must fit the fabric's MTU itself
-    payload_cap = fabric_mtu + 14 - MAX_DATA_OVERHEAD
-    if qp.get("mtu", 0) > payload_cap:
-        ck.fail("[mrc.qp] mtu", f"must be at most {payload_cap} (payload that fits the fabric's "
-                f"{fabric_mtu}-byte MTU after MRC's headers), got {qp['mtu']}",
-                ck.loc.key("mrc.qp", "mtu"))
     lo = qp.get("rto_min_ns", MRCConfig.__dataclass_fields__["rto_min_ns"].default)
     hi = qp.get("rto_max_ns", MRCConfig.__dataclass_fields__["rto_max_ns"].default)
     if lo > hi:

@@ -16,11 +16,8 @@ from dataclasses import dataclass
 
 from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
+from traffic.worker_config import COLLECTIVES, ROUTINGS, TRANSPORTS
 
-TRANSPORTS = ("mrc", "roce", "tcp")
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
-               "bisection")
-ROUTINGS = ("srv6", "ecmp")
 LINK_SELECTORS = ("host", "fabric", "all")
 
 # Generous ceilings that still reject what cannot be meant: times in ns up to 100 s, ratios of
@@ -125,13 +122,15 @@ MRC = {
     "ring_bytes": _i(None, 4096, 1 << 30, "receive ring per QP"),
     "fragment_bytes": _i(None, 64, 1 << 29, "WRITE-with-IMM fragment, <= ring_bytes / 2"),
     "linger_s": _n(None, 0.0, 60.0, "keep answering peers this long after the last iteration"),
-    "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT (omit: measured with probes)"),
     "connect_timeout_s": _n(None, 0.1, 3600.0, "QP connection set-up limit"),
     "endpoint": Key("table"), "qp": Key("table"),
 }
+MRC_RESERVED = {"base_rtt_ns": "moved: use [mrc.endpoint] base_rtt_ns, the endpoint's fixed "
+                               "base RTT"}
 
-# traffic.endpoint_support.EndpointConfig overrides; host, fabric, routing, event_log and
-# control_socket are set by the runner per host, qp comes from [mrc.qp].
+# traffic.endpoint_support.EndpointConfig fields: the endpoint's own settings. host, fabric,
+# routing, event_log and control_socket are set by the runner per host; the QPs' settings are
+# [mrc.qp] (each has one name, MRCConfig's).
 MRC_ENDPOINT = {
     "planes": Key("ints", None, "NIC ports (planes) to open; default all"),
     "port_rate_mbit": _pos(None, "pacing rate per port, Mbit/s (default: host_link_mbit)",
@@ -140,29 +139,14 @@ MRC_ENDPOINT = {
     "pacing_burst_packets": _i(None, 1, 1024, "pacer burst"),
     "fast_path": _b(None, "receive through a PACKET_MMAP ring (false: one recv() per frame)"),
     "max_payload": _i(None, 64, 9000, "per-packet payload cap (the port MTU also caps it)"),
-    "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT (omit: measured)"),
+    "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT of every QP (omit: measured with "
+                       "probes)"),
     "default_base_rtt_ns": _i(None, 1, NS_MAX, "base RTT if probing gets no answer"),
     "rtt_probe_count": _i(None, 1, 1000, "probes that measure the base RTT"),
-    "rto_rtts": _pos(None, "retransmission timeout, base RTTs"),
-    "probe_period_rtts": _pos(None, "probe period of a bad EV, base RTTs"),
-    "skip_rtts": _pos(None, "skip an ECN-marked EV this long, base RTTs"),
-    "reorder_rtts": _pos(None, "SACK-gap loss window, base RTTs"),
-    "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),
-    "reverse_probe_rtts": _pos(None, "reverse-path probe period, base RTTs"),
-    "min_base_rtt_ns": _i(None, 1, NS_MAX, "timers start from at least this base RTT"),
-    "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs per QP, split equally over the planes"),
-    "ack_every": _i(None, 1, SACK_BITMAP_BITS, "one SACK per this many data packets"),
-    "ack_delay_rtts": _pos(None, "delayed-SACK limit, base RTTs"),
-    "rto_ns": _i(None, 1, NS_MAX, "fixed RTO (wins over rto_rtts)"),
-    "probe_period_ns": _i(None, 1, NS_MAX, "fixed probe period (wins over probe_period_rtts)"),
-    "skip_ns": _i(None, 1, NS_MAX, "fixed skip time (wins over skip_rtts)"),
+    "min_base_rtt_ns": _i(None, 1, NS_MAX, "a QP's timers start from at least this base RTT "
+                           "(and [mrc.qp] nscc_min_base_rtt_ns defaults to it)"),
     "port_poll_ms": _pos(None, "NIC port state poll period, ms", hi=10000.0),
-    "goodput_interval_ms": _pos(None, "goodput sampling period, ms", hi=10000.0),
     "seed": _i(None, 0, (1 << 63) - 1, "EV choice seed (omit: from the clock)"),
-    "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric "
-                                "(omit: derived; 0: off)"),
-    "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
-    "loss_verdict_ms": _n(None, 0.0, 10000.0, "wait this long for evidence before retiring an EV"),
     "path_probe_interval_ms": _n(None, 0.0, 60000.0, "path prober: one probe per path to every "
                                  "peer this often, ms (0: off; on: the run's path monitor "
                                  "denies the lossy links it finds)"),
@@ -173,9 +157,17 @@ MRC_ENDPOINT_RESERVED = {
     "host": "set by the runner per host", "fabric": "comes from [fabric]",
     "routing": "comes from [fabric] routing", "event_log": "set by the runner",
     "control_socket": "set by the runner", "qp": "use the [mrc.qp] table",
+    "goodput_interval_ms": "moved: use [options] goodput_interval_ms",
+    **{key: f"moved: every QP setting is in [mrc.qp]; use [mrc.qp] {key}" for key in (
+        "rto_rtts", "probe_period_rtts", "skip_rtts", "reorder_rtts", "probe_timeout_rtts",
+        "reverse_probe_rtts", "ev_count", "ack_every", "ack_delay_rtts", "rto_ns",
+        "probe_period_ns", "skip_ns", "fabric_delay_bound_ns", "first_packet_grace")},
+    "loss_verdict_ms": "moved: every QP setting is in [mrc.qp]; use [mrc.qp] loss_verdict_ns "
+                       "(in ns: 300 ms = 300000000)",
 }
 
-# traffic.reliability.MRCConfig overrides
+# traffic.qp_config.MRCConfig fields, over the endpoint's EMULATED_FABRIC_QP_DEFAULTS
+# (traffic/endpoint_support.py); the settings the endpoint derives are in MRC_QP_RESERVED.
 MRC_QP = {
     "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs, equal per plane"),
     "ev_backup_count": _i(None, 0, EV_COUNT_MAX, "backup EVs, equal per plane"),
@@ -189,19 +181,17 @@ MRC_QP = {
     "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),
     "probe_backoff_max": _i(None, 1, 1024, "failed probes double the period up to this factor"),
     "skip_rtts": _n(None, 0.0, RTTS_MAX, "ECN echo: skip the EV this long, base RTTs"),
-    "mtu": _i(None, 64, 9000, "payload bytes per packet (must fit the fabric's MTU)"),
     "mpr": _i(None, 1, PSN_SPACE // 2 // MPR_UNIT - 1, "max PSN range, units of 128 PSNs"),
     "start_psn": _i(None, 0, PSN_SPACE - 1, "initial PSN"),
-    "base_rtt_ns": _i(None, 1, NS_MAX, "initial base RTT estimate"),
     "rto_ns": _i(None, 1, NS_MAX, "fixed base RTO"),
-    "rto_rtt_multiplier": _pos(None, "RTO in base RTTs"),
+    "rto_rtts": _pos(None, "retransmission timeout, base RTTs"),
     "rto_min_ns": _i(None, 1, NS_MAX, "RTO floor"),
     "rto_max_ns": _i(None, 1, NS_MAX, "RTO ceiling (>= rto_min_ns)"),
     "ack_timeout": _i(None, 0, 24, "OCP local ACK timeout, 1.024 us x 2^n (omit: from the RTT)"),
     "retry_linear_count": _i(None, 0, 7, "OCP linear (fixed interval) retries of one PSN"),
     "retry_exp_count": _i(None, 0, 25, "OCP exponential backoff retries after them; 25 = infinite"),
     "retry_fixed_interval": _b(None, "linear retries wait a fixed interval (OCP), not a growing one"),
-    "reorder_window_frac": _n(None, 0.0, RTTS_MAX, "SACK-gap loss window, base RTTs"),
+    "reorder_rtts": _n(None, 0.0, RTTS_MAX, "SACK-gap loss window, base RTTs"),
     "adaptive_reorder": _b(None, "grow the reorder window with measured RTT variance"),
     "congestion_grace_rtts": _n(None, 0.0, 1e6, "congestion evidence forgives a loss this long"),
     "congestion_delay_rtts": _n(None, 0.0, 1e6, "queueing delay that counts as congestion"),
@@ -216,7 +206,6 @@ MRC_QP = {
     "nscc_prop_gain": _pos(None, "NSCC proportional increase gain", hi=100.0),
     "nscc_max_window_bdp": _pos(None, "NSCC window ceiling, BDPs", hi=100.0),
     "nscc_initial_window_bdp": _pos(None, "NSCC initial window, BDPs", hi=100.0),
-    "trimming": _b(None, "the fabric trims (delay target 0.75 base RTT)"),
     "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric"),
     "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
     "loss_verdict_ns": _i(None, 0, NS_MAX, "wait this long for evidence before retiring an EV"),
@@ -227,8 +216,6 @@ MRC_QP = {
                        "(traffic/loss_policy.py)", choices=("ocp", "tolerant")),
     "suspend_siblings": _b(None, "a path's unexplained loss suspends the other EVs on that path"),
     "nscc_min_base_rtt_ns": _i(None, 0, NS_MAX, "NSCC's BDP uses at least this RTT"),
-    "port_rate_Bps": _pos(None, "pacing rate per plane, bytes/s", hi=1.25e10),
-    "pacer_burst_packets": _i(None, 1, 1024, "pacer burst"),
     "header_overhead": _i(None, 0, 1024, "header bytes the pacer counts per packet"),
     "reverse_evs_per_plane": _i(None, 1, 64, "receiver reverse-path EVs per plane"),
     "reverse_probe_rtts": _pos(None, "reverse-EV probe period, base RTTs"),
@@ -236,6 +223,18 @@ MRC_QP = {
     "reverse_idle_rtts": _pos(None, "stop reverse probing after this idle time", hi=1e6),
     "roce_window_psns": _i(None, 1, PSN_SPACE // 2 - 1, "RoCE RC window, PSNs"),
     "roce_retry_limit": _i(None, 1, 7, "RoCE retry_cnt (3 bits)"),
+}
+MRC_QP_RESERVED = {
+    "base_rtt_ns": "measured by the endpoint; fix it with [mrc.endpoint] base_rtt_ns",
+    "mtu": "renamed max_payload, set by the endpoint: use [mrc.endpoint] max_payload",
+    "max_payload": "set by the endpoint from its ports' MTU: use [mrc.endpoint] max_payload",
+    "port_rate_Bps": "set by the endpoint: use [mrc.endpoint] port_rate_mbit and "
+                     "pacing_fraction",
+    "pacer_burst_packets": "set by the endpoint: use [mrc.endpoint] pacing_burst_packets",
+    "pacing_burst_packets": "set by the endpoint: use [mrc.endpoint] pacing_burst_packets",
+    "trimming": "comes from [options] trimming",
+    "rto_rtt_multiplier": "renamed: use rto_rtts",
+    "reorder_window_frac": "renamed: use reorder_rtts (base RTTs)",
 }
 
 # [[faults]] timing and target keys; the action's own parameters are checked by

@@ -15,13 +15,12 @@ from __future__ import annotations
 import numpy as np
 
 from traffic.comm import Communicator
+from traffic.worker_config import COLLECTIVES
 
 DTYPE = np.float32
 TAG_STEP_SPACE = 1 << 16          # tags per collective call (steps * qps must fit)
 RELEASE = np.zeros(1, dtype=np.float32)   # the incast target's "iteration done" message
 
-COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
-               "bisection")
 
 
 def tag_for_iteration(iteration: int) -> int:

@@ -24,6 +24,8 @@ from abc import ABC, abstractmethod
 from collections import defaultdict, deque
 from typing import Iterable
 
+from traffic.worker_config import WorkerConfig
+
 MAX_TAG = 0xFFFFFFFF
 
 
@@ -49,6 +51,18 @@ class Handle:
         self.done = False
         self.data = None            # bytes-like for a completed recv
         self.error: str | None = None
+
+    def complete(self, rank: int, data) -> bool:
+        """Hand a received message to this recv (posted by `rank`). A length other than the one
+        posted means the ranks disagree on the collective's layout: recorded in `error`, and
+        False returned for the transport to raise or report."""
+        if len(data) != self.nbytes:
+            self.error = (f"rank {rank}: message from {self.peer} tag {self.tag} has "
+                          f"{len(data)} bytes, receiver expected {self.nbytes}")
+            return False
+        self.data = data
+        self.done = True
+        return True
 
     def __repr__(self) -> str:
         state = "done" if self.done else ("error" if self.error else "pending")
@@ -190,12 +204,8 @@ class InMemoryComm(Communicator):
         if not box:
             return
         payload = box.popleft()
-        if len(payload) != handle.nbytes:
-            handle.error = (f"rank {self.rank}: message from {handle.peer} tag {handle.tag} has "
-                            f"{len(payload)} bytes, receiver expected {handle.nbytes}")
+        if not handle.complete(self.rank, payload):
             raise CommError(handle.error)
-        handle.data = payload
-        handle.done = True
         self._stats["rx_bytes"] += len(payload)
         self._stats["rx_packets"] += 1
 
@@ -231,8 +241,8 @@ class InMemoryComm(Communicator):
 TRANSPORT_MODULES = {"tcp": "traffic.tcp_comm", "mrc": "traffic.mrc_comm", "roce": "traffic.mrc_comm"}
 
 
-def create_communicator(transport: str, rank: int, config: dict) -> Communicator:
-    """Build the communicator for `transport` from a worker config (see traffic/worker.py).
+def create_communicator(transport: str, rank: int, config: WorkerConfig) -> Communicator:
+    """Build the communicator for `transport` from a worker config (traffic/worker_config.py).
 
     Imports the transport module lazily: a TCP worker does not pay for the MRC endpoint's
     imports (Scapy, numpy), nor tests for transports they do not use.

@@ -13,7 +13,7 @@ by reason and dropped; nothing a peer sends can raise out of the loop.
 
 Timers scale with the emulated RTT: at QP creation the endpoint measures the base RTT to the
 peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the peer endpoint
-itself) and derives RTO, probe period and skip time from it (EndpointConfig.timers).
+itself) and derives RTO, probe period and skip time from it (Endpoint.qp_config).
 
 Run as a process:  python -m traffic.endpoint --config FILE   (serves traffic/control.py).
 
@@ -31,6 +31,7 @@ import signal
 import sys
 import time
 
+from model.events import Event
 from model.topology import Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev
 from traffic import roce_rc
 from traffic.codec import Codec, DecodeError
@@ -41,9 +42,11 @@ from traffic.endpoint_support import (
     ConfigError,
     Counters,
     EndpointConfig,
+    EMULATED_FABRIC_QP_DEFAULTS,
     EndpointError,
     EventLog,
     Pacer,
+    qp_timers,
     trimming_delay_bound_ns,
 )
 from traffic.evs import PathInfo
@@ -141,8 +144,12 @@ class QueuePair:
         return a if b is None else min(a, b)
 
     def stats(self) -> dict:
-        return {"peer": self.peer, "transport": self.transport, "error": self.error,
-                "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
+        out = {"peer": self.peer, "transport": self.transport, "error": self.error,
+               "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
+        nscc = getattr(self.sender, "nscc", None)
+        if nscc is not None:
+            out["nscc"] = dict(nscc.counts)
+        return out
 
 
 def port_class_for(config: EndpointConfig):
@@ -226,33 +233,24 @@ class Endpoint:
             raise EndpointError(f"cannot register memory region: {e}") from None
 
     def qp_config(self, base_rtt_ns: int, overrides: dict | None = None) -> MRCConfig:
-        """MRCConfig for a new QP: endpoint timers (in base RTTs) + config.qp + overrides."""
+        """MRCConfig for a new QP: what the endpoint derives (base RTT, payload, pacing, header
+        bytes, delay bound), over EMULATED_FABRIC_QP_DEFAULTS, under config.qp, under
+        `overrides`."""
         cfg = self.config
         header = MAX_DATA_OVERHEAD - (40 if cfg.routing == "ecmp" else 0) + 24
-        values = {"base_rtt_ns": base_rtt_ns, "mtu": self.max_payload,
-                  "rto_rtt_multiplier": cfg.rto_rtts, "probe_period_rtts": cfg.probe_period_rtts,
-                  "skip_rtts": cfg.skip_rtts, "rto_ns": cfg.rto_ns,
-                  "reorder_window_frac": cfg.reorder_rtts,
+        values = {**EMULATED_FABRIC_QP_DEFAULTS,
+                  "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns, "header_overhead": header,
+                  **cfg.qp,
+                  "base_rtt_ns": base_rtt_ns, "max_payload": self.max_payload,
                   "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
-                  "pacer_burst_packets": cfg.pacing_burst_packets, "header_overhead": header,
-                  "probe_timeout_rtts": cfg.probe_timeout_rtts,
-                  "reverse_probe_rtts": cfg.reverse_probe_rtts, "ev_count": cfg.ev_count,
-                  "ack_every": cfg.ack_every, "ack_delay_rtts": cfg.ack_delay_rtts,
-                  "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns,
-                  "ev_backup_count": cfg.ev_count // 2,
-                  "first_packet_grace": bool(cfg.first_packet_grace),
-                  "loss_verdict_ns": int(cfg.loss_verdict_ms * 1e6)}
-        values.update(cfg.qp_overrides())
-        values.update(cfg.qp)
-        values.update(overrides or {})
+                  "pacing_burst_packets": cfg.pacing_burst_packets,
+                  **(overrides or {})}
         if "fabric_delay_bound_ns" not in values:
-            bound = cfg.fabric_delay_bound_ns
-            if bound is None:
-                bound = trimming_delay_bound_ns(cfg.spec) if values.get("trimming") else 0
-            values["fabric_delay_bound_ns"] = bound
+            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec)
+                                               if values.get("trimming") else 0)
         try:
             return MRCConfig(**values)
-        except TypeError as e:
+        except (TypeError, ValueError) as e:
             raise EndpointError(f"bad QP setting: {e}") from None
 
     def create_qp(self, qpn: int, peer: int, peer_qpn: int, transport: str = "mrc",
@@ -297,8 +295,8 @@ class Endpoint:
             if not up:
                 qp.set_local_port(plane, False, now)
         self.qps[qpn] = qp
-        self.log.emit("qp", t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
-                      transport=transport, **self.config.timers(base_rtt_ns))
+        self.log.emit(Event.QP, t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
+                      transport=transport, **qp_timers(qcfg))
         if self.denylist.rules:
             self._apply_denylist(qp, now)
         # Move everything built so far (topology, codec tables, EV sets, buffers) out of the
@@ -333,17 +331,25 @@ class Endpoint:
             denied, allowed = denied + d, allowed + a
         in_force = sum(len(qp.sender.evs.denied()) for qp in self.qps.values()
                        if getattr(qp.sender, "evs", None) is not None)
-        self.log.emit("denylist", t_ns=now, rules=fresh.to_list(), denied=denied,
+        self.log.emit(Event.DENYLIST, t_ns=now, rules=fresh.to_list(), denied=denied,
                       allowed=allowed, evs_denied=in_force)
         return {"rules": fresh.to_list(), "newly_denied": denied, "newly_allowed": allowed,
                 "evs_denied": in_force}
 
     def _apply_denylist(self, qp: "QueuePair", now: int) -> tuple[int, int]:
+        """Deny the QP's forward EVs and its receiver's reverse EVs (SACKs and NACKs leave
+        this host for the same peer, so the same rules name them); the counts are forward."""
+        denylist, src, dst = self.denylist, self.host, qp.peer
+
+        def denies(ev: int) -> bool:
+            return denylist.denies(src, dst, ev)
+        reverse = getattr(qp.receiver, "reverse_paths", None)
+        if reverse is not None:
+            reverse.apply_denylist(denies, now)
         evs = getattr(qp.sender, "evs", None)
         if evs is None or not hasattr(evs, "apply_denylist"):
             return 0, 0
-        denylist, src, dst = self.denylist, self.host, qp.peer
-        return evs.apply_denylist(lambda ev: denylist.denies(src, dst, ev), now)
+        return evs.apply_denylist(denies, now)
 
     # ------------------------------------------------------------------ path prober
 
@@ -394,7 +400,7 @@ class Endpoint:
             frame = self.codec.encoder(self.host, peer, plane, self.config.routing).encode(msg, ev=ev)
         except ValueError as e:
             self.counters.drop("tx_encode_error")
-            self.log.emit("tx_error", qp=getattr(msg, "dest_qp", 0), reason=str(e))
+            self.log.emit(Event.TX_ERROR, qp=getattr(msg, "dest_qp", 0), reason=str(e))
             return False
         self.txq[plane].append(frame)
         if isinstance(msg, DataPacket):
@@ -435,7 +441,7 @@ class Endpoint:
             self._dispatch(plane, msg, meta, now)
         except Exception as e:  # noqa: BLE001 - a peer's packet must never kill the endpoint
             self.counters.drop("qp_rejected")
-            self.log.emit("rx_error", t_ns=now, reason=f"{type(e).__name__}: {e}")
+            self.log.emit(Event.RX_ERROR, t_ns=now, reason=f"{type(e).__name__}: {e}")
 
     def _dispatch(self, plane: int, msg, meta, now: int) -> None:
         if meta.dst_host != self.host:
@@ -536,11 +542,11 @@ class Endpoint:
                 self.run_once(0.002)
         got = samples[start:]
         if not got:
-            self.log.emit("base_rtt", peer=peer, rtt_ns=None, samples=0,
+            self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=None, samples=0,
                           used_ns=self.config.default_base_rtt_ns)
             return self.config.default_base_rtt_ns
         rtt = min(got)
-        self.log.emit("base_rtt", peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
+        self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
         return rtt
 
     def send_ready_probe(self, peer: int) -> None:
@@ -563,13 +569,13 @@ class Endpoint:
             up = bool(port.is_up())
             if up != self.port_up[plane]:
                 self.port_up[plane] = up
-                self.log.emit("port", t_ns=now, plane=plane, up=up)
+                self.log.emit(Event.PORT, t_ns=now, plane=plane, up=up)
                 for qp in self.qps.values():
                     qp.set_local_port(plane, up, now)
 
     def _emit_goodput(self, now: int) -> None:
         c = self.counters
-        self.log.emit("goodput", t_ns=now, rx_bytes=c.rx_bytes, tx_bytes=c.tx_bytes,
+        self.log.emit(Event.GOODPUT, t_ns=now, rx_bytes=c.rx_bytes, tx_bytes=c.tx_bytes,
                       rx_packets=c.rx_packets, tx_packets=c.tx_packets,
                       retransmits=c.retransmitted)
 
@@ -689,7 +695,7 @@ class Endpoint:
         final = self.counters.as_dict()
         final["socket_drops"] = self.socket_drops()
         final["qps"] = {qpn: qp.stats() for qpn, qp in self.qps.items()}
-        self.log.emit("counters", t_ns=now, **final)
+        self.log.emit(Event.COUNTERS, t_ns=now, **final)
         self.log.close()
         for port in self.ports.values():
             close = getattr(port, "close", None)

@@ -51,12 +51,65 @@ def trimming_delay_bound_ns(spec: FabricSpec) -> int:
     return int(total_s * TRIM_BOUND_MARGIN * 1e9)
 
 
+# The QP settings (MRCConfig fields) every endpoint starts from on the emulated fabric, where
+# they differ from the pure model's defaults; a config's `qp` table ([mrc.qp] of a scenario)
+# overrides each under the same name. Why each value:
+EMULATED_FABRIC_QP_DEFAULTS = {
+    # The RTO also grows with srtt + 4 rttvar (measured, so queueing under load counts) and a
+    # timeout retires an EV only when something sent later was delivered (traffic/loss_policy.py),
+    # so CPU stalls need no 25-RTT margin (the QP's base RTT is its min RTT sample, ~0.6 ms idle,
+    # so 16 x is ~10 ms; 8 x gave many spurious timeouts under incast).
+    "rto_rtts": 16.0,
+    "probe_period_rtts": 20.0,
+    "skip_rtts": 2.0,
+    # SACK-gap loss needs a packet sent this many base RTTs later to have arrived: under load the
+    # userspace switches add queueing of several base RTTs that differs per path, and a tighter
+    # window retires healthy EVs (measured: ~900 false ASSUMED_BAD in a 16 MiB run at 0.5).
+    # The window also grows to srtt + 4 rttvar - base RTT when queues build (adaptive_reorder),
+    # so the fixed part only has to cover the idle fabric's jitter.
+    "reorder_rtts": 1.0,
+    # Probe timers, same reason: a probe answer queues behind data in the userspace switches
+    # and on the CPU, so 4 base RTTs (the pure default) failed most probes under load and the
+    # resulting storm of re-probes of "bad" EVs ate the CPU (measured: ~9k probe frames/s/host).
+    "probe_timeout_rtts": 16.0,
+    "reverse_probe_rtts": 8.0,
+    # 128 EVs x several QPs x probes costs more CPU than the emulated fabric has; the backups
+    # stay at 16 whatever ev_count a scenario sets.
+    "ev_count": 32,
+    "ev_backup_count": 16,
+    # SACK coalescing: one SACK per ack_every data packets (immediate on ECN, AckReq = last
+    # packet of a message or a retransmission, or a bitmap half full), else after ack_delay_rtts.
+    # Every SACK costs a packet through three userspace switches and ~60 us of Python at each
+    # end; at 1 the SACKs were half the fabric's packets (bench goodput: emulation/benches).
+    "ack_every": 4,
+    "ack_delay_rtts": 0.25,
+    # A fresh EV's first packet meets OVS's slow path (upcall).
+    "first_packet_grace": True,
+    # Measured under the 7:1 incast: trimmed headers whose NACK reached the sender up to ~80 ms
+    # after the SACK-gap / timeout that declared them lost, and up to ~170 ms with tcpdump on
+    # every host port loading the CPU (CPU-starved userspace switches hold packets before the
+    # egress trimmer; one-way delays of trimmed headers reached 250 ms). At 100 ms, 20 of 152
+    # verdicts in such a run failed and retired healthy EVs. The EV is out of use meanwhile, so
+    # the window only delays the retirement (and its replacement), not the move off the path.
+    "loss_verdict_ns": 300_000_000,
+}
+
+# QP settings the endpoint derives from its own: set them there, not in `qp`.
+QP_SETTINGS_FROM_THE_ENDPOINT = {
+    "base_rtt_ns": "measured per peer (fix it with the endpoint's base_rtt_ns)",
+    "max_payload": "what fits the ports' MTU (cap it with the endpoint's max_payload)",
+    "pacing_burst_packets": "the endpoint's pacing_burst_packets",
+    "port_rate_Bps": "the endpoint's port_rate_mbit x pacing_fraction",
+}
+
+
 @dataclass
 class EndpointConfig:
     """Everything an endpoint process needs; loaded from JSON (or TOML) by `load`.
 
-    Timer values are in base RTTs because the emulated RTT (~1 ms through userspace OVS) is
-    three orders of magnitude above a real fabric's; absolute *_ns overrides win when set.
+    The endpoint's own settings are fields; the settings of its QPs are MRCConfig fields in
+    `qp`, applied over EMULATED_FABRIC_QP_DEFAULTS, so each QP setting has one name (MRCConfig's)
+    from the scenario's [mrc.qp] table to the code.
     """
 
     host: int
@@ -75,55 +128,14 @@ class EndpointConfig:
     base_rtt_ns: int | None = None                  # None: measure with probes at QP creation
     default_base_rtt_ns: int = 1_000_000            # used if probing gets no answer
     rtt_probe_count: int = 8
-    # The RTO also grows with srtt + 4 rttvar (measured, so queueing under load counts) and a
-    # timeout retires an EV only when something sent later was delivered (reliability.py), so
-    # CPU stalls no longer need a 25-RTT margin here (the QP's base RTT is its min RTT sample,
-    # ~0.6 ms idle, so 16 x is ~10 ms; 8 x gave many spurious timeouts under incast).
-    rto_rtts: float = 16.0
-    probe_period_rtts: float = 20.0
-    skip_rtts: float = 2.0
-    # SACK-gap loss needs a packet sent this many base RTTs later to have arrived: under load the
-    # userspace switches add queueing of several base RTTs that differs per path, and a tighter
-    # window retires healthy EVs (measured: ~900 false ASSUMED_BAD in a 16 MiB run at 0.5).
-    # The window also grows to srtt + 4 rttvar - base RTT when queues build (adaptive_reorder),
-    # so the fixed part only has to cover the idle fabric's jitter.
-    reorder_rtts: float = 1.0
-    # Probe timers, same reason: a probe answer queues behind data in the userspace switches
-    # and on the CPU, so 4 base RTTs (the pure default) failed most probes under load and the
-    # resulting storm of re-probes of "bad" EVs ate the CPU (measured: ~9k probe frames/s/host).
-    probe_timeout_rtts: float = 16.0
-    reverse_probe_rtts: float = 8.0
-    # The idle base RTT through userspace OVS (0.5-2.5 ms) is far below the loaded one; timers
-    # start from at least this much.
+    # The idle base RTT through userspace OVS (0.5-2.5 ms) is far below the loaded one; a QP's
+    # timers start from at least this much, and it is the QP's nscc_min_base_rtt_ns unless
+    # `qp` sets that.
     min_base_rtt_ns: int = 2_000_000
-    ev_count: int = 32                              # per QP; 128 x several QPs x probes = CPU
-    # SACK coalescing: one SACK per ack_every data packets (immediate on ECN, AckReq = last
-    # packet of a message or a retransmission, or a bitmap half full), else after ack_delay_rtts.
-    # Every SACK costs a packet through three userspace switches and ~60 us of Python at each
-    # end; at 1 the SACKs were half the fabric's packets (bench goodput: see traffic/bench.py).
-    ack_every: int = 4
-    ack_delay_rtts: float = 0.25
-    rto_ns: int | None = None
-    probe_period_ns: int | None = None
-    skip_ns: int | None = None
     port_poll_ms: float = 2.0
     goodput_interval_ms: float = 10.0
     seed: int | None = None                         # EV choice; None: from the clock
-    qp: dict = field(default_factory=dict)          # reliability.MRCConfig overrides
-    # Queueing bound of a trimming fabric (MRCConfig.fabric_delay_bound_ns): None derives it
-    # from the fabric's link rates and default trim thresholds when the QPs run with
-    # trimming (qp.trimming), 0 turns it off. Set it when a scenario uses other thresholds.
-    fabric_delay_bound_ns: int | None = None
-    # MRCConfig.first_packet_grace: a fresh EV's first packet meets OVS's slow path (upcall).
-    first_packet_grace: bool = True
-    # MRCConfig.loss_verdict_ns, in ms (0: retire an EV at its first unexplained loss, as OCP).
-    # Measured under the 7:1 incast: trimmed headers whose NACK reached the sender up to ~80 ms
-    # after the SACK-gap / timeout that declared them lost, and up to ~170 ms with tcpdump on
-    # every host port loading the CPU (CPU-starved userspace switches hold packets before the
-    # egress trimmer; one-way delays of trimmed headers reached 250 ms). At 100 ms, 20 of 152
-    # verdicts in such a run failed and retired healthy EVs. The EV is out of use meanwhile, so
-    # the window only delays the retirement (and its replacement), not the move off the path.
-    loss_verdict_ms: float = 300.0
+    qp: dict = field(default_factory=dict)          # MRCConfig fields, over the defaults above
     # Path prober (traffic/path_prober.py): one probe per path to every peer this often, ms
     # (0: off). Each host probes 2-10 paths per peer, so 20 ms is 100-500 probes/s per host.
     path_probe_interval_ms: float = 0.0
@@ -153,25 +165,19 @@ class EndpointConfig:
                 for p in self.planes):
             raise ConfigError(f"planes must be a non-empty list of plane numbers "
                               f"0..{self.spec.planes - 1}, got {self.planes!r}")
-        for name in ("pacing_fraction", "rto_rtts", "reorder_rtts", "probe_period_rtts", "skip_rtts",
-                     "probe_timeout_rtts", "reverse_probe_rtts",
-                     "port_poll_ms", "goodput_interval_ms", "ack_delay_rtts"):
+        for name in ("pacing_fraction", "port_poll_ms", "goodput_interval_ms"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
         if self.pacing_fraction > 1.5:
             raise ConfigError(f"pacing_fraction {self.pacing_fraction} is above 1.5x line rate")
         for name in ("pacing_burst_packets", "max_payload", "default_base_rtt_ns", "rtt_probe_count",
-                     "min_base_rtt_ns", "ev_count", "ack_every"):
+                     "min_base_rtt_ns"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if not 64 <= self.max_payload <= 9000:
             raise ConfigError(f"max_payload must be 64..9000 bytes, got {self.max_payload}")
-        if isinstance(self.loss_verdict_ms, bool) or not isinstance(
-                self.loss_verdict_ms, (int, float)) or not 0 <= self.loss_verdict_ms <= 10_000:
-            raise ConfigError(f"loss_verdict_ms must be a number of ms in 0..10000, "
-                              f"got {self.loss_verdict_ms!r}")
         for name in ("path_probe_interval_ms", "path_probe_timeout_ms"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
@@ -179,16 +185,11 @@ class EndpointConfig:
                 raise ConfigError(f"{name} must be a number of ms in "
                                   f"{'(0' if name.endswith('timeout_ms') else '[0'}..60000], "
                                   f"got {value!r}")
-        if self.fabric_delay_bound_ns is not None and (
-                isinstance(self.fabric_delay_bound_ns, bool)
-                or not isinstance(self.fabric_delay_bound_ns, int) or self.fabric_delay_bound_ns < 0):
-            raise ConfigError(f"fabric_delay_bound_ns must be a non-negative integer (ns) or "
-                              f"null, got {self.fabric_delay_bound_ns!r}")
-        for name in ("base_rtt_ns", "rto_ns", "probe_period_ns", "skip_ns"):
-            value = getattr(self, name)
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value <= 0):
-                raise ConfigError(f"{name} must be a positive integer (ns) or null, got {value!r}")
+        if self.base_rtt_ns is not None and (isinstance(self.base_rtt_ns, bool)
+                                             or not isinstance(self.base_rtt_ns, int)
+                                             or self.base_rtt_ns <= 0):
+            raise ConfigError(f"base_rtt_ns must be a positive integer (ns) or null, "
+                              f"got {self.base_rtt_ns!r}")
         if self.port_rate_mbit is None:
             self.port_rate_mbit = float(self.spec.host_link_mbit)
         elif isinstance(self.port_rate_mbit, bool) or not isinstance(
@@ -196,29 +197,23 @@ class EndpointConfig:
             raise ConfigError(f"port_rate_mbit must be a positive number, got {self.port_rate_mbit!r}")
         if not isinstance(self.qp, dict):
             raise ConfigError(f"qp must be a table of QP settings, got {self.qp!r}")
-        self._check_qp_accepts_overrides()
+        self._check_qp_settings()
 
-    # Fixed-time overrides handed to every QP as MRCConfig fields of the same name (they win
-    # over the *_rtts values there); rto_ns is one too, but MRCConfig has always had it.
-    QP_NS_OVERRIDES = ("probe_period_ns", "skip_ns")
-
-    def _check_qp_accepts_overrides(self) -> None:
-        """A key the QP cannot take must fail here, at validation, not be accepted, logged as
-        applied and then dropped (or fail at QP creation inside a worker)."""
+    def _check_qp_settings(self) -> None:
+        """A QP setting the QP cannot take must fail here, at validation, not be accepted,
+        logged as applied and then dropped (or fail at QP creation inside a worker)."""
         known = {f.name for f in fields(MRCConfig)}
         unknown = sorted(set(self.qp) - known)
         if unknown:
             raise ConfigError(f"qp: unknown QP setting(s) {', '.join(unknown)}; "
-                              f"known: {', '.join(sorted(known))}")
-        for name in self.QP_NS_OVERRIDES:
-            if getattr(self, name) is not None and name not in known:
-                raise ConfigError(f"{name} cannot be applied: the QP (MRCConfig) has no {name} "
-                                  f"field; use {name[:-3]}_rtts")
-
-    def qp_overrides(self) -> dict:
-        """The fixed-time overrides that are set, as MRCConfig keyword arguments."""
-        return {name: getattr(self, name) for name in self.QP_NS_OVERRIDES
-                if getattr(self, name) is not None}
+                              f"known: {', '.join(sorted(known - set(QP_SETTINGS_FROM_THE_ENDPOINT)))}")
+        for name in sorted(set(self.qp) & set(QP_SETTINGS_FROM_THE_ENDPOINT)):
+            raise ConfigError(f"qp: {name} is derived by the endpoint: "
+                              f"{QP_SETTINGS_FROM_THE_ENDPOINT[name]}")
+        try:
+            MRCConfig(**{**EMULATED_FABRIC_QP_DEFAULTS, **self.qp})
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"qp: {e}") from None
 
     @classmethod
     def from_dict(cls, data: dict) -> "EndpointConfig":
@@ -226,6 +221,10 @@ class EndpointConfig:
             raise ConfigError(f"endpoint config must be a JSON object, got {type(data).__name__}")
         known = {f.name for f in fields(cls)}
         unknown = set(data) - known
+        moved = sorted(unknown & MOVED_TO_QP.keys())
+        if moved:
+            raise ConfigError(f"{', '.join(moved)}: QP settings go in the qp table, as "
+                              + ", ".join(f"qp.{MOVED_TO_QP[k]}" for k in moved))
         if unknown:
             raise ConfigError(f"unknown endpoint config key(s): {', '.join(sorted(unknown))}; "
                               f"known: {', '.join(sorted(known))}")
@@ -250,21 +249,31 @@ class EndpointConfig:
             raise ConfigError(f"endpoint config {path} is not valid: {e}") from None
         return cls.from_dict(data)
 
-    def timers(self, base_rtt_ns: int) -> dict:
-        """RTO, probe period and skip time for a measured base RTT (overrides win)."""
-        return {
-            "base_rtt_ns": base_rtt_ns,
-            "rto_ns": self.rto_ns or int(self.rto_rtts * base_rtt_ns),
-            "probe_period_ns": self.probe_period_ns or int(self.probe_period_rtts * base_rtt_ns),
-            "skip_ns": self.skip_ns or int(self.skip_rtts * base_rtt_ns),
-        }
+
+# Keys an endpoint config no longer takes because they are QP settings, and their name in `qp`.
+MOVED_TO_QP = {**{name: name for name in (
+    "rto_rtts", "probe_period_rtts", "skip_rtts", "reorder_rtts", "probe_timeout_rtts",
+    "reverse_probe_rtts", "ev_count", "ack_every", "ack_delay_rtts", "rto_ns", "probe_period_ns",
+    "skip_ns", "fabric_delay_bound_ns", "first_packet_grace")},
+    "loss_verdict_ms": "loss_verdict_ns (in ns)"}
+
+
+def qp_timers(qp: MRCConfig) -> dict:
+    """RTO, probe period and skip time a QP starts with (its `qp` event): fixed values win
+    over the multiples of its base RTT."""
+    base = qp.base_rtt_ns
+    rto = qp.rto_ns or qp.ack_timeout_ns or int(qp.rto_rtts * base)
+    return {"base_rtt_ns": base, "rto_ns": rto,
+            "probe_period_ns": qp.probe_period_ns or int(qp.probe_period_rtts * base),
+            "skip_ns": qp.skip_ns or int(qp.skip_rtts * base)}
 
 
 class EventLog:
     """The JSONL event log of workers and endpoints: {"t_ns", "host", "event", ...} per line
-    (CLOCK_MONOTONIC ns, shared by every namespace), written whole and line-buffered so a crash
-    keeps every complete event. Thread-safe: a worker's goodput sampler shares it with the
-    collective. Without a path it only counts events (unit tests, an endpoint without a log)."""
+    with "event" one of model.events.Event (CLOCK_MONOTONIC ns, shared by every namespace),
+    written whole and line-buffered so a crash keeps every complete event. Thread-safe: a
+    worker's goodput sampler shares it with the collective. Without a path it only counts
+    events (unit tests, an endpoint without a log)."""
 
     def __init__(self, path: str | Path | None, host: str, clock=time.monotonic_ns):
         self.host = host

@@ -2,7 +2,7 @@
 
 One EV = one exact physical path (model.topology.make_ev: plane, spine = T0 uplink, entropy).
 MRC sprays every packet on the next active EV and retires a path the moment it loses a packet,
-so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.md, OCP MRC 1.0):
+so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP MRC 1.0):
 
 * The set is built at QP start: `ev_count` active EVs, the same number per plane
   (ev_count // planes, remainder dropped), spine chosen at random inside the plane, entropy random
@@ -13,7 +13,8 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (MRC.
   "two flows forced onto one EV"); backups stay random. Only the start is forced: ECN skips,
   retirements and replacements work as without it.
 * States GOOD / ASSUMED_BAD / DENIED / UNKNOWN (OCP). "Skip" is not a state: an ECN echo makes the
-  round robin pass over the EV until `until_ns`; a trimmed NACK makes it pass over it once.
+  round robin pass over the EV on its next turn and until `until_ns`; a trimmed NACK makes it
+  pass over it once.
 * `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
   waits `loss_verdict_ns` for a late trimmed NACK or a late delivery): the EV leaves the
   rotation and a same-plane backup takes its slot at once (without a backup it keeps the slot
@@ -44,6 +45,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from model.events import Event
 from model.topology import random_entropy, ev_spine, make_ev
 from traffic.messages import PROBE_ID_MASK
 
@@ -298,18 +300,23 @@ class EVSet:
             self._bad[info.ev] = info
         elif old == ASSUMED_BAD:
             self._bad.pop(info.ev, None)
-        event = {"t_ns": now_ns, "event": "ev_state", "qp": self.qp, "ev": info.ev,
+        event = {"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp, "ev": info.ev,
                  "plane": info.plane, "old": old, "new": new, "reason": reason}
         event.update(extra)
         self.emit(event)
 
     def skip(self, ev: int, until_ns: int, now_ns: int) -> None:
-        """ECN echo: keep the EV, pass over it until `until_ns`."""
+        """ECN echo: keep the EV, pass over it on its next turn (OCP's SACK M field: "skip
+        once") and until `until_ns`. A time alone did nothing when the EV's next turn came
+        after it: a round robin of 8 EVs at 20 Mbit/s takes ~5 ms, as long as the default skip
+        of 2 base RTTs, so an echo arriving a round trip after the marked packet often ran out
+        before the EV came up again."""
         info = self.evs.get(ev)
         if info is None:
             return
+        info.skip_once = True
         info.skip_until = max(info.skip_until, until_ns)
-        self.emit({"t_ns": now_ns, "event": "ev_skip", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_SKIP, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "until_ns": info.skip_until})
 
     def skip_next_turn(self, ev: int, now_ns: int) -> None:
@@ -318,7 +325,7 @@ class EVSet:
         if info is None:
             return
         info.skip_once = True
-        self.emit({"t_ns": now_ns, "event": "ev_skip", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_SKIP, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "until_ns": now_ns, "once": True})
 
     def suspend(self, ev: int, reason: str, now_ns: int) -> None:
@@ -333,7 +340,7 @@ class EVSet:
         if info is None or info.state != GOOD or info.suspended:
             return
         info.suspended = True
-        self.emit({"t_ns": now_ns, "event": "ev_suspect", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_SUSPECT, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "reason": reason})
         if info.in_rotation:
             backup = self._take_backup(info.plane)
@@ -346,7 +353,7 @@ class EVSet:
         if info is None or not info.suspended:
             return
         info.suspended = False
-        self.emit({"t_ns": now_ns, "event": "ev_cleared", "qp": self.qp, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.EV_CLEARED, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "evidence": evidence})
         if not info.in_rotation and info.state == GOOD:
             self._return_to_use(info, now_ns)
@@ -521,7 +528,7 @@ class EVSet:
 
     def _probe_result(self, ev: int, ok: bool, rtt_ns: int | None, now_ns: int) -> None:
         info = self.evs[ev]
-        self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp, "ev": ev, "ok": ok,
+        self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp, "ev": ev, "ok": ok,
                    "rtt_ns": rtt_ns})
         if info.state != ASSUMED_BAD:
             return

@@ -7,7 +7,7 @@ window ran out. Each answer is a Decision the sender only applies:
   EXCUSE     no penalty: the EV stays in use.
   FORGIVE    no penalty, but pass over the EV once (it is congested, it still delivers).
   SUSPEND    out of use until `until_ns`; retired then (by `due`) unless evidence explains it.
-  RETIRE     ASSUMED_BAD now: a same-plane backup takes its place (MRC.md).
+  RETIRE     ASSUMED_BAD now: a same-plane backup takes its place (OCP MRC 1.0).
   EXPLAINED  a suspended loss was explained (congestion, or late delivery), but the EV has
              another suspended loss open.
   CLEAR      a suspended loss was explained and none is left open: the EV returns to use.

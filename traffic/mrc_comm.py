@@ -32,6 +32,7 @@ from traffic.comm import CommError, CommTimeout, Communicator, Handle, as_bytes,
 from traffic.control import ControlServer
 from traffic.endpoint import Endpoint
 from traffic.endpoint_support import EndpointConfig, EndpointError
+from traffic.worker_config import WorkerConfig
 
 FRAG = struct.Struct("!IIII")          # tag, message length, fragment offset, fragment length
 QPN_BASE = 0x1000
@@ -223,7 +224,7 @@ class MRCComm(Communicator):
         handle = Handle("recv", peer, tag, nbytes, k)
         key = (peer, tag)
         if self.unexpected.get(key):
-            self._finish_recv(handle, self.unexpected[key].popleft())
+            handle.complete(self.rank, self.unexpected[key].popleft())
         elif self.partial_unmatched.get(key):
             inc = self.partial_unmatched[key].popleft()
             inc.handle = handle
@@ -367,56 +368,44 @@ class MRCComm(Communicator):
         st.incoming = None
         key = (st.peer, tag)
         if inc.handle is not None:
-            self._finish_recv(inc.handle, inc.buf)
+            inc.handle.complete(self.rank, inc.buf)     # a wrong length stays in handle.error
         else:
             self.partial_unmatched[key].remove(inc)
             self.unexpected[key].append(inc.buf)
 
-    def _finish_recv(self, handle: Handle, data) -> None:
-        if len(data) != handle.nbytes:
-            handle.error = (f"rank {self.rank}: message from {handle.peer} tag {handle.tag} has "
-                            f"{len(data)} bytes, receiver expected {handle.nbytes}")
-            return
-        handle.data = data
-        handle.done = True
-
-
-def create(transport: str, rank: int, config: dict, *, ports: dict | None = None) -> MRCComm:
-    """Factory used by traffic.comm.create_communicator. Worker config keys used: world_size,
-    hosts, qps_per_peer, fabric, routing, trimming, log_dir, goodput_interval_ms, mrc (table:
-    ring_bytes, fragment_bytes, connect_timeout_s, base_rtt_ns, endpoint = EndpointConfig
-    overrides). `ports` replaces the NIC sockets (tests)."""
-    mrc = dict(config.get("mrc") or {})
-    hosts_cfg = config.get("hosts") or [f"h{i}" for i in range(int(config["world_size"]))]
-    hosts = [int(str(h).lstrip("h")) for h in hosts_cfg]
-    ep_cfg = {"host": hosts[rank], "fabric": config.get("fabric") or {},
-              "routing": config.get("routing", "srv6")}
-    if config.get("log_dir"):
-        ep_cfg["event_log"] = f"{config['log_dir']}/endpoint-h{hosts[rank]}.jsonl"
-    if config.get("goodput_interval_ms"):
-        ep_cfg["goodput_interval_ms"] = float(config["goodput_interval_ms"])
-    qp = dict(mrc.get("qp") or {})
-    if config.get("trimming"):
-        qp.setdefault("trimming", True)
-    if qp:
-        ep_cfg["qp"] = qp
-    ep_cfg.update(mrc.get("endpoint") or {})
-    if config.get("control_dir"):
+def create(transport: str, rank: int, config: WorkerConfig, *,
+           ports: dict | None = None) -> MRCComm:
+    """Factory used by traffic.comm.create_communicator, from the worker config's world_size,
+    hosts, qps_per_peer, fabric, routing, trimming, log_dir, goodput_interval_ms, control_dir
+    and mrc settings (ring_bytes, fragment_bytes, linger_s, connect_timeout_s; endpoint and qp:
+    EndpointConfig and MRCConfig fields). `ports` replaces the NIC sockets (tests)."""
+    mrc = config.mrc
+    hosts = [int(h.lstrip("h")) for h in config.hosts]
+    ep_cfg = {"host": hosts[rank], "fabric": config.fabric, "routing": config.routing,
+              "event_log": f"{config.log_dir}/endpoint-h{hosts[rank]}.jsonl",
+              "goodput_interval_ms": config.goodput_interval_ms}
+    ep_cfg.update(mrc.endpoint)
+    ep_cfg["qp"] = {**mrc.qp, "trimming": config.trimming}     # [options] trimming
+    if config.control_dir:
         # the runner's control plane (denylist, path prober counts) reaches the endpoint here
-        ep_cfg["control_socket"] = f"{config['control_dir']}/h{hosts[rank]}.sock"
+        ep_cfg["control_socket"] = f"{config.control_dir}/h{hosts[rank]}.sock"
     endpoint = Endpoint(EndpointConfig.from_dict(ep_cfg), ports=ports)
     if ep_cfg.get("control_socket"):
         endpoint.control_server = ControlServer(endpoint, ep_cfg["control_socket"])
     try:
-        return MRCComm(rank, int(config["world_size"]), endpoint, transport,
-                       int(config.get("qps_per_peer", 1)),
-                       ring_bytes=int(mrc.get("ring_bytes", DEFAULT_RING_BYTES)),
-                       fragment_bytes=int(mrc.get("fragment_bytes", DEFAULT_FRAGMENT_BYTES)),
-                       connect_timeout_s=float(mrc.get("connect_timeout_s", 60.0)),
-                       base_rtt_ns=mrc.get("base_rtt_ns"), hosts=hosts,
-                       linger_s=float(mrc.get("linger_s", 0.3)))
+        return MRCComm(rank, config.world_size, endpoint, transport, config.qps_per_peer,
+                       ring_bytes=_or(mrc.ring_bytes, DEFAULT_RING_BYTES),
+                       fragment_bytes=_or(mrc.fragment_bytes, DEFAULT_FRAGMENT_BYTES),
+                       connect_timeout_s=_or(mrc.connect_timeout_s, 60.0),
+                       hosts=hosts,
+                       linger_s=_or(mrc.linger_s, 0.3))
     except BaseException:
         if ep_cfg.get("control_socket"):
             endpoint.control_server.close()
         endpoint.close()
         raise
+
+
+def _or(value, default):
+    """A setting the worker config leaves unset (None) takes the communicator's default."""
+    return default if value is None else value

@@ -3,7 +3,7 @@
 NSCC is the Ultra Ethernet sender-side congestion control (UET 1.0, "Network Signal-based
 Congestion Control"; reference model: ultraethernet/uet-htsim, UecSrc). Per ACK it looks at two
 signals, ECN (the SACK's echo) and queueing delay = rtt - base_rtt compared with a target, and
-picks one of four responses (MRC.md):
+picks one of four responses:
 
   no ECN, delay >= target : FAIR_INCREASE         cwnd += fi * mss * acked / cwnd
   no ECN, delay <  target : PROPORTIONAL_INCREASE cwnd += alpha * acked * (target - delay) / target
@@ -64,6 +64,10 @@ class Nscc:
         self.acked_prev_window = 0
         self._qa_until: int | None = None
         self.last_response: NsccResponse | None = None
+        # How often each response was applied, and what triggered each quick adapt: the
+        # counters event shows whether the window was cut by losses or by delay alone.
+        self.counts = dict.fromkeys([r.value for r in NsccResponse]
+                                    + ["quick_adapt_on_delay", "quick_adapt_on_loss"], 0)
 
     # ---------------------------------------------------------------- derived
 
@@ -92,6 +96,7 @@ class Nscc:
         target = self.target_ns
         if rtt_ns is not None and delay > self.qa_threshold_targets * target:
             if self._quick_adapt(now_ns):
+                self.counts["quick_adapt_on_delay"] += 1
                 return self._done(NsccResponse.QUICK_ADAPT)
         if not ecn:
             if delay >= target:
@@ -115,6 +120,8 @@ class Nscc:
         applied = self._quick_adapt(now_ns)
         if applied:
             self.last_response = NsccResponse.QUICK_ADAPT
+            self.counts[NsccResponse.QUICK_ADAPT.value] += 1
+            self.counts["quick_adapt_on_loss"] += 1
         return applied
 
     # ---------------------------------------------------------------- internals
@@ -143,13 +150,14 @@ class Nscc:
     def _done(self, resp: NsccResponse) -> NsccResponse:
         self.cwnd = min(max(self.cwnd, self.min_window), self.max_window)
         self.last_response = resp
+        self.counts[resp.value] += 1
         return resp
 
 
 class PlanePacer:
     """Token bucket per plane so an endpoint never sends faster than its NIC port rate.
 
-    Userspace OVS drops bursts it cannot absorb (DESIGN.md), so pacing is not optional here.
+    Userspace OVS drops bursts it cannot absorb, so pacing is not optional here.
     Tokens are bytes; each plane refills at `rate_Bps` up to `burst_bytes`.
     """
 

@@ -22,8 +22,11 @@ LOSS_POLICIES = ("ocp", "tolerant")
 
 @dataclass
 class MRCConfig:
-    """Every knob of the MRC transport. Defaults fit the emulated fabric (RTT ~1 ms, 100 Mbit/s
-    ports); OCP/UET values are quoted where they exist."""
+    """Every knob of the MRC transport, each under the one name a scenario's [mrc.qp] table
+    uses too. Defaults are the pure model's (RTT ~1 ms, 100 Mbit/s ports; OCP/UET values quoted
+    where they exist); an endpoint starts its QPs from EMULATED_FABRIC_QP_DEFAULTS
+    (traffic/endpoint_support.py) instead where the userspace fabric needs other values, and
+    derives base_rtt_ns, max_payload, port_rate_Bps and pacing_burst_packets itself."""
 
     # EV set (OCP examples: 128-256 EVs, ev_min_active = ev_count/4)
     ev_count: int = 128                  # active EVs, equal per plane
@@ -41,12 +44,12 @@ class MRCConfig:
     ev_pin_spine: int | None = None
     ev_pin_count: int = 0
     # reliability
-    mtu: int = 1024                      # payload bytes per packet
+    max_payload: int = 1024              # payload bytes per packet (the endpoint: what fits its ports)
     mpr: int = 8                         # max PSN range, units of 128 PSNs (OCP example 8)
     start_psn: int = 0                   # initial PSN (both ends must agree)
     base_rtt_ns: int = 1_000_000         # initial base RTT estimate until measured (min RTT seen)
     rto_ns: int | None = None            # fixed base RTO; None -> derived from RTT
-    rto_rtt_multiplier: float = 4.0
+    rto_rtts: float = 4.0                # base RTO in base RTTs (when rto_ns and ack_timeout are unset)
     rto_min_ns: int = 1_000_000
     rto_max_ns: int = 1_000_000_000
     # Retries of one PSN, as OCP's struct mrc_qp_attr (mrc.h): `timeout` is the local ACK
@@ -63,7 +66,7 @@ class MRCConfig:
     retry_linear_count: int = 7
     retry_exp_count: int = 3
     retry_fixed_interval: bool = False
-    reorder_window_frac: float = 0.5     # SACK-gap loss: sent this many base RTTs later arrived
+    reorder_rtts: float = 0.5            # SACK-gap loss: sent this many base RTTs later arrived
     # Under load the per-path queueing delay differs by far more than a base RTT; the reorder
     # window also grows to srtt + 4 rttvar - base RTT (RACK-like), measured, so a slower queue
     # on one path is not taken for a failed path.
@@ -103,7 +106,7 @@ class MRCConfig:
     fabric_delay_bound_ns: int = 0
     # The loss of the first packet an EV ever carried does not retire it (the next loss does):
     # in a fabric of userspace OVS the first packet of a new EV takes the slow path (upcall).
-    # The endpoint turns it on (EndpointConfig.first_packet_grace); off in the pure model.
+    # The endpoint turns it on (EMULATED_FABRIC_QP_DEFAULTS); off in the pure model.
     first_packet_grace: bool = False
     # Loss verdict (0 = judge at once, as OCP). A loss without trim puts its EV out of use at
     # once (the packets that follow take other EVs) but the EV is only retired (ASSUMED_BAD)
@@ -133,9 +136,10 @@ class MRCConfig:
     # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
     # uses at least this RTT (the timers keep the measured min).
     nscc_min_base_rtt_ns: int = 0
-    # pacing (userspace OVS drops bursts)
+    # pacing (userspace OVS drops bursts). The endpoint derives the rate from its port rate
+    # (Mbit/s) x pacing_fraction and hands its own pacing_burst_packets.
     port_rate_Bps: float = 12_500_000.0  # per plane (100 Mbit/s, the fabric's default host link)
-    pacer_burst_packets: int = 4
+    pacing_burst_packets: int = 4
     header_overhead: int = 120           # bytes of headers counted by the pacer per packet
     # receiver reverse path
     reverse_evs_per_plane: int = 2
@@ -147,11 +151,11 @@ class MRCConfig:
     roce_retry_limit: int = 7            # RoCE retry_cnt maximum
 
     def __post_init__(self) -> None:
-        positive = ("ev_count", "probe_k", "mtu", "mpr", "base_rtt_ns", "rto_min_ns",
+        positive = ("ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns",
                     "rto_max_ns", "ack_every", "port_rate_Bps",
-                    "pacer_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
+                    "pacing_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
-                    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts",
+                    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts", "rto_rtts",
                     "ack_delay_rtts")
         for name in ("probe_period_ns", "skip_ns"):
             value = getattr(self, name)
@@ -174,7 +178,7 @@ class MRCConfig:
             raise ValueError(f"MRCConfig.ev_pin_count must be in 1..ev_count with ev_pin_spine "
                              f"set, got {self.ev_pin_count!r}")
         for name in ("ev_backup_count", "skip_rtts", "header_overhead",
-                     "reorder_window_frac", "congestion_grace_rtts", "congestion_delay_rtts",
+                     "reorder_rtts", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")

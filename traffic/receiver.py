@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 from typing import Callable
 
+from model.events import Event
 from model.topology import ev_plane
 from traffic.evs import PathInfo
 from traffic.memory import AccessError, MemoryRegistry
@@ -70,7 +71,7 @@ class ReceiverQP(AssembledCompletions):
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
         if plane in self.local_up and self.local_up[plane] != up:
             self.local_up[plane] = up
-            self.emit({"t_ns": now_ns, "event": "port", "plane": plane, "up": up,
+            self.emit({"t_ns": now_ns, "event": Event.PORT, "plane": plane, "up": up,
                        "side": "local", "qp": self.qp_num})
 
     def on_data(self, pkt: DataPacket, now_ns: int, plane: int) -> list[tuple[object, int]]:
@@ -143,7 +144,7 @@ class ReceiverQP(AssembledCompletions):
         return []
 
     def _late_after_ns(self) -> int:
-        return max(1, int(self.cfg.reorder_window_frac * self.cfg.base_rtt_ns),
+        return max(1, int(self.cfg.reorder_rtts * self.cfg.base_rtt_ns),
                    self.cfg.fabric_delay_bound_ns)
 
     def _ack_delay(self) -> int:

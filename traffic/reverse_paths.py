@@ -23,6 +23,10 @@ reverse EV, so the set "always contains EVs known to be up and working". Here:
 * Retired reverse EVs are probed back like the sender's (traffic/evs.py): every
   probe_period_rtts, the period doubling with each failed probe up to probe_backoff_max; probe_k
   answers in a row make the EV GOOD again (it rejoins its plane if the plane is short).
+* The control plane's denylist (traffic/denylist.py, through `apply_denylist`) binds the reverse
+  direction as it binds the forward one: a DENIED EV leaves the set at once (a verified
+  candidate refills its slot), is never drawn as a candidate, adopted from a data SACK, probed
+  or replied on; once allowed it is treated as retired and must be probed back to GOOD.
 """
 from __future__ import annotations
 
@@ -30,6 +34,7 @@ import random
 from dataclasses import dataclass
 from typing import Callable
 
+from model.events import Event
 from model.topology import ev_plane, make_ev, random_entropy
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, Probe
@@ -85,6 +90,8 @@ class ReversePaths:
         self._probe_rttvar = 0.0
         self._congested_until_ns = -1                   # trimmed / CE data seen recently
         self._next_probe_ns = 0
+        self.denied: set[int] = set()                   # DENIED by the control plane
+        self._denies: Callable[[int], bool] = lambda ev: False
 
     def _random_ev(self, plane: int) -> int:
         return make_ev(plane, self.rng.randrange(self.paths.spines), random_entropy(self.rng))
@@ -144,7 +151,7 @@ class ReversePaths:
             del self._pending[seq]
             if kind == _CANDIDATE:
                 self._candidate.pop(ev_plane(ev), None)     # never answered: not adopted
-                self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+                self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                            "ok": False, "rtt_ns": None, "direction": "reverse",
                            "candidate": True})
                 continue
@@ -179,7 +186,10 @@ class ReversePaths:
         for plane in self.paths.planes:
             if (self.local_up[plane] and plane not in self._candidate
                     and len(self.evs[plane]) < self.cfg.reverse_evs_per_plane):
-                out.append(self._probe(self._fresh_ev(plane), _CANDIDATE, now_ns))
+                ev = self._fresh_ev(plane)
+                if ev is None:
+                    continue                # the denylist leaves this plane no path
+                out.append(self._probe(ev, _CANDIDATE, now_ns))
                 self._candidate[plane] = self._probe_seq
         return out
 
@@ -189,13 +199,19 @@ class ReversePaths:
         return (Probe(ev=ev, seq=self._probe_seq, timestamp=now_ns, src_qp=self.qp_num,
                       port_status=self.port_status, path_ev=ev), ev_plane(ev))
 
-    def _fresh_ev(self, plane: int) -> int:
-        """A random EV of `plane` neither in use nor retired."""
-        taken = {r.ev for r in self.evs[plane]} | set(self.retired)
-        while True:
+    # Random draws before a plane counts as wholly denied: with even one of two spines allowed,
+    # all of them landing on denied paths has probability 2^-64.
+    _FRESH_DRAWS = 64
+
+    def _fresh_ev(self, plane: int) -> int | None:
+        """A random EV of `plane` neither in use, retired nor denied; None if every draw was
+        denied (a rule such as {"plane": P} leaves the plane nothing to adopt)."""
+        taken = {r.ev for r in self.evs[plane]} | set(self.retired) | self.denied
+        for _ in range(self._FRESH_DRAWS):
             ev = self._random_ev(plane)
-            if ev not in taken:
+            if ev not in taken and not self._denies(ev):
                 return ev
+        return None
 
     def deadlines(self, now_ns: int, active: bool) -> list[int]:
         """When poll() next has something to do (probe timeouts, the next probe)."""
@@ -257,10 +273,10 @@ class ReversePaths:
         """A verified EV (its probe was answered) joins its plane's reverse EVs if the plane is
         short of them."""
         plane = ev_plane(ev)
-        if len(self.evs[plane]) >= self.cfg.reverse_evs_per_plane:
+        if len(self.evs[plane]) >= self.cfg.reverse_evs_per_plane or self._denies(ev):
             return
         self.evs[plane].append(_ReverseEV(ev))
-        event = {"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+        event = {"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
                  "plane": plane, "old": old, "new": "GOOD", "reason": reason,
                  "direction": "reverse", "verified": True}
         if self._replaces[plane]:
@@ -277,7 +293,7 @@ class ReversePaths:
             backoff = min(1 << min(r.failures, 30), self.cfg.probe_backoff_max)
             period = self._retired_period()
             r.next_probe_ns = max(r.next_probe_ns, now_ns + period * (backoff - 1))
-            self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+            self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                        "ok": False, "rtt_ns": None, "direction": "reverse"})
             return
         r.failures = 0
@@ -291,16 +307,58 @@ class ReversePaths:
         if len(self.evs[plane]) < self.cfg.reverse_evs_per_plane:
             self._adopt(ev, now_ns, old="ASSUMED_BAD", reason="probe_ok")
         else:
-            self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+            self.emit({"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
                        "plane": plane, "old": "ASSUMED_BAD", "new": "GOOD",
                        "reason": "probe_ok", "direction": "reverse"})
+
+    def apply_denylist(self, denies: Callable[[int], bool], now_ns: int) -> tuple[int, int]:
+        """Make the DENIED set what `denies(ev)` names, from now on too (candidates, SACK
+        refreshes): in-use and retired EVs it names become DENIED and their probes are
+        forgotten; denied EVs it no longer names are allowed and join the retired ones, to be
+        probed back. Returns (newly denied, newly allowed)."""
+        self._denies = denies
+        newly_denied = 0
+        for plane, revs in self.evs.items():
+            for rev in [r for r in revs if denies(r.ev)]:
+                revs.remove(rev)
+                self._replaces[plane].append(rev.ev)    # a verified candidate takes its slot
+                self._deny(rev.ev, "GOOD", now_ns)
+                newly_denied += 1
+        for ev in [ev for ev in self.retired if denies(ev)]:
+            del self.retired[ev]
+            self._deny(ev, "ASSUMED_BAD", now_ns)
+            newly_denied += 1
+        for seq, (ev, _, kind) in list(self._pending.items()):
+            if ev in self.denied or denies(ev):
+                del self._pending[seq]
+                if kind == _CANDIDATE and self._candidate.get(ev_plane(ev)) == seq:
+                    del self._candidate[ev_plane(ev)]
+        for seq in [s for s, ev in self._expired.items() if ev in self.denied]:
+            del self._expired[seq]
+        for seq in [s for s, (ev, _) in self._unjudged.items() if ev in self.denied]:
+            del self._unjudged[seq]
+        newly_allowed = 0
+        for ev in [ev for ev in self.denied if not denies(ev)]:
+            self.denied.discard(ev)
+            self.retired[ev] = _RetiredEV(ev, next_probe_ns=now_ns)
+            self.emit({"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
+                       "plane": ev_plane(ev), "old": "DENIED", "new": "ASSUMED_BAD",
+                       "reason": "allowed", "direction": "reverse"})
+            newly_allowed += 1
+        return newly_denied, newly_allowed
+
+    def _deny(self, ev: int, old: str, now_ns: int) -> None:
+        self.denied.add(ev)
+        self.emit({"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
+                   "plane": ev_plane(ev), "old": old, "new": "DENIED", "reason": "denied",
+                   "direction": "reverse"})
 
     def _congestion_excuses(self, ev: int, now_ns: int) -> bool:
         if now_ns >= self._congested_until_ns:
             return False
         # Data arrives trimmed/marked: the answer is stuck in a congested queue, which says
         # nothing about the reverse path (congestion never retires a path).
-        self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+        self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                    "ok": False, "rtt_ns": None, "direction": "reverse", "congested": True})
         return True
 
@@ -323,7 +381,7 @@ class ReversePaths:
             if self._congestion_excuses(ev, now_ns):
                 return
             rev.fails += 1
-            self.emit({"t_ns": now_ns, "event": "probe", "qp": self.qp_num, "ev": ev,
+            self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp_num, "ev": ev,
                        "ok": False, "rtt_ns": None, "direction": "reverse"})
             if rev.fails >= self.cfg.reverse_probe_fail_limit:
                 # retired; its slot is filled by the first candidate whose probe is answered
@@ -331,7 +389,7 @@ class ReversePaths:
                 self.retired[ev] = _RetiredEV(
                     ev, next_probe_ns=now_ns + self._retired_period())
                 self._replaces[plane].append(ev)
-                self.emit({"t_ns": now_ns, "event": "ev_state", "qp": self.qp_num, "ev": ev,
+                self.emit({"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp_num, "ev": ev,
                            "plane": plane, "old": "GOOD", "new": "ASSUMED_BAD",
                            "reason": "reverse_probe_timeout", "direction": "reverse"})
             return

@@ -17,6 +17,7 @@ import random
 from collections import deque
 from typing import Callable
 
+from model.events import Event
 from model.topology import random_entropy, make_ev
 from traffic.evs import PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, WRITE_OPCODES, DataPacket,
@@ -47,7 +48,7 @@ class RoceSenderQP(PostedWrites):
         self.ev = ev if ev is not None else fixed_path(paths, qp_num, rng)
         self.plane = (self.ev >> 28) & 0xF
         self.pacer = PlanePacer([self.plane], config.port_rate_Bps,
-                                config.pacer_burst_packets * (config.mtu + config.header_overhead))
+                                config.pacing_burst_packets * (config.max_payload + config.header_overhead))
         self.snd_una = config.start_psn
         self.snd_nxt = config.start_psn      # next never-sent PSN
         self.send_ptr = config.start_psn     # next PSN to (re)send
@@ -78,12 +79,12 @@ class RoceSenderQP(PostedWrites):
     def rto_ns(self) -> int:
         if self.cfg.rto_ns is not None:
             return self.cfg.rto_ns
-        return int(max(self.cfg.rto_min_ns, self.cfg.rto_rtt_multiplier * self.cfg.base_rtt_ns))
+        return int(max(self.cfg.rto_min_ns, self.cfg.rto_rtts * self.cfg.base_rtt_ns))
 
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
         if plane == self.plane and self.local_up != up:
             self.local_up = up
-            self.emit({"t_ns": now_ns, "event": "port", "plane": plane, "up": up,
+            self.emit({"t_ns": now_ns, "event": Event.PORT, "plane": plane, "up": up,
                        "side": "local", "qp": self.qp_num})
 
     def next_deadline(self, now_ns: int) -> int | None:
@@ -123,7 +124,7 @@ class RoceSenderQP(PostedWrites):
                 break
             if self.send_ptr < self.snd_nxt:
                 rec = self.records[self.send_ptr]
-                self.emit({"t_ns": now_ns, "event": "retransmit", "qp": self.qp_num,
+                self.emit({"t_ns": now_ns, "event": Event.RETRANSMIT, "qp": self.qp_num,
                            "psn": rec.seq & PSN_MASK, "old_ev": self.ev, "new_ev": self.ev,
                            "reason": "gbn"})
                 self.counters["retransmitted_packets"] += 1
@@ -167,7 +168,7 @@ class RoceSenderQP(PostedWrites):
                 m = self.messages.popleft()
                 comp = Completion(self.qp_num, m.msn & PSN_MASK, m.length, m.imm)
                 self.completions.append(comp)
-                self.emit({"t_ns": now_ns, "event": "completion", "qp": self.qp_num,
+                self.emit({"t_ns": now_ns, "event": Event.COMPLETION, "qp": self.qp_num,
                            "msn": comp.msn, "bytes": comp.bytes, "imm": comp.imm,
                            "side": "send"})
             self._wake_ns = -1

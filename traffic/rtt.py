@@ -8,9 +8,9 @@ srtt / rttvar as RFC 6298 (gains 1/8 and 1/4). From them:
     fixed interval), else base_rto * (t + 1). Exponential, i = t - retry_linear_count >= 1:
     the last linear interval * 2^i. Capped at max(rto_max_ns, base_rto).
     base_rto = OCP's 1.024 us x 2^ack_timeout when ack_timeout is set, else rto_ns if set, else
-    max(rto_min_ns, rto_rtt_multiplier x base RTT, srtt + 4 rttvar): OCP's timeouts are sized
+    max(rto_min_ns, rto_rtts x base RTT, srtt + 4 rttvar): OCP's timeouts are sized
     for NIC RTTs of microseconds, the emulated fabric has RTTs around 1 ms.
-  * The SACK-gap reorder window: max(reorder_window_frac x base RTT, srtt + 4 rttvar - base RTT)
+  * The SACK-gap reorder window: max(reorder_rtts x base RTT, srtt + 4 rttvar - base RTT)
     so per-path queueing differences under load are not taken for failures.
 With a trimming fabric (fabric_delay_bound_ns set) both are at least what the trimmers' queue
 bound allows, so a late packet is never taken for a lost one.
@@ -61,7 +61,7 @@ class RttEstimator:
             return cfg.ack_timeout_ns
         if cfg.rto_ns is not None:
             return cfg.rto_ns
-        rto = max(cfg.rto_min_ns, cfg.rto_rtt_multiplier * self.base_rtt_ns)
+        rto = max(cfg.rto_min_ns, cfg.rto_rtts * self.base_rtt_ns)
         if self.srtt_ns is not None:
             rto = max(rto, self.srtt_ns + 4 * self.rttvar_ns)
         if cfg.fabric_delay_bound_ns:
@@ -83,7 +83,7 @@ class RttEstimator:
 
     def reorder_window_ns(self) -> int:
         cfg = self.cfg
-        window = int(cfg.reorder_window_frac * self.base_rtt_ns)
+        window = int(cfg.reorder_rtts * self.base_rtt_ns)
         if cfg.adaptive_reorder and self.srtt_ns is not None:
             window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns))
         return max(window, cfg.fabric_delay_bound_ns)

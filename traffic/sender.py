@@ -2,7 +2,7 @@
 Over 600 lines: the per-packet send path and the loss handling it applies share the QP's state;
 the decisions themselves live in loss_policy.py, rtt.py, evs.py, nscc.py and reverse_paths.py.
 
-RDMA WRITE / WRITE-with-IMM segmented at `mtu` bytes, 24-bit PSNs (wraparound handled by
+RDMA WRITE / WRITE-with-IMM segmented at `max_payload` bytes, 24-bit PSNs (wraparound handled by
 unwrapping against the cumulative ACK), every packet on the next EV of the EV set
 (traffic/evs.py), never more than MPR x 128 PSNs beyond the cumulative ACK, NSCC window and a
 per-plane pacer (traffic/nscc.py). Timers come from the RTT estimator (traffic/rtt.py).
@@ -37,6 +37,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable
 
+from model.events import Event
 from model.topology import ev_plane
 from traffic import loss_policy as lp
 from traffic.evs import GOOD, EVSet, PathInfo
@@ -175,9 +176,9 @@ class SenderQP(PostedWrites):
                          pin_spine=config.ev_pin_spine, pin_count=config.ev_pin_count,
                          emit=self.emit)
         self.pacer = PlanePacer(paths.planes, config.port_rate_Bps,
-                                config.pacer_burst_packets * (config.mtu + config.header_overhead))
+                                config.pacing_burst_packets * (config.max_payload + config.header_overhead))
         self.nscc = Nscc(base_rtt_ns=max(self.rtt.base_rtt_ns, config.nscc_min_base_rtt_ns),
-                         link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.mtu,
+                         link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.max_payload,
                          gamma=config.nscc_gamma, max_md=config.nscc_max_md,
                          fair_increase_mss=config.nscc_fair_increase_mss,
                          prop_gain=config.nscc_prop_gain,
@@ -272,7 +273,7 @@ class SenderQP(PostedWrites):
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
         """Local NIC port state: a down port takes its plane's EVs out of use."""
         if self.evs.set_plane_local(plane, up):
-            self.emit({"t_ns": now_ns, "event": "port", "plane": plane, "up": up,
+            self.emit({"t_ns": now_ns, "event": Event.PORT, "plane": plane, "up": up,
                        "side": "local", "qp": self.qp_num})
             self._wake_ns = -1
 
@@ -282,7 +283,7 @@ class SenderQP(PostedWrites):
         for p in self.paths.planes:
             up = bool(port_status >> p & 1)
             if self.evs.set_plane_peer(p, up):
-                self.emit({"t_ns": now_ns, "event": "port", "plane": p, "up": up,
+                self.emit({"t_ns": now_ns, "event": Event.PORT, "plane": p, "up": up,
                            "side": "peer", "qp": self.qp_num})
                 self._wake_ns = -1
 
@@ -343,7 +344,7 @@ class SenderQP(PostedWrites):
                 self._note_blocked(now_ns)
                 break
             heapq.heappop(self._retx)
-            self.emit({"t_ns": now_ns, "event": "retransmit", "qp": self.qp_num,
+            self.emit({"t_ns": now_ns, "event": Event.RETRANSMIT, "qp": self.qp_num,
                        "psn": rec.seq & PSN_MASK, "old_ev": rec.ev, "new_ev": ev,
                        "reason": rec.retx_reason})
             self.counters["retransmitted_packets"] += 1
@@ -610,7 +611,7 @@ class SenderQP(PostedWrites):
             msg = self.messages.popleft()
             comp = Completion(self.qp_num, msg.msn & PSN_MASK, msg.length, msg.imm)
             self.completions.append(comp)
-            self.emit({"t_ns": now_ns, "event": "completion", "qp": self.qp_num,
+            self.emit({"t_ns": now_ns, "event": Event.COMPLETION, "qp": self.qp_num,
                        "msn": comp.msn, "bytes": comp.bytes, "imm": comp.imm, "side": "send"})
 
     def on_nack(self, nack: Nack, now_ns: int) -> None:

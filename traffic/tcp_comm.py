@@ -19,6 +19,7 @@ import time
 from collections import defaultdict, deque
 
 from traffic.comm import Communicator, CommError, CommTimeout, Handle, as_bytes, pending_summary
+from traffic.worker_config import WorkerConfig
 
 FRAME = struct.Struct("!IQ")          # tag, payload length
 HELLO = struct.Struct("!4sII")        # magic, rank, qp
@@ -340,12 +341,8 @@ class TCPComm(Communicator):
         self._complete_recv(handle, data)
 
     def _complete_recv(self, handle: Handle, data: bytearray) -> None:
-        if len(data) != handle.nbytes:
-            handle.error = (f"rank {self.rank}: message from {handle.peer} tag {handle.tag} has "
-                            f"{len(data)} bytes, receiver expected {handle.nbytes}")
+        if not handle.complete(self.rank, data):
             raise CommError(handle.error)
-        handle.data = data
-        handle.done = True
 
 
 def _recv_exact(sock: socket.socket, n: int) -> bytes:
@@ -358,12 +355,11 @@ def _recv_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def create(transport: str, rank: int, config: dict) -> TCPComm:
-    """Factory used by traffic.comm.create_communicator. Config keys: world_size,
-    qps_per_peer, tcp.endpoints ([rank][plane] -> [addr, port]), tcp.connect_timeout_s."""
-    tcp = config.get("tcp") or {}
-    if "endpoints" not in tcp:
+def create(transport: str, rank: int, config: WorkerConfig) -> TCPComm:
+    """Factory used by traffic.comm.create_communicator: world_size, qps_per_peer and the tcp
+    settings (endpoints [rank][plane] -> [addr, port], connect_timeout_s) of the config."""
+    if config.tcp is None:
         raise ValueError("worker config for the tcp transport needs tcp.endpoints")
-    return TCPComm(rank, int(config["world_size"]), tcp["endpoints"],
-                   qps_per_peer=int(config.get("qps_per_peer", 1)),
-                   connect_timeout_s=float(tcp.get("connect_timeout_s", 30.0)))
+    return TCPComm(rank, config.world_size, config.tcp.endpoints,
+                   qps_per_peer=config.qps_per_peer,
+                   connect_timeout_s=config.tcp.connect_timeout_s)

@@ -8,6 +8,7 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
+from model.events import Event
 from traffic.messages import IMM_OPCODES, LAST_OPCODES, PSN_MASK, Opcode
 from traffic.qp_config import unwrap
 
@@ -92,7 +93,7 @@ class PostedWrites:
         if self.error is not None:
             return
         self.error = reason
-        self.emit({"t_ns": now_ns, "event": "qp_error", "qp": self.qp_num, "reason": reason})
+        self.emit({"t_ns": now_ns, "event": Event.QP_ERROR, "qp": self.qp_num, "reason": reason})
         for msg in self.messages:
             culprit = (culprit_seq is not None and msg.first_seq is not None
                        and msg.first_seq <= culprit_seq <= (msg.last_seq if msg.last_seq is not None
@@ -100,7 +101,7 @@ class PostedWrites:
             comp = Completion(self.qp_num, msg.msn & PSN_MASK, msg.length, msg.imm,
                               status if culprit else WC_FLUSH_ERR)
             self.completions.append(comp)
-            self.emit({"t_ns": now_ns, "event": "completion", "qp": self.qp_num,
+            self.emit({"t_ns": now_ns, "event": Event.COMPLETION, "qp": self.qp_num,
                        "msn": comp.msn, "bytes": comp.bytes, "imm": comp.imm, "side": "send",
                        "status": comp.status})
         self.messages.clear()
@@ -125,14 +126,14 @@ class PostedWrites:
 
     def _next_segment_length(self) -> int:
         """Payload bytes of the next packet of the WRITE at the head of the send queue."""
-        return min(self.cfg.mtu, self.send_queue[0].length - self._seg_offset)
+        return min(self.cfg.max_payload, self.send_queue[0].length - self._seg_offset)
 
     def _cut_segment(self, record_type):
         """The next packet of the WRITE at the head of the send queue as a new `record_type`
         (PSN snd_nxt, its offset, length and opcode), recorded and counted; a WRITE whose last
         packet this is leaves the queue. Both senders segment this way (MRC and RoCE RC)."""
         msg = self.send_queue[0]
-        count = max(1, math.ceil(msg.length / self.cfg.mtu))
+        count = max(1, math.ceil(msg.length / self.cfg.max_payload))
         rec = record_type(seq=self.snd_nxt, msg=msg, offset=self._seg_offset,
                           length=self._next_segment_length(),
                           opcode=segment_opcode(self._seg_index, count, msg.imm is not None))
@@ -184,7 +185,7 @@ class MessageAssembler:
             if head[3]:
                 comp = Completion(self.qp, self.next_msn & PSN_MASK, head[1], head[2])
                 self.completions.append(comp)
-                self.emit({"t_ns": now_ns, "event": "completion", "qp": self.qp,
+                self.emit({"t_ns": now_ns, "event": Event.COMPLETION, "qp": self.qp,
                            "msn": comp.msn, "bytes": comp.bytes, "imm": comp.imm,
                            "side": "recv"})
             self.next_msn += 1

@@ -6,22 +6,8 @@ collective on float32 buffers with real reduction, checks every result against t
 expected value, and writes JSONL events ({"t_ns", "host", "event", ...}), one flushed line at a time, so a
 crashed or interrupted run keeps everything up to the failure.
 
-Config (JSON, one file for all ranks; rank comes from --rank):
-  transport        "tcp" | "mrc" | "roce"
-  world_size       number of ranks (= hosts)
-  hosts            host names by rank (["h0", "h1", ...]), used in every event's "host"
-  collective       allreduce | reduce_scatter | allgather | alltoall | sendrecv | incast |
-                   bisection
-  message_bytes    per-rank buffer size (multiple of 4)
-  iterations       timed iterations; warmup: untimed ones before them
-  qps_per_peer     QPs (connections) per peer; collectives stripe every chunk over them
-  timeout_s        per wait(): a stuck transport fails the worker instead of hanging
-  log_dir          events go to <log_dir>/worker-<host>.jsonl
-  goodput_interval_ms   period of goodput events (default 10)
-  incast_target, victim   incast only: target rank, [src rank, dst rank] or null
-  victim_only      incast only: the victim's ranks take no part in the incast (default false)
-  tcp              {"endpoints": [[[addr, port] per plane] per rank], "connect_timeout_s"}
-  fabric, routing, trimming, mrc   passed through for the MRC/RoCE transports
+Config: worker.json, one file for all ranks (the rank comes from --rank); its keys and their
+meaning are the fields of traffic/worker_config.WorkerConfig.
 Events: phase {phase: connecting|connected|warmup_done|done}, iteration {iter, start_ns, end_ns
 (the collective alone, not input set-up or verification), bytes (payload this rank sent),
 nccl_size_bytes (NCCL's S, algbw = S / t), verified}, goodput, counters, error {reason}. Exit codes: 0 ok, 2 transport error, 3 result mismatch, 4 bad config.
@@ -29,19 +15,19 @@ nccl_size_bytes (NCCL's S, algbw = S / t), verified}, goodput, counters, error {
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import threading
 import time
 from pathlib import Path
 
+from model.events import Event, Phase
 from traffic import collectives
 from traffic.comm import CommError, create_communicator
 from traffic.endpoint_support import EventLog
+from traffic.worker_config import WorkerConfig, WorkerConfigError
 
 EXIT_OK, EXIT_TRANSPORT, EXIT_MISMATCH, EXIT_CONFIG = 0, 2, 3, 4
-REQUIRED_KEYS = ("transport", "world_size", "collective", "message_bytes", "iterations", "log_dir")
 
 
 class GoodputSampler(threading.Thread):
@@ -54,7 +40,7 @@ class GoodputSampler(threading.Thread):
 
     def sample(self) -> None:
         s = self.comm.stats()
-        self.log.emit("goodput", rx_bytes=s["rx_bytes"], tx_bytes=s["tx_bytes"],
+        self.log.emit(Event.GOODPUT, rx_bytes=s["rx_bytes"], tx_bytes=s["tx_bytes"],
                        rx_packets=s["rx_packets"], tx_packets=s["tx_packets"],
                        retransmits=s["retransmits"])
 
@@ -71,50 +57,41 @@ class GoodputSampler(threading.Thread):
         self.sample()
 
 
-def load_config(path: str, rank: int) -> dict:
-    config = json.loads(Path(path).read_text())
-    missing = [k for k in REQUIRED_KEYS if k not in config]
-    if missing:
-        raise ValueError(f"worker config {path} lacks key(s): {', '.join(missing)}")
-    if not 0 <= rank < int(config["world_size"]):
-        raise ValueError(f"--rank {rank} out of range for world_size {config['world_size']}")
-    if config["collective"] not in collectives.COLLECTIVES:
-        raise ValueError(f"unknown collective {config['collective']!r}; known: "
-                         f"{', '.join(collectives.COLLECTIVES)}")
-    if int(config["message_bytes"]) % 4:
-        raise ValueError(f"message_bytes must be a multiple of 4, got {config['message_bytes']}")
+def load_config(path: str, rank: int) -> WorkerConfig:
+    """worker.json, validated, for `rank` (a WorkerConfigError names what is wrong)."""
+    config = WorkerConfig.load(path)
+    config.host(rank)
     return config
 
 
-def run(config: dict, rank: int) -> int:
-    hosts = config.get("hosts") or [f"h{i}" for i in range(int(config["world_size"]))]
-    host = hosts[rank]
-    log = EventLog(Path(config["log_dir"]) / f"worker-{host}.jsonl", host)
-    transport = config["transport"]
-    kind = config["collective"]
-    n = int(config["message_bytes"]) // 4
-    iterations, warmup = int(config["iterations"]), int(config.get("warmup", 0))
-    qps = int(config.get("qps_per_peer", 1))
-    timeout_s = float(config.get("timeout_s", 60.0))
-    victim = tuple(config["victim"]) if config.get("victim") is not None else None
-    world = int(config["world_size"])
-    target = int(config.get("incast_target", 0))
-    victim_only = bool(config.get("victim_only", False))
+def run(config: WorkerConfig, rank: int) -> int:
+    host = config.host(rank)
+    log = EventLog(Path(config.log_dir) / f"worker-{host}.jsonl", host)
+    transport = config.transport
+    kind = config.collective
+    n = config.message_bytes // 4
+    iterations, warmup = config.iterations, config.warmup
+    qps = config.qps_per_peer
+    timeout_s = config.timeout_s
+    victim = tuple(config.victim) if config.victim is not None else None
+    world = config.world_size
+    target = config.incast_target
+    victim_only = config.victim_only
     kw = dict(qps=qps, timeout_s=timeout_s, target=target, victim=victim, victim_only=victim_only)
     sent_per_iter = collectives.bytes_moved(kind, n, world, rank, target, victim, victim_only)
     nccl_size = collectives.nccl_size_bytes(kind, n)
     comm = sampler = None
     try:
-        log.emit("phase", phase="connecting", transport=transport, rank=rank)
+        log.emit(Event.PHASE, phase=Phase.CONNECTING, transport=transport, rank=rank)
         comm = create_communicator(transport, rank, config)
-        log.emit("phase", phase="connected")
-        sampler = GoodputSampler(comm, log, float(config.get("goodput_interval_ms", 10)) / 1000)
+        log.emit(Event.PHASE, phase=Phase.CONNECTED)
+        sampler = GoodputSampler(comm, log, config.goodput_interval_ms / 1000)
         sampler.start()
         for i in range(warmup):
             ok, msg = collectives.run_and_verify(comm, kind, n, i, **kw)
             if not ok:
                 return _mismatch(log, f"warm-up: {msg}")
-        log.emit("phase", phase="warmup_done")
+        log.emit(Event.PHASE, phase=Phase.WARMUP_DONE)
         for i in range(iterations):
             # Inputs and expected results are computed outside the timed span: with W ranks
             # the expected sum hashes W buffers, which would count as collective time.
@@ -127,16 +104,16 @@ def run(config: dict, rank: int) -> int:
             end = time.monotonic_ns()
             ok, msg = collectives.verify(kind, rank, it, results, expected)
             # bytes: payload this rank sent; nccl_size_bytes: NCCL's S (algbw = S / t)
-            log.emit("iteration", collective=kind, transport=transport, iter=i, start_ns=start,
+            log.emit(Event.ITERATION, collective=kind, transport=transport, iter=i, start_ns=start,
                       end_ns=end, bytes=sent_per_iter, nccl_size_bytes=nccl_size, verified=ok)
             if not ok:
                 return _mismatch(log, msg)
         sampler.stop()
-        log.emit("counters", **comm.stats())
-        log.emit("phase", phase="done")
+        log.emit(Event.COUNTERS, **comm.stats())
+        log.emit(Event.PHASE, phase=Phase.DONE)
         return EXIT_OK
     except CommError as exc:
-        log.emit("error", reason=str(exc))
+        log.emit(Event.ERROR, reason=str(exc))
         print(f"[{host}] TRANSPORT ERROR ({transport}): {exc}", file=sys.stderr, flush=True)
         return EXIT_TRANSPORT
     finally:
@@ -148,7 +125,7 @@ def run(config: dict, rank: int) -> int:
 
 
 def _mismatch(log: EventLog, msg: str) -> int:
-    log.emit("error", reason=f"result mismatch: {msg}")
+    log.emit(Event.ERROR, reason=f"result mismatch: {msg}")
     print(f"\n{'!' * 72}\n[{log.host}] COLLECTIVE RESULT MISMATCH: {msg}\n{'!' * 72}",
           file=sys.stderr, flush=True)
     return EXIT_MISMATCH
@@ -161,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config, args.rank)
-    except (OSError, ValueError) as exc:
+    except WorkerConfigError as exc:
         print(f"worker: bad config: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     # SIGTERM from the runner: exit through the finally blocks (logs closed, sockets closed)

@@ -6,9 +6,11 @@ import time
 
 from model.argtypes import positive_int
 from analysis import recovery
+from analysis.jsonl import read_jsonl
+from emulation.endpoint_process import EndpointProcess
 from emulation.fabric import Fabric
+from model.events import Event
 from model.topology import FabricSpec
-from traffic.control import ControlClient
 from traffic.endpoint_support import payload_for_mtu
 from traffic.endpoint_support import rss_bytes
 BENCH_SPEC = dict(planes=2, groups=2, spines=2, hosts_per_group=2)
@@ -22,31 +24,11 @@ class _EndpointPair:
 
     def __init__(self, fab, workdir, routing: str, transport: str = "mrc",
                  config: dict | None = None):
-        import json
-        import os
-        import subprocess
-        import sys
-        self.procs, self.clients, self.logs = {}, {}, {}
-        repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        for host in (0, 2):
-            sock = os.path.join(workdir, f"ep-h{host}.sock")
-            self.logs[host] = os.path.join(workdir, f"ep-h{host}.jsonl")
-            cfg = {"host": host, "fabric": fab.topo.spec.to_dict(), "routing": routing,
-                   "event_log": self.logs[host], "control_socket": sock, "seed": 100 + host,
-                   **(config or {})}
-            path = os.path.join(workdir, f"ep-h{host}.json")
-            with open(path, "w") as f:
-                json.dump(cfg, f)
-            self.procs[host] = fab.popen_in_host(host, [sys.executable, "-m", "traffic.endpoint",
-                                                        "--config", path], cwd=repo,
-                                                 stdout=subprocess.DEVNULL,
-                                                 stderr=open(path + ".stderr", "w"))
-            deadline = time.monotonic() + 20
-            while not os.path.exists(sock):
-                if self.procs[host].poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"endpoint h{host} did not start: see {path}.stderr")
-                time.sleep(0.05)
-            self.clients[host] = ControlClient(sock, timeout_s=300)
+        self.endpoints = {h: EndpointProcess(fab, h, workdir, config, routing=routing,
+                                             call_timeout_s=300) for h in (0, 2)}
+        self.procs = {h: ep.proc for h, ep in self.endpoints.items()}
+        self.clients = {h: ep.client for h, ep in self.endpoints.items()}
+        self.logs = {h: str(ep.log) for h, ep in self.endpoints.items()}
         self.size = 0
         qa = self.clients[0].call("create_qp", qpn=0x100, peer=2, peer_qpn=0x200,
                                   transport=transport)
@@ -86,21 +68,9 @@ class _EndpointPair:
         return self.clients[2].call("wait", qpn=0x200, side="recv", count=1, timeout_s=timeout_s)
 
     def close(self) -> dict:
-        stats = {}
-        for h, c in self.clients.items():
-            try:
-                stats[h] = c.call("status")
-                c.call("shutdown")
-            except Exception:  # noqa: BLE001 - closing anyway
-                pass
-            c.close()
-        for p in self.procs.values():
-            try:
-                p.wait(timeout=10)
-            except Exception:  # noqa: BLE001
-                p.kill()
-                p.wait()
-        return stats
+        """{host: its last status} of the endpoints that still answered; both are stopped."""
+        stats = {h: ep.stop() for h, ep in self.endpoints.items()}
+        return {h: s for h, s in stats.items() if s is not None}
 
 
 def _add_transfer_arguments(parser, size_mib: int, link_mbit: int) -> None:
@@ -173,24 +143,15 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
 def _measured_base_rtt_ns(log_path: str) -> int | None:
     """The min probe RTT the sender measured at QP creation (its `base_rtt` event), before the
     endpoint's min_base_rtt_ns floor."""
-    import json
-    with open(log_path) as f:
-        for line in f:
-            e = json.loads(line)
-            if e.get("event") == "base_rtt" and e.get("rtt_ns"):
-                return int(e["rtt_ns"])
+    for e in read_jsonl(log_path, [], events=(Event.BASE_RTT,)):
+        if e.get("rtt_ns"):
+            return int(e["rtt_ns"])
     return None
 
 
 def _rx_samples(log_path: str) -> list[tuple[int, int]]:
-    import json
-    out = []
-    with open(log_path) as f:
-        for line in f:
-            e = json.loads(line)
-            if e.get("event") == "goodput":
-                out.append((e["t_ns"], e["rx_bytes"]))
-    return out
+    return [(e["t_ns"], e["rx_bytes"])
+            for e in read_jsonl(log_path, [], events=(Event.GOODPUT,))]
 
 
 def add_failover_arguments(parser) -> None:
@@ -282,14 +243,10 @@ REFERENCE_PATH = {"fast_path": False, "max_payload": 1344}
 def _socket_drops(pair: "_EndpointPair") -> dict:
     """{host: frames its NIC sockets dropped (receive buffer or ring full)}, from the final
     `counters` event of each endpoint's log (after pair.close())."""
-    import json
     out = {}
     for host, path in pair.logs.items():
-        with open(path) as f:
-            for line in f:
-                e = json.loads(line)
-                if e.get("event") == "counters":
-                    out[f"h{host}"] = sum(e.get("socket_drops", {}).values())
+        for e in read_jsonl(path, [], events=(Event.COUNTERS,)):
+            out[f"h{host}"] = sum(e.get("socket_drops", {}).values())
     return out
 
 

@@ -7,6 +7,7 @@ import struct
 import time
 
 from controller.bpf_maps import prog_test_run_ns as _prog_test_run_ns
+from emulation.benches.flood import flood
 from emulation.trimming import (PortConfig, _port_maps, attach, configure, counters, detach, run,
                                 scratch_veth)
 from emulation.fabric import Fabric
@@ -38,25 +39,6 @@ def _rx_packets(netns: str, intf: str) -> int:
     return int(out[0]["stats64"]["rx"]["packets"])
 
 
-def _flood(intf: str, frame: bytes, seconds: float) -> int:
-    import socket
-    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-    sock.bind((intf, 0))
-    sent, send = 0, sock.send
-    deadline = time.monotonic() + seconds
-    try:
-        while time.monotonic() < deadline:
-            for _ in range(256):
-                try:
-                    send(frame)
-                except (BlockingIOError, OSError):   # ENOBUFS: dropped at egress
-                    continue
-                sent += 1
-    finally:
-        sock.close()
-    return sent
-
-
 def add_bench_arguments(parser) -> None:
     """The options of `mrclab bench trim`."""
     parser.add_argument("--seconds", type=positive_float, default=1.0,
@@ -82,20 +64,6 @@ def bench(argv: list[str] | None = None) -> int:
     add_bench_arguments(parser)
     bench_main(parser.parse_args(list(argv or [])))
     return 0
-
-
-_FLOOD_SCRIPT = """
-import socket, sys, time
-frame = bytes.fromhex(sys.argv[2]); sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-sock.bind((sys.argv[1], 0)); end = time.monotonic() + float(sys.argv[3]); n = 0
-while time.monotonic() < end:
-    for _ in range(256):
-        try:
-            sock.send(frame); n += 1
-        except OSError:
-            pass
-print(n)
-"""
 
 
 def measure_fabric_bench(seconds_per_round: float = 1.0, rounds: int = 3) -> dict:
@@ -130,7 +98,7 @@ def measure_fabric_bench(seconds_per_round: float = 1.0, rounds: int = 3) -> dic
                     configure(port, PortConfig(10000, 1 << 30, 1 << 30, 1 << 30, False))
                 before = rx()
                 t0 = time.monotonic()
-                fab.cmd_in_host(0, [sys.executable, "-c", _FLOOD_SCRIPT,
+                fab.cmd_in_host(0, [sys.executable, "-m", "emulation.benches.flood",
                                     f"{fab.topo.host(0).name}-p0", frame.hex(),
                                     str(seconds_per_round)], timeout=seconds_per_round + 30)
                 time.sleep(0.2)
@@ -169,7 +137,7 @@ def measure_bench(seconds_per_round: float = 1.0, rounds: int = 3) -> dict:
                                     ("with", trim_a, trim_ns, trim_b)):
                 before = _rx_packets(ns, b)
                 t0 = time.monotonic()
-                _flood(a, frame, seconds_per_round)
+                flood(a, frame, seconds_per_round)
                 time.sleep(0.05)
                 rates[label].append((_rx_packets(ns, b) - before) / (time.monotonic() - t0 - 0.05))
         prog_ns = prog_test_run_ns(trim_a, frame)

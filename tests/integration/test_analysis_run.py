@@ -1,7 +1,6 @@
 """A short real scenario (runner + fabric), then `mrclab analyze` and the notebook on its run dir."""
 from __future__ import annotations
 
-import base64
 import importlib.util
 import re
 from pathlib import Path

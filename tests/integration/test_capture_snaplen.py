@@ -10,7 +10,9 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
+import dpkt
 import pandas as pd
 import pytest
 
@@ -50,6 +52,46 @@ def veth_ns():
         subprocess.run(["ip", "netns", "del", NS], capture_output=True, timeout=20)
 
 
+def _udp_dport(frame: bytes) -> int | None:
+    """UDP destination port of an Ethernet frame, through any IPv6-in-IPv6 (SRv6) layers."""
+    layer = dpkt.ethernet.Ethernet(frame).data
+    while isinstance(layer, dpkt.ip6.IP6):
+        layer = layer.data
+    return layer.dport if isinstance(layer, dpkt.udp.UDP) else None
+
+
+def wait_until_carrying(netns: str, devices, timeout_s: float = 10.0) -> None:
+    """Poll until every device is up with its real qdisc: a fresh veth starts on the `noop`
+    qdisc, which drops every frame, until the kernel's link watcher activates it (it runs
+    deferred, up to a second later, longer on a busy machine)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shown = [subprocess.run(["ip", "-n", netns, "-o", "link", "show", "dev", dev],
+                                check=True, capture_output=True, text=True).stdout
+                 for dev in devices]
+        if all("state UP" in out and "qdisc noop" not in out for out in shown):
+            return
+        assert time.monotonic() < deadline, f"veth not carrying after {timeout_s} s: {shown}"
+        time.sleep(0.05)
+
+
+def wait_for_rocev2_frames(pcap: Path, count: int, timeout_s: float = 10.0) -> None:
+    """Poll the pcap tcpdump writes (-U: one write per packet) until it holds `count` UDP 4791
+    frames; anything else the fresh link carries (IPv6 neighbour discovery) does not count."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        seen = 0
+        try:
+            with open(pcap, "rb") as f:
+                seen = sum(_udp_dport(frame) == 4791 for _ts, frame in dpkt.pcap.Reader(f))
+        except (OSError, ValueError, dpkt.dpkt.NeedData, dpkt.dpkt.UnpackError):
+            pass                                   # not written yet, or a record half-written
+        if seen >= count:
+            return
+        assert time.monotonic() < deadline, f"{seen} of {count} frames captured in {timeout_s} s"
+        time.sleep(0.05)
+
+
 def test_tcpdump_capture_keeps_reth_and_immdt(veth_ns, tmp_path):
     enc = Codec(TOPO).encoder(0, 1, 0, "srv6")
     sent = [DataPacket(dest_qp=0x10 + i, psn=100 + i, opcode=Opcode.WRITE_ONLY_IMM, msn=i + 1,
@@ -64,10 +106,10 @@ def test_tcpdump_capture_keeps_reth_and_immdt(veth_ns, tmp_path):
     try:
         line = dump.stderr.readline()
         assert "listening on" in line, f"tcpdump did not start: {line}"
-        time.sleep(0.5)      # a fresh veth pair can drop the first frames while it comes up
+        wait_until_carrying(veth_ns, ("snapa", "snapb"))
         subprocess.run(["ip", "netns", "exec", veth_ns, sys.executable, "-c", SEND,
                         *(f.hex() for f in frames)], check=True, timeout=20)
-        time.sleep(0.5)
+        wait_for_rocev2_frames(pcap, len(frames))
     finally:
         dump.terminate()
         dump.wait(timeout=10)

@@ -6,6 +6,7 @@ import pytest
 
 from controller import routing
 from emulation.fabric import Fabric
+from model.events import ControllerLog
 from model.topology import FabricSpec, make_ev
 from tests.integration.test_controller_fabric import delivered_all, send_and_count
 
@@ -39,7 +40,7 @@ def test_ecmp_dynamic_reconvergence():
         assert all(delivered_all(got[ev][0], 10) for ev in evs if ev not in on_s0), got
         deadline = time.monotonic() + CONVERGENCE_S + 10
         while time.monotonic() < deadline and not any(
-                e["action"] == "reconverge" for e in fab.controller.faults()):
+                e["action"] == ControllerLog.RECONVERGE for e in fab.controller.faults()):
             time.sleep(0.05)
         got = send_and_count(fab, "ecmp", evs, 10)
         assert all(delivered_all(n, 10) for n, _ in got.values()), got

@@ -1,4 +1,4 @@
-"""Short incast over real MRC endpoints (root, Mininet/OVS; issues 3 and 6): 4-to-1 into h0 plus
+"""Short incast over real MRC endpoints (root, Mininet/OVS): 4-to-1 into h0 plus
 a victim flow h3 -> h1, run through the runner twice, with in-fabric trimming on and off.
 
 No fault is injected, so every ASSUMED_BAD in these runs is a false retirement caused by
@@ -12,6 +12,7 @@ import json
 import pytest
 
 from emulation import runner
+from model.events import Event
 
 pytestmark = pytest.mark.integration
 
@@ -55,7 +56,7 @@ def _run(tmp_path, trimming: bool):
     for log in (run_dir / "mrc").glob("endpoint-h*.jsonl"):
         for line in log.read_text().splitlines():
             e = json.loads(line)
-            if e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD":
+            if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD":
                 retired.append(e)
     return summary, retired
 

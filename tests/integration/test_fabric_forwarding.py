@@ -1,28 +1,19 @@
 """Fabric over real Mininet + userspace OVS + the controller (one module-scoped 2x2x2x2 srv6
 fabric): reachability, EV path pinning by port counters, HTB, `mrclab link` faults."""
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from emulation import check, cleanup
+from emulation import check
 from emulation.fabric import Fabric
+from model.events import ControllerLog
 from model.topology import FabricSpec
+from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-MRCLAB = [sys.executable, "-m", "emulation.cli"]
 SPEC = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2)
-
-
-def assert_nothing_left():
-    left = cleanup.find_leftovers()
-    assert left.empty(), left.describe()
-    links = cleanup.root_links()
-    assert not [n for n in links if cleanup.is_our_switch_intf(n) or cleanup.is_our_switch(n)]
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +58,7 @@ def test_cli_link_down_seen_by_controller(fab):
     deadline = time.monotonic() + 5
     while time.monotonic() < deadline:
         faults = fab.controller.faults()
-        status = [f for f in faults if f.get("action") == "port_status"
+        status = [f for f in faults if f.get("action") == ControllerLog.PORT_STATUS
                   and f.get("switch") in ("t0p1g0", "t1p1s0")]
         if len(status) >= 2:
             break

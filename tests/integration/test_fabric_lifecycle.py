@@ -6,26 +6,17 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from emulation import cleanup
 from emulation.fabric import Fabric
 from model.topology import FabricSpec
+from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
-MRCLAB = [sys.executable, "-m", "emulation.cli"]
 TINY = FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)
-
-
-def assert_nothing_left():
-    left = cleanup.find_leftovers()
-    assert left.empty(), left.describe()
-    links = cleanup.root_links()
-    assert not [n for n in links if cleanup.is_our_switch_intf(n) or cleanup.is_our_switch(n)]
 
 
 @pytest.mark.parametrize("routing", ["srv6", "ecmp"])
@@ -43,6 +34,7 @@ KILLED_FABRIC = """
 import sys, time
 from emulation.fabric import Fabric
 from model.topology import FabricSpec
+from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left
 with Fabric(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)) as fab:
     fab.popen_in_host(0, ["sleep", "600"])
     print("up", flush=True)
@@ -59,8 +51,14 @@ def start_and_kill_fabric() -> cleanup.Leftovers:
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-    time.sleep(0.5)
-    left = cleanup.find_leftovers()
+    # What a crash leaves: the bridges and the controller (a process of its own) outlive the
+    # killed fabric process. Found at the first look; polled rather than slept for.
+    deadline = time.monotonic() + 10
+    while True:
+        left = cleanup.find_leftovers()
+        if (left.bridges and left.controller_pid) or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
     assert left.bridges and left.controller_pid, left.describe()
     return left
 
@@ -84,7 +82,7 @@ def test_cleanup_after_sigkill_by_next_fabric():
 
 
 def test_lock_timeout_names_holder():
-    from emulation.fabric import FabricLockTimeout, acquire_fabric_lock, release_fabric_lock
+    from emulation.fabric import acquire_fabric_lock, release_fabric_lock
     fd = acquire_fabric_lock(timeout_s=300)
     try:
         code = ("from emulation.fabric import acquire_fabric_lock\n"

@@ -2,56 +2,18 @@
 through the PACKET_MMAP ring, MRC and RoCE WRITEs byte-exact, in jumbo frames; and the
 reference path (one recv() per frame, 1344 B payload) on the same fabric, byte-exact too."""
 import hashlib
-import json
-import os
 import random
-import sys
-import time
 
 import pytest
 
+from analysis.jsonl import read_jsonl
+from emulation.endpoint_process import EndpointProcess
+from model.events import Event
 from model.topology import FabricSpec
 
 pytestmark = pytest.mark.integration
 
-PY = sys.executable
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SIZE = 3 << 20
-
-
-def start_endpoint(fab, host, tmp_path, extra):
-    from traffic.control import ControlClient
-    sock = str(tmp_path / f"ep-h{host}.sock")
-    cfg = {"host": host, "fabric": fab.topo.spec.to_dict(), "routing": "srv6",
-           "event_log": str(tmp_path / f"ep-h{host}.jsonl"), "control_socket": sock,
-           "seed": 100 + host, **extra}
-    path = tmp_path / f"ep-h{host}.json"
-    path.write_text(json.dumps(cfg))
-    err = open(tmp_path / f"ep-h{host}.stderr", "w")
-    proc = fab.popen_in_host(host, [PY, "-m", "traffic.endpoint", "--config", str(path)],
-                             cwd=REPO, stdout=err, stderr=err)
-    deadline = time.monotonic() + 20
-    while not os.path.exists(sock):
-        if proc.poll() is not None:
-            raise AssertionError(f"endpoint h{host} exited: "
-                                 f"{(tmp_path / f'ep-h{host}.stderr').read_text()}")
-        assert time.monotonic() < deadline, "endpoint control socket did not appear"
-        time.sleep(0.05)
-    time.sleep(0.2)                       # the socket file exists just before listen()
-    return proc, ControlClient(sock, timeout_s=120)
-
-
-def stop_endpoint(proc, client):
-    try:
-        client.call("shutdown")
-    except Exception:  # noqa: BLE001 - stopping anyway
-        pass
-    client.close()
-    try:
-        proc.wait(timeout=10)
-    except Exception:  # noqa: BLE001
-        proc.kill()
-        proc.wait()
 
 
 def transfer(c_src, c_dst, src, dst, qpn, transport, rkey, seed):
@@ -81,31 +43,30 @@ def test_fast_and_reference_paths_carry_writes_byte_exact_on_a_jumbo_fabric(tmp_
             assert " mtu 9000 " in out, out
         mtu = run_checked(["ovs-vsctl", "get", "Interface", "t0p0g0-e1", "mtu"]).strip()
         assert mtu == "9000", mtu
-        fast = {h: start_endpoint(fab, h, tmp_path, {"fast_path": True}) for h in (0, 2)}
+        fast = {h: EndpointProcess(fab, h, tmp_path, {"fast_path": True}) for h in (0, 2)}
         try:
             # MRC and the RoCE baseline share the endpoint and its I/O path.
             for qpn, transport, rkey, seed in ((0x100, "mrc", 0x51, 11), (0x300, "roce", 0x52, 12)):
-                frames, sent_sha, got_sha = transfer(fast[0][1], fast[2][1], 0, 2, qpn,
+                frames, sent_sha, got_sha = transfer(fast[0].client, fast[2].client, 0, 2, qpn,
                                                      transport, rkey, seed)
                 assert got_sha == sent_sha == hashlib.sha256(
                     random.Random(seed).randbytes(SIZE)).hexdigest()
                 # 8832 B of payload per frame: about 356 data frames; 1344 B would need 2341
                 assert frames < SIZE // 4000, (transport, frames)
         finally:
-            for proc, client in fast.values():
-                stop_endpoint(proc, client)
-        counters = [json.loads(x) for x in open(tmp_path / "ep-h2.jsonl")
-                    if '"counters"' in x][-1]
+            for ep in fast.values():
+                ep.stop()
+        counters = read_jsonl(fast[2].log, [], events=(Event.COUNTERS,))[-1]
         assert sum(counters["socket_drops"].values()) == 0
         ref_dir = tmp_path / "reference"
         ref_dir.mkdir()
-        ref = {h: start_endpoint(fab, h, ref_dir, {"fast_path": False, "max_payload": 1344})
+        ref = {h: EndpointProcess(fab, h, ref_dir, {"fast_path": False, "max_payload": 1344})
                for h in (1, 3)}
         try:
-            frames, sent_sha, got_sha = transfer(ref[1][1], ref[3][1], 1, 3, 0x500, "mrc",
-                                                 0x53, 13)
+            frames, sent_sha, got_sha = transfer(ref[1].client, ref[3].client, 1, 3, 0x500,
+                                                 "mrc", 0x53, 13)
             assert got_sha == sent_sha
             assert frames >= SIZE // 1344
         finally:
-            for proc, client in ref.values():
-                stop_endpoint(proc, client)
+            for ep in ref.values():
+                ep.stop()

@@ -2,8 +2,11 @@
 fabric and writes a complete run directory: the scenario copy, the fault schedule applied (runner
 record and controller log), worker and endpoint logs, pcaps when capture is on, and a summary
 with every iteration verified, one fault time and one recovery value per scheduled fault.
-MRC for all of them; TCP for one (fabric-links-down: the baseline must survive a failure too).
+MRC for all of them; TCP for one (fabric-links-down: the baseline must survive a failure too),
+RoCE for scale (its claim is MRC's recovery against RoCE's on the bigger fabric).
 A scenario-specific check per paper experiment makes sure the fault really did something."""
+import contextlib
+import io
 import json
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 
 from emulation import runner
 from emulation.scenario import load
+from model.events import Event, Phase
 from model.topology import ev_plane, ev_spine
 
 pytestmark = pytest.mark.integration
@@ -19,27 +23,70 @@ REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
            "random-loss", "incast", "incast-shallow", "flap", "switch-down", "lossy-nic-link",
-           "ecn-collision")
-RUNS = [(name, "mrc") for name in SHIPPED] + [("fabric-links-down", "tcp")]
+           "ecn-collision", "scale")
+# scale's two short runs are shared by its tests (scale_runs below)
+RUNS = [(name, "mrc") for name in SHIPPED if name != "scale"] + [("fabric-links-down", "tcp")]
 
 
 def events(path: Path) -> list[dict]:
     return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
 
 
-def test_the_shipped_set_is_what_the_issue_asks_for():
+def test_the_shipped_set_is_the_listed_one():
     assert {p.stem for p in EXPERIMENTS.glob("*.toml")} == set(SHIPPED)
 
 
+def run_short(name: str, transport: str, out_dir: Path) -> tuple[int, str, Path]:
+    """`mrclab run experiments/<name>.toml --short --transport <transport>` into out_dir:
+    (exit code, what it printed, the run directory)."""
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        rc = runner.main([str(EXPERIMENTS / f"{name}.toml"), "--short", "--transport", transport,
+                          "--out", str(out_dir)])
+    (run_dir,) = out_dir.iterdir()
+    return rc, printed.getvalue(), run_dir
+
+
 @pytest.mark.parametrize("name,transport", RUNS, ids=[f"{n}-{t}" for n, t in RUNS])
-def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, transport, tmp_path,
-                                                                        capsys):
+def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, transport, tmp_path):
+    rc, out, run_dir = run_short(name, transport, tmp_path / "results")
+    check_complete_verified_run(name, transport, rc, out, run_dir)
+
+
+@pytest.fixture(scope="module")
+def scale_runs(tmp_path_factory):
+    """scale's short version over mrc and over roce: {transport: (rc, printed, run dir)}."""
+    base = tmp_path_factory.mktemp("scale")
+    return {t: run_short("scale", t, base / t) for t in ("mrc", "roce")}
+
+
+@pytest.mark.parametrize("transport", ("mrc", "roce"))
+def test_scale_short_run_writes_a_complete_verified_run_dir(scale_runs, transport):
+    check_complete_verified_run("scale", transport, *scale_runs[transport])
+
+
+def test_scale_mrc_recovers_from_the_link_down_10x_sooner_than_roce(scale_runs):
+    """The paper's claim on 8 hosts and 4 planes: RoCE's QPs over the dead link wait for the
+    fabric's reconvergence (roce_reconvergence_s) and their retransmission timer; MRC's EVs
+    over it are retired at their first loss while the other paths carry on."""
+    (mrc, roce) = (json.loads((scale_runs[t][2] / t / "summary.json").read_text())
+                   for t in ("mrc", "roce"))
+    assert mrc["verified"] and roce["verified"], (mrc["verified"], roce["verified"])
+    scn = load(EXPERIMENTS / "scale.toml", short=True)
+    assert scn.faults[0].commands[0]["action"] == "link_down"
+    mrc_ms, roce_ms = mrc["recovery_ms"][0], roce["recovery_ms"][0]
+    assert mrc_ms is not None, mrc["recovery_ms"]
+    # RoCE cannot recover before the fabric reroutes; None (not within the fault's span, which
+    # is longer than the reconvergence) counts as the whole span
+    span_ms = (roce["fault_times_ns"][1] - roce["fault_times_ns"][0]) / 1e6
+    assert roce_ms is None or roce_ms >= scn.roce_reconvergence_s * 1e3 * 0.9, roce["recovery_ms"]
+    assert 10 * mrc_ms <= (span_ms if roce_ms is None else roce_ms), (mrc_ms, roce_ms)
+
+
+def check_complete_verified_run(name: str, transport: str, rc: int, out: str,
+                                run_dir: Path) -> None:
     path = EXPERIMENTS / f"{name}.toml"
     scn = load(path, short=True)
-    rc = runner.main([str(path), "--short", "--transport", transport,
-                      "--out", str(tmp_path / "results")])
-    out = capsys.readouterr().out
-    (run_dir,) = (tmp_path / "results").iterdir()
     assert run_dir.name.startswith(f"{name}-short-")
     tdir = run_dir / transport
     summary = json.loads((tdir / "summary.json").read_text())
@@ -86,9 +133,9 @@ def test_shipped_scenario_short_run_writes_a_complete_verified_run_dir(name, tra
     # worker logs, endpoint logs, pcaps
     for h in hosts:
         log = events(tdir / f"worker-{h}.jsonl")
-        assert sum(e["event"] == "iteration" and e["verified"] for e in log) == iterations
-        assert any(e["event"] == "goodput" for e in log)
-        assert log[-1]["event"] == "phase" and log[-1]["phase"] == "done"
+        assert sum(e["event"] == Event.ITERATION and e["verified"] for e in log) == iterations
+        assert any(e["event"] == Event.GOODPUT for e in log)
+        assert log[-1]["event"] == Event.PHASE and log[-1]["phase"] == Phase.DONE
         if transport == "mrc":
             assert (tdir / f"endpoint-{h}.jsonl").stat().st_size > 0
         for p in range(scn.spec.planes):
@@ -140,28 +187,28 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
     t_first = summary["fault_times_ns"][0] if summary["fault_times_ns"] else 0
     if name == "nic-link-down":
         ports = [(e["plane"], e["up"]) for e in events(tdir / "endpoint-h0.jsonl")
-                 if e["event"] == "port" and "side" not in e]
+                 if e["event"] == Event.PORT and "side" not in e]
         assert ports == [(0, False), (0, True), (1, False), (1, True)], ports
     elif name == "t1-blackhole":
         # packets lost in the black hole (plane 0, spine 0) time out and most are re-sent over
         # other paths, and the forward EVs through the dead T1 are retired DURING the fault
         # (congestion elsewhere in the QP must not mask a path that echoes nothing).
         t_clear = summary["fault_times_ns"][1]
-        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+        retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"
                    and e["t_ns"] <= t_clear]
         in_hole = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
         assert len(in_hole) >= 4, f"only {len(in_hole)} forward EVs of plane 0 spine 0 retired " \
                                   f"during the black hole ({len(retired)} retired in all)"
-        lost = [e for e in _endpoint_events(tdir, scn, "retransmit", t_first)
+        lost = [e for e in _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first)
                 if e["t_ns"] <= t_clear and e["reason"] == "timeout"]
         through_hole = [e for e in lost if (ev_plane(e["old_ev"]), ev_spine(e["old_ev"])) == (0, 0)]
         assert len(through_hole) >= 10 and len(through_hole) > len(lost) / 2, (len(through_hole), len(lost))
         moved = [e for e in through_hole if (ev_plane(e["new_ev"]), ev_spine(e["new_ev"])) != (0, 0)]
         assert len(moved) > len(through_hole) / 2, (len(moved), len(through_hole))
-    elif name in ("demo", "fabric-links-down", "gray-failure", "flap"):
+    elif name in ("demo", "fabric-links-down", "gray-failure", "flap", "scale"):
         # the first fault's EVs (plane 0, spine 0 in all of these) are retired after it
-        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+        retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"]
         assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 0 for e in retired), \
             f"{name}: no EV through plane 0 spine 0 turned ASSUMED_BAD after the fault"
@@ -169,7 +216,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         # T1 down: EVs through t1p0s0 (plane 0, spine 0) retired; T0 t0p1g1 down: h2 and h3
         # lose their plane-1 port and their endpoints see it (port event), no QP error
         t_t0 = summary["fault_times_ns"][2]
-        retired = [e for e in _endpoint_events(tdir, scn, "ev_state", t_first)
+        retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"
                    and e["t_ns"] < t_t0]
         on_path = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
@@ -178,7 +225,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert on_path and len(on_path) >= 0.8 * len(retired), retired[:5]
         # (from the T1 repair on: the controller stamps a fault once applied, and an endpoint
         # can see its carrier drop a moment before that stamp)
-        ports = [e for e in _endpoint_events(tdir, scn, "port", summary["fault_times_ns"][1])
+        ports = [e for e in _endpoint_events(tdir, scn, Event.PORT, summary["fault_times_ns"][1])
                  if e.get("plane") == 1 and e.get("up") is False and e.get("side") == "local"]
         assert {e["host"] for e in ports} == {"h2", "h3"}, ports[:5]
     elif name == "lossy-nic-link":
@@ -191,15 +238,16 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert [m["link"] for m in monitor] == ["h1~t0p0g0"] and monitor[0]["ok"]
         assert all("h1>" in p or ">h1/" in p for p in monitor[0]["lossy_paths"])
         # every endpoint denied its plane-0 EVs to or from h1 and nothing else
-        denied = _endpoint_events(tdir, scn, "ev_state", t_first)
+        denied = _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
         denied = [e for e in denied if e["new"] == "DENIED"]
         assert {e["host"] for e in denied} == {"h0", "h1", "h2", "h3"}
         assert all(ev_plane(e["ev"]) == 0 for e in denied), denied[:5]
-        lists = _endpoint_events(tdir, scn, "denylist", t_first)
+        lists = _endpoint_events(tdir, scn, Event.DENYLIST, t_first)
         assert {e["host"] for e in lists} == {"h0", "h1", "h2", "h3"}
         assert all(e["rules"] == [{"link": "h1~t0p0g0"}] for e in lists)
     elif name == "random-loss":
-        assert _endpoint_events(tdir, scn, "retransmit", t_first), "no retransmission under loss"
+        assert _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first), \
+            "no retransmission under loss"
     elif name == "incast":
         coll = scn.collective
         assert coll.victim_only
@@ -210,7 +258,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         sent = {}
         for h in scn.topology.hosts:
             (final,) = [e for e in events(tdir / f"endpoint-{h.name}.jsonl")
-                        if e["event"] == "counters"]
+                        if e["event"] == Event.COUNTERS]
             for qp in final["qps"].values():
                 key = (h.name, f"h{qp['peer']}")
                 sent[key] = sent.get(key, 0) + qp["sender"]["sent_bytes"]

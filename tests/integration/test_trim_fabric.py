@@ -11,15 +11,16 @@ prompt SIGTERM shutdown.
 """
 import json
 import struct
-import time
 
 import dpkt
 import pytest
 
+from analysis.jsonl import read_jsonl
 from emulation import trimming
+from emulation.endpoint_process import EndpointProcess
+from model.events import Event
 from model.topology import FabricSpec
 from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
-from tests.integration.test_endpoint_fabric import start_endpoint, stop_endpoint
 
 pytestmark = pytest.mark.integration
 
@@ -57,28 +58,27 @@ def test_two_senders_overload_one_uplink(tmp_path):
         before = fab.controller.trim_counters()
         assert set(before) == {i for i, _m, _l in ports}
         cap = fab.capture(2, 0, tmp_path / "h2.pcap", snaplen=256)
-        eps = {h: start_endpoint(fab, h, tmp_path) for h in (0, 1, 2, 3)}
+        eps = {h: EndpointProcess(fab, h, tmp_path) for h in (0, 1, 2, 3)}
+        c = {h: ep.client for h, ep in eps.items()}
         try:
             posted = {}
             for src, dst in ((0, 2), (1, 3)):
-                eps[dst][1].call("reg_mr", size=SIZE, rkey=0x77, va=0)
-                qa = eps[src][1].call("create_qp", qpn=0x100 + src, peer=dst, peer_qpn=0x200 + dst)
-                eps[dst][1].call("create_qp", qpn=0x200 + dst, peer=src, peer_qpn=0x100 + src,
-                                 base_rtt_ns=qa["base_rtt_ns"])
+                c[dst].call("reg_mr", size=SIZE, rkey=0x77, va=0)
+                qa = c[src].call("create_qp", qpn=0x100 + src, peer=dst, peer_qpn=0x200 + dst)
+                c[dst].call("create_qp", qpn=0x200 + dst, peer=src, peer_qpn=0x100 + src,
+                            base_rtt_ns=qa["base_rtt_ns"])
             for src, dst in ((0, 2), (1, 3)):
-                posted[src] = eps[src][1].call("post_write", qpn=0x100 + src, size=SIZE,
-                                               seed=src + 5, remote_va=0, rkey=0x77,
-                                               imm=0xA0 + src)
+                posted[src] = c[src].call("post_write", qpn=0x100 + src, size=SIZE,
+                                          seed=src + 5, remote_va=0, rkey=0x77, imm=0xA0 + src)
             for src, dst in ((0, 2), (1, 3)):
-                done = eps[dst][1].call("wait", qpn=0x200 + dst, side="recv", count=1,
-                                        timeout_s=90)
+                done = c[dst].call("wait", qpn=0x200 + dst, side="recv", count=1, timeout_s=90)
                 assert done["completions"][0]["bytes"] == SIZE
-                digest = eps[dst][1].call("digest", rkey=0x77, offset=0, size=SIZE)["sha256"]
+                digest = c[dst].call("digest", rkey=0x77, offset=0, size=SIZE)["sha256"]
                 assert digest == posted[src]["sha256"], f"h{src}->h{dst} corrupted"
-            status = {h: eps[h][1].call("status") for h in (0, 1, 2, 3)}
+            status = {h: c[h].call("status") for h in (0, 1, 2, 3)}
         finally:
-            for h, (proc, client) in eps.items():
-                stop_endpoint(proc, client)
+            for ep in eps.values():
+                ep.stop()
             cap.stop()
         after = fab.controller.trim_counters()
         last_hops = trimming.last_hop_ports(topo)
@@ -101,15 +101,30 @@ def test_two_senders_overload_one_uplink(tmp_path):
     trimmed_seen = sum(r["trimmed"] for r in rcv)
     assert trimmed_seen > 0 and sum(r["nacks"] for r in rcv) >= trimmed_seen
     assert sum(s["nacks"] for s in snd) > 0
-    events = [json.loads(x) for h in (0, 1) for x in open(tmp_path / f"ep-h{h}.jsonl")]
-    assert any(e["event"] == "retransmit" and e["reason"] == "nack_trimmed" for e in events)
-    bad = [e for e in events if e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD"]
-    # A NACK TRIMMED never retires the EV (skip once, no penalty). SACK-gap/timeout retirements
-    # under this overload are possible and reported, not asserted (see the incast comparison).
-    assert not [e for e in bad if "nack" in str(e.get("reason"))], bad[:3]
+    events = [e for h in (0, 1) for e in read_jsonl(tmp_path / f"ep-h{h}.jsonl", [])]
+    assert any(e["event"] == Event.RETRANSMIT and e["reason"] == "nack_trimmed" for e in events)
+    bad = [e for e in events if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD"]
+    forward_bad = [e for e in bad if e.get("direction") != "reverse"]
+    # A trimmed NACK is congestion, not failure (the MRC paper; OCP MRC 1.0 NACK TRIMMED): the EV is passed over once (an
+    # ev_skip "once" event) and never retired. A path is retired only by a loss verdict that
+    # ran out with no trimmed NACK or late delivery explaining the loss (a timeout or SACK gap),
+    # which the senders count in loss_verdicts_failed. So every forward retirement is one of
+    # those, with a timeout / SACK-gap reason; one retirement more than the failed verdicts is
+    # a path retired on the spot, which is what a NACK counted as a failure would do (each of
+    # the hundreds of trims here would retire its EV). How many verdicts fail under this
+    # overload varies (CPU-starved switches drop silently) and is reported, not bounded.
+    finals = [[e for e in read_jsonl(tmp_path / f"ep-h{h}.jsonl", [])
+               if e["event"] == Event.COUNTERS][-1] for h in (0, 1)]
+    verdicts_failed = sum(q["sender"]["loss_verdicts_failed"]
+                          for final in finals for q in final["qps"].values())
+    assert len(forward_bad) <= verdicts_failed, (len(forward_bad), verdicts_failed, forward_bad[:3])
+    assert {e["reason"] for e in forward_bad} <= {"timeout", "sack_gap"}, forward_bad[:3]
+    assert any(e["event"] == Event.EV_SKIP and e.get("once") for e in events), \
+        "no trimmed NACK passed its EV over once"
     print(f"ASSUMED_BAD transitions: {len(bad)} "
           f"({sorted({str(e.get('reason')) for e in bad})}); trims at the uplink "
-          f"{delta[UPLINK]['trimmed']}, NACKs {sum(r['nacks'] for r in rcv)}")
+          f"{delta[UPLINK]['trimmed']}, NACKs {sum(r['nacks'] for r in rcv)}, "
+          f"failed loss verdicts {verdicts_failed}")
 
     # --- what arrived at h2: trimmed frames with the right DSCP, lengths and headers
     codec = Codec(topo)

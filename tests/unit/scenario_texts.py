@@ -14,3 +14,9 @@ action = "link_down"
 a = "t0p0g0"
 b = "t1p0s0"
 """
+
+
+def link_fault(action: str, a: str, b: str, **when) -> str:
+    """One [[faults]] entry on the link a~b; `when` is its trigger (at_s=1.0, at_iteration=30)."""
+    (key, value), = when.items()
+    return f'[[faults]]\n{key} = {value}\naction = "{action}"\na = "{a}"\nb = "{b}"\n'

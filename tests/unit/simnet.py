@@ -36,6 +36,16 @@ class PathFault:
     late_ns: int = 0
 
 
+def blackhole_step(net: "SimNet", path: tuple[int, int], at_ns: int,
+                   repair_after_ns: int | None = None):
+    """An on_step hook for Harness.run: black-holes `path` (plane, spine) from at_ns on, and
+    repairs it repair_after_ns later (never, for None)."""
+    def on_step(now_ns: int) -> None:
+        broken = now_ns >= at_ns and (repair_after_ns is None or now_ns < at_ns + repair_after_ns)
+        net.path(*path).blackhole = broken
+    return on_step
+
+
 class SimNet:
     def __init__(self, planes: int = 2, spines: int = 4, seed: int = 1,
                  one_way_ns: int = 500_000, jitter_ns: int = 20_000, loss: float = 0.0,
@@ -201,6 +211,17 @@ class Harness:
                                    region.rkey, imm=(0x1000 + i) if imm else None)
             off += n
         return bytes(expected), region
+
+    def transfer(self, sizes, until_ns: int = 20_000_000_000, on_step=None,
+                 imm: bool = True) -> bytes:
+        """post(sizes), run until the sender is idle, and check every byte arrived with no QP
+        error; returns what was sent."""
+        expected, region = self.post(sizes, imm=imm)
+        self.run_until_idle(until_ns, on_step=on_step)
+        assert self.sender.error is None, self.sender.error
+        assert self.sender.idle
+        assert bytes(region.buf) == expected                      # every byte in place
+        return expected
 
     def run(self, until_ns: int, done=None, on_step=None) -> None:
         run(self.net, self.clock, self.sender, self.receiver, self.clock.now_ns + until_ns,

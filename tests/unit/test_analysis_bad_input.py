@@ -6,6 +6,7 @@ import pytest
 
 from analysis import cli, metrics, trimming
 from analysis.logs import load_events
+from model.events import Event
 from tests.unit.test_analysis_synth import make_run
 
 MONO0 = 10_000_000_000            # make_run's run start (CLOCK_MONOTONIC ns)
@@ -30,7 +31,8 @@ def append(path, line: str) -> int:
 
 
 def event(**fields):
-    return json.dumps({"t_ns": MONO0 + 1, "host": "h1", "event": "goodput", "rx_bytes": 5, **fields})
+    return json.dumps({"t_ns": MONO0 + 1, "host": "h1", "event": Event.GOODPUT, "rx_bytes": 5,
+                       **fields})
 
 
 def loaded(run_dir):
@@ -38,12 +40,12 @@ def loaded(run_dir):
     run = metrics.load_run(run_dir)
     td = run.transports["mrc"]
     table = metrics.compare_transports(run)
-    goodput = int((td.events["event"] == "goodput").sum())
+    goodput = int((td.events["event"] == Event.GOODPUT).sum())
     return td.problems, goodput, int(table.loc["mrc", "iterations"])
 
 
 @pytest.mark.parametrize("line,reason", [
-    (event(event=["goodput"]), "event is not a string (got ['goodput'])"),
+    (event(event=[Event.GOODPUT]), "event is not a string (got ['goodput'])"),
     (event(host={"name": "h1"}), "host is not a string (got {'name': 'h1'})"),
     (event(t_ns=2**63), "t_ns is not an integer ns in 0..2^63-1 (got 9223372036854775808)"),
     (event(t_ns=2**64 + 5), "t_ns is not an integer ns in 0..2^63-1"),
@@ -52,10 +54,10 @@ def loaded(run_dir):
     ("[" * 100_000 + "]" * 100_000, "not JSON (ValueError: nested too deeply)"),
     ('{"t_ns": 1, "event": "x", "deep": ' + "[" * 100_000 + "]" * 100_000 + "}",
      "not JSON (ValueError: nested too deeply)"),
-    (json.dumps({"t_ns": MONO0 + 1, "host": "h1", "event": "iteration", "iter": 7,
+    (json.dumps({"t_ns": MONO0 + 1, "host": "h1", "event": Event.ITERATION, "iter": 7,
                  "collective": "allreduce", "end_ns": MONO0 + 2}),
      "iteration event without start_ns"),
-    (json.dumps({"t_ns": MONO0 + 1, "host": "h1", "event": "iteration", "iter": "seven",
+    (json.dumps({"t_ns": MONO0 + 1, "host": "h1", "event": Event.ITERATION, "iter": "seven",
                  "collective": "allreduce", "start_ns": MONO0, "end_ns": MONO0 + 2}),
      "iter is not a non-negative integer"),
 ])
@@ -75,7 +77,7 @@ def test_iterations_all_without_a_field_are_reported_not_a_crash(run):
         except ValueError:
             lines.append(text)
             continue
-        if ev.get("event") == "iteration":
+        if ev.get("event") == Event.ITERATION:
             del ev["collective"]
         lines.append(json.dumps(ev))
     log.write_text("\n".join(lines) + "\n")
@@ -131,7 +133,7 @@ def test_unreadable_clock_is_reported_and_the_run_level_clock_used(run):
 
 def test_analyze_lists_the_problems_and_exits_0(run, capsys):
     log = run / "mrc" / "h1.jsonl"
-    append(log, event(event=["goodput"]))
+    append(log, event(event=[Event.GOODPUT]))
     append(log, event(t_ns=2**64))
     append(log, "[" * 100_000 + "]" * 100_000)
     append(log, event(rx_bytes="lots"))
@@ -169,9 +171,9 @@ def test_analyze_of_a_run_without_any_data_exits_2(tmp_path, capsys):
 def test_load_events_keeps_good_rows_between_bad_ones(tmp_path):
     path = tmp_path / "h0.jsonl"
     path.write_text("\n".join([
-        json.dumps({"t_ns": 1, "host": "h0", "event": "goodput", "rx_bytes": 1}),
-        json.dumps({"t_ns": 2, "host": ["h0"], "event": "goodput", "rx_bytes": 2}),
-        json.dumps({"t_ns": 3, "host": "h0", "event": "goodput", "rx_bytes": 3})]) + "\n")
+        json.dumps({"t_ns": 1, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 1}),
+        json.dumps({"t_ns": 2, "host": ["h0"], "event": Event.GOODPUT, "rx_bytes": 2}),
+        json.dumps({"t_ns": 3, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 3})]) + "\n")
     df = load_events(path)
     assert df["rx_bytes"].tolist() == [1, 3]
     assert df.attrs["log_problems"] == ["h0.jsonl:2: host is not a string (got ['h0'])"]
@@ -184,10 +186,10 @@ def test_victim_goodput_skips_an_iteration_without_end_ns(tmp_path):
     ms = 1_000_000
     (tmp_path / "worker.json").write_text(json.dumps(
         {"collective": "incast", "hosts": ["h0", "h1", "h2"], "victim": [2, 1]}))
-    lines = [{"t_ns": t * 100 * ms, "host": "h1", "event": "goodput", "rx_bytes": t * 1_250_000}
+    lines = [{"t_ns": t * 100 * ms, "host": "h1", "event": Event.GOODPUT, "rx_bytes": t * 1_250_000}
              for t in range(3)]
-    lines.append({"t_ns": 5, "host": "h1", "event": "iteration", "iter": 0})
-    lines.append({"t_ns": 6, "host": "h1", "event": "goodput", "rx_bytes": "many"})
+    lines.append({"t_ns": 5, "host": "h1", "event": Event.ITERATION, "iter": 0})
+    lines.append({"t_ns": 6, "host": "h1", "event": Event.GOODPUT, "rx_bytes": "many"})
     (tmp_path / "worker-h1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     v = trimming.victim_goodput(tmp_path)
     # 1,250,000 bytes per 100 ms = 100 Mbit/s
@@ -222,9 +224,9 @@ def test_counter_snapshot_keeps_the_ports_whose_counters_are_numbers(tmp_path):
 
 
 def test_endpoint_stats_skip_malformed_counters(tmp_path):
-    lines = [{"t_ns": 1, "host": "h0", "event": "retransmit", "qp": 1, "reason": "timeout"},
-             {"t_ns": 2, "host": "h0", "event": "counters", "qps": "all of them"},
-             {"t_ns": 3, "host": "h0", "event": "counters",
+    lines = [{"t_ns": 1, "host": "h0", "event": Event.RETRANSMIT, "qp": 1, "reason": "timeout"},
+             {"t_ns": 2, "host": "h0", "event": Event.COUNTERS, "qps": "all of them"},
+             {"t_ns": 3, "host": "h0", "event": Event.COUNTERS,
               "qps": {"1": {"receiver": {"nacks": "many"}}}}]
     (tmp_path / "endpoint-h0.jsonl").write_text(
         "".join(json.dumps(x) + "\n" for x in lines) + "[" * 100_000 + "\n")

@@ -12,6 +12,7 @@ import pytest
 
 from analysis import metrics as m
 from analysis import plots
+from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
 
 MS = 1_000_000
@@ -24,7 +25,7 @@ def _goodput_events(fault_ns: int, outage_ms: int, end_ns: int) -> pd.DataFrame:
     the fault, when nothing arrives."""
     rows, cum, t = [], 0.0, 0
     while t <= end_ns:
-        rows.append({"t_ns": t, "host": "h1", "event": "goodput", "rx_bytes": cum})
+        rows.append({"t_ns": t, "host": "h1", "event": Event.GOODPUT, "rx_bytes": cum})
         if not fault_ns <= t < fault_ns + outage_ms * MS:
             cum += RATE_BPS * 0.01
         t += 10 * MS
@@ -75,7 +76,7 @@ def _ev_events():
     rows = []
 
     def add(t, host, qp, ev, old, new, reason, **kw):
-        rows.append({"t_ns": t, "host": host, "event": "ev_state", "qp": qp, "ev": ev,
+        rows.append({"t_ns": t, "host": host, "event": Event.EV_STATE, "qp": qp, "ev": ev,
                      "plane": ev >> 28, "old": old, "new": new, "reason": reason, **kw})
     bad, spare, other = make_ev(0, 0, 11), make_ev(0, 1, 12), make_ev(1, 1, 13)
     add(0, "h1", 5, bad, "UNKNOWN", "GOOD", "init")

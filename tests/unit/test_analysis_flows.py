@@ -5,6 +5,7 @@ import json
 import pytest
 
 from analysis import flows as F
+from model.events import Event, Phase
 from model.topology import make_ev
 
 MS = 1_000_000
@@ -14,7 +15,7 @@ EV_S1 = make_ev(0, 1, 0x13)          # plane 0, spine 1
 
 
 def skip(t_ms, ev, until_ms, qp=5, once=False):
-    e = {"t_ns": t_ms * MS, "event": "ev_skip", "qp": qp, "ev": ev, "plane": 0,
+    e = {"t_ns": t_ms * MS, "event": Event.EV_SKIP, "qp": qp, "ev": ev, "plane": 0,
          "until_ns": until_ms * MS}
     if once:
         e["once"] = True
@@ -46,8 +47,9 @@ def test_moves_count_skips_that_start_not_the_echoes_that_extend_them():
 
 
 def test_qps_to_a_peer_come_from_the_endpoints_qp_events():
-    events = [{"event": "qp", "qp": 3, "peer": "h2"}, {"event": "qp", "qp": 4, "peer": "h3"},
-              {"event": "qp", "qp": 7, "peer": "h2"}]
+    events = [{"event": Event.QP, "qp": 3, "peer": "h2"},
+              {"event": Event.QP, "qp": 4, "peer": "h3"},
+              {"event": Event.QP, "qp": 7, "peer": "h2"}]
     assert F.qps_to(events, "h2") == {3, 7}
 
 
@@ -61,10 +63,11 @@ def test_flows_of_bisection_and_incast_victim():
 def worker_log(start_ms, end_ms, rate_mbit, host):
     """Timed phase [start, end], goodput samples every 10 ms at a steady rate from 0."""
     bytes_per_ms = rate_mbit * 1e6 / 8 / 1000
-    log = [{"t_ns": start_ms * MS, "event": "phase", "phase": "warmup_done", "host": host}]
-    log += [{"t_ns": t * MS, "event": "goodput", "rx_bytes": int(t * bytes_per_ms), "host": host}
+    log = [{"t_ns": start_ms * MS, "event": Event.PHASE, "phase": Phase.WARMUP_DONE, "host": host}]
+    log += [{"t_ns": t * MS, "event": Event.GOODPUT, "rx_bytes": int(t * bytes_per_ms),
+             "host": host}
             for t in range(0, end_ms + 1, 10)]
-    log.append({"t_ns": end_ms * MS, "event": "iteration", "iter": 0, "start_ns": start_ms * MS,
+    log.append({"t_ns": end_ms * MS, "event": Event.ITERATION, "iter": 0, "start_ns": start_ms * MS,
                 "end_ns": end_ms * MS, "collective": "bisection", "host": host})
     return log
 
@@ -76,11 +79,11 @@ def test_flow_figures_compare_flows_over_the_window_they_share():
     # Common window 300..600 ms: h2 20 Mbit/s, h3 12 Mbit/s.
     h2 = worker_log(100, 1000, 20.0, "h2")
     for e in h2:
-        if e["event"] == "goodput" and e["t_ns"] > 600 * MS:
+        if e["event"] == Event.GOODPUT and e["t_ns"] > 600 * MS:
             e["rx_bytes"] = 1_500_000 + (e["t_ns"] // MS - 600) * 1250
     logs = {"h2": h2, "h3": worker_log(300, 600, 12.0, "h3")}
-    endpoint = {"h0": [{"event": "qp", "qp": 5, "peer": "h2"}, skip(400, EV_S0, 402)],
-                "h1": [{"event": "qp", "qp": 9, "peer": "h3"}]}
+    endpoint = {"h0": [{"event": Event.QP, "qp": 5, "peer": "h2"}, skip(400, EV_S0, 402)],
+                "h1": [{"event": Event.QP, "qp": 9, "peer": "h3"}]}
     got = F.flow_figures([("h0", "h2"), ("h1", "h3")], logs, endpoint, link_mbit=25.0)
     assert [g["goodput_mbit"] for g in got] == [pytest.approx(1_750_000 * 8 / 0.9 / 1e6),
                                                  pytest.approx(12.0)]
@@ -96,11 +99,11 @@ def test_flow_summary_reads_a_run_directory_and_skips_corrupt_lines(tmp_path):
          "fabric": {"host_link_mbit": 10, "planes": 2}}))
     lines = [json.dumps(e) for e in worker_log(0, 1000, 16.0, "h1")]
     lines.insert(3, '{"t_ns": 15, "event": "goodput", "rx_bytes": "lots"')   # cut by a crash
-    lines.insert(4, json.dumps({"t_ns": 25 * MS, "event": "goodput", "rx_bytes": "lots"}))
+    lines.insert(4, json.dumps({"t_ns": 25 * MS, "event": Event.GOODPUT, "rx_bytes": "lots"}))
     (tmp_path / "worker-h1.jsonl").write_text("\n".join(lines) + "\n")
     (tmp_path / "endpoint-h0.jsonl").write_text("\n".join(json.dumps(e) for e in [
-        {"t_ns": 1, "event": "qp", "qp": 2, "peer": "h1"}, skip(10, EV_S0, 12, qp=2),
-        {"t_ns": 11, "event": "ev_skip", "qp": 2, "ev": "x", "until_ns": 3}]) + "\n")
+        {"t_ns": 1, "event": Event.QP, "qp": 2, "peer": "h1"}, skip(10, EV_S0, 12, qp=2),
+        {"t_ns": 11, "event": Event.EV_SKIP, "qp": 2, "ev": "x", "until_ns": 3}]) + "\n")
     (flow,) = F.flow_summary(tmp_path)["flows"]
     assert flow["src"] == "h0" and flow["dst"] == "h1"
     assert flow["goodput_mbit"] == pytest.approx(16.0)

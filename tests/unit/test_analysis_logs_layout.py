@@ -3,6 +3,7 @@ reads both, keeps the endpoint's EV/retransmission events and counts delivered b
 import json
 
 from analysis.logs import load_events
+from model.events import Event
 
 
 def write(path, events):
@@ -11,13 +12,13 @@ def write(path, events):
 
 def test_worker_and_endpoint_logs_are_merged_without_double_goodput(tmp_path):
     write(tmp_path / "worker-h0.jsonl", [
-        {"t_ns": 1, "host": "h0", "event": "goodput", "rx_bytes": 100},
-        {"t_ns": 2, "host": "h0", "event": "iteration", "iter": 0, "start_ns": 1, "end_ns": 2,
+        {"t_ns": 1, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 100},
+        {"t_ns": 2, "host": "h0", "event": Event.ITERATION, "iter": 0, "start_ns": 1, "end_ns": 2,
          "collective": "allreduce"}])
     write(tmp_path / "endpoint-h0.jsonl", [
-        {"t_ns": 1, "host": "h0", "event": "goodput", "rx_bytes": 999},
-        {"t_ns": 3, "host": "h0", "event": "ev_state", "qp": 1, "ev": 5, "new": "ASSUMED_BAD"},
-        {"t_ns": 4, "host": "h0", "event": "counters", "sent": 7}])
+        {"t_ns": 1, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 999},
+        {"t_ns": 3, "host": "h0", "event": Event.EV_STATE, "qp": 1, "ev": 5, "new": "ASSUMED_BAD"},
+        {"t_ns": 4, "host": "h0", "event": Event.COUNTERS, "sent": 7}])
     df = load_events(tmp_path)
-    assert sorted(df["event"]) == ["ev_state", "goodput", "iteration"]
-    assert df[df["event"] == "goodput"]["rx_bytes"].tolist() == [100]
+    assert sorted(df["event"]) == sorted([Event.EV_STATE, Event.GOODPUT, Event.ITERATION])
+    assert df[df["event"] == Event.GOODPUT]["rx_bytes"].tolist() == [100]

@@ -9,6 +9,7 @@ import pytest
 
 from analysis import metrics as m
 from analysis.logs import load_events, load_faults, read_jsonl, transport_dirs
+from model.events import Event
 from tests.unit.test_analysis_synth import make_run, write_jsonl
 
 
@@ -103,7 +104,7 @@ def test_compare_transports_has_a_row_per_transport(tmp_path):
 
 def test_log_reader_never_raises(tmp_path):
     p = tmp_path / "h3.jsonl"
-    write_jsonl(p, [{"t_ns": 5, "event": "port", "plane": 1, "up": False}],
+    write_jsonl(p, [{"t_ns": 5, "event": Event.PORT, "plane": 1, "up": False}],
                 extra_lines=["[1,2]\n", '{"event": "x"}\n', '{"t_ns": "soon", "event": "x"}\n',
                              "\xff\xfe garbage\n", '{"t_ns": 9, "event": "port", "plane": 0, "up": tr'])
     recs, problems = read_jsonl(p)
@@ -123,7 +124,7 @@ def _goodput_log(outage_ms, never_back=False):
         if k and not stalled:
             cum += 10_000
         for h in ("h0", "h1"):
-            events.append({"t_ns": t, "host": h, "event": "goodput", "rx_bytes": cum})
+            events.append({"t_ns": t, "host": h, "event": Event.GOODPUT, "rx_bytes": cum})
     return pd.DataFrame(events)
 
 
@@ -147,19 +148,19 @@ def test_ev_timeline_shows_suspect_stretches_of_loss_verdicts():
     ASSUMED_BAD a SUSPECT stretch ending in retirement (traffic/reliability.py loss verdicts)."""
     ms = 1_000_000
     rows = [
-        {"t_ns": 0, "host": "h0", "event": "ev_state", "qp": 1, "ev": 7, "plane": 0,
+        {"t_ns": 0, "host": "h0", "event": Event.EV_STATE, "qp": 1, "ev": 7, "plane": 0,
          "old": "UNKNOWN", "new": "GOOD", "reason": "replacement"},
-        {"t_ns": 10 * ms, "host": "h0", "event": "ev_suspect", "qp": 1, "ev": 7, "plane": 0,
+        {"t_ns": 10 * ms, "host": "h0", "event": Event.EV_SUSPECT, "qp": 1, "ev": 7, "plane": 0,
          "reason": "sack_gap"},
-        {"t_ns": 40 * ms, "host": "h0", "event": "ev_cleared", "qp": 1, "ev": 7, "plane": 0,
+        {"t_ns": 40 * ms, "host": "h0", "event": Event.EV_CLEARED, "qp": 1, "ev": 7, "plane": 0,
          "evidence": "nack_trimmed"},
-        {"t_ns": 0, "host": "h0", "event": "ev_state", "qp": 1, "ev": 9, "plane": 1,
+        {"t_ns": 0, "host": "h0", "event": Event.EV_STATE, "qp": 1, "ev": 9, "plane": 1,
          "old": "UNKNOWN", "new": "GOOD", "reason": "replacement"},
-        {"t_ns": 20 * ms, "host": "h0", "event": "ev_suspect", "qp": 1, "ev": 9, "plane": 1,
+        {"t_ns": 20 * ms, "host": "h0", "event": Event.EV_SUSPECT, "qp": 1, "ev": 9, "plane": 1,
          "reason": "timeout"},
-        {"t_ns": 120 * ms, "host": "h0", "event": "ev_state", "qp": 1, "ev": 9, "plane": 1,
+        {"t_ns": 120 * ms, "host": "h0", "event": Event.EV_STATE, "qp": 1, "ev": 9, "plane": 1,
          "old": "GOOD", "new": "ASSUMED_BAD", "reason": "timeout"},
-        {"t_ns": 200 * ms, "host": "h0", "event": "goodput", "rx_bytes": 0},
+        {"t_ns": 200 * ms, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 0},
     ]
     ev = pd.DataFrame(rows)
     iv = m.ev_state_intervals(ev)

@@ -17,6 +17,7 @@ from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
+from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
@@ -132,31 +133,31 @@ def make_run(root: Path, transports=("mrc", "roce", "tcp"), *, packets=200, faul
         events = []
         for k in range(20):
             t = mono0 + k * 10_000_000
-            events.append({"t_ns": t, "host": "h0", "event": "goodput",
+            events.append({"t_ns": t, "host": "h0", "event": Event.GOODPUT,
                            "rx_bytes": 0, "tx_bytes": k * 1_000_000 // (2 + ti),
                            "rx_packets": 0, "tx_packets": k * 100, "retransmits": k})
-            events.append({"t_ns": t, "host": "h1", "event": "goodput",
+            events.append({"t_ns": t, "host": "h1", "event": Event.GOODPUT,
                            "rx_bytes": k * 1_000_000 // (2 + ti) - (200_000 if 6 <= k <= 8 else 0),
                            "tx_bytes": 0, "rx_packets": k * 100, "tx_packets": 0, "retransmits": 0})
         for ev_i in range(4):
             ev = make_ev(ev_i % 2, ev_i // 2, 100 + ev_i)
-            events.append({"t_ns": mono0, "host": "h0", "event": "ev_state", "qp": 5, "ev": ev,
+            events.append({"t_ns": mono0, "host": "h0", "event": Event.EV_STATE, "qp": 5, "ev": ev,
                            "plane": ev_i % 2, "old": "UNKNOWN", "new": "GOOD", "reason": "init"})
         bad_ev = make_ev(0, 0, 100)
-        events.append({"t_ns": fault_t + 2_000_000, "host": "h0", "event": "ev_state", "qp": 5,
+        events.append({"t_ns": fault_t + 2_000_000, "host": "h0", "event": Event.EV_STATE, "qp": 5,
                        "ev": bad_ev, "plane": 0, "old": "GOOD", "new": "ASSUMED_BAD",
                        "reason": "timeout"})
-        events.append({"t_ns": fault_t + 60_000_000, "host": "h0", "event": "ev_state", "qp": 5,
+        events.append({"t_ns": fault_t + 60_000_000, "host": "h0", "event": Event.EV_STATE, "qp": 5,
                        "ev": bad_ev, "plane": 0, "old": "ASSUMED_BAD", "new": "GOOD",
                        "reason": "probe"})
         for k, reason in enumerate(("timeout", "sack_gap", "sack_gap", "nack_trimmed")):
-            events.append({"t_ns": fault_t + k * 1_000_000, "host": "h0", "event": "retransmit",
+            events.append({"t_ns": fault_t + k * 1_000_000, "host": "h0", "event": Event.RETRANSMIT,
                            "qp": 5, "psn": 100 + k, "old_ev": bad_ev, "new_ev": bad_ev + 1,
                            "reason": reason})
         for it in range(6):
             s = mono0 + it * 30_000_000
             events.append({"t_ns": s + 25_000_000 + ti * 1_000_000, "host": "h0",
-                           "event": "iteration", "collective": "allreduce", "transport": tr,
+                           "event": Event.ITERATION, "collective": "allreduce", "transport": tr,
                            "iter": it, "start_ns": s, "end_ns": s + 25_000_000 + ti * 1_000_000,
                            "bytes": 1 << 20, "nccl_size_bytes": 1 << 20, "verified": True})
         events.sort(key=lambda e: e["t_ns"])

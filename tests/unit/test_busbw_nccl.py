@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 
 from analysis import metrics as m
+from model.events import Event
 from tests.unit.test_collectives_worker import events, start_workers
 from traffic import collectives as C
 
@@ -59,7 +60,7 @@ def test_analysis_takes_S_from_the_event_not_the_bytes_sent():
     slowest rank took 0.5 s. busbw must be 25.165824 Mbit/s; from `bytes` (1,572,864) it would
     be 1.5 x too high, 37.748736."""
     ev = pd.DataFrame([
-        {"t_ns": 10, "host": f"h{h}", "event": "iteration", "collective": "allreduce",
+        {"t_ns": 10, "host": f"h{h}", "event": Event.ITERATION, "collective": "allreduce",
          "transport": "mrc", "iter": 0, "start_ns": 1_000_000_000,
          "end_ns": 1_000_000_000 + (500_000_000 if h == 3 else 400_000_000),
          "bytes": 1_572_864, "nccl_size_bytes": MIB, "verified": True} for h in (0, 3)])
@@ -77,7 +78,7 @@ def test_real_workers_log_S_and_the_analysis_gets_busbw(tmp_path):
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err
     evs = [e for r in range(4) for e in events(tmp_path / "logs" / f"worker-h{r}.jsonl")]
-    its = [e for e in evs if e["event"] == "iteration"]
+    its = [e for e in evs if e["event"] == Event.ITERATION]
     assert len(its) == 8
     assert all(e["nccl_size_bytes"] == MIB and e["bytes"] == 1_572_864 for e in its)
     table = m.iteration_bandwidth(m.iteration_times(pd.DataFrame(evs)), world_size=4)

@@ -16,7 +16,7 @@ PAYLOAD = bytes(1000)
 def test_snaplen_is_the_deepest_header_stack_by_hand():
     # SRv6 frame: Ethernet 14 + outer IPv6 40 + inner IPv6 40 + UDP 8 + BTH 12 = 114.
     # Data: METH 4 + TSETH 8 + RETH 16 + ImmDt 4 = 32 -> 146 (payload follows).
-    # SACK body (MRC.md): 4+4+8+4+1+1+1+1+8+4+4+8 = 48, + ICRC 4 = 52 -> 166, the deepest.
+    # SACK body (traffic/WIRE_FORMAT.md): 4+4+8+4+1+1+1+1+8+4+4+8 = 48, + ICRC 4 = 52 -> 166, the deepest.
     assert CAPTURE_SNAPLEN == 166
 
 

@@ -6,18 +6,16 @@ import threading
 import numpy as np
 import pytest
 
+from tests.unit.rank_threads import run_hub_world
 from traffic import collectives as C
-from traffic.comm import InMemoryHub
 
 
 def run_world(world, fn, timeout=20):
     """fn(comm) on every rank in threads; returns (results, sent) where sent lists every
     isend as (src, dst, bytes)."""
-    hub = InMemoryHub(world)
-    results, errors, sent = [None] * world, [], []
-    lock = threading.Lock()
+    sent, lock = [], threading.Lock()
 
-    def body(rank):
+    def recording(hub, rank):
         comm = hub.comm(rank)
         real_isend = comm.isend
 
@@ -26,21 +24,9 @@ def run_world(world, fn, timeout=20):
                 sent.append((rank, peer, np.asarray(data).nbytes))
             return real_isend(peer, data, tag, qp=qp)
         comm.isend = isend
-        try:
-            results[rank] = fn(comm)
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-            hub.fail(repr(exc))
+        return comm
 
-    threads = [threading.Thread(target=body, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
-    if errors:
-        raise errors[0]
-    return results, sent
+    return run_hub_world(world, fn, comm=recording, timeout_s=timeout), sent
 
 
 def flows(sent, min_bytes=5):

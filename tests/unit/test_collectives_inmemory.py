@@ -1,34 +1,16 @@
 """Collectives over the in-memory transport: exact results for world sizes 2..8, lengths not
 divisible by the world size, several QPs per peer."""
-import threading
 
 import numpy as np
 import pytest
 
+from tests.unit.rank_threads import run_hub_world
 from traffic import collectives as C
 from traffic.comm import CommError, CommTimeout, InMemoryHub, create_communicator
 
 
 def run_world(world, fn, qps=1, timeout=20):
-    hub = InMemoryHub(world)
-    results, errors = [None] * world, []
-
-    def body(rank):
-        try:
-            results[rank] = fn(hub.comm(rank, qps))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append((rank, exc))
-            hub.fail(repr(exc))
-
-    threads = [threading.Thread(target=body, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
-    if errors:
-        raise errors[0][1]
-    return results
+    return run_hub_world(world, fn, comm=lambda hub, rank: hub.comm(rank, qps), timeout_s=timeout)
 
 
 @pytest.mark.parametrize("world", range(2, 9))

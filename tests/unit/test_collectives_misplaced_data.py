@@ -9,13 +9,12 @@ A rank that sent bytes misplaced by 61 elements, ranks or iterations sent the ve
 no verification could catch it. Each case below makes one rank (rank 1) of a real in-memory world
 contribute misplaced data and requires some rank's verification to fail.
 """
-import threading
 
 import numpy as np
 import pytest
 
 from traffic import collectives as C
-from traffic.comm import InMemoryHub
+from tests.unit.rank_threads import run_hub_world
 
 WORLD = 4
 N = 61 * WORLD * 2          # a multiple of 61 in every chunk: the old pattern wraps cleanly
@@ -52,33 +51,18 @@ MISPLACEMENTS = {
 
 def verdicts(collective, bad_input):
     """Every rank's (ok, message) when BAD_RANK contributes bad_input(...) instead of its input."""
-    hub = InMemoryHub(WORLD)
-    out, errors = [None] * WORLD, []
     victim = VICTIM if collective == "incast" else None
 
-    def body(rank):
-        try:
-            comm = hub.comm(rank)
-            make = bad_input if rank == BAD_RANK else (
-                lambda r, n, it: C.make_input(r, n, it, WORLD))
-            expected = C.expected_results(collective, rank, WORLD, N, ITERATION, target=TARGET,
-                                          victim=victim)
-            results = C.run_collective(comm, collective, make(rank, N, ITERATION), ITERATION,
-                                       timeout_s=5, target=TARGET, victim=victim)
-            out[rank] = C.verify(collective, rank, ITERATION, results, expected)
-        except BaseException as exc:  # noqa: BLE001 - re-raised below
-            errors.append(exc)
-            hub.fail(repr(exc))
+    def body(comm):
+        rank = comm.rank
+        make = bad_input if rank == BAD_RANK else (lambda r, n, it: C.make_input(r, n, it, WORLD))
+        expected = C.expected_results(collective, rank, WORLD, N, ITERATION, target=TARGET,
+                                      victim=victim)
+        results = C.run_collective(comm, collective, make(rank, N, ITERATION), ITERATION,
+                                   timeout_s=5, target=TARGET, victim=victim)
+        return C.verify(collective, rank, ITERATION, results, expected)
 
-    threads = [threading.Thread(target=body, args=(r,)) for r in range(WORLD)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(20)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
-    if errors:
-        raise errors[0]
-    return out
+    return run_hub_world(WORLD, body)
 
 
 def test_the_old_pattern_could_not_see_these_misplacements():

@@ -7,8 +7,10 @@ import threading
 import numpy as np
 import pytest
 
+from tests.unit.rank_threads import run_ranks
 from traffic import collectives as C
 from traffic.comm import CommError, CommTimeout, create_communicator
+from traffic.worker_config import WorkerConfig
 from traffic.tcp_comm import TCPComm
 
 
@@ -43,12 +45,7 @@ def run_tcp_world(world, fn, qps=1, planes=1, timeout=30):
         except BaseException as exc:  # noqa: BLE001
             errors.append((rank, exc))
 
-    threads = [threading.Thread(target=body, args=(r,), daemon=True) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout)
-    assert not any(t.is_alive() for t in threads), f"a rank hung; errors: {errors}"
+    run_ranks(world, body, timeout, errors)
     if errors:
         raise errors[0][1]
     return results
@@ -102,12 +99,18 @@ def test_unexpected_messages_empty_messages_and_tag_matching():
     assert run_tcp_world(2, body)[1] == (b"", b"first", b"second")
 
 
-def test_peer_closing_early_fails_a_pending_receive_loudly():
+@pytest.mark.parametrize("sent,message", [
+    (None, "closed all connections"),                        # the peer exits without sending
+    (b"12345678", "rank 1: message from 0 tag 1 has 8 bytes, receiver expected 4"),
+], ids=["peer-closes-early", "length-mismatch"])
+def test_a_pending_receive_fails_loudly(sent, message):
     def body(comm):
         if comm.rank == 0:
-            return None  # closes without sending
-        h = comm.irecv(0, 8, tag=1)
-        with pytest.raises(CommError, match="closed all connections"):
+            if sent is not None:
+                comm.wait([comm.isend(1, sent, tag=1)], 5)
+            return None
+        h = comm.irecv(0, 4, tag=1)
+        with pytest.raises(CommError, match=message):
             comm.wait([h], 5)
         return "raised"
 
@@ -133,9 +136,11 @@ def test_timeout_names_pending_and_connect_failure_is_clear():
 
 def test_factory_builds_tcp_from_a_worker_config():
     ports = free_ports(2)
-    config = {"world_size": 2, "qps_per_peer": 1,
-              "tcp": {"endpoints": [[["127.0.0.1", ports[0]]], [["127.0.0.1", ports[1]]]],
-                      "connect_timeout_s": 10}}
+    config = WorkerConfig.from_dict({
+        "transport": "tcp", "world_size": 2, "collective": "sendrecv", "message_bytes": 400,
+        "iterations": 1, "log_dir": "unused", "qps_per_peer": 1,
+        "tcp": {"endpoints": [[["127.0.0.1", ports[0]]], [["127.0.0.1", ports[1]]]],
+                "connect_timeout_s": 10}})
     out = []
 
     def body(rank):

@@ -9,6 +9,7 @@ import pytest
 from controller.api import ApiServer, CommandError
 from controller.app import FabricController
 from controller.client import ControllerClient, ControllerError
+from model.events import ControllerLog
 from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=1))
@@ -118,7 +119,7 @@ def test_flap_runs_in_background_and_link_up_cancels(api):
         time.sleep(0.02)
     states = [a[-1] for a in run.argvs]
     assert states == ["down", "down", "up", "up"] * 3
-    steps = [e for e in client.faults() if e["action"] == "flap_step"]
+    steps = [e for e in client.faults() if e["action"] == ControllerLog.FLAP_STEP]
     assert [e["state"] for e in steps] == ["down", "up"] * 3
     run.argvs.clear()
     client.fault({"action": "flap", "a": "t0p0g1", "b": "t1p0s0", "period_s": 10, "count": 100})
@@ -138,7 +139,7 @@ def test_port_status_logged_and_reconvergence_recomputes(api):
         time.sleep(0.02)
     assert ctl.routed_around == {frozenset(("t1p0s0", "t0p0g1"))}
     log = client.faults()
-    assert [e["action"] for e in log] == ["port_status", "reconverge"]
+    assert [e["action"] for e in log] == [ControllerLog.PORT_STATUS, ControllerLog.RECONVERGE]
     assert log[0]["a"] == "t0p0g1" and log[0]["state"] == "down"
     # every ECMP rule on t0p0g0 towards group 1 now avoids spine 0 (port 2)
     rules = ctl.installed["t0p0g0"] if "t0p0g0" in ctl.installed else []

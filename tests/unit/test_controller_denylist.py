@@ -7,23 +7,14 @@ import pytest
 
 from controller.api import ApiServer
 from controller.app import FabricController
-from emulation import cli
 from model.topology import FabricSpec, Topology, ev_plane
+from tests.unit.cli_helpers import run_mrclab as run
 from tests.unit.endpoint_fakes import FakePort
 from traffic.control import ControlServer
 from traffic.endpoint import Endpoint
 from traffic.endpoint_support import EndpointConfig
 
 SPEC = FabricSpec()
-
-
-def run(capsys, *argv):
-    try:
-        rc = cli.main(list(argv))
-    except SystemExit as e:
-        rc = e.code
-    out = capsys.readouterr()
-    return rc, out.out, out.err
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 simulated network (fake clock): a sender whose EVs are pinned 6 of 8 to spine 0 puts 3/4 of
 its data packets there; when that path marks CE, ECN skips move its packets to spine 1, and the
 data still arrives whole."""
+from model.events import Event
 from model.topology import ev_spine
 from tests.unit.simnet import Harness, SimNet
 from traffic.messages import DataPacket
@@ -35,14 +36,14 @@ def pinned_run(ecn: float) -> tuple[float, Harness]:
 def test_without_ecn_the_pinned_spine_carries_three_quarters():
     share, h = pinned_run(0.0)
     assert share == 0.75, share        # 6 of 8 EVs, round robin, no loss
-    assert not h.events_of("ev_skip")
+    assert not h.events_of(Event.EV_SKIP)
 
 
 def test_ecn_on_the_pinned_spine_moves_packets_to_the_other():
     # every packet on spine 0 marked: its EVs are skipped from their first echo on, so spine 0
     # carries what a round trip of its EVs sends before the echo, less than spine 1's 2 EVs
     share, h = pinned_run(1.0)
-    skips = h.events_of("ev_skip")
+    skips = h.events_of(Event.EV_SKIP)
     assert skips and all(ev_spine(e["ev"]) == 0 and not e.get("once") for e in skips)
     assert share < 0.5, share
 

@@ -3,9 +3,11 @@ import json
 
 import pytest
 
+from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import Codec
-from traffic.endpoint_support import ConfigError, EndpointConfig, EventLog, Pacer
+from traffic.endpoint import Endpoint
+from traffic.endpoint_support import ConfigError, EndpointConfig, EventLog, Pacer, qp_timers
 from traffic.messages import DataPacket, Opcode, Probe, Sack
 from traffic.packet_io import ROCE_BPF_PROGRAM, run_classic_bpf
 
@@ -60,11 +62,11 @@ def test_config_defaults_and_timers():
     cfg = EndpointConfig.from_dict({"host": 1, "fabric": FabricSpec(planes=4).to_dict()})
     assert cfg.planes == [0, 1, 2, 3]
     assert cfg.port_rate_mbit == 100.0
-    t = cfg.timers(2_000_000)
-    assert t["rto_ns"] == int(cfg.rto_rtts * 2_000_000)
-    assert t["probe_period_ns"] == int(cfg.probe_period_rtts * 2_000_000)
-    cfg2 = EndpointConfig.from_dict({"host": 0, "rto_ns": 123_456})
-    assert cfg2.timers(1_000_000)["rto_ns"] == 123_456
+    # the emulated fabric's QP timers: RTO 16, probe period 20 base RTTs
+    t = qp_timers(Endpoint(cfg, ports={}).qp_config(2_000_000))
+    assert t["rto_ns"] == 16 * 2_000_000 and t["probe_period_ns"] == 20 * 2_000_000
+    cfg2 = EndpointConfig.from_dict({"host": 0, "qp": {"rto_ns": 123_456}})
+    assert qp_timers(Endpoint(cfg2, ports={}).qp_config(1_000_000))["rto_ns"] == 123_456
 
 
 @pytest.mark.parametrize("data, words", [
@@ -73,7 +75,7 @@ def test_config_defaults_and_timers():
     ({"host": 9}, "host 9"),
     ({"host": 0, "routing": "ospf"}, "routing"),
     ({"host": 0, "planes": [5]}, "planes"),
-    ({"host": 0, "rto_rtts": -1}, "rto_rtts"),
+    ({"host": 0, "qp": {"rto_rtts": -1}}, "rto_rtts"),
     ({"host": 0, "max_payload": 10}, "max_payload"),
     ({"host": 0, "fabric": {"planes": 0}}, "planes"),
     ({"host": 0, "base_rtt_ns": "1ms"}, "base_rtt_ns"),
@@ -115,9 +117,9 @@ def test_event_log_writes_schema_lines(tmp_path):
     path = tmp_path / "ev.jsonl"
     clock = iter(range(100, 200)).__next__
     log = EventLog(str(path), "h3", clock)
-    log.emit("port", plane=1, up=False)
-    log.emit("probe", t_ns=7, qp=1, ev=2, ok=True, rtt_ns=5)
+    log.emit(Event.PORT, plane=1, up=False)
+    log.emit(Event.PROBE, t_ns=7, qp=1, ev=2, ok=True, rtt_ns=5)
     lines = [json.loads(x) for x in path.read_text().splitlines()]  # readable before close
-    assert lines[0] == {"t_ns": 100, "host": "h3", "event": "port", "plane": 1, "up": False}
-    assert lines[1]["t_ns"] == 7 and lines[1]["event"] == "probe"
+    assert lines[0] == {"t_ns": 100, "host": "h3", "event": Event.PORT, "plane": 1, "up": False}
+    assert lines[1]["t_ns"] == 7 and lines[1]["event"] == Event.PROBE
     log.close()

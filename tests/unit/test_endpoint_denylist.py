@@ -5,6 +5,7 @@ import json
 import random
 import time
 
+from model.events import Event
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import wire_pair
 from traffic.codec import Codec
@@ -22,7 +23,8 @@ def endpoints(tmp_path):
     for host, ports in ((0, a_ports), (2, b_ports)):
         cfg = EndpointConfig.from_dict({
             "host": host, "fabric": SPEC.to_dict(), "event_log": str(tmp_path / f"h{host}.jsonl"),
-            "port_rate_mbit": 400.0, "seed": host + 1, "loss_verdict_ms": 0})
+            "port_rate_mbit": 400.0, "seed": host + 1,
+            "qp": {"loss_verdict_ns": 0}})
         eps.append(Endpoint(cfg, ports=ports))
     return eps[0], eps[1], a_ports
 
@@ -57,7 +59,7 @@ def test_a_denied_path_carries_no_data_and_no_probe_until_allowed(tmp_path):
     for port in a_ports.values():
         port.drop = record
     qa = a.create_qp(0x100, 2, 0x200, base_rtt_ns=1_000_000)
-    qb = b.create_qp(0x200, 0, 0x100, base_rtt_ns=1_000_000)
+    b.create_qp(0x200, 0, 0x100, base_rtt_ns=1_000_000)
     dst = bytearray(200_000)
     b.register_mr(dst, rkey=0x42, va=0)
 
@@ -100,9 +102,10 @@ def test_a_denied_path_carries_no_data_and_no_probe_until_allowed(tmp_path):
     a.close()
     b.close()
     log = [json.loads(x) for x in (tmp_path / "h0.jsonl").read_text().splitlines()]
-    lists = [e for e in log if e["event"] == "denylist"]
+    lists = [e for e in log if e["event"] == Event.DENYLIST]
     assert [e["rules"] for e in lists] == [[{"link": DENIED_LINK}], []]
-    assert {e["ev"] for e in log if e["event"] == "ev_state" and e["new"] == "DENIED"} == set(on_path)
+    assert {e["ev"] for e in log if e["event"] == Event.EV_STATE and e["new"] == "DENIED"
+            and e.get("direction") != "reverse"} == set(on_path)
 
 
 def test_a_bad_rule_changes_nothing(tmp_path):

@@ -3,6 +3,7 @@ through the real codec, reliability and loop, also with loss on one path."""
 import json
 import random
 
+from model.events import Event
 from model.topology import FabricSpec, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import wire_pair
 from traffic.codec import Codec
@@ -55,8 +56,8 @@ def test_write_with_imm_crosses_byte_exact(tmp_path):
     b.close()
     lines = [json.loads(x) for x in (tmp_path / "h0.jsonl").read_text().splitlines()]
     names = {x["event"] for x in lines}
-    assert {"goodput", "completion", "counters", "qp"} <= names
-    final = [x for x in lines if x["event"] == "counters"][0]
+    assert {Event.GOODPUT, Event.COMPLETION, Event.COUNTERS, Event.QP} <= names
+    final = [x for x in lines if x["event"] == Event.COUNTERS][0]
     assert final["sent"] > 250_000 // 1400 and final["dropped_malformed"] == 0
 
 
@@ -80,18 +81,18 @@ def test_write_survives_a_black_holed_path(tmp_path):
     run_both(a, b, lambda: qb.recv_completions and qa.send_completions)
     assert bytes(dst) == data
     # The dead path's EVs left the rotation at their first loss; they are retired once the
-    # loss verdict window (EndpointConfig.loss_verdict_ms) passes with nothing explaining it.
+    # loss verdict window (MRCConfig.loss_verdict_ns) passes with nothing explaining it.
     import time
-    verdict_end = time.monotonic() + a.config.loss_verdict_ms / 1e3 + 0.1
+    verdict_end = time.monotonic() + qa.sender.cfg.loss_verdict_ns / 1e9 + 0.1
     run_both(a, b, lambda: time.monotonic() > verdict_end)
     a.close()
     b.close()
     lines = [json.loads(x) for x in (tmp_path / "h0.jsonl").read_text().splitlines()]
-    suspects = [x for x in lines if x["event"] == "ev_suspect"]
+    suspects = [x for x in lines if x["event"] == Event.EV_SUSPECT]
     assert suspects and all(x["plane"] == 1 and ev_spine(x["ev"]) == 0 for x in suspects)
-    bad = [x for x in lines if x["event"] == "ev_state" and x["new"] == "ASSUMED_BAD"]
+    bad = [x for x in lines if x["event"] == Event.EV_STATE and x["new"] == "ASSUMED_BAD"]
     assert bad and all(x["plane"] == 1 and ev_spine(x["ev"]) == 0 for x in bad)
-    repl = [x for x in lines if x["event"] == "ev_state" and x["old"] == "UNKNOWN"
+    repl = [x for x in lines if x["event"] == Event.EV_STATE and x["old"] == "UNKNOWN"
             and x["new"] == "GOOD"]
     assert repl and all(x["plane"] == 1 for x in repl)
-    assert any(x["event"] == "retransmit" for x in lines)
+    assert any(x["event"] == Event.RETRANSMIT for x in lines)

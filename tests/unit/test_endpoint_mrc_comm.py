@@ -2,17 +2,19 @@
 reliability, loop) in its own thread, joined by a fake switch that delivers frames by their
 destination address and can black-hole one (plane, spine) path between the groups."""
 import os
-import threading
 from collections import deque
 
 import pytest
 
+from model.events import Event
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.unit.endpoint_fakes import FakePort
+from tests.unit.rank_threads import run_ranks
 from traffic import collectives
 from traffic.codec import Codec, DecodeError
 from traffic.comm import CommError
 from traffic.mrc_comm import _SendRing, _Fragment, create
+from traffic.worker_config import WorkerConfig
 
 SPEC = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2)
 
@@ -83,13 +85,16 @@ class SwitchPort(FakePort):
 def run_world(tmp_path, transport, world, body, qps=2, blackhole=None, extra=None):
     switch = FakeSwitch(SPEC)
     switch.blackhole = blackhole
-    config = {"world_size": world, "hosts": [f"h{i}" for i in range(world)], "qps_per_peer": qps,
+    config = {"transport": transport, "collective": "sendrecv", "message_bytes": 4,
+              "iterations": 1,
+              "world_size": world, "hosts": [f"h{i}" for i in range(world)], "qps_per_peer": qps,
               "fabric": SPEC.to_dict(), "routing": "srv6", "log_dir": str(tmp_path),
-              "mrc": {"endpoint": {"port_rate_mbit": 400.0, "seed": 7}, "ring_bytes": 1 << 20,
-                      "fragment_bytes": 64 << 10, "connect_timeout_s": 20,
-                      # threads share one GIL: timers from a measured ~0.1 ms RTT would fire
-                      # on scheduling delays alone
-                      "base_rtt_ns": 3_000_000, **(extra or {})}}
+              # threads share one GIL: timers from a measured ~0.1 ms RTT would fire on
+              # scheduling delays alone, hence a fixed base RTT
+              "mrc": {"endpoint": {"port_rate_mbit": 400.0, "seed": 7, "base_rtt_ns": 3_000_000},
+                      "ring_bytes": 1 << 20, "fragment_bytes": 64 << 10, "connect_timeout_s": 20,
+                      **(extra or {})}}
+    config = WorkerConfig.from_dict(config)
     results, errors = {}, []
 
     def rank_main(rank):
@@ -104,12 +109,7 @@ def run_world(tmp_path, transport, world, body, qps=2, blackhole=None, extra=Non
             if comm is not None:
                 comm.close()
 
-    threads = [threading.Thread(target=rank_main, args=(r,)) for r in range(world)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-    assert not any(t.is_alive() for t in threads), "a rank hung"
+    run_ranks(world, rank_main, 120, errors)
     return results, errors, switch
 
 
@@ -144,7 +144,7 @@ def test_ring_allreduce_with_a_black_holed_path_retires_its_evs(tmp_path):
     for h in range(4):
         for line in (tmp_path / f"endpoint-h{h}.jsonl").read_text().splitlines():
             e = json.loads(line)
-            if e["event"] == "ev_state" and e["new"] == "ASSUMED_BAD":
+            if e["event"] == Event.EV_STATE and e["new"] == "ASSUMED_BAD":
                 bad.append(e)
     assert any(ev_plane(e["ev"]) == 0 and ev_spine(e["ev"]) == 1 for e in bad)
     assert sum(s["retransmits"] for _, s in results.values()) > 0

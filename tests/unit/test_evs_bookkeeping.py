@@ -12,6 +12,7 @@ import pytest
 
 from model.topology import ev_plane
 from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
+from model.events import Event
 
 
 def make(planes=2, spines=4, ev_count=8, backup_count=4, min_active=None, k=3, backoff=1, seed=1):
@@ -24,7 +25,7 @@ def make(planes=2, spines=4, ev_count=8, backup_count=4, min_active=None, k=3, b
 
 
 def state_events(events, ev):
-    return [e for e in events if e["event"] == "ev_state" and e["ev"] == ev]
+    return [e for e in events if e["event"] == Event.EV_STATE and e["ev"] == ev]
 
 
 def test_active_lists_only_the_evs_of_usable_planes():
@@ -42,9 +43,9 @@ def test_skip_event_names_qp_ev_plane_and_end_of_skip():
     evs.skip(ev, until_ns=7000, now_ns=100)
     evs.skip(ev, until_ns=3000, now_ns=200)        # an earlier end does not shorten the skip
     evs.skip(0xBEEF, until_ns=9000, now_ns=300)    # not one of ours: ignored
-    assert [e for e in events if e["event"] == "ev_skip"] == [
-        {"t_ns": 100, "event": "ev_skip", "qp": 9, "ev": ev, "plane": 1, "until_ns": 7000},
-        {"t_ns": 200, "event": "ev_skip", "qp": 9, "ev": ev, "plane": 1, "until_ns": 7000}]
+    assert [e for e in events if e["event"] == Event.EV_SKIP] == [
+        {"t_ns": 100, "event": Event.EV_SKIP, "qp": 9, "ev": ev, "plane": 1, "until_ns": 7000},
+        {"t_ns": 200, "event": Event.EV_SKIP, "qp": 9, "ev": ev, "plane": 1, "until_ns": 7000}]
 
 
 def test_a_suspension_logs_the_backup_that_replaces_the_ev_at_that_time():
@@ -53,7 +54,7 @@ def test_a_suspension_logs_the_backup_that_replaces_the_ev_at_that_time():
     backup = evs.backups[0][0]
     evs.suspend(ev, "sack_gap", 50)
     assert state_events(events, backup) == [
-        {"t_ns": 50, "event": "ev_state", "qp": 9, "ev": backup, "plane": 0, "old": UNKNOWN,
+        {"t_ns": 50, "event": Event.EV_STATE, "qp": 9, "ev": backup, "plane": 0, "old": UNKNOWN,
          "new": GOOD, "reason": "replacement", "replaces": ev}]
 
 
@@ -75,14 +76,14 @@ def test_deny_and_allow_events_carry_their_reason_time_and_replacement():
     backup = evs.backups[1][0]
     evs.deny(ev, 100)
     assert state_events(events, ev) == [
-        {"t_ns": 100, "event": "ev_state", "qp": 9, "ev": ev, "plane": 1, "old": GOOD,
+        {"t_ns": 100, "event": Event.EV_STATE, "qp": 9, "ev": ev, "plane": 1, "old": GOOD,
          "new": DENIED, "reason": "denied"}]
     assert state_events(events, backup) == [
-        {"t_ns": 100, "event": "ev_state", "qp": 9, "ev": backup, "plane": 1, "old": UNKNOWN,
+        {"t_ns": 100, "event": Event.EV_STATE, "qp": 9, "ev": backup, "plane": 1, "old": UNKNOWN,
          "new": GOOD, "reason": "replacement", "replaces": ev}]
     evs.allow(ev, 300)
     assert state_events(events, ev)[1] == {
-        "t_ns": 300, "event": "ev_state", "qp": 9, "ev": ev, "plane": 1, "old": DENIED,
+        "t_ns": 300, "event": Event.EV_STATE, "qp": 9, "ev": ev, "plane": 1, "old": DENIED,
         "new": ASSUMED_BAD, "reason": "allowed"}
 
 
@@ -137,11 +138,11 @@ def test_probe_answers_for_an_unknown_probe_or_the_wrong_ev_are_refused():
     assert evs.state(ev) == ASSUMED_BAD
     assert evs.probe_response(seq, ev, 1130) is True
     assert evs.state(ev) == GOOD
-    assert [e for e in events if e["event"] == "probe"] == [
-        {"t_ns": 1130, "event": "probe", "qp": 9, "ev": ev, "ok": True, "rtt_ns": 130}]
+    assert [e for e in events if e["event"] == Event.PROBE] == [
+        {"t_ns": 1130, "event": Event.PROBE, "qp": 9, "ev": ev, "ok": True, "rtt_ns": 130}]
     # resurrected by probe: the state change is stamped with the answer's time
     assert state_events(events, ev)[-1] == {
-        "t_ns": 1130, "event": "ev_state", "qp": 9, "ev": ev, "plane": 0, "old": ASSUMED_BAD,
+        "t_ns": 1130, "event": Event.EV_STATE, "qp": 9, "ev": ev, "plane": 0, "old": ASSUMED_BAD,
         "new": GOOD, "reason": "probe_ok"}
 
 
@@ -209,12 +210,12 @@ def test_a_resurrected_ev_takes_the_slot_of_a_floor_kept_bad_ev_of_its_plane():
     assert b not in evs.rotation and not evs.evs[b].in_rotation and evs.evs[a].in_rotation
     assert a not in evs.backups[0]
     assert state_events(events, a)[-1] == {
-        "t_ns": 1010, "event": "ev_state", "qp": 9, "ev": a, "plane": 0, "old": ASSUMED_BAD,
+        "t_ns": 1010, "event": Event.EV_STATE, "qp": 9, "ev": a, "plane": 0, "old": ASSUMED_BAD,
         "new": GOOD, "reason": "probe_ok"}
 
 
 def test_defaults_are_the_papers_set_size_and_the_ocp_floor():
-    """128 active EVs (MRC.md: 128-256 per QP), 64 backups, floor ev_count/4 (OCP examples)."""
+    """128 active EVs (the MRC paper: 128-256 per QP), 64 backups, floor ev_count/4 (OCP examples)."""
     events = []
     evs = EVSet(PathInfo((0, 1), 4), random.Random(2), emit=events.append)
     assert len(evs.rotation) == 128
@@ -340,7 +341,7 @@ def test_replacement_on_loss_is_logged_at_the_time_of_the_loss():
     backup = evs.backups[1][0]
     evs.mark_lost(ev, "sack_gap", 777)
     assert state_events(events, backup) == [
-        {"t_ns": 777, "event": "ev_state", "qp": 9, "ev": backup, "plane": 1, "old": UNKNOWN,
+        {"t_ns": 777, "event": Event.EV_STATE, "qp": 9, "ev": backup, "plane": 1, "old": UNKNOWN,
          "new": GOOD, "reason": "replacement", "replaces": ev}]
 
 

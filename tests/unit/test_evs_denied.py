@@ -2,6 +2,7 @@
 up or probed; allowed again it must earn GOOD through probe_k probes (fake clock)."""
 import random
 
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, DENIED, GOOD, EVSet, PathInfo
 
@@ -31,7 +32,7 @@ def test_denied_evs_are_never_picked_and_their_slots_go_to_allowed_backups():
     assert None not in picks and not set(target) & set(picks)
     assert {ev_plane(ev) for ev in picks} == {0, 1}     # plane 0 still carries traffic (spine 1)
     # every denial is an ev_state event with new = DENIED (what the EV figure draws)
-    assert sorted(e["ev"] for e in events if e["event"] == "ev_state" and e["new"] == DENIED) \
+    assert sorted(e["ev"] for e in events if e["event"] == Event.EV_STATE and e["new"] == DENIED) \
         == sorted(target)
 
 
@@ -48,7 +49,7 @@ def test_a_denied_bad_ev_is_not_probed_until_allowed_then_earns_good():
         s.expire_probes(t * MS)
         assert s.due_probes(t * MS) == []
     assert s.next_probe_deadline() is None
-    assert [e["new"] for e in events if e["event"] == "ev_state" and e["ev"] == ev] == \
+    assert [e["new"] for e in events if e["event"] == Event.EV_STATE and e["ev"] == ev] == \
         [ASSUMED_BAD, DENIED]
     # allowed: ASSUMED_BAD, probed at once, GOOD after probe_k = 2 answered probes
     assert s.apply_denylist(lambda e: False, 200 * MS) == (0, 1)

@@ -6,6 +6,7 @@ IBV_WC_RETRY_EXC_ERR for the request that failed, IBV_WC_WR_FLUSH_ERR for the re
 Expected times are computed by hand below, in the simulated network with every path dead."""
 import pytest
 
+from model.events import Event
 from tests.unit.simnet import Harness, SimNet
 from traffic.qp_config import MRCConfig
 from traffic.work_requests import (WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_SUCCESS,
@@ -18,7 +19,7 @@ T = 1_048_576
 def ocp_config(**kw) -> MRCConfig:
     base = dict(ack_timeout=10, retry_linear_count=3, retry_exp_count=2,
                 retry_fixed_interval=True, nscc_enabled=False, ev_count=8, ev_backup_count=8,
-                mtu=1000)
+                max_payload=1000)
     base.update(kw)
     return MRCConfig(**base)
 
@@ -43,9 +44,9 @@ def test_linear_then_exponential_schedule_then_qp_error_at_the_time_computed_by_
     # PSN 0: sent at 0; linear retries wait T each: retransmitted at T, 2T, 3T; then the
     # exponential retries wait 2T and 4T: retransmitted at 4T (after the third linear retry's
     # T) and 6T (after 2T); the last one's 4T runs out at 10T: 3 + 2 retries spent -> error.
-    retx = [e["t_ns"] - start for e in h.events_of("retransmit", psn=0)]
+    retx = [e["t_ns"] - start for e in h.events_of(Event.RETRANSMIT, psn=0)]
     assert retx == [T, 2 * T, 3 * T, 4 * T, 6 * T]
-    errors = h.events_of("qp_error")
+    errors = h.events_of(Event.QP_ERROR)
     assert len(errors) == 1 and errors[0]["t_ns"] - start == 10 * T
     assert "5 retries" in h.sender.error
 
@@ -74,9 +75,9 @@ def test_infinite_exponential_retries_never_fail_the_qp():
     start = h.clock.now_ns
     h.post([1000])
     h.run(until_ns=3_000_000_000)
-    assert h.sender.error is None and not h.events_of("qp_error")
+    assert h.sender.error is None and not h.events_of(Event.QP_ERROR)
     # 3 linear retries (T each) then waits 2T, 4T, ... capped at 64T: retries keep coming
-    retx = [e["t_ns"] - start for e in h.events_of("retransmit", psn=0)]
+    retx = [e["t_ns"] - start for e in h.events_of(Event.RETRANSMIT, psn=0)]
     gaps = [b - a for a, b in zip([0] + retx, retx)]
     assert gaps[:9] == [T, T, T, T, 2 * T, 4 * T, 8 * T, 16 * T, 32 * T]
     assert set(gaps[9:]) == {64 * T} and len(retx) > 9 + 10

@@ -2,15 +2,16 @@
 randomly chosen EV and adopt it as a reverse EV once the probe is answered; retired reverse EVs
 are probed back (with backoff) and return to GOOD after probe_k answers. Simulated network:
 the path of one of the receiver's reverse EVs is black-holed during a transfer, then repaired."""
+from model.events import Event
 from model.topology import ev_plane, ev_spine
-from tests.unit.simnet import Harness, SimNet
+from tests.unit.simnet import Harness, SimNet, blackhole_step
 from traffic.qp_config import MRCConfig
 
 MS = 1_000_000
 
 
 def reverse_events(h: Harness, **match) -> list[dict]:
-    return [e for e in h.events_of("ev_state", qp=h.receiver.qp_num, **match)
+    return [e for e in h.events_of(Event.EV_STATE, qp=h.receiver.qp_num, **match)
             if e.get("direction") == "reverse"]
 
 
@@ -26,21 +27,9 @@ def run_reverse_blackhole(seed: int, repair_after_ns: int | None, size: int = 8_
         answered.append((now_ns, probe.ev))
         on_answer(probe, now_ns)
     h.receiver.on_probe_response = tapped
-    expected, region = h.post([size])
     fault_ns = h.clock.now_ns + 10 * MS
-    state = {"fault": False, "repaired": False}
-
-    def on_step(now_ns):
-        if not state["fault"] and now_ns >= fault_ns:
-            net.path(*dead).blackhole = True
-            state["fault"] = True
-        if (repair_after_ns is not None and not state["repaired"]
-                and now_ns >= fault_ns + repair_after_ns):
-            net.path(*dead).blackhole = False
-            state["repaired"] = True
-    h.run_until_idle(until_ns=30_000 * MS, on_step=on_step)
-    assert h.sender.error is None and h.sender.idle
-    assert bytes(region.buf) == expected
+    h.transfer([size], until_ns=30_000 * MS,
+               on_step=blackhole_step(net, dead, fault_ns, repair_after_ns))
     return h, dead, answered, fault_ns
 
 
@@ -93,7 +82,7 @@ def test_retired_reverse_evs_are_probed_with_backoff_while_the_path_stays_dead()
     retired = reverse_events(h, new="ASSUMED_BAD")
     assert retired
     ev = retired[0]["ev"]
-    fails = [e["t_ns"] for e in h.events_of("probe", qp=h.receiver.qp_num, ev=ev, ok=False)
+    fails = [e["t_ns"] for e in h.events_of(Event.PROBE, qp=h.receiver.qp_num, ev=ev, ok=False)
              if e["t_ns"] > retired[0]["t_ns"] and not e.get("candidate")]
     assert len(fails) >= 4
     gaps = [b - a for a, b in zip(fails, fails[1:])]

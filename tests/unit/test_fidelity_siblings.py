@@ -2,8 +2,9 @@
 bits (emulation/topology.py), so one unexplained loss can take every EV of that path out of use,
 instead of each of them losing a packet of its own first. Simulated network, fake clock: a
 (plane 0, spine 0) path is black-holed while a transfer runs, later repaired."""
+from model.events import Event
 from model.topology import ev_plane, ev_spine
-from tests.unit.simnet import Harness, SimNet
+from tests.unit.simnet import Harness, SimNet, blackhole_step
 from traffic.messages import DataPacket
 from traffic.qp_config import MRCConfig
 
@@ -46,21 +47,9 @@ def blackhole_run(seed: int, suspend_siblings: bool, repair_after_ns: int | None
     if dead_backups_first:
         h.sender.evs.backups[0].sort(key=lambda ev: h.sender.evs.evs[ev].spine != DEAD[1])
     tap = DataTap(h)
-    expected, region = h.post([size])
     fault_ns = h.clock.now_ns + 10 * MS
-    state = {"fault": False, "repaired": False}
-
-    def on_step(now_ns):
-        if not state["fault"] and now_ns >= fault_ns:
-            net.path(*DEAD).blackhole = True
-            state["fault"] = True
-        if (repair_after_ns is not None and not state["repaired"]
-                and now_ns >= fault_ns + repair_after_ns):
-            net.path(*DEAD).blackhole = False
-            state["repaired"] = True
-    h.run_until_idle(until_ns=20_000 * MS, on_step=on_step)
-    assert h.sender.error is None and h.sender.idle
-    assert bytes(region.buf) == expected
+    h.transfer([size], until_ns=20_000 * MS,
+               on_step=blackhole_step(net, DEAD, fault_ns, repair_after_ns))
     return h, tap, fault_ns
 
 
@@ -70,7 +59,7 @@ def forward(h: Harness, name: str, **match) -> list[dict]:
 
 
 def first_retirement_on(h: Harness, path) -> int:
-    return min(e["t_ns"] for e in forward(h, "ev_state", new="ASSUMED_BAD")
+    return min(e["t_ns"] for e in forward(h, Event.EV_STATE, new="ASSUMED_BAD")
                if (ev_plane(e["ev"]), ev_spine(e["ev"])) == path)
 
 
@@ -82,9 +71,9 @@ def test_after_the_first_unexplained_loss_on_a_path_nothing_more_is_sent_into_it
         assert tap.on_path(DEAD, after_ns=fault_ns)          # the hole did swallow packets
         assert tap.on_path(DEAD, after_ns=first) == [], seed
         # no replacement is drawn from the suspected path
-        assert [e for e in forward(h, "ev_state", reason="replacement")
+        assert [e for e in forward(h, Event.EV_STATE, reason="replacement")
                 if e["t_ns"] >= first and (ev_plane(e["ev"]), ev_spine(e["ev"])) == DEAD] == []
-        siblings = h.events_of("ev_suspect", reason="sibling_loss")
+        siblings = h.events_of(Event.EV_SUSPECT, reason="sibling_loss")
         assert siblings and all((ev_plane(e["ev"]), ev_spine(e["ev"])) == DEAD for e in siblings)
 
 
@@ -95,7 +84,7 @@ def test_without_the_option_each_ev_of_the_path_must_lose_its_own_packet():
     for seed in (1, 2, 3):
         h, tap, _ = blackhole_run(seed, suspend_siblings=False)
         late += len(tap.on_path(DEAD, after_ns=first_retirement_on(h, DEAD)))
-        assert not h.events_of("ev_suspect", reason="sibling_loss")
+        assert not h.events_of(Event.EV_SUSPECT, reason="sibling_loss")
     assert late > 0
 
 
@@ -103,13 +92,13 @@ def test_the_suspicion_ends_when_the_repaired_path_is_probed_back():
     h, tap, fault_ns = blackhole_run(4, suspend_siblings=True, repair_after_ns=40 * MS,
                                      size=12_000_000)
     repaired_ns = fault_ns + 40 * MS
-    suspended = {e["ev"] for e in h.events_of("ev_suspect", reason="sibling_loss")}
-    cleared = {e["ev"] for e in h.events_of("ev_cleared", evidence="path_clear")}
+    suspended = {e["ev"] for e in h.events_of(Event.EV_SUSPECT, reason="sibling_loss")}
+    cleared = {e["ev"] for e in h.events_of(Event.EV_CLEARED, evidence="path_clear")}
     assert suspended and cleared
     # every sibling suspended for the path returns, unless it was retired by a loss of its own
-    retired = {e["ev"] for e in forward(h, "ev_state", new="ASSUMED_BAD")}
+    retired = {e["ev"] for e in forward(h, Event.EV_STATE, new="ASSUMED_BAD")}
     assert suspended - retired <= cleared
-    back = min(e["t_ns"] for e in h.events_of("ev_cleared", evidence="path_clear"))
+    back = min(e["t_ns"] for e in h.events_of(Event.EV_CLEARED, evidence="path_clear"))
     assert back > repaired_ns
     # between the first loss and the path's return, nothing went into it
     first = first_retirement_on(h, DEAD)

@@ -1,4 +1,4 @@
-"""OcpLossPolicy on its own, with a fake clock: OCP MRC's rule (MRC.md): a loss without trim (an
+"""OcpLossPolicy on its own, with a fake clock: OCP MRC 1.0's rule: a loss without trim (an
 ACK timeout, or a SACK showing a later packet arrived) makes the EV ASSUMED_BAD immediately; a
 trimmed NACK is congestion, not failure: fast retransmit, the EV is not retired."""
 import pytest

@@ -4,6 +4,7 @@ under either policy; a single unexplained loss retires its EV at once under OCP'
 when the verdict window expires unexplained under the tolerant one."""
 import pytest
 
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket
@@ -18,7 +19,7 @@ HOLE = (0, 0)
 
 def _cfg(policy: str) -> MRCConfig:
     # the endpoint's tolerant settings (first-packet grace, a verdict window); OCP ignores them
-    return MRCConfig(ev_count=16, ev_backup_count=16, mtu=1000, base_rtt_ns=MS,
+    return MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=MS,
                      loss_policy=policy, first_packet_grace=True, loss_verdict_ns=VERDICT_NS)
 
 
@@ -27,7 +28,7 @@ def _path(ev: int) -> tuple[int, int]:
 
 
 def _retired(h) -> dict[int, dict]:
-    return {e["ev"]: e for e in h.events_of("ev_state", new=ASSUMED_BAD)
+    return {e["ev"]: e for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
             if e.get("direction") != "reverse"}
 
 
@@ -62,7 +63,7 @@ def test_a_black_holed_path_has_every_ev_that_used_it_retired(policy):
     for ev, sends in into_hole.items():
         assert all(t <= bad[ev]["t_ns"] for t in sends), "a retired EV carried data"
     if policy == "ocp":
-        assert h.events_of("ev_suspect") == []           # judged at once, never suspended
+        assert h.events_of(Event.EV_SUSPECT) == []           # judged at once, never suspended
 
 
 def _single_loss_run(policy: str, lost_psn: int = 40):
@@ -93,12 +94,12 @@ def test_ocp_retires_the_ev_at_its_first_unexplained_loss():
     # detected by the SACK of a packet sent a reorder window (0.5 base RTT) later: one round
     # trip (1 ms) plus that window plus the 20 us jitter, well inside 3 base RTTs
     assert t_drop < bad[ev]["t_ns"] <= t_drop + 3 * MS
-    assert h.events_of("ev_suspect") == []
+    assert h.events_of(Event.EV_SUSPECT) == []
 
 
 def test_tolerant_suspends_at_the_loss_and_retires_when_the_window_expires():
     h, t_drop, ev = _single_loss_run("tolerant")
-    [suspect] = h.events_of("ev_suspect")
+    [suspect] = h.events_of(Event.EV_SUSPECT)
     assert suspect["ev"] == ev and t_drop < suspect["t_ns"] <= t_drop + 3 * MS
     bad = _retired(h)
     assert list(bad) == [ev]

@@ -1,15 +1,17 @@
 """summary.json's control-plane keys (emulation/path_monitor.denial_summary) from a controller
 log and the runner's fault record, by hand."""
 from emulation.path_monitor import denial_summary
+from model.events import ControllerLog
 
 FAULT = {"entry": 0, "t_ns": 10_000_000_000, "ok": True, "command": {"action": "gray_loss"}}
 
 
 def test_detection_runs_from_the_first_applied_fault_to_the_first_deny_after_it():
     log = [{"t_ns": 9_000_000_000, "action": "gray_loss"},
-           {"t_ns": 12_500_000_000, "action": "deny", "rule": {"link": "h1~t0p0g0"},
+           {"t_ns": 12_500_000_000, "action": ControllerLog.DENY, "rule": {"link": "h1~t0p0g0"},
             "reason": "path prober"},
-           {"t_ns": 13_000_000_000, "action": "deny", "rule": {"plane": 1}, "reason": ""}]
+           {"t_ns": 13_000_000_000, "action": ControllerLog.DENY, "rule": {"plane": 1},
+            "reason": ""}]
     got = denial_summary(log, [FAULT, {"t_ns": 11_000_000_000, "ok": True}])
     assert got["detection_ms"] == 2500.0
     assert got["denied"] == [{"link": "h1~t0p0g0", "t_ns": 12_500_000_000, "reason": "path prober"},
@@ -18,7 +20,7 @@ def test_detection_runs_from_the_first_applied_fault_to_the_first_deny_after_it(
 
 def test_no_deny_or_no_fault_means_no_detection_time():
     assert denial_summary([], [FAULT]) == {"denied": [], "detection_ms": None}
-    deny = {"t_ns": 1, "action": "deny", "rule": {"plane": 0}}
+    deny = {"t_ns": 1, "action": ControllerLog.DENY, "rule": {"plane": 0}}
     assert denial_summary([deny], [])["detection_ms"] is None
     # a deny before the fault (by hand, say) is listed but detects nothing
     assert denial_summary([deny], [FAULT])["detection_ms"] is None

@@ -1,7 +1,7 @@
 """The per-host path prober (traffic/path_prober.py) with a fake clock: which paths, how often,
 what counts as lost."""
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
-from traffic.path_prober import PathProber, parse_path_key, path_key
+from traffic.path_prober import OTHER_PATH_MARGIN_NS, PathProber, parse_path_key, path_key
 
 MS = 1_000_000
 TOPO = Topology(FabricSpec())      # h0 h1 in group 0, h2 h3 in group 1, 2 planes, 2 spines
@@ -41,8 +41,12 @@ def test_losses_count_only_after_a_path_answered_once_and_once_the_peer_answers_
     assert p.stats() == {s01: {"sent": 1, "lost": 0}}
     for peer, plane, ev, seq in p.due(160 * MS):
         if (plane, ev_spine(ev)) == (1, 1):
-            p.on_response(seq, 162 * MS)    # h2 answers a probe sent 50 ms later
-    assert p.stats() == {s01: {"sent": 2, "lost": 1}, path_key(0, 2, 1, 1): {"sent": 1, "lost": 0}}
+            p.on_response(seq, 162 * MS)    # h2 answers a probe sent 50 ms later, another path
+    assert p.stats()[s01] == {"sent": 1, "lost": 0}     # which may just have overtaken it
+    for peer, plane, ev, seq in p.due(170 * MS):
+        if (plane, ev_spine(ev)) == (0, 1):
+            p.on_response(seq, 171 * MS)    # a later probe on the same path got through
+    assert p.stats() == {s01: {"sent": 3, "lost": 1}, path_key(0, 2, 1, 1): {"sent": 1, "lost": 0}}
     assert parse_path_key(s01) == (0, 2, 0, 1)
 
 
@@ -70,13 +74,42 @@ def test_probes_dropped_on_one_plane_are_lost_when_the_other_plane_answers():
     p.set_peers([1], 0)
     for *_, seq in p.due(10 * MS):
         p.on_response(seq, 11 * MS)
-    for t in range(20, 200, 10):
+    margin_ms = OTHER_PATH_MARGIN_NS // MS
+    for t in range(20, 200 + margin_ms, 10):
         for _, plane, _, seq in p.due(t * MS):
             if plane == 1:
                 p.on_response(seq, t * MS + 1)
         p.expire(t * MS)
     stats = p.stats()
     # a plane-0 probe sent at t is suspect from the end of turn t+30 (expire runs after the
-    # answers of a turn) and judged by the first plane-1 answer after that, turn t+40; the last
-    # turn is 190, so those sent at 20..150 ms are lost (14), the 160..190 ones not judged yet
-    assert stats[path_key(0, 1, 0, 0)]["lost"] == 14 and stats[path_key(0, 1, 1, 0)]["lost"] == 0
+    # answers of a turn) and judged by the first plane-1 answer to a probe sent margin_ms
+    # later, turn t + margin_ms; the last turn is 190 + margin_ms, so those sent at 20..190 ms
+    # are lost (18), the later ones not judged yet
+    assert stats[path_key(0, 1, 0, 0)]["lost"] == 18 and stats[path_key(0, 1, 1, 0)]["lost"] == 0
+
+
+def test_a_held_path_loses_nothing_and_a_drop_is_judged_by_the_next_answer_on_its_path():
+    """A starved switch holds plane 0 for 300 ms while plane 1 answers at once: the held probes
+    are answered late, in order, and none counts as lost. Then one plane-0 probe is dropped and
+    the next one gets through: that one loss is counted as soon as the next answer arrives."""
+    p = PathProber(TOPO, 0, interval_ns=10 * MS, timeout_ns=30 * MS)
+    p.set_peers([1], 0)                     # same group: paths (1, 0, 0) and (1, 1, 0)
+    for *_, seq in p.due(10 * MS):
+        p.on_response(seq, 11 * MS)
+    held = []
+    for t in range(20, 320, 10):            # plane 0 held for 300 ms, plane 1 answers
+        for _, plane, _, seq in p.due(t * MS):
+            if plane == 0:
+                held.append(seq)
+            else:
+                p.on_response(seq, t * MS + 1)
+        p.expire(t * MS)
+    for seq in held:                        # the backlog comes through, in order
+        assert p.on_response(seq, 321 * MS)
+    assert {k: c["lost"] for k, c in p.stats().items()} == {path_key(0, 1, 0, 0): 0,
+                                                           path_key(0, 1, 1, 0): 0}
+    dropped = [seq for _, plane, _, seq in p.due(330 * MS) if plane == 0]
+    p.expire(370 * MS)                      # 40 ms: timed out, suspect
+    for _, plane, _, seq in p.due(370 * MS):
+        p.on_response(seq, 371 * MS)        # the next plane-0 probe got through
+    assert len(dropped) == 1 and p.stats()[path_key(0, 1, 0, 0)]["lost"] == 1

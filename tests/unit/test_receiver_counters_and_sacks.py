@@ -13,6 +13,7 @@ from traffic.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack, 
 from traffic.qp_config import MRCConfig
 from traffic.receiver import ReceiverQP, answer_probe
 from model.topology import make_ev
+from model.events import Event
 
 QP, PEER, RKEY, VA = 0x300, 0x200, 0x77, 0x10000
 EV0 = make_ev(0, 1, 0x1234)
@@ -46,7 +47,7 @@ def test_local_port_event():
     rx, events = receiver()
     rx.set_local_port(1, False, 500)
     rx.set_local_port(1, False, 600)                       # no change: no event
-    assert events == [{"t_ns": 500, "event": "port", "plane": 1, "up": False, "side": "local",
+    assert events == [{"t_ns": 500, "event": Event.PORT, "plane": 1, "up": False, "side": "local",
                        "qp": QP}]
 
 

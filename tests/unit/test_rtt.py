@@ -7,7 +7,7 @@ MS = 1_000_000
 
 
 def test_rto_before_any_sample_is_linear_then_exponential_and_capped():
-    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtt_multiplier=4.0,
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtts=4.0,
                                  retry_linear_count=7, rto_max_ns=200 * MS))
     assert est.rto_base_ns() == 4 * MS                 # max(1 ms, 4 x 1 ms)
     assert [est.rto_ns(t) // MS for t in range(10)] == [4, 8, 12, 16, 20, 24, 28,
@@ -15,7 +15,7 @@ def test_rto_before_any_sample_is_linear_then_exponential_and_capped():
 
 
 def test_samples_set_base_srtt_and_rttvar():
-    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtt_multiplier=4.0))
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtts=4.0))
     assert est.update(2 * MS) is True                  # first sample replaces the guess
     assert (est.base_rtt_ns, est.srtt_ns, est.rttvar_ns) == (2 * MS, 2 * MS, 1 * MS)
     assert est.rto_base_ns() == 8 * MS                 # max(1, 4 x 2, 2 + 4 x 1) ms
@@ -35,7 +35,7 @@ def test_queueing_is_judged_only_against_a_measured_base():
 
 
 def test_reorder_window_follows_srtt_and_the_trim_bound():
-    est = RttEstimator(MRCConfig(base_rtt_ns=MS, reorder_window_frac=0.5))
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS, reorder_rtts=0.5))
     assert est.reorder_window_ns() == MS // 2
     est.update(2 * MS)
     est.update(4 * MS)

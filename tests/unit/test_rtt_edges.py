@@ -14,7 +14,7 @@ def test_a_sample_equal_to_the_base_is_not_a_new_base():
 
 
 def test_srtt_plus_four_rttvar_sets_the_rto_when_it_is_the_largest():
-    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtt_multiplier=1.0))
+    est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtts=1.0))
     est.update(2 * MS)                                 # srtt 2 ms, rttvar 1 ms
     assert est.rto_base_ns() == 6 * MS                 # max(1, 1 x 2, 2 + 4 x 1) ms
 

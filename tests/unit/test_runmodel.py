@@ -11,70 +11,23 @@ import json
 from analysis import runmodel
 from emulation import scenario as S
 from emulation.runner import worker_config
+from model.events import ControllerLog
+from tests.unit.scenario_texts import link_fault
+from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
 
-MS = 1_000_000
 T0 = 10_000 * MS
-TEXT = """
-[fabric]
-planes = 2
-[transport]
-names = ["tcp"]
-[collective]
-message_bytes = 4000
-iterations = 30
-[[faults]]
-at_s = 1.0
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-[[faults]]
-at_s = 2.7
-action = "link_up"
-a = "t0p0g0"
-b = "t1p0s0"
-[[faults]]
-at_s = 2.8
-action = "gray_loss_clear"
-a = "t0p0g0"
-b = "t1p0s1"
-[[faults]]
-at_s = 3.5
-action = "link_down"
-a = "t0p1g0"
-b = "t1p1s0"
-[[faults]]
-at_s = 9.0
-action = "link_down"
-a = "t0p1g0"
-b = "t1p1s1"
-"""
-
-
-def write_worker_logs(tdir, outage=(1000, 1400), iterations=30, warmup_ms=2000, tail_ms=2000):
-    for h in range(4):
-        lines = []
-        for ms in range(-warmup_ms, 0, 10):          # warm-up: connected, nothing delivered yet
-            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": "goodput", "rx_bytes": 0})
-        lines.append({"t_ns": T0, "host": f"h{h}", "event": "phase", "phase": "warmup_done"})
-        cum = 0
-        for ms in range(0, iterations * 100 + tail_ms, 10):
-            if ms < iterations * 100 and not outage[0] <= ms < outage[1]:
-                cum += 10_000
-            lines.append({"t_ns": T0 + ms * MS, "host": f"h{h}", "event": "goodput",
-                          "rx_bytes": cum})
-        for i in range(iterations):
-            lines.append({"t_ns": T0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": "iteration",
-                          "collective": "allreduce", "transport": "tcp", "iter": i,
-                          "start_ns": T0 + i * 100 * MS, "end_ns": T0 + (i + 1) * 100 * MS - h,
-                          "bytes": 1, "verified": True})
-        lines.sort(key=lambda e: e["t_ns"])
-        (tdir / f"worker-h{h}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+# entry 2 clears a gray loss never applied (refused); entry 4 is due after the traffic
+TEXT = TCP_RUN + "".join([link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0),
+                          link_fault("link_up", "t0p0g0", "t1p0s0", at_s=2.7),
+                          link_fault("gray_loss_clear", "t0p0g0", "t1p0s1", at_s=2.8),
+                          link_fault("link_down", "t0p1g0", "t1p1s0", at_s=3.5),
+                          link_fault("link_down", "t0p1g0", "t1p1s1", at_s=9.0)])
 
 
 def write_run(tdir, records):
     scn = S.parse(TEXT)
-    (tdir / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tdir)))
-    write_worker_logs(tdir)
+    (tdir / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tdir).to_dict()))
+    write_worker_logs(tdir, T0, warmup_ms=2000, tail_ms=2000)
     (tdir / "faults-applied.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     return scn
 
@@ -166,7 +119,8 @@ def test_controller_log_is_the_fallback_when_the_runner_log_is_absent(tmp_path):
     write_run(tmp_path, [])
     (tmp_path / "faults-applied.jsonl").unlink()
     log = [{"t_ns": T0 + 1000 * MS, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"},
-           {"t_ns": T0 + 1001 * MS, "action": "port_status", "a": "t0p0g0", "b": "t1p0s0"}]
+           {"t_ns": T0 + 1001 * MS, "action": ControllerLog.PORT_STATUS, "a": "t0p0g0",
+            "b": "t1p0s0"}]
     (tmp_path / "faults.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     model = runmodel.load_transport(tmp_path)
     (fault,) = model.faults

@@ -5,7 +5,7 @@ import json
 import re
 
 from analysis import metrics, report
-from emulation import runner
+from emulation import run_summary
 from emulation import scenario as S
 from tests.unit.test_runmodel import TEXT, records, write_run
 
@@ -16,10 +16,10 @@ def make_run_dir(tmp_path, recs=None):
     tdir.mkdir(parents=True)
     scn = write_run(tdir, records(S.parse(TEXT)) if recs is None else recs)
     (run_dir / "scenario.toml").write_text(TEXT)
-    s = runner.summarize(scn, "tcp", tdir, {"partial": False,
+    s = run_summary.summarize(scn, "tcp", tdir, {"partial": False,
                                             "exit_codes": {f"h{i}": 0 for i in range(4)}})
     (tdir / "summary.json").write_text(json.dumps(s))
-    (run_dir / "summary.json").write_text(json.dumps(runner.top_summary(scn, run_dir, [s], False)))
+    (run_dir / "summary.json").write_text(json.dumps(run_summary.top_summary(scn, run_dir, [s], False)))
     return run_dir, s
 
 
@@ -49,7 +49,7 @@ def test_a_clean_run_says_so_first(tmp_path):
     tdir.mkdir(parents=True)
     scn = S.parse(TEXT.split("[[faults]]\nat_s = 2.8")[0])      # only the two faults that ran
     write_run(tdir, records(S.parse(TEXT))[:2])
-    s = runner.summarize(scn, "tcp", tdir, {"partial": False,
+    s = run_summary.summarize(scn, "tcp", tdir, {"partial": False,
                                             "exit_codes": {f"h{i}": 0 for i in range(4)}})
     (tdir / "summary.json").write_text(json.dumps(s))
     html = report.write_report(metrics.load_run(run_dir), {}, tmp_path / "r.html").read_text()

@@ -27,13 +27,13 @@ def parse_incast(victim, hpg=4):
 
 def test_victim_only_reaches_the_worker_config(tmp_path):
     scn = parse_incast('victim = ["h4", "h1"]\nvictim_only = true')
-    config = worker_config(scn, "mrc", tmp_path)
+    config = worker_config(scn, "mrc", tmp_path).to_dict()
     assert config["victim"] == [4, 1] and config["victim_only"] is True
 
 
 def test_victim_only_defaults_to_false(tmp_path):
     scn = parse_incast('victim = ["h4", "h1"]')
-    assert worker_config(scn, "mrc", tmp_path)["victim_only"] is False
+    assert worker_config(scn, "mrc", tmp_path).to_dict()["victim_only"] is False
 
 
 @pytest.mark.parametrize("victim, hpg, expect", [

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from emulation import runner
+from emulation import run_faults, runner
 from emulation import scenario as S
 from tests.unit.scenario_texts import SMALL_FABRIC
 from traffic.endpoint_support import EndpointConfig
@@ -99,39 +99,44 @@ MRC = BASE + """
 ring_bytes = 2097152
 fragment_bytes = 131072
 linger_s = 0.5
-base_rtt_ns = 2000000
 [mrc.endpoint]
-rto_rtts = 30.0
-ev_count = 16
+base_rtt_ns = 2000000
+port_poll_ms = 3.0
 [mrc.qp]
 retry_exp_count = 12
+rto_rtts = 30.0
+ev_count = 16
 """
 
 
 def test_mrc_table_reaches_the_worker_config_of_both_versions(tmp_path):
     for short in (False, True):
         scn = S.parse(MRC, short=short)
-        cfg = runner.worker_config(scn, "mrc", tmp_path)
+        cfg = runner.worker_config(scn, "mrc", tmp_path).to_dict()
         assert cfg["mrc"] == {"ring_bytes": 2097152, "fragment_bytes": 131072, "linger_s": 0.5,
-                              "base_rtt_ns": 2000000, "endpoint": {"rto_rtts": 30.0, "ev_count": 16},
-                              "qp": {"retry_exp_count": 12}}
-    assert runner.worker_config(S.parse(BASE), "roce", tmp_path)["mrc"] == {}
+                              "connect_timeout_s": None,
+                              "endpoint": {"base_rtt_ns": 2000000, "port_poll_ms": 3.0},
+                              "qp": {"retry_exp_count": 12, "rto_rtts": 30.0, "ev_count": 16}}
+    unset = {"ring_bytes": None, "fragment_bytes": None, "linger_s": None,
+             "connect_timeout_s": None, "endpoint": {}, "qp": {}}
+    assert runner.worker_config(S.parse(BASE), "roce", tmp_path).to_dict()["mrc"] == unset
 
 
 def test_mrc_endpoint_table_is_accepted_by_the_real_endpoint_config(tmp_path):
     scn = S.parse(MRC)
     ep = EndpointConfig.from_dict({"host": 1, "fabric": scn.spec.to_dict(),
-                                   **scn.mrc["endpoint"]})
-    assert ep.rto_rtts == 30.0 and ep.ev_count == 16
+                                   **scn.mrc["endpoint"], "qp": scn.mrc["qp"]})
+    assert ep.base_rtt_ns == 2000000 and ep.port_poll_ms == 3.0
+    assert ep.qp == {"retry_exp_count": 12, "rto_rtts": 30.0, "ev_count": 16}
 
 
 @pytest.mark.parametrize("edit,expect", [
     (("linger_s = 0.5", "linger_s = 0.5\nring_byte = 4"), "[mrc] ring_byte: unknown key; known keys: ring_bytes"),
     (("linger_s = 0.5", "linger_s = \"long\""), "[mrc] linger_s: must be a number"),
     (("fragment_bytes = 131072", "fragment_bytes = 2097152"), "[mrc] fragment_bytes: must be at most ring_bytes / 2 = 1048576"),
-    (("rto_rtts = 30.0", "rto_rtt = 30.0"), "[mrc.endpoint] rto_rtt: unknown key"),
-    (("rto_rtts = 30.0", "host = 3"), "[mrc.endpoint] host: unknown key"),   # the runner sets it
-    (("rto_rtts = 30.0", "rto_rtts = -1.0"), "[mrc.endpoint] rto_rtts: must be above 0"),
+    (("port_poll_ms = 3.0", "port_poll = 3.0"), "[mrc.endpoint] port_poll: unknown key"),
+    (("port_poll_ms = 3.0", "host = 3"), "[mrc.endpoint] host: unknown key"),   # the runner sets it
+    (("rto_rtts = 30.0", "rto_rtts = -1.0"), "[mrc.qp] rto_rtts: must be above 0"),
     (("retry_exp_count = 12", "retry_limt = 12"), "[mrc.qp] retry_limt: unknown key"),
     (("[mrc.qp]", "[mrc.qps]"), "[mrc] qps: unknown key"),
 ])
@@ -182,10 +187,10 @@ class _Tail:
 
 def test_scheduler_fires_after_s_only_once_the_previous_entry_was_applied(tmp_path):
     scn = S.parse(AFTER)
-    sched = runner.FaultScheduler(scn, _Tail(), 8787, tmp_path / "applied.jsonl")
+    sched = run_faults.FaultScheduler(scn, _Tail(), 8787, tmp_path / "applied.jsonl")
     up = scn.faults[2]
     assert not sched.due(2, up)                       # the link_down has not been applied
-    sched.applied_at[1] = runner.time.monotonic_ns()
+    sched.applied_at[1] = run_faults.time.monotonic_ns()
     assert not sched.due(2, up)                       # applied just now: 3 s to go
     sched.applied_at[1] -= int(3.1e9)
     assert sched.due(2, up)

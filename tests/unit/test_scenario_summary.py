@@ -2,43 +2,22 @@
 import json
 
 from emulation import scenario as S
-from emulation.runner import LogTail, summarize, worker_config
+from emulation.run_progress import LogTail
+from emulation.run_summary import summarize
+from emulation.runner import worker_config
+from model.events import Event, Phase
+from tests.unit.scenario_texts import link_fault
+from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
 
-MS = 1_000_000
-TEXT = """
-[fabric]
-planes = 2
-[transport]
-names = ["tcp"]
-[collective]
-message_bytes = 4000
-iterations = 30
-[[faults]]
-at_s = 1.0
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-"""
+T0 = 10_000 * MS
+TEXT = TCP_RUN + link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0)
 
 
-def write_logs(tdir, outage=(1000, 1400), iterations=30):
-    """4 hosts, 1 MB/s each, no traffic during `outage` (ms after start)."""
-    t0 = 10_000 * MS
-    for h in range(4):
-        lines = [{"t_ns": t0, "host": f"h{h}", "event": "phase", "phase": "warmup_done"}]
-        cum = 0
-        for ms in range(0, 3000, 10):
-            if not outage[0] <= ms < outage[1]:
-                cum += 10_000
-            lines.append({"t_ns": t0 + ms * MS, "host": f"h{h}", "event": "goodput", "rx_bytes": cum,
-                          "tx_bytes": cum, "rx_packets": 0, "tx_packets": 0, "retransmits": 0})
-        for i in range(iterations):
-            lines.append({"t_ns": t0 + (i + 1) * 100 * MS, "host": f"h{h}", "event": "iteration",
-                          "collective": "allreduce", "transport": "tcp", "iter": i,
-                          "start_ns": t0 + i * 100 * MS, "end_ns": t0 + (i + 1) * 100 * MS - h,
-                          "bytes": 1, "verified": True})
-        (tdir / f"worker-h{h}.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
-    return t0
+def write_logs(tdir, iterations=30):
+    """4 hosts, 1 MB/s each for 3 s from T0 (however many iterations), none during [1000,
+    1400) ms."""
+    write_worker_logs(tdir, T0, iterations=iterations, deliver_ms=3000)
+    return T0
 
 
 def test_summary_reports_iterations_faults_and_recovery(tmp_path):
@@ -47,7 +26,7 @@ def test_summary_reports_iterations_faults_and_recovery(tmp_path):
     applied = [{"entry": 0, "when": "at_s=1.0", "t_ns": t0 + 1000 * MS, "ok": True,
                 "command": scn.faults[0].commands[0]}]
     (tmp_path / "faults-applied.jsonl").write_text(json.dumps(applied[0]) + "\n")
-    (tmp_path / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tmp_path)))
+    (tmp_path / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tmp_path).to_dict()))
     state = {"partial": False, "exit_codes": {f"h{i}": 0 for i in range(4)}, "applied": applied}
     s = summarize(scn, "tcp", tmp_path, state)
     assert s["verified"] is True and s["iterations_completed"] == 30
@@ -77,7 +56,7 @@ def test_log_tail_reads_only_complete_lines(tmp_path):
     tail.poll()
     assert tail.max_done() == 0 and tail.timed_start_ns is None
     with open(path, "w") as f:
-        f.write(json.dumps({"t_ns": 5, "event": "phase", "phase": "warmup_done"}) + "\n")
+        f.write(json.dumps({"t_ns": 5, "event": Event.PHASE, "phase": Phase.WARMUP_DONE}) + "\n")
         f.write('{"t_ns": 7, "event": "iteration", "iter": 0')
         f.flush()
         tail.poll()

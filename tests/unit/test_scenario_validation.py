@@ -5,7 +5,8 @@ import pytest
 
 from emulation import scenario as S
 from tests.unit.scenario_texts import LINK_DOWN_AT_1_5_S, SMALL_FABRIC
-from emulation.runner import comparison_table, worker_config
+from emulation.run_output import comparison_table
+from emulation.runner import worker_config
 
 REPO = Path(__file__).resolve().parents[2]
 SHIPPED = sorted((REPO / "experiments").glob("*.toml"))
@@ -101,10 +102,10 @@ def test_incast_needs_sensible_victim():
 
 def test_worker_config_points_tcp_at_nic_addresses(tmp_path):
     scn = S.parse(GOOD)
-    cfg = worker_config(scn, "tcp", tmp_path)
+    cfg = worker_config(scn, "tcp", tmp_path).to_dict()
     assert cfg["world_size"] == 4 and cfg["hosts"] == ["h0", "h1", "h2", "h3"]
     assert cfg["tcp"]["endpoints"][3] == [["fd00:0:1:1::1", 47000], ["fd00:1:1:1::1", 47000]]
-    assert cfg["routing"] == "ecmp" and worker_config(scn, "mrc", tmp_path)["routing"] == "srv6"
+    assert cfg["routing"] == "ecmp" and worker_config(scn, "mrc", tmp_path).to_dict()["routing"] == "srv6"
 
 
 def test_comparison_table_lists_each_transport():

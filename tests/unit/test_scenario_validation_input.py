@@ -9,7 +9,7 @@ from emulation import scenario as S
 from tests.unit.scenario_texts import LINK_DOWN_AT_1_5_S, SMALL_FABRIC
 from emulation.scenario import ScenarioError
 from model.topology import FabricSpec, Topology
-from traffic.endpoint_support import EndpointConfig
+from traffic.endpoint_support import QP_SETTINGS_FROM_THE_ENDPOINT, EndpointConfig
 from traffic.reliability import MRCConfig
 
 BASE = """name = "t"
@@ -41,13 +41,13 @@ def with_table(table: str, line: str) -> str:
 @pytest.mark.parametrize("table,line,message", [
     ("mrc.qp", 'nscc_enabled = "no"', "must be true or false, got 'no'"),
     ("mrc.qp", "ev_count = 1.5", "must be an integer, got 1.5"),
-    ("mrc.endpoint", "ev_count = 1.5", "must be an integer, got 1.5"),
+    ("mrc.endpoint", "rtt_probe_count = 1.5", "must be an integer, got 1.5"),
     ("mrc.qp", "ev_count = inf", "must be an integer, got inf"),
-    ("mrc.qp", "mtu = 1e9", "must be an integer, got 1000000000.0"),
-    ("mrc.qp", "mtu = 1000000000", "must be between 64 and 9000"),
+    ("mrc.endpoint", "max_payload = 1e9", "must be an integer, got 1000000000.0"),
+    ("mrc.endpoint", "max_payload = 1000000000", "must be between 64 and 9000"),
     ("mrc.qp", "mpr = 0.001", "must be an integer, got 0.001"),
     ("mrc.endpoint", 'seed = "abc"', "must be an integer, got 'abc'"),
-    ("mrc.endpoint", "skip_rtts = nan", "must be a number, got nan"),
+    ("mrc.endpoint", "port_poll_ms = nan", "must be a number, got nan"),
     ("mrc.qp", "skip_rtts = inf", "must be a number, got inf"),
     ("mrc.qp", "ev_min_active = 1.5", "must be an integer, got 1.5"),
     ("mrc.qp", "mpr = 65536", "must be between 1 and 65535"),          # 65536 x 128 = 2^23 PSNs
@@ -115,8 +115,8 @@ def test_ev_min_active_above_ev_count_is_an_error():
 
 def test_ev_count_below_the_planes_in_use_is_an_error():
     # EVs are split equally over the planes: 1 EV on a 2-plane fabric leaves a plane without one
-    assert "[mrc.endpoint] ev_count: must be at least the number of planes in use (2)" in \
-        error_of(with_table("mrc.endpoint", "ev_count = 1"))
+    assert "[mrc.qp] ev_count: must be at least the number of planes in use (2)" in \
+        error_of(with_table("mrc.qp", "ev_count = 1"))
 
 
 # ---------------------------------------------------------------- [fabric] mtu
@@ -133,12 +133,27 @@ def test_fabric_mtu_out_of_range_or_type_is_an_error(mtu):
     assert f"x.toml:{line_of(text, f'mtu = {mtu}')}: [fabric] mtu: must be" in error_of(text)
 
 
-def test_qp_payload_must_fit_the_fabric_mtu():
-    # 1500-byte MTU + 14 Ethernet - 150 bytes of the largest MRC data headers = 1364 payload
-    assert "[mrc.qp] mtu: must be at most 1364" in error_of(with_table("mrc.qp", "mtu = 1365"))
-    assert S.parse(with_table("mrc.qp", "mtu = 1364")).mrc["qp"] == {"mtu": 1364}
-    big = BASE.replace("planes = 2", "planes = 2\nmtu = 9000") + "[mrc.qp]\nmtu = 8000\n"
-    assert S.parse(big).mrc["qp"] == {"mtu": 8000}
+@pytest.mark.parametrize("table, line, where", [
+    ("mrc.endpoint", "rto_rtts = 20.0", "use [mrc.qp] rto_rtts"),
+    ("mrc.endpoint", "ev_count = 8", "use [mrc.qp] ev_count"),
+    ("mrc.endpoint", "loss_verdict_ms = 100.0", "use [mrc.qp] loss_verdict_ns (in ns"),
+    ("mrc.endpoint", "goodput_interval_ms = 5.0", "use [options] goodput_interval_ms"),
+    ("mrc", "base_rtt_ns = 2000000", "use [mrc.endpoint] base_rtt_ns"),
+    ("mrc.qp", "rto_rtt_multiplier = 4.0", "use rto_rtts"),
+    ("mrc.qp", "reorder_window_frac = 0.5", "use reorder_rtts"),
+    ("mrc.qp", "mtu = 1000", "use [mrc.endpoint] max_payload"),
+    ("mrc.qp", "base_rtt_ns = 2000000", "fix it with [mrc.endpoint] base_rtt_ns"),
+    ("mrc.qp", "port_rate_Bps = 1e7", "use [mrc.endpoint] port_rate_mbit and pacing_fraction"),
+    ("mrc.qp", "pacer_burst_packets = 4", "use [mrc.endpoint] pacing_burst_packets"),
+    ("mrc.qp", "trimming = false", "comes from [options] trimming"),
+])
+def test_a_knob_has_one_name_and_another_names_it(table, line, where):
+    """Each setting is read under one name in one table; any other spelling of it is an error
+    that names the one to use."""
+    text = with_table(table, line)
+    key = line.split(" =")[0]
+    assert (f"x.toml:{line_of(text, line)}: [{table}] {key}: unknown key here" in error_of(text)
+            and where in error_of(text))
 
 
 # ---------------------------------------------------------------- every key is declared
@@ -146,9 +161,12 @@ def test_qp_payload_must_fit_the_fabric_mtu():
 
 def test_every_config_field_has_a_schema_entry():
     from emulation import scenario_schema as schema
-    assert set(schema.MRC_QP) == {f.name for f in fields(MRCConfig)}
-    assert set(schema.MRC_ENDPOINT) | set(schema.MRC_ENDPOINT_RESERVED) == {
-        f.name for f in fields(EndpointConfig)}
+    # every QP setting but those the endpoint derives, and the fabric's trimming
+    assert set(schema.MRC_QP) == {f.name for f in fields(MRCConfig)} - set(
+        QP_SETTINGS_FROM_THE_ENDPOINT) - {"trimming"}
+    endpoint_fields = {f.name for f in fields(EndpointConfig)}
+    assert set(schema.MRC_ENDPOINT) <= endpoint_fields
+    assert endpoint_fields <= set(schema.MRC_ENDPOINT) | set(schema.MRC_ENDPOINT_RESERVED)
     assert not set(schema.MRC_ENDPOINT) & set(schema.MRC_ENDPOINT_RESERVED)
     assert set(FabricSpec.__dataclass_fields__) <= set(schema.FABRIC)
 
@@ -234,6 +252,6 @@ def test_reference_lists_every_key_with_its_range():
 
 
 def test_ev_min_active_is_checked_against_the_endpoints_ev_count():
-    # the endpoint hands its ev_count to every QP; MRCConfig alone would compare with its own 128
-    text = BASE + "[mrc.endpoint]\nev_count = 8\n[mrc.qp]\nev_min_active = 9\n"
-    assert "[mrc.qp] ev_min_active: must be at most ev_count (8), got 9" in error_of(text)
+    # the endpoint gives every QP 32 EVs; MRCConfig alone would compare with its own 128
+    text = BASE + "[mrc.qp]\nev_min_active = 33\n"
+    assert "[mrc.qp] ev_min_active: must be at most ev_count (32), got 33" in error_of(text)

@@ -2,7 +2,7 @@
 the recovery figures measure OCP's rule or the tolerant one), line rate fraction, fabric delay."""
 from pathlib import Path
 
-from emulation import runner, scenario
+from emulation import run_summary, scenario
 
 DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo.toml"
 
@@ -14,13 +14,13 @@ def _with_qp(text: str, qp_lines: str) -> str:
 
 def test_default_policy_is_the_tolerant_one():
     # The README and traffic/loss_policy.py document "tolerant" as the default.
-    assert runner.loss_policy_in_force(scenario.load(DEMO)) == "tolerant"
+    assert run_summary.loss_policy_in_force(scenario.load(DEMO)) == "tolerant"
 
 
 def test_a_scenario_choosing_ocp_is_recorded_as_ocp(tmp_path):
     path = tmp_path / "ocp.toml"
     path.write_text(_with_qp(DEMO.read_text(), 'loss_policy = "ocp"'))
-    assert runner.loss_policy_in_force(scenario.load(path)) == "ocp"
+    assert run_summary.loss_policy_in_force(scenario.load(path)) == "ocp"
 
 
 def test_line_rate_fraction_of_the_median_iteration(tmp_path):
@@ -32,9 +32,9 @@ def test_line_rate_fraction_of_the_median_iteration(tmp_path):
             'iterations = 3\n')
     scn = scenario.parse(text)
     summary = {"iteration_times_ms": [400.0, 900.0, 500.0], "world_size": 4}
-    out = runner.bandwidth_and_delay(scn, "tcp", tmp_path, summary)
+    out = run_summary.bandwidth_and_delay(scn, "tcp", tmp_path, summary)
     assert out["line_rate_fraction"] == 0.419
     assert out["fabric_delay_p999_ms"] is None          # tcp: no MRC data packets to time
-    assert runner.bandwidth_and_delay(scn, "mrc", tmp_path, {"iteration_times_ms": [],
+    assert run_summary.bandwidth_and_delay(scn, "mrc", tmp_path, {"iteration_times_ms": [],
                                                              "world_size": 4}) == {
         "line_rate_fraction": None, "fabric_delay_p999_ms": None}

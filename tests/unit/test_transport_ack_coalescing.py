@@ -1,5 +1,6 @@
 """SACK coalescing (ack_every > 1, delayed-SACK timer): fewer SACKs, same delivery, no false
 retirements from the coalescing delay (deterministic SimNet, fake clock)."""
+from model.events import Event
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket, Opcode, Sack
 from traffic.reliability import MRCConfig
@@ -25,7 +26,7 @@ def test_coalesced_sacks_deliver_everything_with_far_fewer_sacks_and_no_retireme
     _deliver(coalesced)
     n1, n8 = every.receiver.counters["sacks"], coalesced.receiver.counters["sacks"]
     assert n8 < n1 / 3, (n1, n8)
-    assert not coalesced.events_of("ev_state", new=ASSUMED_BAD)
+    assert not coalesced.events_of(Event.EV_STATE, new=ASSUMED_BAD)
     assert coalesced.sender.counters["retransmitted_packets"] == 0
 
 

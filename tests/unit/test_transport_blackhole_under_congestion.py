@@ -1,6 +1,7 @@
 """A silently black-holed path while ECN marks arrive on the OTHER paths (the t1-blackhole
 regression: QP-wide congestion must never excuse losses on a path that echoes nothing).
 Driven in the simulated network (tests/unit/simnet.py) with a fake clock."""
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD
 from traffic.messages import DataPacket
@@ -22,7 +23,7 @@ def _run(first_packet_grace: bool):
             if (plane, spine) != HOLE:
                 net.path(plane, spine).ecn = 0.3        # the QP is congested elsewhere
     net.path(*HOLE).blackhole = True
-    cfg = MRCConfig(ev_count=16, ev_backup_count=16, mtu=1000, base_rtt_ns=1_000_000,
+    cfg = MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=1_000_000,
                     first_packet_grace=first_packet_grace)
     h = Harness(net, cfg)
     sent_into_hole: dict[int, list[int]] = {}    # black-holed EV -> send times of its data
@@ -34,21 +35,18 @@ def _run(first_packet_grace: bool):
         send(now_ns, msg, plane, dst)
 
     net.send = counting_send
-    expected, region = h.post([200_000] * 4)
-    h.run_until_idle()
-    assert h.sender.error is None and h.sender.idle
-    assert bytes(region.buf) == expected
+    h.transfer([200_000] * 4)
     return h, sent_into_hole
 
 
 def _check(h, sent_into_hole, max_detected_losses_per_ev):
     assert h.net.stats["ecn_marked"] > 100               # congestion was really signalled
-    bad = {e["ev"]: e["t_ns"] for e in h.events_of("ev_state", new=ASSUMED_BAD)
+    bad = {e["ev"]: e["t_ns"] for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
            if e.get("direction") != "reverse"}
     assert all(_path(ev) == HOLE for ev in bad), "a congested (ECN) path was retired"
     # every EV that carried data into the hole was retired ...
     assert sent_into_hole and set(sent_into_hole) <= set(bad), (sent_into_hole, bad)
-    retx = h.events_of("retransmit")
+    retx = h.events_of(Event.RETRANSMIT)
     rto = h.sender.rto_base_ns()
     for ev, sends in sent_into_hole.items():
         # ... within a bounded time of its first packet into the hole (one loss-detection

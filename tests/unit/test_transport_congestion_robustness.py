@@ -2,6 +2,7 @@
 driven packet by packet with a fake clock."""
 import random
 
+from model.events import Event
 from traffic.evs import ASSUMED_BAD, PathInfo
 from traffic.messages import DataPacket, Opcode, Probe, Sack, SkipMode
 from traffic.reliability import MemoryRegistry, MRCConfig, ReceiverQP, SenderQP
@@ -11,8 +12,8 @@ MS = 1_000_000
 
 
 def _sender(**kw):
-    cfg = MRCConfig(ev_count=8, ev_backup_count=8, mtu=1000, base_rtt_ns=MS, rto_ns=5 * MS,
-                    nscc_enabled=False, reorder_window_frac=0.5, **kw)
+    cfg = MRCConfig(ev_count=8, ev_backup_count=8, max_payload=1000, base_rtt_ns=MS, rto_ns=5 * MS,
+                    nscc_enabled=False, reorder_rtts=0.5, **kw)
     events = []
     tx = SenderQP(0x11, 0x22, cfg, PathInfo((0, 1), 2), random.Random(1), events.append)
     return tx, events
@@ -40,7 +41,7 @@ def _sack(tx, pkt, now, ecn=False):
 
 
 def _bad(events):
-    return [e for e in events if e["event"] == "ev_state" and e["new"] == ASSUMED_BAD]
+    return [e for e in events if e["event"] == Event.EV_STATE and e["new"] == ASSUMED_BAD]
 
 
 def test_timeout_with_nothing_delivered_since_does_not_retire_the_path():

@@ -3,6 +3,7 @@ import random
 
 import pytest
 
+from model.events import Event
 from model.topology import ev_plane
 from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
 
@@ -44,7 +45,8 @@ def test_loss_marks_assumed_bad_at_once_and_same_plane_backup_replaces():
     assert replacement is not None and ev_plane(replacement) == plane
     assert evs.rotation[3] == replacement and evs.state(replacement) == GOOD
     assert victim not in evs.rotation
-    changes = [(e["ev"], e["old"], e["new"], e["reason"]) for e in events if e["event"] == "ev_state"]
+    changes = [(e["ev"], e["old"], e["new"], e["reason"]) for e in events
+               if e["event"] == Event.EV_STATE]
     assert changes == [(victim, GOOD, ASSUMED_BAD, "timeout"),
                        (replacement, UNKNOWN, GOOD, "replacement")]
     assert all(evs.pick(200) != victim for _ in range(50))
@@ -83,7 +85,7 @@ def test_probes_resurrect_after_k_consecutive_successes_and_failure_resets():
         if i < len(results) - 1:
             assert evs.state(victim) == ASSUMED_BAD
     assert evs.state(victim) == GOOD
-    probes = [e["ok"] for e in events if e["event"] == "probe"]
+    probes = [e["ok"] for e in events if e["event"] == Event.PROBE]
     assert probes == results
     # rotation was full (backup took the slot), so the resurrected EV waits in the backups
     assert victim in evs.backups[ev_plane(victim)]
@@ -132,7 +134,7 @@ def test_ecn_skip_keeps_state_and_expires():
     assert evs.state(target) == GOOD
     assert all(evs.pick(100) != target for _ in range(12))
     assert target in [evs.pick(6000) for _ in range(4)]
-    assert [e for e in events if e["event"] == "ev_skip"][0]["until_ns"] == 5000
+    assert [e for e in events if e["event"] == Event.EV_SKIP][0]["until_ns"] == 5000
 
 
 def test_skip_once_passes_over_exactly_once():
@@ -199,12 +201,12 @@ def test_suspended_ev_is_replaced_at_once_and_returns_if_cleared():
     a, b = [ev for ev in evs.rotation if ev_plane(ev) == 0][:2]
     evs.suspend(a, "sack_gap", 10)
     assert a not in evs.rotation and evs.state(a) == GOOD
-    repl = [e for e in events if e["event"] == "ev_state" and e.get("replaces") == a]
+    repl = [e for e in events if e["event"] == Event.EV_STATE and e.get("replaces") == a]
     assert len(repl) == 1 and ev_plane(repl[0]["ev"]) == 0 and repl[0]["ev"] in evs.rotation
     assert len(evs.rotation) == 8
     evs.unsuspend(a, "nack_trimmed", 20)
     assert a in evs.backups[0] and not evs.evs[a].suspended
-    assert [e["evidence"] for e in events if e["event"] == "ev_cleared"] == ["nack_trimmed"]
+    assert [e["evidence"] for e in events if e["event"] == Event.EV_CLEARED] == ["nack_trimmed"]
     evs.suspend(b, "timeout", 30)
     evs.mark_lost(b, "timeout", 40)
     assert evs.state(b) == ASSUMED_BAD and b not in evs.rotation
@@ -273,16 +275,16 @@ def test_skip_suspect_and_cleared_events_carry_what_the_analysis_reads():
     evs.suspend(ev, "timeout", 21)                        # already suspended
     evs.unsuspend(ev, "nack_trimmed", 30)
     evs.unsuspend(ev, "late_delivery", 31)                # no longer suspended
-    mine = [e for e in events if e.get("ev") == ev and e["event"] != "ev_state"]
+    mine = [e for e in events if e.get("ev") == ev and e["event"] != Event.EV_STATE]
     assert mine == [
-        {"t_ns": 10, "event": "ev_skip", "qp": 9, "ev": ev, "plane": plane, "until_ns": 10,
+        {"t_ns": 10, "event": Event.EV_SKIP, "qp": 9, "ev": ev, "plane": plane, "until_ns": 10,
          "once": True},
-        {"t_ns": 20, "event": "ev_suspect", "qp": 9, "ev": ev, "plane": plane,
+        {"t_ns": 20, "event": Event.EV_SUSPECT, "qp": 9, "ev": ev, "plane": plane,
          "reason": "sack_gap"},
-        {"t_ns": 30, "event": "ev_cleared", "qp": 9, "ev": ev, "plane": plane,
+        {"t_ns": 30, "event": Event.EV_CLEARED, "qp": 9, "ev": ev, "plane": plane,
          "evidence": "nack_trimmed"}]
     other = evs.rotation[3]
     evs.mark_lost(other, "timeout", 40)
     evs.suspend(other, "timeout", 41)                     # ASSUMED_BAD: not suspended
     assert not evs.evs[other].suspended
-    assert not [e for e in events if e["event"] == "ev_suspect" and e["ev"] == other]
+    assert not [e for e in events if e["event"] == Event.EV_SUSPECT and e["ev"] == other]

@@ -1,8 +1,9 @@
-"""How the MRC sender answers each NACK reason (MRC.md: trimmed = congestion, fast retransmit,
+"""How the MRC sender answers each NACK reason (OCP MRC 1.0: trimmed = congestion, fast retransmit,
 EV kept; other reasons count like timeouts; UNEXP_EVENT = QP error), and how local and peer
 port state takes a plane out of use on both halves of a QP. Driven packet by packet."""
 import dataclasses
 
+from model.events import Event
 from traffic.evs import ASSUMED_BAD, GOOD
 from traffic.messages import DataPacket, Nack, NackReason
 from traffic.reliability import MRCConfig
@@ -35,7 +36,7 @@ def test_trimmed_nack_resends_at_once_on_another_ev_and_keeps_the_path():
     [again] = resent(h, h.clock.now_ns + 20)
     assert again.psn == pkt.psn and again.retransmit and again.ev != pkt.ev
     assert h.sender.evs.state(pkt.ev) == GOOD
-    assert [e["reason"] for e in h.events_of("retransmit")] == ["nack_trimmed"]
+    assert [e["reason"] for e in h.events_of(Event.RETRANSMIT)] == ["nack_trimmed"]
     assert h.sender.counters["timeouts"] == 0
 
 
@@ -45,7 +46,7 @@ def test_nack_of_an_earlier_transmission_is_ignored():
     h, pkt, _ = sender_with_one_packet()
     h.sender.on_nack(nack_for(pkt, NackReason.TRIMMED, echo=pkt.timestamp - 1), h.clock.now_ns)
     assert resent(h, h.clock.now_ns + 20) == []
-    assert h.sender.counters["nacks"] == 1 and not h.events_of("retransmit")
+    assert h.sender.counters["nacks"] == 1 and not h.events_of(Event.RETRANSMIT)
 
 
 def test_other_nack_reasons_count_against_the_retry_limit():
@@ -58,11 +59,11 @@ def test_other_nack_reasons_count_against_the_retry_limit():
         h.sender.on_nack(nack_for(pkt, NackReason.NO_RESOURCE), t)
         [pkt] = resent(h, t)
         assert h.sender.error is None
-    assert [e["reason"] for e in h.events_of("retransmit")] == ["nack_other", "nack_other"]
-    assert not h.events_of("ev_state", new=ASSUMED_BAD)
+    assert [e["reason"] for e in h.events_of(Event.RETRANSMIT)] == ["nack_other", "nack_other"]
+    assert not h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
     h.sender.on_nack(nack_for(pkt, NackReason.NO_RESOURCE), t + MS)
     assert h.sender.error == f"PSN {pkt.psn} NACKed (reason 0xa) more than 2 retries"
-    assert h.events_of("qp_error")
+    assert h.events_of(Event.QP_ERROR)
 
 
 def test_nack_reports_the_peers_ports():
@@ -73,14 +74,15 @@ def test_nack_reports_the_peers_ports():
     assert h.sender.evs.usable_planes() == [0, 1]
     h.sender.on_nack(nack_for(pkt, NackReason.TRIMMED, port_status=0b01), h.clock.now_ns)
     assert h.sender.evs.usable_planes() == [0]
-    assert [(e["plane"], e["up"], e["side"]) for e in h.events_of("port")] == [(1, False, "peer")]
+    assert [(e["plane"], e["up"], e["side"])
+            for e in h.events_of(Event.PORT)] == [(1, False, "peer")]
 
 
 def test_local_port_down_takes_the_plane_out_of_use_once():
     h = Harness(SimNet(seed=32), cfg=MRCConfig(rto_ns=100 * MS))
     h.sender.set_local_port(0, False, 5)
     h.sender.set_local_port(0, False, 6)                    # no change: no second event
-    assert [(e["plane"], e["up"], e["side"], e["t_ns"]) for e in h.events_of("port")] == [
+    assert [(e["plane"], e["up"], e["side"], e["t_ns"]) for e in h.events_of(Event.PORT)] == [
         (0, False, "local", 5)]
     assert h.sender.local_port_status == 0b10
     region = h.registry.register(bytearray(4000))
@@ -99,7 +101,7 @@ def test_receiver_answers_on_a_live_port_and_reports_its_ports():
     rx = h.receiver
     rx.set_local_port(0, False, 1)
     rx.set_local_port(0, False, 2)
-    assert [(e["plane"], e["up"]) for e in h.events_of("port") if e.get("side") == "local"] == [
+    assert [(e["plane"], e["up"]) for e in h.events_of(Event.PORT) if e.get("side") == "local"] == [
         (0, False)]
     assert rx.port_status == 0b10
     [(nack, plane)] = rx.on_data(trimmed, 10, 0)

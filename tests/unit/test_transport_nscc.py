@@ -211,3 +211,17 @@ def test_quick_adapt_starts_the_measuring_interval_at_the_loss():
     cc.on_ack(1000, RTT, False, RTT)
     assert cc.on_loss(RTT)
     assert cc.cwnd == pytest.approx(3000)
+
+
+def test_counts_say_which_response_ran_and_what_triggered_each_quick_adapt():
+    cc = fresh()
+    cc.on_ack(1000, RTT + 100_000, False, 0)           # proportional increase
+    cc.on_ack(1000, 3 * RTT, False, 1)                 # delay 2 RTT >= target: fair increase
+    cc.on_ack(0, 3 * RTT, True, 2)                     # ECN and delay: multiplicative decrease
+    cc.on_ack(0, RTT + 10_000, True, 3)                # ECN, little delay: no change
+    cc.on_ack(1000, 6 * RTT, False, 4)                 # delay 5 RTT > 4 targets: quick adapt
+    assert cc.on_loss(5) is False                      # within the same base RTT: not again
+    assert cc.on_loss(4 + RTT) is True                 # a base RTT later: quick adapt on loss
+    assert cc.counts == {"fair_increase": 1, "proportional_increase": 1,
+                         "multiplicative_decrease": 1, "no_change": 1, "quick_adapt": 2,
+                         "quick_adapt_on_delay": 1, "quick_adapt_on_loss": 1}

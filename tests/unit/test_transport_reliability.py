@@ -1,6 +1,7 @@
 """MRC sender/receiver over the simulated multi-plane network (deterministic seeds, fake clock)."""
 import pytest
 
+from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic.evs import ASSUMED_BAD, GOOD
 from model.topology import make_ev
@@ -14,11 +15,7 @@ SIZES = [60_000, 1, 1024, 33_000, 2048, 50_000]
 
 
 def deliver(h, sizes=SIZES, imm=True):
-    expected, region = h.post(sizes, imm=imm)
-    h.run_until_idle()
-    assert h.sender.error is None, h.sender.error
-    assert h.sender.idle
-    assert bytes(region.buf) == expected                      # every byte in place
+    expected = h.transfer(sizes, imm=imm)
     assert h.receiver.counters["placed_bytes"] == sum(sizes)  # ... and placed exactly once
     return expected
 
@@ -37,8 +34,8 @@ def test_ten_percent_random_loss():
     h = Harness(SimNet(seed=2, loss=0.10, jitter_ns=100_000))
     deliver(h)
     assert h.sender.counters["retransmitted_packets"] > 0
-    assert h.events_of("retransmit")
-    for e in h.events_of("retransmit"):
+    assert h.events_of(Event.RETRANSMIT)
+    for e in h.events_of(Event.RETRANSMIT):
         assert e["new_ev"] != e["old_ev"]                     # always a fresh EV
     assert [c.imm for c in h.receiver.completions] == [0x1000 + i for i in range(len(SIZES))]
 
@@ -56,12 +53,12 @@ def test_black_holed_path_retired_at_once_with_same_plane_replacement():
     net.path(1, 2).blackhole = True
     h = Harness(net)
     deliver(h)
-    bad = [e for e in h.events_of("ev_state", new=ASSUMED_BAD)]
+    bad = [e for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)]
     assert bad, "the black-holed path must be retired"
     assert all(ev_plane(e["ev"]) == 1 and ev_spine(e["ev"]) == 2 for e in bad)
     for e in bad:
         assert e["reason"] in ("sack_gap", "timeout")
-        reps = h.events_of("ev_state", replaces=e["ev"])
+        reps = h.events_of(Event.EV_STATE, replaces=e["ev"])
         assert reps and ev_plane(reps[0]["ev"]) == 1       # backup from the SAME plane
     # every EV on the bad path that carried a packet is now out of the rotation
     rotation = h.sender.evs.rotation
@@ -76,17 +73,17 @@ def test_probes_bring_a_path_back_after_k_successes():
     h = Harness(net, cfg=cfg)
     deliver(h, sizes=[40_000])
     # forward EVs only: the receiver's reverse (SACK) EVs have their own probes
-    bad = {e["ev"] for e in h.events_of("ev_state", new=ASSUMED_BAD)
+    bad = {e["ev"] for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
            if e.get("direction") != "reverse"}
     assert bad
     net.path(0, 1).blackhole = False
     h.sender.post_write(b"x" * 10, h.registry.register(bytearray(10)).va, 0x101)
     h.run(100_000_000)                       # 100 ms of probing
-    back = [e for e in h.events_of("ev_state", new=GOOD, reason="probe_ok")
+    back = [e for e in h.events_of(Event.EV_STATE, new=GOOD, reason="probe_ok")
             if e.get("direction") != "reverse"]
     assert {e["ev"] for e in back} == bad
     for ev in bad:
-        oks = [p["ok"] for p in h.events_of("probe", ev=ev)]
+        oks = [p["ok"] for p in h.events_of(Event.PROBE, ev=ev)]
         assert oks[-3:] == [True, True, True]
 
 
@@ -95,7 +92,7 @@ def test_failed_plane_silent():
     net.failed_planes.add(1)
     h = Harness(net)
     deliver(h)
-    assert all(ev_plane(e["ev"]) == 1 for e in h.events_of("ev_state", new=ASSUMED_BAD))
+    assert all(ev_plane(e["ev"]) == 1 for e in h.events_of(Event.EV_STATE, new=ASSUMED_BAD))
 
 
 def test_local_port_down_moves_traffic_and_peer_learns_from_port_status():
@@ -106,7 +103,7 @@ def test_local_port_down_moves_traffic_and_peer_learns_from_port_status():
     net.failed_planes.add(1)
     h.run_until_idle()
     assert bytes(region.buf) == expected
-    assert h.events_of("port", side="peer", plane=1, up=False)
+    assert h.events_of(Event.PORT, side="peer", plane=1, up=False)
     assert h.sender.evs.usable_planes() == [0]
     before = net.path_counts.copy()
     h.sender.post_write(b"y" * 8000, region.va, region.rkey)
@@ -117,7 +114,7 @@ def test_local_port_down_moves_traffic_and_peer_learns_from_port_status():
     h.receiver.set_local_port(1, True, h.clock.now_ns)
     h.sender.post_write(b"z" * 8000, region.va, region.rkey)
     h.run_until_idle()
-    assert h.events_of("port", side="peer", plane=1, up=True)
+    assert h.events_of(Event.PORT, side="peer", plane=1, up=True)
     assert h.sender.evs.usable_planes() == [0, 1]
 
 
@@ -126,10 +123,10 @@ def test_ecn_echo_skips_but_never_retires():
     net.path(0, 0).ecn = 1.0
     h = Harness(net)
     deliver(h)
-    skips = h.events_of("ev_skip")
+    skips = h.events_of(Event.EV_SKIP)
     assert skips and all((ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0) for e in skips)
     assert all(e["until_ns"] > e["t_ns"] for e in skips)
-    assert not h.events_of("ev_state", new=ASSUMED_BAD)
+    assert not h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
     assert h.sender.counters["retransmitted_packets"] == 0
 
 
@@ -141,11 +138,11 @@ def test_trimmed_nack_fast_retransmit_without_retiring(lasthop):
     h = Harness(net, cfg=MRCConfig(trimming=True))
     deliver(h)
     assert net.stats["trimmed"] > 0
-    retx = h.events_of("retransmit", reason="nack_trimmed")
+    retx = h.events_of(Event.RETRANSMIT, reason="nack_trimmed")
     assert len(retx) >= net.stats["trimmed"] - 1
-    assert not h.events_of("ev_state", new=ASSUMED_BAD)
+    assert not h.events_of(Event.EV_STATE, new=ASSUMED_BAD)
     assert h.sender.counters["timeouts"] == 0
-    once = [e for e in h.events_of("ev_skip") if e.get("once")]
+    once = [e for e in h.events_of(Event.EV_SKIP) if e.get("once")]
     assert (len(once) > 0) != lasthop          # TRIMMED: skip once; LASTHOP: no EV penalty
 
 
@@ -153,7 +150,7 @@ MS = 1_000_000
 
 
 def test_rto_backoff_linear_for_seven_retries_then_doubling():
-    """MRC.md: retries back off linearly up to 7, then exponentially. With a fixed 1 ms base:
+    """OCP MRC 1.0: retries back off linearly up to 7, then exponentially. With a fixed 1 ms base:
     1, 2, ..., 7 ms for timeouts 0..6, then 7 x 2 = 14, 28, 56, 112 ms; capped at rto_max."""
     h = Harness(SimNet(seed=10), cfg=MRCConfig(rto_ns=MS, rto_max_ns=100 * MS))
     got = [h.sender.rto_ns(t) // MS for t in range(11)]
@@ -178,7 +175,7 @@ def test_all_paths_dead_gives_qp_error_after_the_retry_budget():
     send."""
     h, start = _dead_fabric_one_packet(linear=7, exponential=3)
     assert h.sender.error and "retries" in h.sender.error
-    assert h.events_of("qp_error")
+    assert h.events_of(Event.QP_ERROR)
     assert h.sender.counters["sent_packets"] == 11
     assert 238 * MS <= h.clock.now_ns - start <= 240 * MS
     assert h.sender.poll(h.clock.now_ns) == []
@@ -214,8 +211,8 @@ def test_bad_rkey_is_a_reported_qp_error_not_a_crash():
 
 
 def test_config_rejects_bad_values():
-    with pytest.raises(ValueError, match="mtu"):
-        MRCConfig(mtu=0)
+    with pytest.raises(ValueError, match="max_payload"):
+        MRCConfig(max_payload=0)
     with pytest.raises(ValueError, match="start_psn"):
         MRCConfig(start_psn=1 << 24)
 
@@ -223,7 +220,7 @@ def test_config_rejects_bad_values():
 def test_roce_baseline_delivers_under_0_1_percent_loss():
     h = Harness(SimNet(seed=13, loss=0.001), sender_cls=RoceSenderQP, receiver_cls=RoceReceiverQP)
     deliver(h, sizes=[200_000, 100_000])
-    assert {e["new_ev"] for e in h.events_of("retransmit")} <= {h.sender.ev}
+    assert {e["new_ev"] for e in h.events_of(Event.RETRANSMIT)} <= {h.sender.ev}
 
 
 def test_roce_go_back_n_retransmits_far_more_than_mrc_at_1_percent():
@@ -238,11 +235,11 @@ def test_roce_go_back_n_retransmits_far_more_than_mrc_at_1_percent():
 
 
 def test_sender_never_runs_more_than_mpr_x_128_psns_past_the_cumulative_ack():
-    """MRC.md: the window never goes beyond cumulative ACK + MPR (units of 128 PSNs). MPR 1 and
+    """OCP MRC 1.0: the window never goes beyond cumulative ACK + MPR (units of 128 PSNs). MPR 1 and
     no ACK ever coming back: exactly PSNs 0..127 go out, however long the sender polls."""
     net = SimNet(seed=3, planes=2, spines=2)
     net.failed_planes.update({0, 1})
-    cfg = MRCConfig(mpr=1, nscc_enabled=False, mtu=1000, rto_ns=60_000 * MS)
+    cfg = MRCConfig(mpr=1, nscc_enabled=False, max_payload=1000, rto_ns=60_000 * MS)
     h = Harness(net, cfg=cfg)
     h.post([300 * 1000])
     psns = set()

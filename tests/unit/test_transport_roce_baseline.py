@@ -2,6 +2,7 @@
 error on a remote access error), driven packet by packet, and the memory registry's errors."""
 import pytest
 
+from model.events import Event
 from traffic.messages import DataPacket, Nack, NackReason, Sack
 from traffic.reliability import AccessError, MemoryRegistry, MRCConfig
 from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
@@ -12,7 +13,7 @@ MS = 1_000_000
 
 
 def roce(cfg=None, net=None):
-    return Harness(net or SimNet(seed=21), cfg=cfg or MRCConfig(mtu=1000, rto_ns=MS),
+    return Harness(net or SimNet(seed=21), cfg=cfg or MRCConfig(max_payload=1000, rto_ns=MS),
                    sender_cls=RoceSenderQP, receiver_cls=RoceReceiverQP)
 
 
@@ -41,7 +42,7 @@ def to_receiver(h, pkts):
 def test_lost_packet_is_naked_once_and_everything_from_it_is_resent():
     """6 packets, PSN 2 lost: the receiver ACKs 0 and 1, drops 3..5 (out of order) with ONE
     sequence-error NAK naming PSN 2, and the sender goes back to 2 and resends 2, 3, 4, 5."""
-    h = roce(MRCConfig(mtu=1000, rto_ns=1000 * MS))
+    h = roce(MRCConfig(max_payload=1000, rto_ns=1000 * MS))
     region = h.registry.register(bytearray(6000))
     h.sender.post_write(bytes(range(200)) * 30, region.va, region.rkey)
     first = drain(h)
@@ -56,7 +57,7 @@ def test_lost_packet_is_naked_once_and_everything_from_it_is_resent():
         (h.sender.on_sack if isinstance(m, Sack) else h.sender.on_nack)(m, h.clock.now_ns)
     again = drain(h)
     assert [p.psn for p in again] == [2, 3, 4, 5] and all(p.retransmit for p in again)
-    assert [e["psn"] for e in h.events_of("retransmit", reason="gbn")] == [2, 3, 4, 5]
+    assert [e["psn"] for e in h.events_of(Event.RETRANSMIT, reason="gbn")] == [2, 3, 4, 5]
     replies = to_receiver(h, again)
     assert [m.cum_psn for m in replies] == [3, 4, 5, 6]
     assert bytes(region.buf) == bytes(range(200)) * 30
@@ -67,7 +68,7 @@ def test_retry_limit_then_qp_error_with_linear_ack_timeouts():
     go-back-N resend; the 4th exceeds retry_cnt 3 -> QP error at 1+2+3+4 = 10 ms."""
     net = SimNet(seed=22, planes=2, spines=2)
     net.failed_planes.update({0, 1})
-    h = roce(MRCConfig(mtu=1000, rto_ns=MS, roce_retry_limit=3), net)
+    h = roce(MRCConfig(max_payload=1000, rto_ns=MS, roce_retry_limit=3), net)
     start = h.clock.now_ns
     h.post([500])
     h.run_until_idle(until_ns=10_000 * MS)
@@ -118,7 +119,7 @@ def test_memory_registry_rejects_what_it_cannot_honour():
 def test_ack_timeout_grows_linearly_with_the_retries():
     """Timer k (k = 1, 2, ...) runs k x rto from the previous timeout: with rto 1 ms and one
     packet sent at t0, resends at t0+1 ms and t0+3 ms, nothing in between."""
-    h = roce(MRCConfig(mtu=1000, rto_ns=MS))
+    h = roce(MRCConfig(max_payload=1000, rto_ns=MS))
     region = h.registry.register(bytearray(100))
     h.sender.post_write(b"y" * 100, region.va, region.rkey)
     t0 = h.clock.now_ns

@@ -7,6 +7,7 @@ import pytest
 from analysis import trimming as tr
 from emulation import trimming
 from emulation import scenario as S
+from model.events import Event, Phase
 from model.topology import FabricSpec, Topology
 
 
@@ -55,12 +56,13 @@ def _ev(event, **kw):
 
 
 def test_endpoint_stats_counts_nacks_and_forward_assumed_bad():
-    logs = {"h0": [_ev("retransmit", reason="nack_trimmed"), _ev("retransmit", reason="timeout"),
-                   _ev("retransmit", reason="nack_trimmed"),
-                   _ev("ev_state", new="ASSUMED_BAD", reason="timeout"),
-                   _ev("ev_state", new="ASSUMED_BAD", reason="reverse_probe_timeout",
+    logs = {"h0": [_ev(Event.RETRANSMIT, reason="nack_trimmed"),
+                   _ev(Event.RETRANSMIT, reason="timeout"),
+                   _ev(Event.RETRANSMIT, reason="nack_trimmed"),
+                   _ev(Event.EV_STATE, new="ASSUMED_BAD", reason="timeout"),
+                   _ev(Event.EV_STATE, new="ASSUMED_BAD", reason="reverse_probe_timeout",
                        direction="reverse"),
-                   _ev("ev_state", new="GOOD", reason="probe_ok"),
+                   _ev(Event.EV_STATE, new="GOOD", reason="probe_ok"),
                    _ev("counters", qps={"1": {"sender": {"nacks": 2, "timeouts": 1},
                                               "receiver": {"nacks": 0, "trimmed": 0}}})],
             "h1": [_ev("counters", qps={"2": {"sender": {}, "receiver": {"nacks": 3, "trimmed": 2}}})]}
@@ -78,9 +80,9 @@ def test_rate_series_and_victim_goodput(tmp_path):
     assert list(r.round(3)) == [0.0, 100.0, 100.0, 0.0]
     cfg = {"collective": "incast", "hosts": ["h0", "h1", "h2"], "victim": [2, 1]}
     (tmp_path / "worker.json").write_text(json.dumps(cfg))
-    lines = [_ev("phase", phase="warmup_done", t_ns=0)]
-    lines += [_ev("goodput", t_ns=t, rx_bytes=b) for t, b in samples]
-    lines += [_ev("iteration", t_ns=200 * ms, end_ns=200 * ms)]
+    lines = [_ev(Event.PHASE, phase=Phase.WARMUP_DONE, t_ns=0)]
+    lines += [_ev(Event.GOODPUT, t_ns=t, rx_bytes=b) for t, b in samples]
+    lines += [_ev(Event.ITERATION, t_ns=200 * ms, end_ns=200 * ms)]
     (tmp_path / "worker-h1.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     v = tr.victim_goodput(tmp_path)
     assert (v["src"], v["dst"]) == ("h2", "h1") and v["mean_mbit"] == pytest.approx(100.0)

@@ -11,6 +11,7 @@ from collections import deque
 
 import pytest
 
+from model.events import Event
 from traffic.evs import PathInfo
 from traffic.messages import Opcode
 from traffic.qp_config import MRCConfig
@@ -54,10 +55,10 @@ def test_the_write_holding_the_refused_psn_gets_the_status_the_others_are_flushe
         Completion(0x42, 1, 3000, 7, WC_REM_ACCESS_ERR),
         Completion(0x42, 2, 2500, None, WC_FLUSH_ERR),
         Completion(0x42, 3, 10, 9, WC_FLUSH_ERR)]
-    assert q.events[0] == {"t_ns": 500, "event": "qp_error", "qp": 0x42,
+    assert q.events[0] == {"t_ns": 500, "event": Event.QP_ERROR, "qp": 0x42,
                            "reason": "remote access error"}
     assert q.events[1:] == [
-        {"t_ns": 500, "event": "completion", "qp": 0x42, "msn": c.msn, "bytes": c.bytes,
+        {"t_ns": 500, "event": Event.COMPLETION, "qp": 0x42, "msn": c.msn, "bytes": c.bytes,
          "imm": c.imm, "side": "send", "status": c.status} for c in q.completions]
     assert q.messages == [] and not q.send_queue
 
@@ -74,7 +75,7 @@ def test_a_qp_fails_once():
     q._fail("first", 1)
     q._fail("second", 2)
     assert q.error == "first" and len(q.completions) == 4
-    assert [e["reason"] for e in q.events if e["event"] == "qp_error"] == ["first"]
+    assert [e["reason"] for e in q.events if e["event"] == Event.QP_ERROR] == ["first"]
 
 
 def test_only_writes_with_immediate_complete_at_the_receiver_in_msn_order():
@@ -86,7 +87,7 @@ def test_only_writes_with_immediate_complete_at_the_receiver_in_msn_order():
     assert a.completions == []                       # msn 0 is not in yet
     assert a.add(0, 100, 100, Opcode.WRITE_ONLY, None, 12)
     assert a.completions == [Completion(5, 1, 2000, 0xABC)]    # no completion for the plain WRITE
-    assert events == [{"t_ns": 12, "event": "completion", "qp": 5, "msn": 1, "bytes": 2000,
+    assert events == [{"t_ns": 12, "event": Event.COMPLETION, "qp": 5, "msn": 1, "bytes": 2000,
                        "imm": 0xABC, "side": "recv"}]
     assert a.next_msn == 2
 
