@@ -6,10 +6,10 @@ import pytest
 from traffic.qp_config import MRCConfig, unwrap
 
 MUST_BE_POSITIVE = [
-    "ev_count", "probe_k", "mtu", "mpr", "base_rtt_ns", "rto_min_ns", "rto_max_ns", "ack_every",
-    "port_rate_Bps", "pacer_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
-    "roce_window_psns", "roce_retry_limit", "probe_period_rtts", "probe_timeout_rtts",
-    "reverse_probe_rtts", "reverse_idle_rtts", "ack_delay_rtts"]
+    "ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns", "rto_max_ns",
+    "ack_every", "port_rate_Bps", "pacing_burst_packets", "reverse_evs_per_plane",
+    "reverse_probe_fail_limit", "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
+    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts", "rto_rtts", "ack_delay_rtts"]
 
 
 @pytest.mark.parametrize("name", MUST_BE_POSITIVE)
@@ -58,7 +58,7 @@ def test_unwrap_takes_the_nearest_absolute_psn():
     assert unwrap(0xFFFFFF, 1 << 24) == (1 << 24) - 1  # just behind a wrap
 
 
-MUST_NOT_BE_NEGATIVE = ["ev_backup_count", "skip_rtts", "header_overhead", "reorder_window_frac",
+MUST_NOT_BE_NEGATIVE = ["ev_backup_count", "skip_rtts", "header_overhead", "reorder_rtts",
                         "congestion_grace_rtts", "congestion_delay_rtts",
                         "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"]
 

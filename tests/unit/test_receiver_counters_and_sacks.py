@@ -113,15 +113,15 @@ def test_coalesced_sack_goes_after_the_ack_delay_for_the_newest_packet():
 
 
 def test_late_is_at_least_one_ns_and_at_least_the_trim_bound():
-    """reorder_window_frac 0: a packet sent 1 ns before the newest is late (own SACK), one sent
+    """reorder_rtts 0: a packet sent 1 ns before the newest is late (own SACK), one sent
     at the same time is not (coalesced)."""
-    rx, _ = receiver(ack_every=8, reorder_window_frac=0.0)
+    rx, _ = receiver(ack_every=8, reorder_rtts=0.0)
     first = dict(opcode=Opcode.WRITE_FIRST, msn=0, dma_len=800)
     mid = dict(opcode=Opcode.WRITE_MIDDLE, msn=0, dma_len=800)
     assert rx.on_data(pkt(0, timestamp=1000, **first), 1, 0) == []
     assert rx.on_data(pkt(1, timestamp=1000, **mid), 2, 0) == []      # same time: not late
     assert len(rx.on_data(pkt(2, timestamp=999, **mid), 3, 0)) == 1   # 1 ns older: late
-    rx, _ = receiver(ack_every=8, reorder_window_frac=0.0, fabric_delay_bound_ns=1000)
+    rx, _ = receiver(ack_every=8, reorder_rtts=0.0, fabric_delay_bound_ns=1000)
     assert rx.on_data(pkt(0, timestamp=5000, **first), 1, 0) == []
     assert rx.on_data(pkt(1, timestamp=4001, **mid), 2, 0) == []      # 999 ns < the bound
     assert len(rx.on_data(pkt(2, timestamp=4000, **mid), 3, 0)) == 1
