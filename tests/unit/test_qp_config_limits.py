@@ -6,10 +6,10 @@ import pytest
 from traffic.qp_config import MRCConfig, unwrap
 
 MUST_BE_POSITIVE = [
-    "ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns", "rto_max_ns", "ack_every",
-    "port_rate_Bps", "pacing_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
-    "roce_window_psns", "roce_retry_limit", "probe_period_rtts", "probe_timeout_rtts",
-    "reverse_probe_rtts", "reverse_idle_rtts", "ack_delay_rtts"]
+    "ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns", "rto_max_ns",
+    "ack_every", "port_rate_Bps", "pacing_burst_packets", "reverse_evs_per_plane",
+    "reverse_probe_fail_limit", "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
+    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts", "rto_rtts", "ack_delay_rtts"]
 
 
 @pytest.mark.parametrize("name", MUST_BE_POSITIVE)

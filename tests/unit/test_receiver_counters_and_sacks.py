@@ -125,3 +125,29 @@ def test_late_is_at_least_one_ns_and_at_least_the_trim_bound():
     assert rx.on_data(pkt(0, timestamp=5000, **first), 1, 0) == []
     assert rx.on_data(pkt(1, timestamp=4001, **mid), 2, 0) == []      # 999 ns < the bound
     assert len(rx.on_data(pkt(2, timestamp=4000, **mid), 3, 0)) == 1
+
+
+def test_repeated_foreign_and_non_write_packets_are_each_counted():
+    rx, _ = receiver()
+    for t in range(2):
+        rx.on_data(DataPacket(dest_qp=QP + 1, psn=t, opcode=Opcode.WRITE_ONLY, msn=0, va=VA,
+                              rkey=RKEY, dma_len=1), t, 0)
+        rx.on_data(pkt(t, opcode=Opcode.ACK), t, 0)
+    assert (rx.counters["foreign"], rx.counters["malformed"]) == (2, 2)
+
+
+def test_sack_and_nack_carry_every_field_the_sender_reads():
+    """40 in-order packets (cum 40), then PSN 45: bitmap from cum (5 beyond it), bit 5; one
+    packet out of order so far; 41 x 100 B received; MPR as configured; no timestamp echoes 0.
+    The NACK goes back on the plane the data came in on, to the peer QP."""
+    rx, _ = receiver(mpr=4)
+    for psn in range(40):
+        rx.on_data(pkt(psn, timestamp=1000 + psn), 10 + psn, 0)
+    (sack, plane), = rx.on_data(pkt(45), 100, 1)
+    assert plane == 1
+    assert (sack.dest_qp, sack.cum_psn, sack.sack_base, sack.bitmap, sack.mpr, sack.ooo_count,
+            sack.rx_bytes, sack.echo_timestamp) == (PEER, 40, 40, 1 << 5, 4, 1, 4100, 0)
+    (nack, plane), = rx.on_data(pkt(41, trimmed=True), 101, 1)
+    assert plane == 1
+    assert (nack.dest_qp, nack.psn, nack.reason, nack.ev, nack.echo_timestamp) == \
+        (PEER, 41, NackReason.TRIMMED, EV0, 0)
