@@ -195,7 +195,8 @@ class TolerantLossPolicy(LossPolicy):
         if self._forgivable(ev, now_ns):
             self._forgiven[ev] = now_ns
             return _CONGESTION
-        self._forgiven.pop(ev, None)
+        # (the last forgiven loss is kept: it marks the evidence before it as used, so a later
+        # loss is not forgiven by it again once this one has been judged)
         if self.cfg.loss_verdict_ns <= 0:
             return _RETIRE[cause]
         key = (ev, sent_ns)

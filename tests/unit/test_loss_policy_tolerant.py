@@ -60,6 +60,18 @@ def test_one_piece_of_congestion_evidence_forgives_one_loss():
     assert pol.on_loss(EV, 0, TIMEOUT, clock.advance(MS)).verdict is Verdict.FORGIVE
 
 
+def test_used_evidence_stays_used_after_a_judged_loss():
+    """Evidence at 0 forgives the loss at 10 ms; the loss at 20 ms is judged (retired); a third
+    loss at 30 ms, still inside the 64 ms window and with no newer evidence, must be judged too:
+    one piece of evidence forgives one loss, however many losses come after it."""
+    clock = FakeClock(0)
+    pol = _policy()
+    pol.on_evidence(EV, CONGESTION, clock.now_ns)
+    assert pol.on_loss(EV, 0, SACK_GAP, clock.advance(10 * MS)).verdict is Verdict.FORGIVE
+    assert pol.on_loss(EV, 1, SACK_GAP, clock.advance(10 * MS)).verdict is Verdict.RETIRE
+    assert pol.on_loss(EV, 2, SACK_GAP, clock.advance(10 * MS)).verdict is Verdict.RETIRE
+
+
 def test_congestion_on_another_ev_forgives_nothing():
     """A black-holed path echoes no ECN and no trim: the QP being congested elsewhere is no
     excuse for it."""
