@@ -211,17 +211,25 @@ def current_verdict(min_bytes: int = MIN_TX_SNDBUF) -> TxBufferVerdict:
     return decide(read_sockets(), min_bytes)
 
 
-def read_wmem_default() -> int:
-    with open(WMEM_DEFAULT_PATH) as f:
+def _read_sysctl(path: str) -> int:
+    with open(path) as f:
         return int(f.read().strip())
 
 
-def write_wmem_default(value: int) -> None:
+def _write_sysctl(path: str, value: int) -> None:
     try:
-        with open(WMEM_DEFAULT_PATH, "w") as f:
+        with open(path, "w") as f:
             f.write(f"{int(value)}\n")
     except OSError as e:
-        raise SendBufferError(f"setting {WMEM_DEFAULT_PATH} to {value} failed: {e}") from None
+        raise SendBufferError(f"setting {path} to {value} failed: {e}") from None
+
+
+def read_wmem_default() -> int:
+    return _read_sysctl(WMEM_DEFAULT_PATH)
+
+
+def write_wmem_default(value: int) -> None:
+    _write_sysctl(WMEM_DEFAULT_PATH, value)
 
 
 def restart_vswitchd() -> None:
@@ -322,21 +330,12 @@ class raised_rmem_default:
         self.old: int | None = None
 
     def __enter__(self):
-        with open(RMEM_DEFAULT_PATH) as f:
-            self.old = int(f.read().strip())
+        self.old = _read_sysctl(RMEM_DEFAULT_PATH)
         if self.old < self.min_bytes:
-            self._write(self.min_bytes)
+            _write_sysctl(RMEM_DEFAULT_PATH, self.min_bytes)
         return self
 
     def __exit__(self, *exc):
         if self.old is not None and self.old < self.min_bytes:
-            self._write(self.old)
+            _write_sysctl(RMEM_DEFAULT_PATH, self.old)
         return False
-
-    @staticmethod
-    def _write(value: int) -> None:
-        try:
-            with open(RMEM_DEFAULT_PATH, "w") as f:
-                f.write(f"{int(value)}\n")
-        except OSError as e:
-            raise SendBufferError(f"setting {RMEM_DEFAULT_PATH} to {value} failed: {e}") from None
