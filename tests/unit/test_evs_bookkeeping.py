@@ -13,15 +13,12 @@ import pytest
 from model.topology import ev_plane
 from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
 from model.events import Event
+from tests.unit.test_transport_evs import make as make_evset
 
 
-def make(planes=2, spines=4, ev_count=8, backup_count=4, min_active=None, k=3, backoff=1, seed=1):
-    events = []
-    evs = EVSet(PathInfo(tuple(range(planes)), spines), random.Random(seed), qp=9,
-                ev_count=ev_count, backup_count=backup_count, min_active=min_active,
-                probe_period_ns=1000, probe_timeout_ns=500, probe_k=k, probe_backoff_max=backoff,
-                emit=events.append)
-    return evs, events
+def make(ev_count=8, **kwargs):
+    """test_transport_evs's EV set (same probe timers, events collected), 8 EVs by default."""
+    return make_evset(ev_count=ev_count, **kwargs)
 
 
 def state_events(events, ev):
