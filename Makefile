@@ -10,7 +10,7 @@ EXP     ?= nic-link-down
 RUN     ?= latest
 ARGS    ?=
 
-.PHONY: setup venv-ready demo test unit integration mutation fabric experiment analyze notebook bench clean
+.PHONY: setup venv-ready demo test unit integration integration-loaded mutation fabric experiment analyze notebook bench clean
 
 setup:
 	@bash scripts/setup.sh
@@ -38,6 +38,12 @@ unit:
 integration:
 	@$(MAKE) -s venv-ready
 	$(PY) -m pytest -q -rs -p no:cacheprovider tests/integration
+
+# The integration suite RUNS times in a row (default 3) while a spinning process keeps one core busy.
+RUNS    ?= 3
+integration-loaded:
+	@$(MAKE) -s venv-ready
+	$(PY) scripts/integration_under_load.py --runs $(RUNS) $(ARGS)
 
 venv-ready:
 	@if [ "$$(id -u)" -eq 0 ]; then bash scripts/setup.sh; \
