@@ -88,15 +88,19 @@ def prepare(a: Endpoint, b: Endpoint, size: int, rkey: int):
     return qpn, os.urandom(size)
 
 
-def transfer(a: Endpoint, b: Endpoint, qpn: int, data, rkey: int) -> None:
+def transfer(a: Endpoint, b: Endpoint, qpn: int, data, rkey: int) -> int:
+    """Run both loops until the WRITE completes; returns the loop turns (both endpoints)."""
     qb = b.qps[qpn + 1]
     a.post_write(qpn, data, 0, rkey, imm=1)
     deadline = time.monotonic() + 600
+    turns = 0
     while not qb.recv_completions:
         if time.monotonic() > deadline:
             raise RuntimeError("transfer did not finish in 600 s")
         a.run_once(0)
         b.run_once(0)
+        turns += 2
+    return turns
 
 
 def main(argv=None) -> int:
@@ -107,6 +111,9 @@ def main(argv=None) -> int:
                         help="payload per packet (default: what the MTU holds)")
     parser.add_argument("--zlib", action="store_true",
                         help="the ICRC with zlib's CRC-32 instead of ISA-L's")
+    parser.add_argument("--idle-qps", type=int, default=0,
+                        help="extra QP pairs between the two hosts that never carry data (a "
+                             "collective opens QPs to every peer; a ring uses two of them)")
     parser.add_argument("--profile", nargs="?", const="-", default=None, metavar="FILE")
     args = parser.parse_args(argv)
     spec = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2, mtu=args.mtu,
@@ -114,6 +121,10 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="mrcprof-") as tmp:
         a, b = joined_endpoints(spec, tmp, args.max_payload)
         transfer(a, b, *prepare(a, b, 1 << 20, rkey=1), rkey=1)     # warm-up: templates, caches
+        for i in range(args.idle_qps):
+            qpn = 0x1000 + 2 * i
+            a.create_qp(qpn, 2, qpn + 1, base_rtt_ns=2_000_000)
+            b.create_qp(qpn + 1, 0, qpn, base_rtt_ns=2_000_000)
         sent0 = a.counters.sent
         size = args.size_mib << 20
         qpn, data = prepare(a, b, size, rkey=2)
@@ -123,13 +134,14 @@ def main(argv=None) -> int:
             prof = cProfile.Profile()
             prof.enable()
         cpu0 = time.process_time()
-        transfer(a, b, qpn, data, rkey=2)
+        turns = transfer(a, b, qpn, data, rkey=2)
         cpu = time.process_time() - cpu0
         if prof is not None:
             prof.disable()
         frames = a.counters.sent - sent0
         print(f"core: {compiled.status()}; payload {a.max_payload} B; {frames} data frames; "
-              f"CPU {cpu * 1e3 / args.size_mib:.2f} ms/MiB, {cpu * 1e6 / frames:.1f} us/frame "
+              f"CPU {cpu * 1e3 / args.size_mib:.2f} ms/MiB, {cpu * 1e6 / frames:.1f} us/frame, "
+              f"{cpu * 1e6 / turns:.1f} us/loop turn; {len(a.qps)} QPs per endpoint "
               f"(both endpoints, no sockets)")
         if prof is not None:
             import pstats
