@@ -4,6 +4,7 @@ one WRITE h0 -> h2. Prints CPU per frame and per MiB, and with --profile a cProf
 (`--profile FILE` also writes it for snakeviz / pstats).
 
     .venv/bin/python scripts/profile_endpoints.py --size-mib 16 --mtu 9000 [--profile out.prof]
+    .venv/bin/python scripts/profile_endpoints.py --idle-qps 13 --idle-turns   # loop cost per QP
     MRCLAB_PURE_PYTHON=1 .venv/bin/python scripts/profile_endpoints.py ...   # interpreted core
 
 No sockets and no switches: what it measures is the endpoints' own Python and codec work per
@@ -103,6 +104,19 @@ def transfer(a: Endpoint, b: Endpoint, qpn: int, data, rkey: int) -> int:
     return turns
 
 
+def idle_turn_cost(ep: Endpoint, turns: int = 2000, rounds: int = 7) -> float:
+    """CPU seconds of one run_once with no frame and no timer due; the best of `rounds` (a
+    loaded machine only ever adds to it)."""
+    best = float("inf")
+    for _ in range(rounds):
+        cpu0 = time.process_time()
+        for _ in range(turns):
+            ep.run_once(0)
+        best = min(best, (time.process_time() - cpu0) / turns)
+    print(f"idle loop turn: {best * 1e6:.1f} us CPU with {len(ep.qps)} QPs")
+    return best
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--size-mib", type=int, default=16)
@@ -114,6 +128,9 @@ def main(argv=None) -> int:
     parser.add_argument("--idle-qps", type=int, default=0,
                         help="extra QP pairs between the two hosts that never carry data (a "
                              "collective opens QPs to every peer; a ring uses two of them)")
+    parser.add_argument("--idle-turns", action="store_true",
+                        help="also print the CPU of one loop turn with nothing to do (best of "
+                             "7 x 2000 turns): what the QPs cost the loop while they are idle")
     parser.add_argument("--profile", nargs="?", const="-", default=None, metavar="FILE")
     args = parser.parse_args(argv)
     spec = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2, mtu=args.mtu,
@@ -125,6 +142,8 @@ def main(argv=None) -> int:
             qpn = 0x1000 + 2 * i
             a.create_qp(qpn, 2, qpn + 1, base_rtt_ns=2_000_000)
             b.create_qp(qpn + 1, 0, qpn, base_rtt_ns=2_000_000)
+        if args.idle_turns:
+            idle_turn_cost(a)
         sent0 = a.counters.sent
         size = args.size_mib << 20
         qpn, data = prepare(a, b, size, rkey=2)
