@@ -4,6 +4,7 @@ one WRITE h0 -> h2. Prints CPU per frame and per MiB, and with --profile a cProf
 (`--profile FILE` also writes it for snakeviz / pstats).
 
     .venv/bin/python scripts/profile_endpoints.py --size-mib 16 --mtu 9000 [--profile out.prof]
+    .venv/bin/python scripts/profile_endpoints.py --idle-qps 13 --idle-turns   # loop cost per QP
     MRCLAB_PURE_PYTHON=1 .venv/bin/python scripts/profile_endpoints.py ...   # interpreted core
 
 No sockets and no switches: what it measures is the endpoints' own Python and codec work per
@@ -88,15 +89,32 @@ def prepare(a: Endpoint, b: Endpoint, size: int, rkey: int):
     return qpn, os.urandom(size)
 
 
-def transfer(a: Endpoint, b: Endpoint, qpn: int, data, rkey: int) -> None:
+def transfer(a: Endpoint, b: Endpoint, qpn: int, data, rkey: int) -> int:
+    """Run both loops until the WRITE completes; returns the loop turns (both endpoints)."""
     qb = b.qps[qpn + 1]
     a.post_write(qpn, data, 0, rkey, imm=1)
     deadline = time.monotonic() + 600
+    turns = 0
     while not qb.recv_completions:
         if time.monotonic() > deadline:
             raise RuntimeError("transfer did not finish in 600 s")
         a.run_once(0)
         b.run_once(0)
+        turns += 2
+    return turns
+
+
+def idle_turn_cost(ep: Endpoint, turns: int = 2000, rounds: int = 7) -> float:
+    """CPU seconds of one run_once with no frame and no timer due; the best of `rounds` (a
+    loaded machine only ever adds to it)."""
+    best = float("inf")
+    for _ in range(rounds):
+        cpu0 = time.process_time()
+        for _ in range(turns):
+            ep.run_once(0)
+        best = min(best, (time.process_time() - cpu0) / turns)
+    print(f"idle loop turn: {best * 1e6:.1f} us CPU with {len(ep.qps)} QPs")
+    return best
 
 
 def main(argv=None) -> int:
@@ -107,6 +125,12 @@ def main(argv=None) -> int:
                         help="payload per packet (default: what the MTU holds)")
     parser.add_argument("--zlib", action="store_true",
                         help="the ICRC with zlib's CRC-32 instead of ISA-L's")
+    parser.add_argument("--idle-qps", type=int, default=0,
+                        help="extra QP pairs between the two hosts that never carry data (a "
+                             "collective opens QPs to every peer; a ring uses two of them)")
+    parser.add_argument("--idle-turns", action="store_true",
+                        help="also print the CPU of one loop turn with nothing to do (best of "
+                             "7 x 2000 turns): what the QPs cost the loop while they are idle")
     parser.add_argument("--profile", nargs="?", const="-", default=None, metavar="FILE")
     args = parser.parse_args(argv)
     spec = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2, mtu=args.mtu,
@@ -114,6 +138,12 @@ def main(argv=None) -> int:
     with tempfile.TemporaryDirectory(prefix="mrcprof-") as tmp:
         a, b = joined_endpoints(spec, tmp, args.max_payload)
         transfer(a, b, *prepare(a, b, 1 << 20, rkey=1), rkey=1)     # warm-up: templates, caches
+        for i in range(args.idle_qps):
+            qpn = 0x1000 + 2 * i
+            a.create_qp(qpn, 2, qpn + 1, base_rtt_ns=2_000_000)
+            b.create_qp(qpn + 1, 0, qpn, base_rtt_ns=2_000_000)
+        if args.idle_turns:
+            idle_turn_cost(a)
         sent0 = a.counters.sent
         size = args.size_mib << 20
         qpn, data = prepare(a, b, size, rkey=2)
@@ -123,13 +153,14 @@ def main(argv=None) -> int:
             prof = cProfile.Profile()
             prof.enable()
         cpu0 = time.process_time()
-        transfer(a, b, qpn, data, rkey=2)
+        turns = transfer(a, b, qpn, data, rkey=2)
         cpu = time.process_time() - cpu0
         if prof is not None:
             prof.disable()
         frames = a.counters.sent - sent0
         print(f"core: {compiled.status()}; payload {a.max_payload} B; {frames} data frames; "
-              f"CPU {cpu * 1e3 / args.size_mib:.2f} ms/MiB, {cpu * 1e6 / frames:.1f} us/frame "
+              f"CPU {cpu * 1e3 / args.size_mib:.2f} ms/MiB, {cpu * 1e6 / frames:.1f} us/frame, "
+              f"{cpu * 1e6 / turns:.1f} us/loop turn; {len(a.qps)} QPs per endpoint "
               f"(both endpoints, no sockets)")
         if prof is not None:
             import pstats

@@ -7,9 +7,11 @@ ports: codec (traffic/codec.py) + AF_PACKET sockets (traffic/packet_io.py) + tim
 Loop (run_once): wait in poll() until a frame arrives, a QP deadline, the pacer, the port
 poll tick or the goodput tick; read every pending frame (fast path: straight from the port's
 PACKET_MMAP ring, no system call per frame; reference path, EndpointConfig.fast_path = false:
-one recv_into per frame into a preallocated buffer), decode and hand it to its QP; ask the QPs for due messages; send them through the per-port
-pacer. A frame that fails to decode, names an unknown QP or comes from the wrong peer is counted
-by reason and dropped; nothing a peer sends can raise out of the loop.
+one recv_into per frame into a preallocated buffer), decode and hand it to its QP; ask the
+QPs that are due for their messages (each QP's next deadline is kept between turns and
+recomputed only after something happened to the QP, traffic/deadline_queue.py); send them
+through the per-port pacer. A frame that fails to decode, names an unknown QP or comes from the
+wrong peer is counted by reason and dropped; nothing a peer sends can raise out of the loop.
 
 Timers scale with the emulated RTT: at QP creation the endpoint measures the base RTT to the
 peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the peer endpoint
@@ -36,6 +38,7 @@ from model.topology import Topology, ev_entropy, ev_plane, ev_spine, host_intf, 
 from traffic import roce_rc
 from traffic.codec import Codec, DecodeError
 from traffic.control import ControlServer
+from traffic.deadline_queue import DeadlineQueue
 from traffic.denylist import Denylist
 from traffic.endpoint_support import (
     MAX_DATA_OVERHEAD,
@@ -68,10 +71,14 @@ class QueuePair:
     For transport "mrc" the halves are reliability.SenderQP/ReceiverQP; for "roce" the
     traffic/roce_rc.py ones (one fixed EV, go-back-N). Both halves share the QP number: data
     and SACKs for this QP both arrive with dest_qp == qpn.
+
+    Every call into the halves goes through a method here that reports the QP to
+    `changed(qp)`: the endpoint keeps each QP's next deadline (traffic/deadline_queue.py) and
+    recomputes it only after such a call.
     """
 
     def __init__(self, qpn: int, peer: int, peer_qpn: int, transport: str, sender, receiver,
-                 base_rtt_ns: int):
+                 base_rtt_ns: int, changed=None):
         self.qpn = qpn
         self.peer = peer
         self.peer_qpn = peer_qpn
@@ -82,12 +89,14 @@ class QueuePair:
         self.send_completions: list = []
         self.recv_completions: list = []
         self.out: list = []                 # (message, plane) produced by on_data
+        self.changed = changed or (lambda qp: None)
 
     @property
     def error(self) -> str | None:
         return self.sender.error
 
     def on_data(self, msg, plane: int, now: int) -> bool:
+        self.changed(self)
         before = self.receiver.counters["placed_bytes"]
         self.out.extend(self.receiver.on_data(msg, now, plane))
         comps = self.receiver.pop_completions()
@@ -96,6 +105,7 @@ class QueuePair:
         return self.receiver.counters["placed_bytes"] != before
 
     def on_sack(self, msg, plane: int, now: int) -> None:
+        self.changed(self)
         self.sender.on_sack(msg, now)
         # Our data reached the peer on msg.ev: that path works from us to the peer, which is the
         # direction our own SACKs take (the paper: reverse EVs refreshed from data SACKs).
@@ -103,10 +113,12 @@ class QueuePair:
         self._collect()
 
     def on_nack(self, msg, plane: int, now: int) -> None:
+        self.changed(self)
         self.sender.on_nack(msg, now)
         self._collect()
 
     def on_probe_response(self, msg, plane: int, now: int) -> None:
+        self.changed(self)
         pending = getattr(getattr(self.sender, "evs", None), "pending_probes", {})
         p = pending.get(msg.seq)
         if p is not None and p.ev == msg.ev:
@@ -120,10 +132,28 @@ class QueuePair:
             self.send_completions.extend(comps)
 
     def set_local_port(self, plane: int, up: bool, now: int) -> None:
+        self.changed(self)
         self.sender.set_local_port(plane, up, now)
         self.receiver.set_local_port(plane, up, now)
 
+    def post_write(self, data, remote_va: int, rkey: int, imm: int | None) -> int:
+        self.changed(self)
+        return self.sender.post_write(data, remote_va, rkey, imm)
+
+    def apply_denylist(self, denies, now: int) -> tuple[int, int]:
+        """Deny the QP's forward EVs and its receiver's reverse EVs (SACKs and NACKs leave
+        this host for the same peer, so the same rules name them); the counts are forward."""
+        self.changed(self)
+        reverse = getattr(self.receiver, "reverse_paths", None)
+        if reverse is not None:
+            reverse.apply_denylist(denies, now)
+        evs = getattr(self.sender, "evs", None)
+        if evs is None or not hasattr(evs, "apply_denylist"):
+            return 0, 0
+        return evs.apply_denylist(denies, now)
+
     def poll(self, now: int) -> list:
+        self.changed(self)
         out, self.out = self.out, []
         d = self.sender.next_deadline(now)
         if d is not None and d <= now:
@@ -185,6 +215,7 @@ class Endpoint:
         for p, port in self.ports.items():
             self.port_up[p] = bool(port.is_up())
         self.qps: dict[int, QueuePair] = {}
+        self.deadlines = DeadlineQueue(lambda qp, now: qp.next_deadline(now))
         self.registry = MemoryRegistry()
         self._seed = config.seed if config.seed is not None else time.monotonic_ns()
         self._rtt_probe_seq = 0
@@ -289,7 +320,9 @@ class Endpoint:
         else:
             sender, receiver = roce_rc.make_qp_halves(qpn, peer_qpn, qcfg, paths, rng,
                                                       self.registry, emit)
-        qp = QueuePair(qpn, peer, peer_qpn, transport, sender, receiver, base_rtt_ns)
+        qp = QueuePair(qpn, peer, peer_qpn, transport, sender, receiver, base_rtt_ns,
+                       changed=self.deadlines.changed)
+        self.deadlines.changed(qp)
         now = self.clock()
         for plane, up in self.port_up.items():
             if not up:
@@ -312,7 +345,7 @@ class Endpoint:
         if qp is None:
             raise EndpointError(f"no QP {qpn:#x}")
         try:
-            return qp.sender.post_write(data, remote_va, rkey, imm)
+            return qp.post_write(data, remote_va, rkey, imm)
         except (QPError, ValueError, TypeError) as e:
             raise EndpointError(f"QP {qpn:#x}: {e}") from None
 
@@ -337,19 +370,12 @@ class Endpoint:
                 "evs_denied": in_force}
 
     def _apply_denylist(self, qp: "QueuePair", now: int) -> tuple[int, int]:
-        """Deny the QP's forward EVs and its receiver's reverse EVs (SACKs and NACKs leave
-        this host for the same peer, so the same rules name them); the counts are forward."""
+        """The endpoint's rules applied to one QP (QueuePair.apply_denylist)."""
         denylist, src, dst = self.denylist, self.host, qp.peer
 
         def denies(ev: int) -> bool:
             return denylist.denies(src, dst, ev)
-        reverse = getattr(qp.receiver, "reverse_paths", None)
-        if reverse is not None:
-            reverse.apply_denylist(denies, now)
-        evs = getattr(qp.sender, "evs", None)
-        if evs is None or not hasattr(evs, "apply_denylist"):
-            return 0, 0
-        return evs.apply_denylist(denies, now)
+        return qp.apply_denylist(denies, now)
 
     # ------------------------------------------------------------------ path prober
 
@@ -583,12 +609,10 @@ class Endpoint:
         return sum(len(q) for q in self.txq.values())
 
     def _pump_qps(self, now: int) -> None:
-        """Ask QPs for due messages. The QPs pace themselves per plane (their PlanePacer at the
-        port rate); the endpoint's per-port pacer only smooths several QPs sharing a port."""
-        for qp in list(self.qps.values()):
-            d = qp.next_deadline(now)
-            if d is None or d > now:
-                continue
+        """Ask the QPs that are due for their messages (only those: self.deadlines). The QPs
+        pace themselves per plane (their PlanePacer at the port rate); the endpoint's per-port
+        pacer only smooths several QPs sharing a port."""
+        for qp in self.deadlines.pop_due(now):
             for msg, plane in qp.poll(now):
                 self.send_message(msg, plane, qp.peer)
 
@@ -597,10 +621,9 @@ class Endpoint:
         for plane, q in self.txq.items():
             if q:
                 wake = min(wake, self.pacers[plane].next_send_ns(now))
-        for qp in self.qps.values():
-            d = qp.next_deadline(now)
-            if d is not None and d < wake:
-                wake = d
+        d = self.deadlines.earliest(now)
+        if d is not None and d < wake:
+            wake = d
         if self.prober is not None and self.qps:
             d = self.prober.next_deadline()
             if d is not None and d < wake:
