@@ -6,7 +6,7 @@ import json
 import pytest
 
 from analysis import retirements as R
-from model.events import Event
+from model.events import ControllerLog, Event
 from model.topology import FabricSpec, Topology, make_ev
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
@@ -156,7 +156,7 @@ def test_a_blackholed_switch_impairs_each_of_its_links():
 def test_entries_that_are_not_impairments_are_ignored():
     faults = [{"t_ns": S, "action": "gray_loss", "a": "t0p0g0", "b": "t1p0s0", "percent": 0.0},
               {"t_ns": S, "action": "ecn_mark", "a": "t0p0g0", "b": "t1p0s0", "rate_mbit": 5},
-              {"t_ns": S, "action": "port_status", "a": "t0p0g0", "b": "t1p0s0"},
+              {"t_ns": S, "action": ControllerLog.PORT_STATUS, "a": "t0p0g0", "b": "t1p0s0"},
               {"t_ns": S, "action": "link_down", "a": "t0p0g0", "b": "nowhere"}]
     assert R.impairments(faults, TOPO) == []
 
