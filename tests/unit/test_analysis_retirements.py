@@ -168,3 +168,22 @@ def test_a_transport_directory_is_read_from_its_files(tmp_path):
     (tmp_path / "faults.jsonl").write_text(json.dumps(DOWN) + "\n" + json.dumps(UP) + "\n")
     out = R.transport_retirements(tmp_path, TOPO, lookback_ns=LOOKBACK)
     assert (out["evs_retired"], out["healthy_evs_retired"]) == (8, 5)
+
+
+def test_the_runner_summarises_mrc_retirements_and_shows_them_per_transport(tmp_path):
+    from emulation import run_summary, scenario
+    scn = scenario.parse('name = "t"\n[fabric]\nplanes = 2\ngroups = 2\nspines = 2\n'
+                         'hosts_per_group = 2\n[collective]\nkind = "allreduce"\n'
+                         'message_bytes = 1048576\niterations = 3\n'
+                         '[mrc.qp]\nloss_policy = "ocp"\nrto_max_ns = 3000000000\n')
+    test_a_transport_directory_is_read_from_its_files(tmp_path)   # writes the logs
+    mrc = run_summary.retirement_fields(scn, "mrc", tmp_path)
+    # a 3 s lookback from h0's 22.5 s retirement reaches back past the repair at 20 s: justified
+    assert (mrc["evs_retired"], mrc["healthy_evs_retired"]) == (8, 4)
+    assert mrc["retirement_lookback_ms"] == 3000.0
+    assert set(run_summary.retirement_fields(scn, "tcp", tmp_path).values()) == {None}
+    top = run_summary.top_summary(scn, tmp_path, [
+        {"transport": "mrc", "verified": True, "loss_policy": "ocp", **mrc}], False)
+    assert {k: top["transports"]["mrc"][k] for k in
+            ("loss_policy", "evs_retired", "healthy_evs_retired")} == {
+        "loss_policy": "ocp", "evs_retired": 8, "healthy_evs_retired": 4}
