@@ -27,6 +27,18 @@ def loss_policy_in_force(scn: Scenario) -> str:
     return (scn.mrc.get("qp") or {}).get("loss_policy") or MRCConfig().loss_policy
 
 
+def retirement_fields(scn: Scenario, transport: str, tdir: Path) -> dict:
+    """MRC's EV retirements, and how many hit a path no fault touched (analysis/retirements.py):
+    the false verdicts of the loss policy in force. None for the single-path transports."""
+    from analysis import retirements  # deferred: only to summarise
+    if transport != "mrc":
+        return {k: None for k in retirements.SUMMARY_KEYS}
+    qp = scn.mrc.get("qp") or {}
+    lookback_ns = qp.get("rto_max_ns") or MRCConfig().rto_max_ns
+    return retirements.transport_retirements(
+        tdir, scn.topology, lookback_ns=lookback_ns, ecmp=scn.routing_for(transport)[0] == "ecmp")
+
+
 def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict) -> dict:
     """`line_rate_fraction`: the median timed iteration's bus bandwidth (NCCL's definition, from
     the collective's buffer size) over the host's total port rate (planes x host link rate);
@@ -83,6 +95,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         **model.summary_fields(),
     }
     summary.update(bandwidth_and_delay(scn, transport, tdir, summary))
+    summary.update(retirement_fields(scn, transport, tdir))
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
     summary.update(path_monitor.run_denials(tdir / "faults.jsonl", state.get("applied", [])))
@@ -130,7 +143,8 @@ def run_verdict(summaries: list[dict], interrupted: bool) -> tuple[int, list[str
 TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified", "mean_iteration_ms",
                     "slowest_iteration_ms", "recovery_ms", "fault_times_ns",
                     "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
-                    "faults_failed", "faults_not_reached", "flows")
+                    "faults_failed", "faults_not_reached", "flows", "loss_policy",
+                    "evs_retired", "healthy_evs_retired")
 
 
 def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool) -> dict:

@@ -1,0 +1,89 @@
+"""summary.json's count of EVs retired on healthy paths, on the real fabric: a short MRC ring
+all-reduce with one T0-T1 link down for 3 s. The summary's counts are checked against the
+endpoint logs read here with the fabric's wiring worked out by hand: hosts h0, h1 are group 0
+and h2, h3 group 1 (2 hosts per group); a packet between the groups on plane 0 via T1 0 crosses
+t0p0g0~t1p0s0, any other path does not."""
+import json
+
+import pytest
+
+from emulation import runner
+from model.events import Event
+from model.topology import ev_plane, ev_spine
+from tests.integration.run_files import events
+from traffic.qp_config import MRCConfig
+
+pytestmark = pytest.mark.integration
+
+SHORT = """
+name = "short-retirements"
+[fabric]
+planes = 2
+groups = 2
+spines = 2
+hosts_per_group = 2
+host_link_mbit = 30
+fabric_link_mbit = 30
+routing = "srv6"
+[transport]
+names = ["mrc"]
+[collective]
+kind = "allreduce"
+message_bytes = 524288
+iterations = 24
+warmup = 1
+qps_per_peer = 2
+timeout_s = 20
+[options]
+capture = false
+[[faults]]
+at_s = 2.0
+action = "link_down"
+a = "t0p0g0"
+b = "t1p0s0"
+[[faults]]
+at_s = 5.0
+action = "link_up"
+a = "t0p0g0"
+b = "t1p0s0"
+"""
+
+
+def crosses_the_dead_link(host: str, peer: str, ev: int) -> bool:
+    group = {"h0": 0, "h1": 0, "h2": 1, "h3": 1}
+    return ev_plane(ev) == 0 and ev_spine(ev) == 0 and group[host] != group[peer]
+
+
+def test_retirements_over_the_dead_link_are_justified_and_every_one_is_judged(tmp_path):
+    scenario = tmp_path / "short.toml"
+    scenario.write_text(SHORT)
+    rc = runner.main([str(scenario), "--transport", "mrc", "--out", str(tmp_path / "results")])
+    (run_dir,) = (tmp_path / "results").iterdir()
+    summary = json.loads((run_dir / "mrc" / "summary.json").read_text())
+    assert rc == 0, summary.get("problems")
+    assert summary["loss_policy"] == MRCConfig().loss_policy
+
+    faults = events(run_dir / "mrc" / "faults.jsonl")
+    down = next(f["t_ns"] for f in faults if f["action"] == "link_down")
+    up = next(f["t_ns"] for f in faults if f["action"] == "link_up")
+    retired, over_dead_link, near_dead_link = 0, 0, 0
+    for log in sorted((run_dir / "mrc").glob("endpoint-h*.jsonl")):
+        log_events = events(log)
+        peers = {e["qp"]: e["peer"] for e in log_events if e["event"] == Event.QP}
+        for e in log_events:
+            if (e["event"] != Event.EV_STATE or e["new"] != "ASSUMED_BAD"
+                    or e.get("reason") == "allowed" or e.get("direction") == "reverse"):
+                continue
+            retired += 1
+            if crosses_the_dead_link(e["host"], peers[e["qp"]], e["ev"]):
+                # retired while the link was down: justified whatever the policy; retired up
+                # to the lookback (1 s) plus a loss verdict window (0.3 s) after the repair:
+                # justified if its loss was detected within the lookback of the repair
+                over_dead_link += down <= e["t_ns"] <= up
+                near_dead_link += down <= e["t_ns"] <= up + 1_300_000_000
+    assert summary["retirements_unjudged"] == 0
+    assert summary["evs_retired"] == retired
+    justified = summary["evs_retired"] - summary["healthy_evs_retired"]
+    assert over_dead_link >= 1, "the link-down retired no EV over it"
+    assert over_dead_link <= justified <= near_dead_link, (over_dead_link, justified,
+                                                            near_dead_link, summary)
