@@ -20,6 +20,7 @@ Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--children
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -33,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "mutation"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 TIMES = WORK / "times.json"          # module -> wall seconds of its last run
+SELECTION_FILE = "test-selection.json"   # in mutants/: the selection of the module's last run
 
 def _unit(*names: str) -> list[str]:
     return [f"tests/unit/test_{n}.py" for n in names]
@@ -137,8 +139,7 @@ def scratch_pyproject(work: Path, module: str, children_timeout: float, tests: l
         "source_paths": PACKAGES,
         "only_mutate": [module],
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q", "-p", "mutation_test_order"],
-        "pytest_add_cli_args_test_selection":
-            tests + [arg for d in DESELECT for arg in ("--deselect", d)],
+        "pytest_add_cli_args_test_selection": test_selection(tests),
         "timeout_multiplier": children_timeout,
         # data the tests read (scenarios, scripts): mutmut runs the tests inside mutants/
         "also_copy": sorted(p.name for p in work.iterdir()
@@ -221,12 +222,48 @@ def recheck_survivors(module: str) -> None:
     meta.write_text(json.dumps(data, indent=4))
 
 
+def test_selection(tests: list[str]) -> list[str]:
+    """pytest arguments that pick a module's tests (mutmut's pytest_add_cli_args_test_selection)."""
+    return tests + [arg for d in DESELECT for arg in ("--deselect", d)]
+
+
+def selection_fingerprint(selection: list[str]) -> str:
+    """mutmut 3.8's fingerprint of its test selection (Config.config_fingerprint)."""
+    return hashlib.sha256(repr(tuple(selection)).encode()).hexdigest()[:12]
+
+
+def keep_verdicts_of_a_grown_selection(module: str, selection: list[str]) -> None:
+    """When the test selection only gained tests since the last run, tell mutmut it is unchanged.
+
+    mutmut resets every verdict when its test selection changes, so one new test file would
+    rerun the whole module. A killed mutant stays killed when tests are only added (the test
+    that failed on it is still selected), and mutmut already collects coverage of tests it has
+    not seen: only the survivors then run again, against the new tests too."""
+    stats_file = module_dir(module) / "mutants" / "mutmut-stats.json"
+    recorded = module_dir(module) / "mutants" / SELECTION_FILE
+    if not stats_file.exists() or not recorded.exists():
+        return
+    old = json.loads(recorded.read_text())
+    stats = json.loads(stats_file.read_text())
+    fingerprint = stats.get("config_fingerprint", {})
+    if fingerprint.get("test_selection") != selection_fingerprint(old):
+        return                      # not the selection we recorded: let mutmut decide
+    old_tests, new_tests = set(old), set(selection)
+    if old == selection or not old_tests <= new_tests or [a for a in old if a.startswith("--")] \
+            != [a for a in selection if a.startswith("--")]:
+        return                      # same, or something removed or deselected: mutmut decides
+    fingerprint["test_selection"] = selection_fingerprint(selection)
+    stats_file.write_text(json.dumps(stats, indent=4))
+
+
 def run_mutmut(module: str, tests: list[str], args) -> None:
     """One module's mutmut run in its own scratch copy; mutmut's output goes to a log file."""
     work = module_dir(module)
     copy_tree(work, args.keep)
+    selection = test_selection(tests)
     if args.keep:
         recheck_survivors(module)
+        keep_verdicts_of_a_grown_selection(module, selection)
     config = scratch_pyproject(work, module, args.timeout_multiplier, tests)
     (work / "pyproject.toml").write_text(config)
     # the test-order plugin is imported by name by the pytest that mutmut runs in-process
@@ -239,6 +276,8 @@ def run_mutmut(module: str, tests: list[str], args) -> None:
         run = subprocess.run(["nice", "-n", str(args.nice), str(mutmut), "run",
                               "--max-children", str(args.children)],
                              cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+    if (work / "mutants").is_dir():
+        (work / "mutants" / SELECTION_FILE).write_text(json.dumps(selection) + "\n")
     if run.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         sys.stderr.write(tail.replace("\r", "\n") + "\n")
