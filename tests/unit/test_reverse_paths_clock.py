@@ -232,6 +232,19 @@ def test_a_congestion_excuse_also_holds_when_a_timed_out_probe_is_judged():
     assert rp.retired == {} and rp.evs[0][0].fails == 0
 
 
+def test_a_late_answer_judges_only_the_timeouts_of_probes_sent_before_it():
+    """Plane 0 is dead and plane 1's answers take 4700 ns, longer than the 4000 ns timeout;
+    probes every 500 ns: A (plane 0) at 0, B (plane 1) at 500, A at 1000, ... B's probe of 500
+    is answered late at 5200, when A's probes of 0 and 1000 have timed out (4000, 5000): only
+    the one sent before 500 counts as a failure."""
+    rp, events = make(planes=(0, 1), reverse_evs_per_plane=1, reverse_probe_rtts=0.5,
+                      reverse_probe_fail_limit=2)
+    a = rp.evs[0][0].ev
+    drive(rp, 0, 5300, lambda probe, t: None if ev_plane(probe.ev) == 0 else 4700)
+    assert [e["t_ns"] for e in probe_failures(events, a)] == [5200]
+    assert rp.evs[0][0].fails == 1 and rp.retired == {}
+
+
 def test_a_late_answer_shows_the_path_working():
     rp, events = make(planes=(0, 1), reverse_evs_per_plane=1, reverse_probe_fail_limit=2)
     a = rp.evs[0][0].ev
@@ -368,7 +381,7 @@ def test_deadlines_name_the_next_timeout_probe_and_retired_probe():
     assert rp.deadlines(500, False) == [4 * RTT]
     # a retired EV already being probed has no deadline of its own besides its timeout
     sent = rp.poll(30_000, True)
-    assert dead in [p.ev for p, _ in sent]
+    assert [p.ev for p, _ in sent] == [rp.evs[0][0].ev, dead]   # the in-use EV's turn first
     assert 30_000 + 5 * RTT not in rp.deadlines(30_000, True)
     assert 30_000 + 4 * RTT in rp.deadlines(30_000, True)
 
