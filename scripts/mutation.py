@@ -101,7 +101,8 @@ MODULE_TESTS: dict[str, list[str]] = {
                               "analysis_pcap"),
     "analysis/recovery.py": _unit("recovery_time", "recovery_capacity_model", "runmodel",
                                   "runmodel_verdicts", "analysis_metrics"),
-    "analysis/metrics.py": _unit("analysis_metrics", "analysis_bad_input", "runmodel_report",
+    "analysis/metrics.py": _unit("metrics_by_hand", "analysis_metrics", "analysis_bad_input",
+                                 "runmodel_report",
                                  "busbw_nccl", "summary_fields"),
 }
 # Slow parametrised cases inside selected files: deselected (see above).
