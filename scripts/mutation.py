@@ -102,8 +102,7 @@ MODULE_TESTS: dict[str, list[str]] = {
     "analysis/recovery.py": _unit("recovery_time", "recovery_capacity_model", "runmodel",
                                   "runmodel_verdicts", "analysis_metrics"),
     "analysis/metrics.py": _unit("metrics_by_hand", "analysis_metrics", "analysis_bad_input",
-                                 "runmodel_report",
-                                 "busbw_nccl", "summary_fields"),
+                                 "runmodel_report", "busbw_nccl", "summary_fields"),
 }
 # Slow parametrised cases inside selected files: deselected (see above).
 DESELECT = ["tests/unit/test_controller_routing.py::test_ecmp_buckets_balanced"]
