@@ -22,7 +22,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -260,7 +262,7 @@ def keep_verdicts_of_a_grown_selection(module: str, selection: list[str]) -> Non
 def run_mutmut(module: str, tests: list[str], args) -> None:
     """One module's mutmut run in its own scratch copy; mutmut's output goes to a log file."""
     work = module_dir(module)
-    copy_tree(work, args.keep)
+    copy_tree(work, args.keep or bool(args.sample))
     selection = test_selection(tests)
     if args.keep:
         recheck_survivors(module)
@@ -273,10 +275,26 @@ def run_mutmut(module: str, tests: list[str], args) -> None:
                                                         os.environ.get("PYTHONPATH")])))
     mutmut = Path(sys.executable).parent / "mutmut"
     log = work / "mutmut.log"
+    command = ["nice", "-n", str(args.nice), str(mutmut), "run", "--max-children",
+               str(args.children)]
+    names: list[str] = []
+    if args.sample:
+        if module_results(module) is None:
+            # mutmut lists a module's mutants only once it has made them: a run whose filter
+            # names no mutant makes them (and the tests' coverage) and stops there
+            with (work / "mutmut-generate.log").open("w") as out:
+                subprocess.run(command + ["no-such-mutant"], cwd=work, env=env, stdout=out,
+                               stderr=subprocess.STDOUT)
+        codes = module_results(module)
+        if codes is None:
+            raise MutmutFailed(f"mutmut made no mutants for {module}; see "
+                               f"{work / 'mutmut-generate.log'}")
+        names = [n for n in sample_names(module, codes, args.sample) if codes[n] is None]
+        if not names:
+            return                  # every sampled mutant already has its verdict
     with log.open("w") as out:
-        run = subprocess.run(["nice", "-n", str(args.nice), str(mutmut), "run",
-                              "--max-children", str(args.children)],
-                             cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+        run = subprocess.run(command + names, cwd=work, env=env, stdout=out,
+                             stderr=subprocess.STDOUT)
     if (work / "mutants").is_dir():
         (work / "mutants" / SELECTION_FILE).write_text(json.dumps(selection) + "\n")
     if run.returncode != 0:
@@ -284,6 +302,21 @@ def run_mutmut(module: str, tests: list[str], args) -> None:
         sys.stderr.write(tail.replace("\r", "\n") + "\n")
         raise MutmutFailed(f"mutmut run failed for {module} (exit {run.returncode}); "
                            f"full output in {log}")
+
+
+def sample_names(module: str, codes: dict, size: int) -> list[str]:
+    """A random sample of `size` of the module's mutants, the same one for the same mutants
+    and size (the seed is the module's name), so a rerun completes the sample it started."""
+    names = sorted(codes)
+    return sorted(random.Random(f"{module}:{size}").sample(names, min(size, len(names))))
+
+
+def scored_codes(module: str, codes: dict, sample: int | None) -> tuple[dict, bool]:
+    """(the exit codes the score counts, whether they are a sample): all of the module's once
+    every mutant has a verdict, else the random sample if one was asked for."""
+    if sample and any(c is None for c in codes.values()):
+        return {n: codes[n] for n in sample_names(module, codes, sample)}, True
+    return codes, False
 
 
 HEADER = (f"{'module':28} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv':>6} {'not run':>7} "
@@ -308,13 +341,36 @@ def tally(codes: dict[str, int | None], equivalents: dict[str, str]):
     return killed, counted, equiv, not_run, survivors
 
 
-def row(module: str, codes, equivalents, seconds: float | None) -> tuple[str, int, int, list]:
+def row(module: str, codes, equivalents, seconds: float | None,
+        of: int | None = None) -> tuple[str, int, int, list]:
+    """One module's line; `of` = the module's number of mutants when `codes` is a sample."""
     killed, counted, equiv, not_run, survivors = tally(codes, equivalents)
     score = 100.0 * killed / counted if counted else 100.0
     took = f"{seconds:6.0f}s" if seconds is not None else f"{'-':>7}"
     line = (f"{module:28} {len(codes):7d} {killed:7d} {counted - killed:8d} {equiv:6d} "
             f"{not_run:7d} {score:6.1f}% {took}")
+    if of is not None:
+        line += f"  (a sample of {len(codes)} of {of} mutants)"
     return line, killed, counted, survivors
+
+
+def stratified_estimate(strata: list[tuple[int, int, int]]) -> tuple[float, float]:
+    """(score %, half-width % of a 95% interval) over modules given as (mutants in the module,
+    sampled and counted, killed of those): each module's killed fraction weighted by its size,
+    the variance with the finite-population correction (a module scored in full adds none).
+    The variance uses Agresti and Coull's (killed + 2) / (sampled + 4), so a sample that killed
+    every mutant still gets an interval."""
+    total = sum(n for n, _, _ in strata)
+    score = variance = 0.0
+    for n, sampled, killed in strata:
+        if not sampled:
+            continue
+        w = n / total
+        score += w * killed / sampled
+        if sampled < n:
+            p = (killed + 2) / (sampled + 4)
+            variance += w * w * p * (1 - p) / (sampled + 4) * (n - sampled) / max(n - 1, 1)
+    return 100.0 * score, 100.0 * 1.96 * math.sqrt(variance)
 
 
 def main(argv=None) -> int:
@@ -333,6 +389,10 @@ def main(argv=None) -> int:
                     help="test files to run for every module given (default: each module's own "
                          "selection in MODULE_TESTS); fewer = faster, and a lower bound on "
                          "the score")
+    ap.add_argument("--sample", type=int, metavar="N",
+                    help="score a random sample of N mutants per module (fixed seed; verdicts "
+                         "already known are reused) and estimate the score with a 95%% "
+                         "interval; a module whose every mutant has a verdict counts in full")
     ap.add_argument("--report-only", action="store_true",
                     help="only read the results of the last (possibly interrupted) runs")
     args = ap.parse_args(argv)
@@ -344,6 +404,8 @@ def main(argv=None) -> int:
                       if not (ROOT / t).is_file()})
     if missing:
         raise SystemExit(f"no such test file: {', '.join(missing)}")
+    if args.sample is not None and args.sample < 1:
+        raise SystemExit(f"--sample must be at least 1, not {args.sample}")
     if args.children < 1:
         raise SystemExit(f"--children must be at least 1, not {args.children}")
     if not args.report_only and not (Path(sys.executable).parent / "mutmut").exists():
@@ -352,6 +414,8 @@ def main(argv=None) -> int:
     equivalents = load_equivalents()
     total_killed = total_counted = 0
     all_survivors, low, never_ran, failed = [], [], [], []
+    strata: list[tuple[int, int, int]] = []     # (mutants, counted in the score, killed)
+    any_sampled = False
     print(HEADER, flush=True)
     for module in args.modules:
         if not args.report_only:
@@ -367,10 +431,16 @@ def main(argv=None) -> int:
         if codes is None:
             never_ran.append(module)
             continue
-        line, killed, counted, survivors = row(module, codes, equivalents, load_times().get(module))
+        scored, sampled = scored_codes(module, codes, args.sample)
+        line, killed, counted, survivors = row(module, scored, equivalents,
+                                               load_times().get(module),
+                                               len(codes) if sampled else None)
         print(line, flush=True)
         total_killed += killed
         total_counted += counted
+        countable = sum(n not in equivalents for n in codes)
+        strata.append((countable, counted, killed))
+        any_sampled |= sampled
         all_survivors += survivors
         if counted and 100.0 * killed / counted < GOAL_MODULE:
             low.append(module)
@@ -396,7 +466,14 @@ def main(argv=None) -> int:
         print(f"mutmut failed (not in the score): {', '.join(failed)}")
     if not total_counted:
         raise SystemExit("no mutation results to score: run without --report-only first")
-    print(f"mutation score: {100.0 * total_killed / total_counted:.0f}%")
+    if any_sampled:
+        score, half = stratified_estimate(strata)
+        print(f"estimated from random samples of {args.sample} mutants per module "
+              f"({total_counted} of {sum(n for n, _, _ in strata)} mutants scored), "
+              f"95% interval {max(0.0, score - half):.1f}-{min(100.0, score + half):.1f}%")
+        print(f"mutation score: {score:.0f}% (estimated)")
+    else:
+        print(f"mutation score: {100.0 * total_killed / total_counted:.0f}%")
     return 1 if failed else 0
 
 
