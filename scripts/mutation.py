@@ -49,8 +49,9 @@ def _unit(*names: str) -> list[str]:
 # each that would dominate the run; the score is then a lower bound. Edit this table when a
 # module is split or renamed, or a test file is added.
 MODULE_TESTS: dict[str, list[str]] = {
-    "model/topology.py": _unit("topology_limits", "topology", "controller_routing", "denylist_rules", "evs_pinning",
-                               "transport_evs", "codec_decode_errors", "layers_known_bytes"),
+    "model/topology.py": _unit("topology_limits", "topology", "controller_routing",
+                               "denylist_rules", "evs_pinning", "transport_evs",
+                               "codec_decode_errors", "layers_known_bytes"),
     "controller/routing.py": _unit("controller_routing", "controller_routing_state",
                                    "controller_faults", "controller_api"),
     "controller/routing_state.py": _unit("controller_routing_state", "routing_state_edges",
