@@ -422,3 +422,32 @@ def test_the_denylist_reports_how_many_evs_it_denied_and_allowed():
         ev: 200 for ev in plane0 + [dead]}
     allowed = [e for e in state_changes(events, "ASSUMED_BAD") if e["reason"] == "allowed"]
     assert len(allowed) == 3 and all(e["old"] == "DENIED" for e in allowed)
+
+
+def test_confirmations_log_their_time():
+    rp, events = make(planes=(0,), reverse_evs_per_plane=1, probe_k=2)
+    in_use = rp.evs[0][0].ev
+    rp.evs[0].clear()
+    rp.confirm(in_use ^ 1, 50)                      # adopted from a data SACK
+    dead = make_ev(0, 1, 0xC0DE)
+    rp.retired[dead] = _RetiredEV(dead, next_probe_ns=0)
+    rp.confirm(dead, 60)
+    rp.confirm(dead, 70)                            # probe_k = 2 answers: GOOD again
+    assert [(e["ev"], e["t_ns"]) for e in state_changes(events, "GOOD")] == [(in_use ^ 1, 50),
+                                                                            (dead, 70)]
+
+
+def test_a_denied_candidate_is_forgotten_and_another_drawn():
+    rp, events = make(planes=(0, 1), reverse_evs_per_plane=1)
+    rp.evs[0].clear()
+    probes = rp.poll(0, True)
+    health, candidate = probes[0][0], probes[1][0]
+    assert ev_plane(health.ev) == 1 and ev_plane(candidate.ev) == 0
+    assert rp.apply_denylist(lambda ev: ev == candidate.ev, 100) == (0, 0)
+    # the candidate's probe is gone (no timeout to wait for); plane 1's health probe stays
+    assert rp.deadlines(100, False) == [4 * RTT]
+    again = rp.poll(RTT, True)
+    fresh = [p for p, _ in again if ev_plane(p.ev) == 0]
+    assert len(fresh) == 1 and fresh[0].ev != candidate.ev
+    rp.on_probe_response(answer(candidate), RTT + 10)   # a late answer adopts nothing
+    assert rp.evs[0] == []
