@@ -99,3 +99,48 @@ def test_make_ev_takes_every_field_to_its_width_and_names_what_does_not_fit():
         with pytest.raises(ValueError) as err:
             make_ev(*args)
         assert str(err.value) == message
+
+
+def test_datapath_ids_pack_tier_plane_and_index_plus_one():
+    from model.topology import dpid_of
+    # 1 << 32 | tier << 24 | plane << 16 | index + 1
+    assert dpid_of(1, 3, 4) == 0x0000_0001_0103_0005
+    assert dpid_of(0, 0, 0) == 0x0000_0001_0000_0001
+    assert dpid_of(0, 7, 63) == 0x0000_0001_0007_0040
+
+
+def test_a_usid_container_holds_six_usids_after_the_locator():
+    from model.topology import usid_address
+    # 128 bits = a 32-bit locator (fcbb:bb00) + 6 x 16-bit uSIDs
+    assert usid_address([1, 2, 3, 4, 5, 6]) == "fcbb:bb00:1:2:3:4:5:6"
+    assert usid_address([0x1001]) == "fcbb:bb00:1001::"
+    with pytest.raises(ValueError) as err:
+        usid_address([1] * 7)
+    assert str(err.value) == "a /128 container holds at most 6 uSIDs after a 32-bit locator"
+    with pytest.raises(ValueError) as err:
+        usid_address([0x10000])
+    assert str(err.value) == "uSID 0x10000 is not 16 bits"
+
+
+def test_links_carry_the_rate_of_their_kind():
+    topo = Topology(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1,
+                               host_link_mbit=25, fabric_link_mbit=40))
+    rates = {(link.kind, link.mbit) for link in topo.links}
+    assert rates == {("host", 25), ("fabric", 40)}
+
+
+def test_out_of_range_planes_spines_and_hosts_are_named_with_the_valid_range():
+    topo = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
+    for args, message in (((0, 2, 0, 2), "spine 2 out of range 0..1"),
+                          ((0, 2, 2, 0), "plane 2 out of range 0..1"),
+                          ((0, 2, 0, -1), "spine -1 out of range 0..1")):
+        with pytest.raises(ValueError) as err:
+            topo.usid_container(*args)
+        assert str(err.value) == message
+    assert topo.usid_container(0, 2, 1, 1)           # the last plane and spine are valid
+    with pytest.raises(KeyError) as err:
+        topo.host("h9")
+    assert err.value.args[0] == "no host named 'h9'; hosts are h0..h3"
+    with pytest.raises(KeyError) as err:
+        topo.host(4)
+    assert err.value.args[0] == "no host 4; hosts are h0..h3"
