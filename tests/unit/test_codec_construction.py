@@ -131,3 +131,8 @@ def test_encode_names_a_field_that_does_not_fit():
     with pytest.raises(ValueError) as err:
         enc.encode(msg)
     assert str(err.value) == "msn=16777216 does not fit 24 bits"
+    msg = data(ev)
+    msg.dest_qp = 1 << 24
+    with pytest.raises(ValueError) as err:
+        enc.encode(msg)
+    assert str(err.value) == "dest_qp=16777216 does not fit 24 bits"
