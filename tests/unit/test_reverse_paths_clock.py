@@ -15,7 +15,7 @@ from model.topology import ENTROPY_MAX, ENTROPY_MIN, ev_entropy, ev_plane, ev_sp
 from traffic.evs import PathInfo
 from traffic.messages import Probe
 from traffic.qp_config import MRCConfig
-from traffic.reverse_paths import ReversePaths, _RetiredEV
+from traffic.reverse_paths import ReversePaths, _RetiredEV, _ReverseEV
 
 RTT = 1000
 
@@ -451,3 +451,66 @@ def test_a_denied_candidate_is_forgotten_and_another_drawn():
     assert len(fresh) == 1 and fresh[0].ev != candidate.ev
     rp.on_probe_response(answer(candidate), RTT + 10)   # a late answer adopts nothing
     assert rp.evs[0] == []
+
+
+def test_the_events_carry_every_field_the_log_readers_use():
+    """Exact event records: analysis reads t_ns, event, qp, ev, plane, old, new, reason."""
+    rp, events = make(planes=(0,), reverse_evs_per_plane=1, reverse_probe_fail_limit=1,
+                      probe_k=1)
+    a = rp.evs[0][0].ev
+    rp._result(a, False, 10)                        # the limit of 1: retired at once
+    assert events == [
+        {"t_ns": 10, "event": Event.PROBE, "qp": 0x33, "ev": a, "ok": False, "rtt_ns": None,
+         "direction": "reverse"},
+        {"t_ns": 10, "event": Event.EV_STATE, "qp": 0x33, "ev": a, "plane": 0, "old": "GOOD",
+         "new": "ASSUMED_BAD", "reason": "reverse_probe_timeout", "direction": "reverse"}]
+    events.clear()
+    rp._retired_result(a, False, 20)
+    assert events == [{"t_ns": 20, "event": Event.PROBE, "qp": 0x33, "ev": a, "ok": False,
+                       "rtt_ns": None, "direction": "reverse"}]
+    other = make_ev(0, 1, 0xC0DE)
+    rp.evs[0].append(_ReverseEV(other))
+    events.clear()
+    rp._retired_result(a, True, 30)                 # probe_k = 1, the plane is full again
+    assert events == [{"t_ns": 30, "event": Event.EV_STATE, "qp": 0x33, "ev": a, "plane": 0,
+                       "old": "ASSUMED_BAD", "new": "GOOD", "reason": "probe_ok",
+                       "direction": "reverse"}]
+    events.clear()
+    rp.apply_denylist(lambda ev: ev == other, 40)
+    assert events == [{"t_ns": 40, "event": Event.EV_STATE, "qp": 0x33, "ev": other,
+                       "plane": 0, "old": "GOOD", "new": "DENIED", "reason": "denied",
+                       "direction": "reverse"}]
+
+
+def test_periods_shorter_than_a_nanosecond_round_up_to_one():
+    rp, _ = make(planes=(0,), reverse_evs_per_plane=1)
+    rp.cfg = MRCConfig(base_rtt_ns=1, reverse_probe_rtts=0.5, reverse_evs_per_plane=1)
+    sent = drive(rp, 0, 4, lambda probe, t: 0, step=1)
+    assert [t for t, _ in sent] == [0, 1, 2, 3]
+
+
+def test_a_plane_missing_from_the_port_map_counts_as_down():
+    up = {1: True}                                  # nothing known about plane 0's port
+    rp, _ = make(planes=(0, 1), up=up, reverse_evs_per_plane=1)
+    assert rp.reply_path(0) == (1, rp.evs[1][0].ev)
+
+
+def test_congestion_excuses_end_exactly_at_the_grace_period():
+    rp, events = make(planes=(0,), reverse_evs_per_plane=1)
+    rp.note_congestion(-4 * RTT)                    # excused until -4000 + 8000 = 4000
+    rp.poll(0, True)                                # a probe at 0, timing out at 4000
+    rp.poll(4 * RTT, False)
+    assert probe_failures(events, congested=True) == []
+    rp2, events2 = make(planes=(0,), reverse_evs_per_plane=1)
+    rp2.note_congestion(-4 * RTT + 1)               # until 4001: this timeout is excused
+    rp2.poll(0, True)
+    rp2.poll(4 * RTT, False)
+    assert len(probe_failures(events2, congested=True)) == 1
+
+
+def test_a_failure_counts_against_the_second_ev_of_a_plane_too():
+    rp, events = make(planes=(0,), reverse_evs_per_plane=2, reverse_probe_fail_limit=2)
+    second = rp.evs[0][1].ev
+    rp._result(second, False, 10)
+    assert [r.fails for r in rp.evs[0]] == [0, 1]
+    assert [e["ev"] for e in probe_failures(events)] == [second]
