@@ -365,8 +365,11 @@ def test_retired_evs_of_a_down_plane_are_not_probed():
     rp, _ = make(up=up, reverse_evs_per_plane=1)
     dead = make_ev(0, 1, 0xC0DE)
     rp.retired[dead] = _RetiredEV(dead, next_probe_ns=0)
-    sent = drive(rp, 0, 2000, lambda probe, t: 100)
+    alive = make_ev(1, 1, 0xC0DF)                   # retired, but its plane's port is up
+    rp.retired[alive] = _RetiredEV(alive, next_probe_ns=0)
+    sent = drive(rp, 0, 2000, lambda probe, t: None)
     assert dead not in [p.ev for _, p in sent]
+    assert [t for t, p in sent if p.ev == alive] == [0]
     assert rp.retired[dead].next_probe_ns == 0
     assert all(d >= 0 for d in rp.deadlines(2000, True))
     assert 0 not in rp.deadlines(2000, True)
@@ -514,3 +517,19 @@ def test_a_failure_counts_against_the_second_ev_of_a_plane_too():
     rp._result(second, False, 10)
     assert [r.fails for r in rp.evs[0]] == [0, 1]
     assert [e["ev"] for e in probe_failures(events)] == [second]
+
+
+def test_a_long_outage_keeps_only_the_last_64_timed_out_probes():
+    """Every probe lost, one per RTT, polled until 69000: probes of 0 .. 65000 time out (66
+    of them, seq 1..66), the last 64 (seq 3..66) are remembered. A late answer to seq 1 is
+    forgotten; one to seq 66 (sent at 65000) shows the path working and judges the 63
+    remembered ones sent before it."""
+    rp, events = make(planes=(0,), reverse_evs_per_plane=1, reverse_probe_fail_limit=1000)
+    a = rp.evs[0][0].ev
+    sent = drive(rp, 0, 70 * RTT, lambda probe, t: None, step=RTT)
+    by_seq = {p.seq: p for _, p in sent}
+    assert len(by_seq) == 70
+    rp.on_probe_response(answer(by_seq[1]), 70 * RTT)
+    assert probe_failures(events) == [] and rp.evs[0][0].fails == 0
+    rp.on_probe_response(answer(by_seq[66]), 70 * RTT)
+    assert len(probe_failures(events, a)) == 63 and rp.evs[0][0].fails == 63
