@@ -68,3 +68,13 @@ def test_the_whole_fabric_is_source_routed_by_default():
     down = [("t0p0g0", "t1p0s0")]
     assert routing.rules(topo, down_links=down) == routing.rules(topo, "srv6", down)
     assert routing.rules(topo, down_links=down) != routing.rules(topo, "ecmp", down)
+
+
+def test_every_rule_is_in_the_one_table_and_a_bad_mode_is_named():
+    import pytest
+    topo = Topology(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1))
+    for switch_rules in routing.rules(topo).values():
+        assert {r.table for r in switch_rules} == {0}
+    with pytest.raises(routing.RoutingError) as err:
+        routing.switch_rules(topo, "t0p0g0", "ospf")
+    assert str(err.value) == "routing mode must be one of srv6, ecmp, got 'ospf'"
