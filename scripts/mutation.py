@@ -70,7 +70,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                   "scenario_validation", "scenario_validation_input",
                                   "scenario_keys_reach_code", "fidelity_retries", "rtt",
                                   "loss_policy_ocp", "loss_policy_tolerant"),
-    "traffic/sender.py": _unit("suspect_paths", "transport_reliability", "transport_loss_verdict",
+    "traffic/sender.py": _unit("suspect_paths", "sender_nack_edges", "transport_reliability", "transport_loss_verdict",
                                "transport_ack_coalescing", "transport_nack_and_ports",
                                "transport_blackhole_under_congestion",
                                "transport_congestion_robustness", "ecn_moves_pinned_sender",
