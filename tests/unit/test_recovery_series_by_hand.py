@@ -51,3 +51,6 @@ def test_sliding_windows_lie_wholly_inside_the_samples():
     assert list(starts) == [k * 10 * MS for k in range(5)]
     starts, rates = recovery.window_rates([(0, 0)], 0, 100 * MS)
     assert len(starts) == 0 and len(rates) == 0
+    # two samples 10 ms apart hold no whole 50 ms window
+    starts, rates = recovery.window_rates([(0, 0), (10 * MS, 1)], 0, 100 * MS, window_ms=50)
+    assert len(starts) == 0 and len(rates) == 0
