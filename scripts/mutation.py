@@ -15,7 +15,14 @@ mutant rarely waits for a long simulation. Score = killed / (all - equivalent); 
 as killed (the mutant hung the code a test drove); "no tests", "suspicious" and a mutant left
 unchecked count as survived.
 
-Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--children N] [--survivors]
+A whole run takes hours on a loaded 2-core machine. `--sample N` scores a fixed random sample
+of N mutants per module (verdicts already known are reused) and estimates the whole-core score
+as the size-weighted mean of the modules' killed fractions, with a 95% interval. `--keep` after
+adding test files to a module's selection reruns only its survivors (see
+keep_verdicts_of_a_grown_selection).
+
+Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--sample N]
+                           [--children N] [--survivors] [--report-only]
 """
 from __future__ import annotations
 
