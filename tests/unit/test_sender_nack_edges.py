@@ -1,10 +1,11 @@
 """The MRC sender packet by packet: a NACK logs the peer's port status at its own time and,
 declaring a loss, makes the sender due at once; a message's last packet asks for an ACK; the
-send completion's log record; NSCC's window holds the data in flight."""
+send completion's log record; NSCC's window holds the data in flight; a SACK of unsent PSNs
+is counted and ignored; a retired EV's probe carries its send time."""
 from __future__ import annotations
 
 from model.events import Event
-from traffic.messages import Nack, NackReason
+from traffic.messages import Nack, NackReason, Probe, Sack
 from traffic.reliability import MRCConfig
 
 from tests.unit.simnet import Harness, SimNet
@@ -71,3 +72,18 @@ def test_nscc_holds_the_data_in_flight_to_its_window():
     cwnd = h.sender.nscc.cwnd
     assert cwnd == 25_000
     assert len(sent) == 24                           # 24 x 1024 <= 25000 < 25 x 1024
+
+
+def test_a_sack_beyond_what_was_sent_is_counted_as_bad_and_ignored():
+    h, pkt = one_packet_sender()
+    # one packet sent (PSN start..start+1): a cumulative ACK of start + 5 acknowledges the unsent
+    h.sender.on_sack(Sack(dest_qp=0x11, cum_psn=pkt.psn + 5, port_status=0b11), h.clock.now_ns)
+    assert h.sender.counters["bad_acks"] == 1 and h.sender.snd_una == pkt.psn
+
+
+def test_a_probe_of_a_retired_ev_carries_its_send_time():
+    h, pkt = one_packet_sender()
+    h.sender.evs.mark_lost(pkt.ev, "test", h.clock.now_ns)
+    t = h.clock.now_ns + 10 * h.sender.evs.probe_period_ns
+    probes = [m for m, _ in h.sender.poll(t) if isinstance(m, Probe)]
+    assert [(p.ev, p.timestamp, p.src_qp) for p in probes] == [(pkt.ev, t, 0x11)]
