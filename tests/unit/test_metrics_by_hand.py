@@ -349,3 +349,58 @@ def test_all_faults_tags_each_fault_with_its_transport():
     assert m.RunAnalysis(Path("."), {"roce": b}, 0, 10.0, {}).all_faults().columns.tolist() == [
         "t_ns", "action", "a", "b", "transport"]
     assert run.all_faults()[["t_ns", "transport"]].values.tolist() == [[1, "mrc"]]
+
+
+def test_a_single_goodput_sample_is_one_bin_of_nothing():
+    gp = m.log_goodput_series(pd.DataFrame(goodput_events("h0", [(5 * MS, 1000)])), bin_ms=10)
+    assert list(gp.index) == [0.0] and list(gp["h0"]) == [0.0]
+
+
+def test_ev_state_matrix_edges_of_bins_and_of_severity():
+    """EV 3: GOOD at 0, a state the matrix does not know (UNKNOWN) from 5 ms: bin 0 shows the
+    worse, UNKNOWN. EV 4: ASSUMED_BAD from 0 to 20 ms + 1 ns reaches into bin 2."""
+    ev = pd.DataFrame([ev_state(0, 3, "GOOD"), ev_state(5 * MS, 3, "WEIRD"),
+                       ev_state(0, 4, "ASSUMED_BAD"), ev_state(20 * MS + 1, 4, "GOOD"),
+                       {"t_ns": 40 * MS, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 0}])
+    mat = m.ev_state_matrix(ev, bin_ms=10)
+    code = m.EV_STATES.index
+    assert codes(mat.iloc[0])[0] == code("UNKNOWN")
+    assert codes(mat.iloc[1])[:3] == [code("ASSUMED_BAD")] * 3
+    only_bad = m.ev_state_matrix(ev, bin_ms=10, states=("DENIED",))
+    assert [codes(only_bad.iloc[i]) for i in range(2)] == [[None] * 5] * 2
+
+
+def test_transport_metrics_bus_bandwidth_uses_the_runs_world_size():
+    """2 ranks logged, world_size 4 in the summary: all-reduce busbw = S / t x 2 (4 - 1) / 4.
+    S = 1e6 B in 10 ms: algbw 1e8 B/s, busbw 1.5e8 B/s = 1200 Mbit/s."""
+    events = [iteration("h0", 0, 0, 10, nccl_size_bytes=1e6),
+              iteration("h1", 0, 0, 10, nccl_size_bytes=1e6)]
+    row = m.transport_metrics(transport_data(events, [], {"world_size": 4}, pk=packets([])), 0, 10)
+    assert row["busbw_median_mbit"] == pytest.approx(1200.0)
+
+
+def test_transport_metrics_bins_captured_goodput_from_the_runs_start():
+    """Captured only: 1000 B received at 15 ms. From t0 = 0, 10 ms bins: 0 then 0.8 Mbit/s,
+    a mean of 0.4; binned from the packet itself it would be one bin of 0.8."""
+    pk = packets([pkt(15, direction="rx", psn=0)])
+    row = m.transport_metrics(transport_data([], [], pk=pk), t0_ns=0, bin_ms=10)
+    assert row["goodput_mean_mbit"] == pytest.approx(0.4)
+
+
+def test_faults_of_all_transports_are_numbered_afresh():
+    f = pd.DataFrame([{"t_ns": 1, "action": "link_down", "a": "x", "b": "y"}])
+    tds = {n: m.TransportData(n, Path("."), pd.DataFrame(), pd.DataFrame(), f, {})
+           for n in ("mrc", "roce")}
+    assert list(m.RunAnalysis(Path("."), tds, 0, 10.0, {}).all_faults().index) == [0, 1]
+
+
+def test_an_empty_run_directory_starts_at_zero(tmp_path):
+    ra = m.load_run(tmp_path)
+    assert ra.transports == {} and ra.t0_ns == 0
+
+
+def test_a_loaded_run_tags_packets_with_their_transport(tmp_path):
+    from tests.unit.test_analysis_synth import make_run
+    ra = m.load_run(make_run(tmp_path / "r", transports=("mrc", "tcp"), packets=8))
+    for name, td in ra.transports.items():
+        assert len(td.packets) and set(td.packets["transport"]) == {name}
