@@ -302,7 +302,8 @@ def run_mutmut(module: str, tests: list[str], args) -> None:
         if codes is None:
             raise MutmutFailed(f"mutmut made no mutants for {module}; see "
                                f"{work / 'mutmut-generate.log'}")
-        names = [n for n in sample_names(module, codes, args.sample) if codes[n] is None]
+        names = [n for n in sample_names(module, codes, args.sample, args.census)
+                 if codes[n] is None]
         if not names:
             return                  # every sampled mutant already has its verdict
     with log.open("w") as out:
@@ -317,11 +318,17 @@ def run_mutmut(module: str, tests: list[str], args) -> None:
                            f"full output in {log}")
 
 
-def sample_names(module: str, codes: dict, size: int) -> list[str]:
+def sample_names(module: str, codes: dict, size: int, after: int | None = None) -> list[str]:
     """A random sample of `size` of the module's mutants, the same one for the same mutants
-    and size (the seed is the module's name), so a rerun completes the sample it started."""
+    and size (the seed is the module's name), so a rerun completes the sample it started.
+    after=K: drawn only from the mutants outside the K-sample (see --census)."""
     names = sorted(codes)
-    return sorted(random.Random(f"{module}:{size}").sample(names, min(size, len(names))))
+    seed = f"{module}:{size}"
+    if after:
+        census = set(sample_names(module, codes, after))
+        names = [n for n in names if n not in census]
+        seed += f":after:{after}"
+    return sorted(random.Random(seed).sample(names, min(size, len(names))))
 
 
 def scored_codes(module: str, codes: dict, sample: int | None) -> tuple[dict, bool]:
@@ -406,6 +413,10 @@ def main(argv=None) -> int:
                     help="score a random sample of N mutants per module (fixed seed; verdicts "
                          "already known are reused) and estimate the score with a 95%% "
                          "interval; a module whose every mutant has a verdict counts in full")
+    ap.add_argument("--census", type=int, metavar="K",
+                    help="with --sample N: the K-sample of an earlier run (the one new tests "
+                         "were written against) counts in full, and the N mutants are drawn "
+                         "from the rest, so the estimate is not biased by those tests")
     ap.add_argument("--report-only", action="store_true",
                     help="only read the results of the last (possibly interrupted) runs")
     args = ap.parse_args(argv)
@@ -444,16 +455,33 @@ def main(argv=None) -> int:
         if codes is None:
             never_ran.append(module)
             continue
-        scored, sampled = scored_codes(module, codes, args.sample)
-        line, killed, counted, survivors = row(module, scored, equivalents,
-                                               load_times().get(module),
-                                               len(codes) if sampled else None)
-        print(line, flush=True)
-        total_killed += killed
-        total_counted += counted
-        countable = sum(n not in equivalents for n in codes)
-        strata.append((countable, counted, killed))
-        any_sampled |= sampled
+        if args.census and args.sample:
+            # two strata: the census sample, every verdict known, and a fresh sample of the rest
+            census = sample_names(module, codes, args.census)
+            fresh = sample_names(module, codes, args.sample, args.census)
+            rest = [n for n in codes if n not in set(census)]
+            c_killed, c_counted, *_ = tally({n: codes[n] for n in census}, equivalents)
+            line, killed, counted, survivors = row(
+                module, {n: codes[n] for n in fresh}, equivalents, load_times().get(module))
+            line += (f"  (a fresh sample of {len(fresh)} of the {len(rest)} outside the "
+                     f"{len(census)} scored in full, {c_killed}/{c_counted} killed there)")
+            print(line, flush=True)
+            strata.append((c_counted, c_counted, c_killed))
+            strata.append((sum(n not in equivalents for n in rest), counted, killed))
+            total_killed += killed + c_killed
+            total_counted += counted + c_counted
+            any_sampled = True
+        else:
+            scored, sampled = scored_codes(module, codes, args.sample)
+            line, killed, counted, survivors = row(module, scored, equivalents,
+                                                   load_times().get(module),
+                                                   len(codes) if sampled else None)
+            print(line, flush=True)
+            total_killed += killed
+            total_counted += counted
+            countable = sum(n not in equivalents for n in codes)
+            strata.append((countable, counted, killed))
+            any_sampled |= sampled
         all_survivors += survivors
         if counted and 100.0 * killed / counted < GOAL_MODULE:
             low.append(module)
@@ -481,7 +509,8 @@ def main(argv=None) -> int:
         raise SystemExit("no mutation results to score: run without --report-only first")
     if any_sampled:
         score, half = stratified_estimate(strata)
-        print(f"estimated from random samples of {args.sample} mutants per module "
+        print(f"estimated from random samples of {args.sample} mutants per module"
+              f"{f' outside the {args.census}-mutant census' if args.census else ''} "
               f"({total_counted} of {sum(n for n, _, _ in strata)} mutants scored), "
               f"95% interval {max(0.0, score - half):.1f}-{min(100.0, score + half):.1f}%")
         print(f"mutation score: {score:.0f}% (estimated)")
