@@ -54,3 +54,13 @@ def test_a_grown_selection_keeps_the_verdicts_and_any_other_change_does_not(tmp_
     more_deselected = grown + ["--deselect", "tests/unit/test_b.py::x"]
     assert stats_after(old, more_deselected)["test_selection"] == \
         mutation.selection_fingerprint(old)
+
+
+def test_a_fresh_sample_is_drawn_from_outside_the_census():
+    codes = {f"m.x_f__mutmut_{i}": None for i in range(1, 300)}
+    census = set(mutation.sample_names("traffic/rtt.py", codes, 100))
+    fresh = mutation.sample_names("traffic/rtt.py", codes, 40, after=100)
+    assert len(fresh) == 40 and not census & set(fresh)
+    assert fresh == mutation.sample_names("traffic/rtt.py", codes, 40, after=100)
+    everything_else = mutation.sample_names("traffic/rtt.py", codes, 500, after=100)
+    assert set(everything_else) == set(codes) - census
