@@ -17,11 +17,13 @@ unchecked count as survived.
 
 A whole run takes hours on a loaded 2-core machine. `--sample N` scores a fixed random sample
 of N mutants per module (verdicts already known are reused) and estimates the whole-core score
-as the size-weighted mean of the modules' killed fractions, with a 95% interval. `--keep` after
-adding test files to a module's selection reruns only its survivors (see
-keep_verdicts_of_a_grown_selection).
+as the size-weighted mean of the modules' killed fractions, with a 95% interval. Tests written
+against a sample's survivors make that sample's score optimistic: `--sample M --census N` then
+counts the N-sample in full (every verdict known) and estimates the other mutants from a fresh
+M-sample drawn outside it. `--keep` after adding test files to a module's selection reruns only
+its survivors (see keep_verdicts_of_a_grown_selection).
 
-Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--sample N]
+Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--sample M [--census N]]
                            [--children N] [--survivors] [--report-only]
 """
 from __future__ import annotations
@@ -463,25 +465,31 @@ def main(argv=None) -> int:
             c_killed, c_counted, *_ = tally({n: codes[n] for n in census}, equivalents)
             line, killed, counted, survivors = row(
                 module, {n: codes[n] for n in fresh}, equivalents, load_times().get(module))
+            module_strata = [(c_counted, c_counted, c_killed),
+                             (sum(n not in equivalents for n in rest), counted, killed)]
+            estimate, half = stratified_estimate(module_strata)
             line += (f"  (a fresh sample of {len(fresh)} of the {len(rest)} outside the "
-                     f"{len(census)} scored in full, {c_killed}/{c_counted} killed there)")
+                     f"{len(census)} scored in full, {c_killed}/{c_counted} killed there; "
+                     f"module {estimate:.1f}% +-{half:.1f})")
             print(line, flush=True)
-            strata.append((c_counted, c_counted, c_killed))
-            strata.append((sum(n not in equivalents for n in rest), counted, killed))
+            strata += module_strata
             total_killed += killed + c_killed
             total_counted += counted + c_counted
             any_sampled = True
-        else:
-            scored, sampled = scored_codes(module, codes, args.sample)
-            line, killed, counted, survivors = row(module, scored, equivalents,
-                                                   load_times().get(module),
-                                                   len(codes) if sampled else None)
-            print(line, flush=True)
-            total_killed += killed
-            total_counted += counted
-            countable = sum(n not in equivalents for n in codes)
-            strata.append((countable, counted, killed))
-            any_sampled |= sampled
+            if estimate < GOAL_MODULE:
+                low.append(module)
+            all_survivors += survivors
+            continue
+        scored, sampled = scored_codes(module, codes, args.sample)
+        line, killed, counted, survivors = row(module, scored, equivalents,
+                                               load_times().get(module),
+                                               len(codes) if sampled else None)
+        print(line, flush=True)
+        total_killed += killed
+        total_counted += counted
+        countable = sum(n not in equivalents for n in codes)
+        strata.append((countable, counted, killed))
+        any_sampled |= sampled
         all_survivors += survivors
         if counted and 100.0 * killed / counted < GOAL_MODULE:
             low.append(module)
