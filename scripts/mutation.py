@@ -15,13 +15,25 @@ mutant rarely waits for a long simulation. Score = killed / (all - equivalent); 
 as killed (the mutant hung the code a test drove); "no tests", "suspicious" and a mutant left
 unchecked count as survived.
 
-Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--children N] [--survivors]
+A whole run takes hours on a loaded 2-core machine. `--sample N` scores a fixed random sample
+of N mutants per module (verdicts already known are reused) and estimates the whole-core score
+as the size-weighted mean of the modules' killed fractions, with a 95% interval. Tests written
+against a sample's survivors make that sample's score optimistic: `--sample M --census N` then
+counts the N-sample in full (every verdict known) and estimates the other mutants from a fresh
+M-sample drawn outside it. `--keep` after adding test files to a module's selection reruns only
+its survivors (see keep_verdicts_of_a_grown_selection).
+
+Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--sample M [--census N]]
+                           [--children N] [--survivors] [--report-only]
 """
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import math
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -33,6 +45,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WORK = ROOT / "build" / "mutation"
 EQUIVALENTS = ROOT / "tests" / "mutation_equivalents.toml"
 TIMES = WORK / "times.json"          # module -> wall seconds of its last run
+SELECTION_FILE = "test-selection.json"   # in mutants/: the selection of the module's last run
 
 def _unit(*names: str) -> list[str]:
     return [f"tests/unit/test_{n}.py" for n in names]
@@ -45,18 +58,20 @@ def _unit(*names: str) -> list[str]:
 # each that would dominate the run; the score is then a lower bound. Edit this table when a
 # module is split or renamed, or a test file is added.
 MODULE_TESTS: dict[str, list[str]] = {
-    "model/topology.py": _unit("topology", "controller_routing", "denylist_rules", "evs_pinning",
-                               "transport_evs", "codec_decode_errors", "layers_known_bytes"),
-    "controller/routing.py": _unit("controller_routing", "controller_routing_state",
-                                   "controller_faults", "controller_api"),
+    "model/topology.py": _unit("topology_limits", "topology", "controller_routing",
+                               "denylist_rules", "evs_pinning", "transport_evs",
+                               "codec_decode_errors", "layers_known_bytes"),
+    "controller/routing.py": _unit("routing_cookies", "controller_routing",
+                                   "controller_routing_state", "controller_faults",
+                                   "controller_api"),
     "controller/routing_state.py": _unit("controller_routing_state", "routing_state_edges",
                                          "controller_api"),
     "controller/planner.py": _unit("controller_planner", "controller_api", "controller_api_input"),
     "controller/faults.py": _unit("controller_faults", "faults_edges", "controller_fault_commands",
                                   "controller_planner", "controller_api_input",
                                   "scenario_validation", "scenario_validation_input"),
-    "traffic/evs.py": _unit("transport_evs", "evs_bookkeeping", "evs_denied", "evs_pinning",
-                            "transport_loss_verdict", "transport_reliability",
+    "traffic/evs.py": _unit("evs_defaults", "transport_evs", "evs_bookkeeping", "evs_denied",
+                            "evs_pinning", "transport_loss_verdict", "transport_reliability",
                             "loss_policy_simnet", "transport_blackhole_under_congestion",
                             "ecn_moves_pinned_sender", "transport_nack_and_ports",
                             "endpoint_denylist", "controller_denylist"),
@@ -64,14 +79,16 @@ MODULE_TESTS: dict[str, list[str]] = {
                                   "scenario_validation", "scenario_validation_input",
                                   "scenario_keys_reach_code", "fidelity_retries", "rtt",
                                   "loss_policy_ocp", "loss_policy_tolerant"),
-    "traffic/sender.py": _unit("transport_reliability", "transport_loss_verdict",
-                               "transport_ack_coalescing", "transport_nack_and_ports",
+    "traffic/sender.py": _unit("suspect_paths", "sender_nack_edges", "transport_reliability",
+                               "transport_loss_verdict", "transport_ack_coalescing",
+                               "transport_nack_and_ports",
                                "transport_blackhole_under_congestion",
                                "transport_congestion_robustness", "ecn_moves_pinned_sender",
                                "loss_policy_simnet", "fidelity_retries", "endpoint_mrc_comm",
                                "endpoint_denylist"),
-    "traffic/receiver.py": _unit("receiver_counters_and_sacks", "transport_reliability",
-                                 "transport_ack_coalescing", "transport_loss_verdict",
+    "traffic/receiver.py": _unit("receiver_and_assembly_edges", "receiver_counters_and_sacks",
+                                 "transport_reliability", "transport_ack_coalescing",
+                                 "transport_loss_verdict",
                                  "transport_nack_and_ports", "ecn_moves_pinned_sender",
                                  "fidelity_retries", "endpoint_mrc_comm", "endpoint_control"),
     "traffic/loss_policy.py": _unit("loss_policy_ocp", "loss_policy_windows",
@@ -81,25 +98,28 @@ MODULE_TESTS: dict[str, list[str]] = {
                                     "transport_congestion_robustness"),
     "traffic/rtt.py": _unit("rtt", "rtt_edges", "transport_reliability", "fidelity_retries",
                             "loss_policy_ocp", "loss_policy_tolerant"),
-    "traffic/work_requests.py": _unit("work_requests_flush_and_assembly", "transport_reliability",
+    "traffic/work_requests.py": _unit("receiver_and_assembly_edges",
+                                      "work_requests_flush_and_assembly", "transport_reliability",
                                       "transport_roce_baseline", "fidelity_retries",
                                       "endpoint_mrc_comm", "endpoint_control",
                                       "transport_nack_and_ports"),
-    "traffic/reverse_paths.py": _unit("transport_reliability", "transport_loss_verdict",
+    "traffic/reverse_paths.py": _unit("reverse_paths_clock", "reverse_paths_denied",
+                                      "transport_reliability", "transport_loss_verdict",
                                       "loss_policy_simnet", "endpoint_denylist",
                                       "transport_congestion_robustness", "endpoint_mrc_comm"),
     "traffic/denylist.py": _unit("denylist_rules", "denylist_edges", "controller_denylist",
                                  "endpoint_denylist"),
-    "traffic/nscc.py": _unit("transport_nscc", "nscc_edges", "transport_reliability",
-                             "transport_congestion_robustness", "ecn_moves_pinned_sender",
-                             "transport_roce_baseline"),
-    "traffic/codec.py": _unit("codec_decode_errors", "codec_props", "codec_probe_wire",
-                              "layers_known_bytes", "endpoint_rx", "capture_snaplen",
-                              "analysis_pcap"),
-    "analysis/recovery.py": _unit("recovery_time", "recovery_capacity_model", "runmodel",
-                                  "runmodel_verdicts", "analysis_metrics"),
-    "analysis/metrics.py": _unit("analysis_metrics", "analysis_bad_input", "runmodel_report",
-                                 "busbw_nccl", "summary_fields"),
+    "traffic/nscc.py": _unit("nscc_counts", "transport_nscc", "nscc_edges",
+                             "transport_reliability", "transport_congestion_robustness",
+                             "ecn_moves_pinned_sender", "transport_roce_baseline"),
+    "traffic/codec.py": _unit("codec_construction", "codec_decode_errors", "codec_props",
+                              "codec_probe_wire", "layers_known_bytes", "endpoint_rx",
+                              "capture_snaplen", "analysis_pcap"),
+    "analysis/recovery.py": _unit("recovery_series_by_hand", "recovery_time",
+                                  "recovery_capacity_model", "runmodel", "runmodel_verdicts",
+                                  "analysis_metrics"),
+    "analysis/metrics.py": _unit("metrics_by_hand", "analysis_metrics", "analysis_bad_input",
+                                 "runmodel_report", "busbw_nccl", "summary_fields"),
 }
 # Slow parametrised cases inside selected files: deselected (see above).
 DESELECT = ["tests/unit/test_controller_routing.py::test_ecmp_buckets_balanced"]
@@ -137,8 +157,7 @@ def scratch_pyproject(work: Path, module: str, children_timeout: float, tests: l
         "source_paths": PACKAGES,
         "only_mutate": [module],
         "pytest_add_cli_args": ["-p", "no:cacheprovider", "-q", "-p", "mutation_test_order"],
-        "pytest_add_cli_args_test_selection":
-            tests + [arg for d in DESELECT for arg in ("--deselect", d)],
+        "pytest_add_cli_args_test_selection": test_selection(tests),
         "timeout_multiplier": children_timeout,
         # data the tests read (scenarios, scripts): mutmut runs the tests inside mutants/
         "also_copy": sorted(p.name for p in work.iterdir()
@@ -221,12 +240,48 @@ def recheck_survivors(module: str) -> None:
     meta.write_text(json.dumps(data, indent=4))
 
 
+def test_selection(tests: list[str]) -> list[str]:
+    """pytest arguments that pick a module's tests (mutmut's pytest_add_cli_args_test_selection)."""
+    return tests + [arg for d in DESELECT for arg in ("--deselect", d)]
+
+
+def selection_fingerprint(selection: list[str]) -> str:
+    """mutmut 3.8's fingerprint of its test selection (Config.config_fingerprint)."""
+    return hashlib.sha256(repr(tuple(selection)).encode()).hexdigest()[:12]
+
+
+def keep_verdicts_of_a_grown_selection(module: str, selection: list[str]) -> None:
+    """When the test selection only gained tests since the last run, tell mutmut it is unchanged.
+
+    mutmut resets every verdict when its test selection changes, so one new test file would
+    rerun the whole module. A killed mutant stays killed when tests are only added (the test
+    that failed on it is still selected), and mutmut already collects coverage of tests it has
+    not seen: only the survivors then run again, against the new tests too."""
+    stats_file = module_dir(module) / "mutants" / "mutmut-stats.json"
+    recorded = module_dir(module) / "mutants" / SELECTION_FILE
+    if not stats_file.exists() or not recorded.exists():
+        return
+    old = json.loads(recorded.read_text())
+    stats = json.loads(stats_file.read_text())
+    fingerprint = stats.get("config_fingerprint", {})
+    if fingerprint.get("test_selection") != selection_fingerprint(old):
+        return                      # not the selection we recorded: let mutmut decide
+    old_tests, new_tests = set(old), set(selection)
+    if old == selection or not old_tests <= new_tests or [a for a in old if a.startswith("--")] \
+            != [a for a in selection if a.startswith("--")]:
+        return                      # same, or something removed or deselected: mutmut decides
+    fingerprint["test_selection"] = selection_fingerprint(selection)
+    stats_file.write_text(json.dumps(stats, indent=4))
+
+
 def run_mutmut(module: str, tests: list[str], args) -> None:
     """One module's mutmut run in its own scratch copy; mutmut's output goes to a log file."""
     work = module_dir(module)
-    copy_tree(work, args.keep)
+    copy_tree(work, args.keep or bool(args.sample))
+    selection = test_selection(tests)
     if args.keep:
         recheck_survivors(module)
+        keep_verdicts_of_a_grown_selection(module, selection)
     config = scratch_pyproject(work, module, args.timeout_multiplier, tests)
     (work / "pyproject.toml").write_text(config)
     # the test-order plugin is imported by name by the pytest that mutmut runs in-process
@@ -235,15 +290,55 @@ def run_mutmut(module: str, tests: list[str], args) -> None:
                                                         os.environ.get("PYTHONPATH")])))
     mutmut = Path(sys.executable).parent / "mutmut"
     log = work / "mutmut.log"
+    command = ["nice", "-n", str(args.nice), str(mutmut), "run", "--max-children",
+               str(args.children)]
+    names: list[str] = []
+    if args.sample:
+        if module_results(module) is None:
+            # mutmut lists a module's mutants only once it has made them: a run whose filter
+            # names no mutant makes them (and the tests' coverage) and stops there
+            with (work / "mutmut-generate.log").open("w") as out:
+                subprocess.run(command + ["no-such-mutant"], cwd=work, env=env, stdout=out,
+                               stderr=subprocess.STDOUT)
+        codes = module_results(module)
+        if codes is None:
+            raise MutmutFailed(f"mutmut made no mutants for {module}; see "
+                               f"{work / 'mutmut-generate.log'}")
+        names = [n for n in sample_names(module, codes, args.sample, args.census)
+                 if codes[n] is None]
+        if not names:
+            return                  # every sampled mutant already has its verdict
     with log.open("w") as out:
-        run = subprocess.run(["nice", "-n", str(args.nice), str(mutmut), "run",
-                              "--max-children", str(args.children)],
-                             cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
+        run = subprocess.run(command + names, cwd=work, env=env, stdout=out,
+                             stderr=subprocess.STDOUT)
+    if (work / "mutants").is_dir():
+        (work / "mutants" / SELECTION_FILE).write_text(json.dumps(selection) + "\n")
     if run.returncode != 0:
         tail = log.read_text(errors="replace")[-3000:]
         sys.stderr.write(tail.replace("\r", "\n") + "\n")
         raise MutmutFailed(f"mutmut run failed for {module} (exit {run.returncode}); "
                            f"full output in {log}")
+
+
+def sample_names(module: str, codes: dict, size: int, after: int | None = None) -> list[str]:
+    """A random sample of `size` of the module's mutants, the same one for the same mutants
+    and size (the seed is the module's name), so a rerun completes the sample it started.
+    after=K: drawn only from the mutants outside the K-sample (see --census)."""
+    names = sorted(codes)
+    seed = f"{module}:{size}"
+    if after:
+        census = set(sample_names(module, codes, after))
+        names = [n for n in names if n not in census]
+        seed += f":after:{after}"
+    return sorted(random.Random(seed).sample(names, min(size, len(names))))
+
+
+def scored_codes(module: str, codes: dict, sample: int | None) -> tuple[dict, bool]:
+    """(the exit codes the score counts, whether they are a sample): all of the module's once
+    every mutant has a verdict, else the random sample if one was asked for."""
+    if sample and any(c is None for c in codes.values()):
+        return {n: codes[n] for n in sample_names(module, codes, sample)}, True
+    return codes, False
 
 
 HEADER = (f"{'module':28} {'mutants':>7} {'killed':>7} {'survived':>8} {'equiv':>6} {'not run':>7} "
@@ -268,13 +363,36 @@ def tally(codes: dict[str, int | None], equivalents: dict[str, str]):
     return killed, counted, equiv, not_run, survivors
 
 
-def row(module: str, codes, equivalents, seconds: float | None) -> tuple[str, int, int, list]:
+def row(module: str, codes, equivalents, seconds: float | None,
+        of: int | None = None) -> tuple[str, int, int, list]:
+    """One module's line; `of` = the module's number of mutants when `codes` is a sample."""
     killed, counted, equiv, not_run, survivors = tally(codes, equivalents)
     score = 100.0 * killed / counted if counted else 100.0
     took = f"{seconds:6.0f}s" if seconds is not None else f"{'-':>7}"
     line = (f"{module:28} {len(codes):7d} {killed:7d} {counted - killed:8d} {equiv:6d} "
             f"{not_run:7d} {score:6.1f}% {took}")
+    if of is not None:
+        line += f"  (a sample of {len(codes)} of {of} mutants)"
     return line, killed, counted, survivors
+
+
+def stratified_estimate(strata: list[tuple[int, int, int]]) -> tuple[float, float]:
+    """(score %, half-width % of a 95% interval) over modules given as (mutants in the module,
+    sampled and counted, killed of those): each module's killed fraction weighted by its size,
+    the variance with the finite-population correction (a module scored in full adds none).
+    The variance uses Agresti and Coull's (killed + 2) / (sampled + 4), so a sample that killed
+    every mutant still gets an interval."""
+    total = sum(n for n, _, _ in strata)
+    score = variance = 0.0
+    for n, sampled, killed in strata:
+        if not sampled:
+            continue
+        w = n / total
+        score += w * killed / sampled
+        if sampled < n:
+            p = (killed + 2) / (sampled + 4)
+            variance += w * w * p * (1 - p) / (sampled + 4) * (n - sampled) / max(n - 1, 1)
+    return 100.0 * score, 100.0 * 1.96 * math.sqrt(variance)
 
 
 def main(argv=None) -> int:
@@ -293,6 +411,14 @@ def main(argv=None) -> int:
                     help="test files to run for every module given (default: each module's own "
                          "selection in MODULE_TESTS); fewer = faster, and a lower bound on "
                          "the score")
+    ap.add_argument("--sample", type=int, metavar="N",
+                    help="score a random sample of N mutants per module (fixed seed; verdicts "
+                         "already known are reused) and estimate the score with a 95%% "
+                         "interval; a module whose every mutant has a verdict counts in full")
+    ap.add_argument("--census", type=int, metavar="K",
+                    help="with --sample N: the K-sample of an earlier run (the one new tests "
+                         "were written against) counts in full, and the N mutants are drawn "
+                         "from the rest, so the estimate is not biased by those tests")
     ap.add_argument("--report-only", action="store_true",
                     help="only read the results of the last (possibly interrupted) runs")
     args = ap.parse_args(argv)
@@ -304,6 +430,8 @@ def main(argv=None) -> int:
                       if not (ROOT / t).is_file()})
     if missing:
         raise SystemExit(f"no such test file: {', '.join(missing)}")
+    if args.sample is not None and args.sample < 1:
+        raise SystemExit(f"--sample must be at least 1, not {args.sample}")
     if args.children < 1:
         raise SystemExit(f"--children must be at least 1, not {args.children}")
     if not args.report_only and not (Path(sys.executable).parent / "mutmut").exists():
@@ -312,6 +440,8 @@ def main(argv=None) -> int:
     equivalents = load_equivalents()
     total_killed = total_counted = 0
     all_survivors, low, never_ran, failed = [], [], [], []
+    strata: list[tuple[int, int, int]] = []     # (mutants, counted in the score, killed)
+    any_sampled = False
     print(HEADER, flush=True)
     for module in args.modules:
         if not args.report_only:
@@ -327,10 +457,39 @@ def main(argv=None) -> int:
         if codes is None:
             never_ran.append(module)
             continue
-        line, killed, counted, survivors = row(module, codes, equivalents, load_times().get(module))
+        if args.census and args.sample:
+            # two strata: the census sample, every verdict known, and a fresh sample of the rest
+            census = sample_names(module, codes, args.census)
+            fresh = sample_names(module, codes, args.sample, args.census)
+            rest = [n for n in codes if n not in set(census)]
+            c_killed, c_counted, *_ = tally({n: codes[n] for n in census}, equivalents)
+            line, killed, counted, survivors = row(
+                module, {n: codes[n] for n in fresh}, equivalents, load_times().get(module))
+            module_strata = [(c_counted, c_counted, c_killed),
+                             (sum(n not in equivalents for n in rest), counted, killed)]
+            estimate, half = stratified_estimate(module_strata)
+            line += (f"  (a fresh sample of {len(fresh)} of the {len(rest)} outside the "
+                     f"{len(census)} scored in full, {c_killed}/{c_counted} killed there; "
+                     f"module {estimate:.1f}% +-{half:.1f})")
+            print(line, flush=True)
+            strata += module_strata
+            total_killed += killed + c_killed
+            total_counted += counted + c_counted
+            any_sampled = True
+            if estimate < GOAL_MODULE:
+                low.append(module)
+            all_survivors += survivors
+            continue
+        scored, sampled = scored_codes(module, codes, args.sample)
+        line, killed, counted, survivors = row(module, scored, equivalents,
+                                               load_times().get(module),
+                                               len(codes) if sampled else None)
         print(line, flush=True)
         total_killed += killed
         total_counted += counted
+        countable = sum(n not in equivalents for n in codes)
+        strata.append((countable, counted, killed))
+        any_sampled |= sampled
         all_survivors += survivors
         if counted and 100.0 * killed / counted < GOAL_MODULE:
             low.append(module)
@@ -356,7 +515,15 @@ def main(argv=None) -> int:
         print(f"mutmut failed (not in the score): {', '.join(failed)}")
     if not total_counted:
         raise SystemExit("no mutation results to score: run without --report-only first")
-    print(f"mutation score: {100.0 * total_killed / total_counted:.0f}%")
+    if any_sampled:
+        score, half = stratified_estimate(strata)
+        print(f"estimated from random samples of {args.sample} mutants per module"
+              f"{f' outside the {args.census}-mutant census' if args.census else ''} "
+              f"({total_counted} of {sum(n for n, _, _ in strata)} mutants scored), "
+              f"95% interval {max(0.0, score - half):.1f}-{min(100.0, score + half):.1f}%")
+        print(f"mutation score: {score:.0f}% (estimated)")
+    else:
+        print(f"mutation score: {100.0 * total_killed / total_counted:.0f}%")
     return 1 if failed else 0
 
 

@@ -194,3 +194,11 @@ def test_api_commands_become_typed_actions_with_validate_errors():
         A.parse({"action": "melt"}, TOPO)
     with pytest.raises(FaultError, match="gray_loss: percent must be in 0..100"):
         A.parse({"action": "gray_loss", "a": "t0p0g0", "b": "t1p0s0", "percent": 101}, TOPO)
+
+
+def test_ecn_mark_is_remembered_with_its_rate_and_its_note_names_the_port():
+    """The service lists active faults with their parameters (the `links` view): an ECN mark
+    of 80 Mbit/s from t1p0s0 toward t0p0g1 is kept under (ecn_mark, t1p0s0, t0p0g1)."""
+    plan = P.plan(A.EcnMark("t1p0s0", "t0p0g1", "a->b", 80.0), EMPTY, CTX)
+    assert dict(plan.state.active[("ecn_mark", "t1p0s0", "t0p0g1")]) == {"rate_mbit": 80.0}
+    assert plan.log_extra["notes"][0].startswith("ecn_mark on t1p0s0-e2: ")
