@@ -219,7 +219,11 @@ def _fault_records(tdir: Path, problems: list[str]) -> list[dict]:
 # ---------------------------------------------------------------- assembling
 
 
-def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[str]):
+def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[str],
+                side_flows: frozenset[str] = frozenset()):
+    """side_flows: hosts whose iterations are not the collective's (an incast's victim-only
+    flow runs at its own pace): their records count for verification and the traffic's end, not
+    for the collective's iterations."""
     per_index: dict[int, list[dict]] = {}
     errors, timed_start, verified, per_rank = [], None, True, []
     for host, events in logs.items():
@@ -231,6 +235,9 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                     problems.append(f"worker-{host}.jsonl: iteration event without iter/start_ns/end_ns")
                     continue
                 per_index.setdefault(idx, []).append(e)
+                if host in side_flows:
+                    e = dict(e, side_flow=True)
+                    per_index[idx][-1] = e
                 per_rank.append((idx, host, start, end, e.get("bytes"), e.get("verified") is True))
                 verified = verified and e.get("verified") is True
             elif kind == Event.ERROR:
@@ -239,9 +246,11 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                 t = _int(e.get("t_ns"))
                 if t is not None:
                     timed_start = t if timed_start is None else min(timed_start, t)
+    ranks = max(1, len([h for h in hosts if h not in side_flows]))
+    collective = {i: [e for e in recs if not e.get("side_flow")] for i, recs in per_index.items()}
     complete = [Iteration(i, min(e["start_ns"] for e in recs), max(e["end_ns"] for e in recs),
                           len(recs), all(e.get("verified") is True for e in recs))
-                for i, recs in sorted(per_index.items()) if len(recs) >= max(1, len(hosts))]
+                for i, recs in sorted(collective.items()) if len(recs) >= ranks]
     traffic_end = max((e["end_ns"] for recs in per_index.values() for e in recs), default=None)
     per_rank.sort(key=lambda r: (r[0], hosts.index(r[1]) if r[1] in hosts else len(hosts), r[1]))
     return complete, timed_start, traffic_end, verified, errors, per_rank
@@ -332,6 +341,16 @@ def measure_recoveries(samples, iteration_times_ms, timed_start_ns, traffic_end_
     return baseline, windows, out
 
 
+def _victim_only_hosts(config: dict, hosts: list[str]) -> frozenset[str]:
+    """The hosts of an incast's victim flow when they take no part in the incast
+    (`victim_only`): worker.json names them by rank."""
+    victim = config.get("victim")
+    if config.get("victim_only") is not True or not isinstance(victim, list):
+        return frozenset()
+    return frozenset(hosts[r] for r in victim
+                     if isinstance(r, int) and not isinstance(r, bool) and 0 <= r < len(hosts))
+
+
 def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | None = None) -> TransportRun:
     """Load one transport directory. faults_scheduled: how many [[faults]] entries the scenario
     has (the runner knows it); an entry with no record at all is then reported as not reached."""
@@ -349,7 +368,8 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
     hosts = [str(h) for h in config.get("hosts", [])] if isinstance(config.get("hosts"), list) else []
     logs = _worker_logs(tdir, hosts, problems)
     hosts = hosts or list(logs)
-    iterations, timed_start, traffic_end, verified, errors, per_rank = _iterations(logs, hosts, problems)
+    iterations, timed_start, traffic_end, verified, errors, per_rank = _iterations(
+        logs, hosts, problems, _victim_only_hosts(config, hosts))
     goodput = _goodput(logs)
     samples = recovery.aggregate_cumulative({h: s for h, s in goodput.items() if s})
     outcomes, by_entry = _group_entries(_fault_records(tdir, problems), traffic_end)
