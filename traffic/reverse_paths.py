@@ -225,14 +225,18 @@ class ReversePaths:
         return cands
 
     def on_probe_response(self, probe: Probe, now_ns: int) -> None:
-        pending = self._pending.pop(probe.seq, None)
+        pending = self._pending.get(probe.seq)
         if pending is None or pending[0] != probe.ev:
-            if self._expired.pop(probe.seq, None) == probe.ev:
+            # an answer that does not reflect the probe's EV is not its answer: the probe
+            # stays pending and times out as if nothing had come
+            if self._expired.get(probe.seq) == probe.ev:
+                del self._expired[probe.seq]
                 late = self._unjudged.pop(probe.seq, None)
                 self._result(probe.ev, True, now_ns)   # late, but the path works
                 if late is not None:
                     self._judge_timeouts(late[1], now_ns)
             return
+        del self._pending[probe.seq]
         ev, sent, kind = pending
         # any answer shows the peer alive: earlier unanswered probes failed on their own paths
         self._judge_timeouts(sent, now_ns)

@@ -533,3 +533,21 @@ def test_a_long_outage_keeps_only_the_last_64_timed_out_probes():
     assert probe_failures(events) == [] and rp.evs[0][0].fails == 0
     rp.on_probe_response(answer(by_seq[66]), 70 * RTT)
     assert len(probe_failures(events, a)) == 63 and rp.evs[0][0].fails == 63
+
+
+def test_a_candidate_answered_with_the_wrong_ev_still_times_out_and_is_replaced():
+    """An answer whose EV is not the probe's (a malformed or foreign packet: the peer reflects
+    the EV) must not consume the pending probe: the candidate is neither adopted nor left
+    holding the plane's turn, but fails at its timeout (4 RTTs) and a fresh one is drawn then,
+    as if no answer had come."""
+    rp, events = make(planes=(0,), reverse_evs_per_plane=1)
+    rp.evs[0].clear()
+    (candidate, _), = rp.poll(0, True)
+    rp.on_probe_response(Probe(ev=candidate.ev ^ 1, seq=candidate.seq, timestamp=0,
+                               response=True), 100)
+    assert rp.evs[0] == []                          # not adopted
+    more = drive(rp, 100, 5 * RTT, lambda probe, t: None)
+    dropped = probe_failures(events, candidate=True)
+    assert [(e["t_ns"], e["ev"]) for e in dropped] == [(4000, candidate.ev)]
+    assert [t for t, _ in more] == [4000]
+    assert more[0][1].seq == candidate.seq + 1
