@@ -224,7 +224,8 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
     """side_flows: hosts whose iterations are not the collective's (an incast's victim-only
     flow runs at its own pace): their records count for verification and the traffic's end, not
     for the collective's iterations."""
-    per_index: dict[int, list[dict]] = {}
+    per_index: dict[int, list[dict]] = {}      # every host's records
+    collective: dict[int, list[dict]] = {}     # the collective's ranks' records
     errors, timed_start, verified, per_rank = [], None, True, []
     for host, events in logs.items():
         for e in events:
@@ -235,9 +236,8 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                     problems.append(f"worker-{host}.jsonl: iteration event without iter/start_ns/end_ns")
                     continue
                 per_index.setdefault(idx, []).append(e)
-                if host in side_flows:
-                    e = dict(e, side_flow=True)
-                    per_index[idx][-1] = e
+                if host not in side_flows:
+                    collective.setdefault(idx, []).append(e)
                 per_rank.append((idx, host, start, end, e.get("bytes"), e.get("verified") is True))
                 verified = verified and e.get("verified") is True
             elif kind == Event.ERROR:
@@ -247,7 +247,6 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                 if t is not None:
                     timed_start = t if timed_start is None else min(timed_start, t)
     ranks = max(1, len([h for h in hosts if h not in side_flows]))
-    collective = {i: [e for e in recs if not e.get("side_flow")] for i, recs in per_index.items()}
     complete = [Iteration(i, min(e["start_ns"] for e in recs), max(e["end_ns"] for e in recs),
                           len(recs), all(e.get("verified") is True for e in recs))
                 for i, recs in sorted(collective.items()) if len(recs) >= ranks]
