@@ -10,30 +10,19 @@
 from __future__ import annotations
 
 import mmap
-import random
 
 import pytest
 
 from model.events import Event
-from model.topology import make_ev
-from traffic.evs import PathInfo
-from traffic.memory import MemoryRegistry
 from traffic.messages import DataPacket, Opcode, Probe
-from traffic.qp_config import MRCConfig
-from traffic.receiver import ReceiverQP
 from traffic.work_requests import MessageAssembler, QPError, validate_write
 
-QP, PEER, RKEY, VA = 0x300, 0x200, 0x77, 0x10000
-EV0 = make_ev(0, 1, 0x1234)
+from tests.unit.test_receiver_counters_and_sacks import EV0, QP, RKEY, VA
+from tests.unit.test_receiver_counters_and_sacks import receiver as _receiver
 
 
 def receiver(**cfg):
-    events = []
-    reg = MemoryRegistry()
-    reg.register(bytearray(1 << 16), va=VA, rkey=RKEY)
-    rx = ReceiverQP(QP, PEER, MRCConfig(base_rtt_ns=1000, **cfg), PathInfo((0, 1), 2),
-                    random.Random(1), reg, emit=events.append)
-    return rx, events
+    return _receiver(base_rtt_ns=1000, **cfg)
 
 
 def pkt(psn, **kw):
