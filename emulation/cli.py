@@ -83,7 +83,19 @@ def _run_main(prog: str, target: str, args) -> int:
     except UsageError as e:
         print(f"{prog}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except RuntimeError as e:
+        if not _is_fabric_error(e):
+            raise
+        print(f"{prog}: the fabric failed: {e}", file=sys.stderr)
+        return 1
     return int(rc or 0)
+
+
+def _is_fabric_error(err: BaseException) -> bool:
+    """A FabricError (OVS down, a failed tc/ip command): a message for the user, not a
+    traceback. Imported here: most subcommands never load the fabric module."""
+    from emulation.fabric import FabricError
+    return isinstance(err, FabricError)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -357,6 +369,11 @@ def _run_bench(name: str, args) -> tuple[int, dict | None]:
     except UsageError as e:
         print(f"mrclab bench {name}: {e}", file=sys.stderr)
         return EXIT_USAGE, None
+    except RuntimeError as e:
+        if not _is_fabric_error(e):
+            raise
+        print(f"mrclab bench {name}: the fabric failed: {e}", file=sys.stderr)
+        return 1, None
     return 0, figures
 
 
@@ -510,7 +527,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     if args.cmd == "fabric":
-        return _fabric(args)
+        try:
+            return _fabric(args)
+        except RuntimeError as e:
+            if not _is_fabric_error(e):
+                raise
+            print(f"mrclab fabric: the fabric failed: {e}", file=sys.stderr)
+            return 1
     if args.cmd == "link":
         return _link(args)
     if args.cmd in ("deny", "allow"):

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from controller.client import ControllerClient, ControllerError
-from emulation import cleanup, hostnet, ovs_sndbuf, switchqueue
+from emulation import cleanup, hostnet, ovs_service, ovs_sndbuf, switchqueue
 from emulation import trimming as trim_mod
 from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
@@ -211,6 +211,10 @@ class Fabric:
         self._lock_fd = acquire_fabric_lock()
         try:
             self._install_signal_handlers()
+            try:
+                ovs_service.ensure_ovs_running()
+            except ovs_service.OvsNotRunning as err:
+                raise FabricError(str(err)) from None
             cleanup.clean()
             self._start()
         except BaseException:

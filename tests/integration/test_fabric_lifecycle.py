@@ -93,3 +93,29 @@ def test_lock_timeout_names_holder():
         assert f"held by pid {os.getpid()}" in run.stderr and "FabricLockTimeout" in run.stderr
     finally:
         release_fabric_lock(fd)
+
+
+def _ovs_answers(argv: list[str]) -> bool:
+    return subprocess.run(argv, capture_output=True, timeout=20).returncode == 0
+
+
+def test_fabric_starts_open_vswitch_when_it_is_down():
+    """After a reboot nothing runs Open vSwitch; a fabric command must start it, not fail in
+    cleanup with "database connection failed"."""
+    from emulation import ovs_service
+    from emulation.fabric import acquire_fabric_lock, release_fabric_lock
+    fd = acquire_fabric_lock(timeout_s=300)
+    try:
+        subprocess.run([ovs_service.OVS_CTL, "stop"], check=True, capture_output=True,
+                       timeout=120)
+        assert not _ovs_answers(ovs_service.DB_CHECK)
+        assert not _ovs_answers(ovs_service.SWITCHD_CHECK)
+    finally:
+        release_fabric_lock(fd)
+    run = subprocess.run(MRCLAB + ["fabric", "--planes", "1", "--groups", "2", "--spines", "1",
+                                   "--hosts", "1", "--check"],
+                         cwd=REPO, capture_output=True, text=True, timeout=240)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "fabric check ok" in run.stdout
+    assert _ovs_answers(ovs_service.DB_CHECK) and _ovs_answers(ovs_service.SWITCHD_CHECK)
+    assert_nothing_left()
