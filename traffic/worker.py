@@ -25,6 +25,7 @@ from model.events import Event, Phase
 from traffic import collectives
 from traffic.comm import CommError, create_communicator
 from traffic.endpoint_support import EventLog
+from traffic.iteration_inputs import InputPrefetcher
 from traffic.worker_config import WorkerConfig, WorkerConfigError
 
 EXIT_OK, EXIT_TRANSPORT, EXIT_MISMATCH, EXIT_CONFIG = 0, 2, 3, 4
@@ -80,25 +81,30 @@ def run(config: WorkerConfig, rank: int) -> int:
     kw = dict(qps=qps, timeout_s=timeout_s, target=target, victim=victim, victim_only=victim_only)
     sent_per_iter = collectives.bytes_moved(kind, n, world, rank, target, victim, victim_only)
     nccl_size = collectives.nccl_size_bytes(kind, n)
-    comm = sampler = None
+    comm = sampler = prefetch = None
+
+    def inputs(it: int):
+        return (collectives.make_input(rank, n, it, world),
+                collectives.expected_results(kind, rank, world, n, it, target=target,
+                                             victim=victim, victim_only=victim_only))
     try:
         log.emit(Event.PHASE, phase=Phase.CONNECTING, transport=transport, rank=rank)
         comm = create_communicator(transport, rank, config)
         log.emit(Event.PHASE, phase=Phase.CONNECTED)
         sampler = GoodputSampler(comm, log, config.goodput_interval_ms / 1000)
         sampler.start()
+        # Inputs and expected results are computed outside the timed span (with W ranks the
+        # expected sum hashes W buffers), one iteration ahead in a thread
+        # (traffic/iteration_inputs.py), not between iterations.
+        prefetch = InputPrefetcher(inputs, warmup, warmup + iterations)
         for i in range(warmup):
             ok, msg = collectives.run_and_verify(comm, kind, n, i, **kw)
             if not ok:
                 return _mismatch(log, f"warm-up: {msg}")
         log.emit(Event.PHASE, phase=Phase.WARMUP_DONE)
         for i in range(iterations):
-            # Inputs and expected results are computed outside the timed span: with W ranks
-            # the expected sum hashes W buffers, which would count as collective time.
             it = warmup + i
-            buf = collectives.make_input(rank, n, it, world)
-            expected = collectives.expected_results(kind, rank, world, n, it, target=target,
-                                                    victim=victim, victim_only=victim_only)
+            buf, expected = prefetch.get(it)
             start = time.monotonic_ns()
             results = collectives.run_collective(comm, kind, buf, it, **kw)
             end = time.monotonic_ns()
@@ -119,6 +125,8 @@ def run(config: WorkerConfig, rank: int) -> int:
     finally:
         if sampler is not None and sampler.is_alive():
             sampler.stop()
+        if prefetch is not None:
+            prefetch.close()
         if comm is not None:
             comm.close()
         log.close()
