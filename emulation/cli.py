@@ -94,7 +94,7 @@ def _run_main(prog: str, target: str, args) -> int:
 def _is_fabric_error(err: BaseException) -> bool:
     """A FabricError (OVS down, a failed tc/ip command): a message for the user, not a
     traceback. Imported here: most subcommands never load the fabric module."""
-    from emulation.fabric import FabricError
+    from emulation.fabric import FabricError  # deferred: only when a command failed
     return isinstance(err, FabricError)
 
 

@@ -40,7 +40,7 @@ from typing import Callable
 from model.events import Event
 from model.topology import ev_plane
 from traffic import loss_policy as lp
-from traffic.evs import GOOD, EVSet, PathInfo
+from traffic.evs import DENIED, GOOD, EVSet, PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.nscc import Nscc, PlanePacer
@@ -382,7 +382,10 @@ class SenderQP(PostedWrites):
             if ev is not None:
                 return ev
         active = self.evs.active()
-        if any(clean_ev(ev) for ev in active):
+        evs = self.evs.evs
+        # Only EVs the picks above could have drawn count: not rec.ev (a trimmed packet's own
+        # EV stays clean, and counting it held the retransmission until the RTO), not DENIED.
+        if any(ev != rec.ev and evs[ev].state != DENIED and clean_ev(ev) for ev in active):
             return None         # a clean EV exists, its plane's pacer is just out of tokens
         # Every usable EV has an unexplained loss (everything stalled): retrying somewhere is
         # the only way on; the retry limit ends a truly dead QP.

@@ -87,3 +87,23 @@ def test_a_probe_of_a_retired_ev_carries_its_send_time():
     t = h.clock.now_ns + 10 * h.sender.evs.probe_period_ns
     probes = [m for m, _ in h.sender.poll(t) if isinstance(m, Probe)]
     assert [(p.ev, p.timestamp, p.src_qp) for p in probes] == [(pkt.ev, t, 0x11)]
+
+
+def test_a_trimmed_packet_is_retransmitted_at_once_when_every_other_ev_is_suspect():
+    """The retransmission never goes back on the trimmed packet's own EV. If every other EV
+    has an unexplained loss outstanding, retrying on one of them is the only way on: the
+    packet must leave in the next poll, not wait for its RTO because its own (clean) EV
+    looked like a usable alternative."""
+    h, pkt = one_packet_sender()
+    others = [ev for ev in h.sender.evs.active() if ev != pkt.ev]
+    assert others
+    for ev in others:
+        info = h.sender.evs.evs[ev]
+        h.sender.unexplained.lost((ev, (info.plane, info.spine)), pkt.timestamp)
+    t = h.clock.now_ns + 50
+    h.sender.on_nack(Nack(dest_qp=0x11, psn=pkt.psn, reason=NackReason.TRIMMED, ev=pkt.ev,
+                          port_status=0b11, echo_timestamp=pkt.timestamp), t)
+    out = h.sender.poll(t)
+    [(retx, _)] = [(m, p) for m, p in out if getattr(m, "psn", None) == pkt.psn]
+    assert retx.retransmit and retx.ev != pkt.ev and retx.ev in others
+    assert h.sender.counters["retransmits_onto_suspect_evs"] == 1
