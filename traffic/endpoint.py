@@ -54,13 +54,13 @@ from traffic.endpoint_support import (
 )
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, DataPacket, Nack, Probe, Sack
+from traffic.nscc import PlanePacer
 from traffic.path_prober import PathProber
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
 
 RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP owns them)
 READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answered only then)
 PATH_PROBE_QP = 3          # src_qp of the path prober's probes (2 is the EV probes' QP)
-TX_QUEUE_LIMIT = 8         # frames queued per port before QPs are asked for more (backpressure)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
 RX_ROUND = 16              # frames read from one port before the next port's turn
 
@@ -210,7 +210,10 @@ class Endpoint:
         frame_bytes = config.max_payload + MAX_DATA_OVERHEAD + 4     # + Ethernet FCS
         self.pacers = {p: Pacer(rate_bps, (config.pacing_burst_packets + 2) * frame_bytes, now)
                        for p in self.ports}
-        self.txq = {p: collections.deque() for p in self.ports}
+        self.txq = {p: collections.deque() for p in self.ports}      # data frames, paced
+        # SACKs, NACKs and probes: sent ahead of queued data (see _flush_tx)
+        self.ctrlq = {p: collections.deque() for p in self.ports}
+        self._qp_pacer = None       # the QPs' shared per-port token bucket (create_qp)
         self.port_up = {p: True for p in self.ports}
         for p, port in self.ports.items():
             self.port_up[p] = bool(port.is_up())
@@ -320,6 +323,16 @@ class Endpoint:
         else:
             sender, receiver = roce_rc.make_qp_halves(qpn, peer_qpn, qcfg, paths, rng,
                                                       self.registry, emit)
+        # Every QP of the host paces against one token bucket per NIC port, as QPs share a
+        # NIC port's line rate. With a bucket each, two QPs on a port offered twice its rate:
+        # the excess waited in the endpoint's transmit queue, SACKs queued behind it (demo:
+        # SACK response at the receiver p90 5-9 ms, p99 15-24 ms) and every packet's RTT
+        # sample counted that wait as fabric delay, which NSCC answered by cutting the window.
+        if self._qp_pacer is None:
+            self._qp_pacer = PlanePacer(planes, qcfg.port_rate_Bps,
+                                        qcfg.pacing_burst_packets
+                                        * (qcfg.max_payload + qcfg.header_overhead))
+        sender.pacer = self._qp_pacer
         qp = QueuePair(qpn, peer, peer_qpn, transport, sender, receiver, base_rtt_ns,
                        changed=self.deadlines.changed)
         self.deadlines.changed(qp)
@@ -428,15 +441,32 @@ class Endpoint:
             self.counters.drop("tx_encode_error")
             self.log.emit(Event.TX_ERROR, qp=getattr(msg, "dest_qp", 0), reason=str(e))
             return False
-        self.txq[plane].append(frame)
         if isinstance(msg, DataPacket):
+            self.txq[plane].append(frame)
             self.counters.tx_packets += 1
             self.counters.tx_bytes += len(msg.payload)
             if msg.retransmit:
                 self.counters.retransmitted += 1
+        else:
+            self.ctrlq[plane].append(frame)
         return True
 
     def _flush_tx(self, now: int) -> None:
+        """Control frames first and without waiting for tokens (they still consume them: a
+        NIC's ACKs share the wire but do not queue behind its data), then data while the
+        port's pacer allows."""
+        for plane, q in self.ctrlq.items():
+            if not q:
+                continue
+            pacer = self.pacers[plane]
+            port = self.ports[plane]
+            while q:
+                frame = q.popleft()
+                pacer.consume(len(frame) + 4)
+                if port.send(frame):
+                    self.counters.sent += 1
+                else:
+                    self.counters.send_failed += 1
         for plane, q in self.txq.items():
             if not q:
                 continue
@@ -606,7 +636,7 @@ class Endpoint:
                       retransmits=c.retransmitted)
 
     def _queued(self) -> int:
-        return sum(len(q) for q in self.txq.values())
+        return sum(len(q) for q in self.txq.values()) + sum(len(q) for q in self.ctrlq.values())
 
     def _pump_qps(self, now: int) -> None:
         """Ask the QPs that are due for their messages (only those: self.deadlines). The QPs
