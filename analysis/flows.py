@@ -74,6 +74,36 @@ def flows_of(worker_cfg: dict) -> list[tuple[str, str]]:
     return []
 
 
+def coupled_groups(worker_cfg: dict, hosts: list[str]) -> list[frozenset[str]]:
+    """Sets of hosts whose iterations are tied together by the data they exchange; a collective
+    iteration lasts as long as its slowest group's span (first start to last end in the group).
+
+    A bisection's pairs exchange nothing with each other and run at their own pace: spanning
+    all ranks would also count how far one pair has run ahead of the other, a lead that grows
+    every iteration (two pairs 0.1 s apart per iteration read 1 s slower by the tenth).
+    Every other collective: one group of all `hosts` (none when no host is known)."""
+    if not hosts:
+        return []
+    if worker_cfg.get("collective") == "bisection" and len(hosts) >= 2 and len(hosts) % 2 == 0:
+        half = len(hosts) // 2
+        return [frozenset((hosts[r], hosts[r + half])) for r in range(half)]
+    return [frozenset(hosts)]
+
+
+def slowest_group_span_ns(records: list[tuple[str, int, int]],
+                          groups: list[frozenset[str]]) -> int | None:
+    """One iteration's duration from its (host, start_ns, end_ns) records: the longest span of
+    any group that logged it (records of hosts in no group count as a group of their own)."""
+    spans = []
+    members = [set(g) for g in groups]
+    members += [{h} for h, _, _ in records if not any(h in g for g in groups)]
+    for group in members:
+        mine = [(s, e) for h, s, e in records if h in group]
+        if mine:
+            spans.append(max(e for _, e in mine) - min(s for s, _ in mine))
+    return max(spans, default=None)
+
+
 def timed_window(worker_events: list[dict]) -> tuple[int | None, int | None]:
     """(warmup_done, last iteration end) of one worker log: its timed phase."""
     start = min((e["t_ns"] for e in worker_events if e.get("event") == Event.PHASE
