@@ -206,8 +206,6 @@ MRC_QP = {
     "nscc_prop_gain": _pos(None, "NSCC proportional increase gain", hi=100.0),
     "nscc_max_window_bdp": _pos(None, "NSCC window ceiling, BDPs", hi=100.0),
     "nscc_initial_window_bdp": _pos(None, "NSCC initial window, BDPs", hi=100.0),
-    "nscc_delay_avg_gain": _n(None, 0.0, 1.0, "NSCC average-delay gain gating its decrease "
-                              "(omit: each ACK's delay)", above=True),
     "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric"),
     "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
     "loss_verdict_ns": _i(None, 0, NS_MAX, "wait this long for evidence before retiring an EV"),

@@ -14,15 +14,6 @@ picks one of four responses:
 plus QUICK_ADAPT on loss/NACK (or delay above qa_threshold = 4 x target): at most once per base
 RTT, cwnd falls to what was actually acknowledged during the last base RTT.
 
-With `delay_avg_gain` set, the decrease follows htsim's UecSrc: the row is still chosen by the
-ACK's own delay, but the window is cut only while an average of the delay (an exponential
-moving average, gain `delay_avg_gain` per RTT sample) is above the target, and by a factor from
-that average. A sample above the target with no ECN pulls the average towards base_rtt / 4
-(delay without a mark is not a queue NSCC acts on), one above 5 base RTTs enters with gain
-0.0125. In this emulator an ACK's delay is mostly CPU scheduling (tens of ms on a loaded
-2-core machine), so with the sample alone nearly every ECN echo also cut the window: marking
-made the pinned ecn-collision flows slower than no marking (2,400 decreases per flow).
-
 Constants (uet-htsim defaults): gamma = 0.8, MD bounded to factor 0.5, qa threshold = 4 x target,
 fair-increase constant fi = 1 (htsim scales it by 0.25 at 400G; here fi is in MSS per RTT),
 max window 1.5 x BDP, target = base RTT (0.75 x base RTT when the fabric trims). htsim's
@@ -33,10 +24,6 @@ double per RTT) and is configurable.
 from __future__ import annotations
 
 from enum import Enum
-
-
-# htsim UecSrc::update_delay: a delay sample above 5 base RTTs enters the average with this gain
-OUTLIER_DELAY_GAIN = 0.0125
 
 
 class NsccResponse(str, Enum):
@@ -54,16 +41,11 @@ class Nscc:
                  gamma: float = 0.8, max_md: float = 0.5, fair_increase_mss: float = 1.0,
                  prop_gain: float = 1.0, max_window_bdp: float = 1.5,
                  initial_window_bdp: float = 1.0, target_frac: float = 1.0,
-                 qa_threshold_targets: float = 4.0, min_window: int | None = None,
-                 delay_avg_gain: float | None = None):
+                 qa_threshold_targets: float = 4.0, min_window: int | None = None):
         if not 0 < max_md <= 0.5:
             raise ValueError(f"max_md must be in (0, 0.5] (decrease factor >= 0.5), got {max_md}")
         if base_rtt_ns <= 0 or link_rate_Bps <= 0 or mss <= 0:
             raise ValueError("base_rtt_ns, link_rate_Bps and mss must be positive")
-        if delay_avg_gain is not None and not 0 < delay_avg_gain <= 1:
-            raise ValueError(f"delay_avg_gain must be in (0, 1] or None, got {delay_avg_gain}")
-        self.delay_avg_gain = delay_avg_gain
-        self.avg_delay_ns = 0.0
         self.link_rate_Bps = float(link_rate_Bps)
         self.mss = mss
         self.gamma = gamma
@@ -112,8 +94,6 @@ class Nscc:
         self._account(acked_bytes, now_ns)
         delay = max(0, (rtt_ns - self.base_rtt_ns)) if rtt_ns is not None else 0
         target = self.target_ns
-        if rtt_ns is not None and self.delay_avg_gain is not None:
-            self._average_delay(delay, ecn, target)
         if rtt_ns is not None and delay > self.qa_threshold_targets * target:
             if self._quick_adapt(now_ns):
                 self.counts["quick_adapt_on_delay"] += 1
@@ -127,10 +107,8 @@ class Nscc:
                 resp = NsccResponse.PROPORTIONAL_INCREASE
         elif delay >= target:
             resp = NsccResponse.MULTIPLICATIVE_DECREASE
-            queue = delay if self.delay_avg_gain is None else self.avg_delay_ns
-            if (queue >= target and queue > 0
-                    and (self.last_md_ns is None or now_ns - self.last_md_ns >= self.base_rtt_ns)):
-                factor = max(1.0 - self.gamma * (queue - target) / queue, 1.0 - self.max_md)
+            if self.last_md_ns is None or now_ns - self.last_md_ns >= self.base_rtt_ns:
+                factor = max(1.0 - self.gamma * (delay - target) / delay, 1.0 - self.max_md)
                 self.cwnd *= factor
                 self.last_md_ns = now_ns
         else:
@@ -147,15 +125,6 @@ class Nscc:
         return applied
 
     # ---------------------------------------------------------------- internals
-
-    def _average_delay(self, delay: float, ecn: bool, target: float) -> None:
-        if not ecn and delay > target:
-            sample, gain = self.base_rtt_ns / 4, self.delay_avg_gain
-        elif delay > 5 * self.base_rtt_ns:
-            sample, gain = delay, OUTLIER_DELAY_GAIN
-        else:
-            sample, gain = delay, self.delay_avg_gain
-        self.avg_delay_ns = gain * sample + (1 - gain) * self.avg_delay_ns
 
     def _account(self, acked_bytes: int, now_ns: int) -> None:
         if self.qa_window_start is None or now_ns - self.qa_window_start >= self.base_rtt_ns:

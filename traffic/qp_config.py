@@ -95,9 +95,6 @@ class MRCConfig:
     nscc_prop_gain: float = 1.0
     nscc_max_window_bdp: float = 1.5
     nscc_initial_window_bdp: float = 1.0
-    # gain of NSCC's average queueing delay, which gates and sizes its decrease (traffic/nscc.py;
-    # uet-htsim uses 0.0125); None: each ACK's own delay
-    nscc_delay_avg_gain: float | None = None
     trimming: bool = False               # fabric trims -> target 0.75 x base RTT
     # Upper bound on the extra (queueing) delay a data packet can see on one path through a
     # TRIMMING fabric: every switch queue trims above its threshold, so a packet that is not
@@ -211,12 +208,6 @@ class MRCConfig:
                              f"got {self.loss_policy!r}")
         if not 0 < self.nscc_max_md <= 0.5:
             raise ValueError("MRCConfig.nscc_max_md must be in (0, 0.5] (MD factor >= 0.5)")
-        if self.nscc_delay_avg_gain is not None and (
-                isinstance(self.nscc_delay_avg_gain, bool)
-                or not isinstance(self.nscc_delay_avg_gain, (int, float))
-                or not 0 < self.nscc_delay_avg_gain <= 1):
-            raise ValueError(f"MRCConfig.nscc_delay_avg_gain must be in (0, 1] or null, "
-                             f"got {self.nscc_delay_avg_gain!r}")
 
     @property
     def mpr_window(self) -> int:

@@ -184,8 +184,7 @@ class SenderQP(PostedWrites):
                          prop_gain=config.nscc_prop_gain,
                          max_window_bdp=config.nscc_max_window_bdp,
                          initial_window_bdp=config.nscc_initial_window_bdp,
-                         target_frac=0.75 if config.trimming else 1.0,
-                         delay_avg_gain=config.nscc_delay_avg_gain)
+                         target_frac=0.75 if config.trimming else 1.0)
         self._mpr_window = config.mpr_window  # read per packet; the config never changes
         self.snd_una = config.start_psn     # absolute sequence numbers; wire PSN = seq & mask
         self.snd_nxt = config.start_psn

@@ -147,8 +147,6 @@ READERS["mrc.qp"]["ev_pin_spine"] = (1, lambda w: w.qp.sender.evs.pin_spine)
 READERS["mrc.qp"]["ev_pin_count"] = (9, lambda w: sum(
     1 for ev in w.qp.sender.evs.rotation
     if w.qp.sender.evs.evs[ev].plane == 0 and w.qp.sender.evs.evs[ev].spine == w.qp.sender.evs.pin_spine))
-# NSCC's average-delay gain is read off the sender's congestion window object.
-READERS["mrc.qp"]["nscc_delay_avg_gain"] = (0.25, lambda w: w.qp.sender.nscc.delay_avg_gain)
 # loss_policy is read off the policy object the sender actually consults, not the config field.
 READERS["mrc.qp"]["loss_policy"] = (
     "ocp", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(
