@@ -6,6 +6,7 @@ import json
 import pytest
 
 from analysis import flows
+from model.events import Event, Phase
 
 MS = 1_000_000
 T0 = 90_000 * MS
@@ -33,15 +34,15 @@ def write_run(tdir, victim_only=True):
          "incast_target": 0, "victim": [4, 1], "victim_only": victim_only,
          "fabric": {"host_link_mbit": 30, "planes": 2}}))
     for host in ("h0", "h2", "h3"):
-        lines = [event(0, host, "phase", phase="warmup_done"),
-                 event(500, host, "iteration", iter=0, start_ns=T0, end_ns=T0 + 500 * MS),
-                 event(INCAST_END_MS, host, "iteration", iter=1, start_ns=T0 + 500 * MS,
+        lines = [event(0, host, Event.PHASE, phase=Phase.WARMUP_DONE),
+                 event(500, host, Event.ITERATION, iter=0, start_ns=T0, end_ns=T0 + 500 * MS),
+                 event(INCAST_END_MS, host, Event.ITERATION, iter=1, start_ns=T0 + 500 * MS,
                        end_ns=T0 + INCAST_END_MS * MS)]
         (tdir / f"worker-{host}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
-    lines = [event(VICTIM[0], "h1", "phase", phase="warmup_done")]
-    lines += [event(ms, "h1", "goodput", rx_bytes=victim_bytes(ms))
+    lines = [event(VICTIM[0], "h1", Event.PHASE, phase=Phase.WARMUP_DONE)]
+    lines += [event(ms, "h1", Event.GOODPUT, rx_bytes=victim_bytes(ms))
               for ms in range(0, 3001, 100)]
-    lines += [event(VICTIM[1], "h1", "iteration", iter=0, start_ns=T0 + VICTIM[0] * MS,
+    lines += [event(VICTIM[1], "h1", Event.ITERATION, iter=0, start_ns=T0 + VICTIM[0] * MS,
                     end_ns=T0 + VICTIM[1] * MS)]
     (tdir / "worker-h1.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     (tdir / "worker-h4.jsonl").write_text("")
@@ -64,10 +65,10 @@ def test_no_figure_without_a_victim_only_flow_or_an_overlap(tmp_path):
     # a collective that ended before the victim's timed phase began: no overlap, no figure
     assert flows.flow_figures(
         [("h4", "h1")],
-        {"h1": [event(ms, "h1", "goodput", rx_bytes=ms) for ms in (300, 400)]
-         + [event(250, "h1", "phase", phase="warmup_done"),
-            event(400, "h1", "iteration", end_ns=T0 + 400 * MS)]},
+        {"h1": [event(ms, "h1", Event.GOODPUT, rx_bytes=ms) for ms in (300, 400)]
+         + [event(250, "h1", Event.PHASE, phase=Phase.WARMUP_DONE),
+            event(400, "h1", Event.ITERATION, end_ns=T0 + 400 * MS)]},
         {}, None,
-        {"h0": [event(0, "h0", "phase", phase="warmup_done"),
-                event(100, "h0", "iteration", end_ns=T0 + 100 * MS)]},
+        {"h0": [event(0, "h0", Event.PHASE, phase=Phase.WARMUP_DONE),
+                event(100, "h0", Event.ITERATION, end_ns=T0 + 100 * MS)]},
     )[0]["goodput_during_collective_mbit"] is None
