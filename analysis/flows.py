@@ -74,6 +74,36 @@ def flows_of(worker_cfg: dict) -> list[tuple[str, str]]:
     return []
 
 
+def coupled_groups(worker_cfg: dict, hosts: list[str]) -> list[frozenset[str]]:
+    """Sets of hosts whose iterations are tied together by the data they exchange; a collective
+    iteration lasts as long as its slowest group's span (first start to last end in the group).
+
+    A bisection's pairs exchange nothing with each other and run at their own pace: spanning
+    all ranks would also count how far one pair has run ahead of the other, a lead that grows
+    every iteration (two pairs 0.1 s apart per iteration read 1 s slower by the tenth).
+    Every other collective: one group of all `hosts` (none when no host is known)."""
+    if not hosts:
+        return []
+    if worker_cfg.get("collective") == "bisection" and len(hosts) >= 2 and len(hosts) % 2 == 0:
+        half = len(hosts) // 2
+        return [frozenset((hosts[r], hosts[r + half])) for r in range(half)]
+    return [frozenset(hosts)]
+
+
+def slowest_group_span_ns(records: list[tuple[str, int, int]],
+                          groups: list[frozenset[str]]) -> int | None:
+    """One iteration's duration from its (host, start_ns, end_ns) records: the longest span of
+    any group that logged it (records of hosts in no group count as a group of their own)."""
+    spans = []
+    members = [set(g) for g in groups]
+    members += [{h} for h, _, _ in records if not any(h in g for g in groups)]
+    for group in members:
+        mine = [(s, e) for h, s, e in records if h in group]
+        if mine:
+            spans.append(max(e for _, e in mine) - min(s for s, _ in mine))
+    return max(spans, default=None)
+
+
 def timed_window(worker_events: list[dict]) -> tuple[int | None, int | None]:
     """(warmup_done, last iteration end) of one worker log: its timed phase."""
     start = min((e["t_ns"] for e in worker_events if e.get("event") == Event.PHASE
@@ -83,13 +113,36 @@ def timed_window(worker_events: list[dict]) -> tuple[int | None, int | None]:
     return start, end
 
 
+def collective_window(worker_logs: dict[str, list[dict]]) -> tuple[int | None, int | None]:
+    """(first warmup_done, last iteration end) over the collective's ranks: while it runs."""
+    windows = [timed_window(events) for events in worker_logs.values()]
+    starts = [w[0] for w in windows if w[0] is not None]
+    ends = [w[1] for w in windows if w[1] is not None]
+    return (min(starts) if starts else None, max(ends) if ends else None)
+
+
+def side_flow_collective_hosts(worker_cfg: dict) -> list[str]:
+    """The collective's ranks beside an incast's victim-only flow (whose own pace is not the
+    collective's); [] for any other run."""
+    if worker_cfg.get("collective") != "incast" or worker_cfg.get("victim_only") is not True:
+        return []
+    hosts = worker_cfg.get("hosts") or [f"h{i}" for i in range(int(worker_cfg.get("world_size", 0)))]
+    victim = {hosts[r] for r in worker_cfg.get("victim") or []}
+    return [h for h in hosts if h not in victim]
+
+
 def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]],
-                 endpoint_logs: dict[str, list[dict]], link_mbit: float | None = None) -> list[dict]:
+                 endpoint_logs: dict[str, list[dict]], link_mbit: float | None = None,
+                 collective_logs: dict[str, list[dict]] | None = None) -> list[dict]:
     """One dict per flow: goodput over its destination's timed phase, goodput over the window
     in which every flow is in its timed phase (the figure to compare flows by: none of them
     alone on the fabric), its fraction of `link_mbit` (the host's NIC: link rate x planes), and
-    the ECN moves of its sender."""
+    the ECN moves of its sender. With `collective_logs` (the worker events of the ranks of a
+    collective the flows run beside: an incast's, for its victim-only flow), also the goodput
+    while that collective runs: a victim that outlives the incast runs alone at its end, and
+    its own window then mixes the two."""
     windows = {dst: timed_window(worker_logs.get(dst, [])) for _, dst in flows}
+    beside = collective_window(collective_logs) if collective_logs else (None, None)
     starts = [w[0] for w in windows.values()]
     ends = [w[1] for w in windows.values()]
     common = ((max(starts), min(ends)) if flows and None not in starts and None not in ends
@@ -100,6 +153,10 @@ def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]
                    if e.get("event") == Event.GOODPUT]
         own = mean_goodput_mbit(samples, *windows[dst])
         together = mean_goodput_mbit(samples, *common) if common[0] is not None else None
+        lo, hi = windows[dst]
+        during = (mean_goodput_mbit(samples, max(lo, beside[0]), min(hi, beside[1]))
+                  if None not in (lo, hi, *beside) and max(lo, beside[0]) < min(hi, beside[1])
+                  else None)
         src_events = endpoint_logs.get(src)
         moves = (ecn_moves(src_events, qps_to(src_events, dst)) if src_events is not None
                  else None)
@@ -107,6 +164,7 @@ def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]
             "src": src, "dst": dst,
             "goodput_mbit": own,
             "goodput_all_flows_mbit": together,
+            "goodput_during_collective_mbit": during,
             "link_fraction": (together if together is not None else own) / link_mbit
             if link_mbit and (together if together is not None else own) is not None else None,
             "ecn_moves": None if moves is None else moves["moves"],
@@ -163,6 +221,7 @@ def flow_summary(tdir) -> dict:
         return {"flows": []}
     try:
         flows = flows_of(cfg)
+        side_hosts = side_flow_collective_hosts(cfg)
     except (TypeError, ValueError, IndexError):
         return {"flows": []}
     hosts = {h for f in flows for h in f}
@@ -171,12 +230,14 @@ def flow_summary(tdir) -> dict:
                    for h in hosts}
     endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl", (Event.EV_SKIP, Event.QP))
                      for h in hosts if (tdir / f"endpoint-{h}.jsonl").exists()}
+    beside = {h: read_events(tdir / f"worker-{h}.jsonl", (Event.PHASE, Event.ITERATION))
+              for h in side_hosts}
     fabric = cfg.get("fabric") if isinstance(cfg.get("fabric"), dict) else {}
     link, planes = fabric.get("host_link_mbit"), fabric.get("planes", 1)
     # a host has one NIC port per plane: its flow can use them all
     nic = (float(link) * planes if isinstance(link, (int, float)) and isinstance(planes, int)
            and planes >= 1 else None)
-    return {"flows": flow_figures(flows, worker_logs, endpoint_logs, nic)}
+    return {"flows": flow_figures(flows, worker_logs, endpoint_logs, nic, beside or None)}
 
 
 def describe(flow: dict) -> str:
@@ -186,6 +247,8 @@ def describe(flow: dict) -> str:
     text = f"flow {flow['src']}->{flow['dst']}: " + ("-" if rate is None else f"{rate:.1f} Mbit/s")
     if flow.get("link_fraction") is not None:
         text += f" ({flow['link_fraction']:.0%} of the host's NIC rate)"
+    if flow.get("goodput_during_collective_mbit") is not None:
+        text += f", {flow['goodput_during_collective_mbit']:.1f} Mbit/s while the collective runs"
     if flow.get("ecn_moves") is not None:
         paths = ", ".join(f"{p} {n}" for p, n in sorted((flow.get("ecn_moves_by_path") or {}).items()))
         text += f", ECN moves {flow['ecn_moves']}" + (f" ({paths})" if paths else "")

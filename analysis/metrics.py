@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import runmodel
-from analysis import recovery
+from analysis import flows, recovery
 from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
 from analysis.pcap import load_captures
 from model.events import FAULT_ACTIONS, Event, Phase
@@ -299,10 +299,12 @@ def ev_state_matrix(ev: pd.DataFrame, bin_ms: float = 10.0, t0_ns: int | None = 
     return m
 
 
-def iteration_times(ev: pd.DataFrame) -> pd.DataFrame:
+def iteration_times(ev: pd.DataFrame, groups: list[frozenset[str]] | None = None) -> pd.DataFrame:
     """Collective iterations: one row per (transport, iter) with the slowest rank's duration
     (a collective ends when its last rank ends), bytes (most any rank sent) and NCCL's size S
-    (nccl_size_bytes; NaN in logs that predate it)."""
+    (nccl_size_bytes; NaN in logs that predate it). `groups` (flows.coupled_groups): hosts
+    whose iterations are tied by data; the duration is then the slowest group's span, and
+    hosts in no group (an incast's victim-only flow) are not ranks of the collective."""
     it = _events(ev, Event.ITERATION)
     cols = ["transport", "collective", "iter", "start_ns", "end_ns", "duration_s", "bytes",
             "nccl_size_bytes", "ranks", "verified"]
@@ -313,11 +315,22 @@ def iteration_times(ev: pd.DataFrame) -> pd.DataFrame:
         it["transport"] = "?"
     if "nccl_size_bytes" not in it:
         it["nccl_size_bytes"] = float("nan")
+    if groups:
+        members = set().union(*groups)
+        it = it[it["host"].astype(str).isin(members)]
+        if len(it) == 0:
+            return pd.DataFrame(columns=cols)
     g = it.groupby(["transport", "collective", "iter"], observed=True)
     out = g.agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"), bytes=("bytes", "max"),
                 nccl_size_bytes=("nccl_size_bytes", "max"), ranks=("host", "nunique"),
                 verified=("verified", lambda v: bool(pd.Series(v).fillna(False).astype(bool).all())))
     out["duration_s"] = (out["end_ns"] - out["start_ns"]) / 1e9
+    if groups:
+        spans = {key: flows.slowest_group_span_ns(
+                     list(zip(x["host"].astype(str), x["start_ns"].astype("int64"),
+                              x["end_ns"].astype("int64"))), groups)
+                 for key, x in g}
+        out["duration_s"] = [spans[key] / 1e9 for key in out.index]
     return out.reset_index()[cols]
 
 
@@ -467,7 +480,8 @@ def transport_metrics(td: TransportData, t0_ns: int, bin_ms: float = 10.0) -> di
     row["goodput_mean_mbit"] = float(total.mean()) if len(total) else float("nan")
     row["goodput_p5_mbit"] = float(total.quantile(0.05)) if len(total) else float("nan")
     world = td.summary.get("world_size") if isinstance(td.summary, dict) else None
-    it = iteration_bandwidth(iteration_times(td.events), world_size=world)
+    it = iteration_bandwidth(iteration_times(td.events, td.model.groups if td.model else None),
+                             world_size=world)
     row["iterations"] = int(len(it))
     row["iter_median_ms"] = float(it["duration_s"].median() * 1e3) if len(it) else float("nan")
     row["iter_p99_ms"] = float(it["duration_s"].quantile(0.99) * 1e3) if len(it) else float("nan")

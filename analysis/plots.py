@@ -337,7 +337,7 @@ def iteration_figure(run: m.RunAnalysis):
     fig, ax = plt.subplots(figsize=(8, 4))
     data, names = [], []
     for name, td in run.transports.items():
-        it = m.iteration_times(td.events)
+        it = m.iteration_times(td.events, td.model.groups if td.model else None)
         if len(it):
             data.append(it["duration_s"].to_numpy() * 1e3)
             names.append(name)

@@ -31,7 +31,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from analysis import recovery
+from analysis import flows, recovery
 from analysis.jsonl import read_jsonl
 from model.events import FAULT_ACTIONS, Event, Phase
 from model.topology import FabricSpec, SpecError, Topology
@@ -47,10 +47,11 @@ class Iteration:
     end_ns: int              # last rank's end
     ranks: int
     verified: bool           # every rank that logged it verified its result
+    span_ns: int | None = None   # slowest coupled group's span (flows.coupled_groups)
 
     @property
     def duration_ms(self) -> float:
-        return (self.end_ns - self.start_ns) / 1e6
+        return (self.span_ns if self.span_ns is not None else self.end_ns - self.start_ns) / 1e6
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class TransportRun:
     baseline_goodput_bps: float | None
     windows: dict
     rank_iterations: list[tuple] = field(default_factory=list)  # (iter, host, start_ns, end_ns, bytes, verified)
+    groups: list[frozenset[str]] = field(default_factory=list)  # the collective's coupled ranks
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -220,7 +222,8 @@ def _fault_records(tdir: Path, problems: list[str]) -> list[dict]:
 
 
 def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[str],
-                side_flows: frozenset[str] = frozenset()):
+                side_flows: frozenset[str] = frozenset(),
+                groups: list[frozenset[str]] | None = None):
     """side_flows: hosts whose iterations are not the collective's (an incast's victim-only
     flow runs at its own pace): their records count for verification and the traffic's end, not
     for the collective's iterations."""
@@ -237,7 +240,7 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                     continue
                 per_index.setdefault(idx, []).append(e)
                 if host not in side_flows:
-                    collective.setdefault(idx, []).append(e)
+                    collective.setdefault(idx, []).append({**e, "host": host})
                 per_rank.append((idx, host, start, end, e.get("bytes"), e.get("verified") is True))
                 verified = verified and e.get("verified") is True
             elif kind == Event.ERROR:
@@ -248,7 +251,10 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                     timed_start = t if timed_start is None else min(timed_start, t)
     ranks = max(1, len([h for h in hosts if h not in side_flows]))
     complete = [Iteration(i, min(e["start_ns"] for e in recs), max(e["end_ns"] for e in recs),
-                          len(recs), all(e.get("verified") is True for e in recs))
+                          len(recs), all(e.get("verified") is True for e in recs),
+                          flows.slowest_group_span_ns(
+                              [(e["host"], e["start_ns"], e["end_ns"]) for e in recs], groups)
+                          if groups else None)
                 for i, recs in sorted(collective.items()) if len(recs) >= ranks]
     traffic_end = max((e["end_ns"] for recs in per_index.values() for e in recs), default=None)
     per_rank.sort(key=lambda r: (r[0], hosts.index(r[1]) if r[1] in hosts else len(hosts), r[1]))
@@ -367,8 +373,10 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
     hosts = [str(h) for h in config.get("hosts", [])] if isinstance(config.get("hosts"), list) else []
     logs = _worker_logs(tdir, hosts, problems)
     hosts = hosts or list(logs)
+    side = _victim_only_hosts(config, hosts)
+    groups = flows.coupled_groups(config, [h for h in hosts if h not in side])
     iterations, timed_start, traffic_end, verified, errors, per_rank = _iterations(
-        logs, hosts, problems, _victim_only_hosts(config, hosts))
+        logs, hosts, problems, side, groups)
     goodput = _goodput(logs)
     samples = recovery.aggregate_cumulative({h: s for h, s in goodput.items() if s})
     outcomes, by_entry = _group_entries(_fault_records(tdir, problems), traffic_end)
@@ -397,4 +405,4 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
                         goodput=goodput, samples=samples, timed_start_ns=timed_start,
                         traffic_end_ns=traffic_end, data_verified=verified, worker_errors=errors,
                         faults=faults, baseline_goodput_bps=baseline, windows=windows,
-                        rank_iterations=per_rank, problems=problems)
+                        rank_iterations=per_rank, problems=problems, groups=groups)
