@@ -38,7 +38,7 @@ class EndpointProcess:
         cfg_path = workdir / f"ep-h{host}.json"
         cfg_path.write_text(json.dumps(cfg))
         with open(self.output, "w") as out:
-            self.proc = fab.popen_in_host(host, [sys.executable, "-m", "traffic.endpoint",
+            self.proc = fab.popen_in_host(host, [sys.executable, "-m", "traffic.endpoint_cli",
                                                  "--config", str(cfg_path)],
                                           cwd=REPO_ROOT, env={**os.environ, **(env or {})},
                                           stdout=out, stderr=out)

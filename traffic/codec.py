@@ -128,6 +128,14 @@ _SACK = struct.Struct("!IIQIBBBBQIIQ")
 _NACK = struct.Struct("!BBHIQ")
 _PROBE = struct.Struct("!BBHIIQ")        # endpoint request/response body (EPH) of an EV probe
 SACK_LEN, NACK_LEN, PROBE_LEN = _SACK.size, _NACK.size, _PROBE.size
+# Every header from the (outer) IPv6 header through BTH in one unpack (decode reads them all for
+# every frame): IPv6 first word, payload length, next header, hop limit, source, destination;
+# once more for the inner IPv6 header in SRv6 mode; UDP; BTH.
+_IP6_FIELDS = "IHBB16s16s"
+_HEADERS_SRV6 = struct.Struct("!" + _IP6_FIELDS + _IP6_FIELDS + "HHHH" + "BBHII")
+_HEADERS_PLAIN = struct.Struct("!" + _IP6_FIELDS + "HHHH" + "BBHII")
+_TSETH_RETH = struct.Struct("!QQII")     # timestamp, then RETH (va, rkey, dma_len)
+_METH_TSETH_RETH = struct.Struct("!IQQII")   # what every data packet of this sender carries
 
 _CONTROL_BODY = {Opcode.SACK: SACK_LEN, Opcode.NACK: NACK_LEN, Opcode.EP_REQUEST: PROBE_LEN,
                  Opcode.EP_RESPONSE: PROBE_LEN}
@@ -259,14 +267,13 @@ class Encoder:
         off = self._bth_off + BTH_LEN
         try:
             if m.timestamp is not None:
-                _U32.pack_into(buf, off, METH_TSETH << 24 | m.msn)
-                _U64.pack_into(buf, off + METH_LEN, m.timestamp)
-                off += METH_LEN + TSETH_LEN
+                _METH_TSETH_RETH.pack_into(buf, off, METH_TSETH << 24 | m.msn, m.timestamp, m.va,
+                                           m.rkey, m.dma_len)
+                off += METH_LEN + TSETH_LEN + RETH_LEN
             else:
                 _U32.pack_into(buf, off, m.msn)
-                off += METH_LEN
-            _RETH.pack_into(buf, off, m.va, m.rkey, m.dma_len)
-            off += RETH_LEN
+                _RETH.pack_into(buf, off + METH_LEN, m.va, m.rkey, m.dma_len)
+                off += METH_LEN + RETH_LEN
             if has_imm:
                 _U32.pack_into(buf, off, m.imm)
                 off += IMM_LEN
@@ -374,29 +381,33 @@ class Codec:
     def _decode(self, frame):
         view = memoryview(frame)
         n = len(frame)
-        ip, udp, srv6 = _ip_udp_offsets(frame)
+        _, udp, srv6 = _ip_udp_offsets(frame)
         if n < udp + UDP_LEN + BTH_LEN:
             raise DecodeError("truncated", "shorter than UDP + BTH")
-        first_word = _U32.unpack_from(frame, ETH_LEN)[0]
+        if srv6:
+            (first_word, outer_plen, _, _, _, _, word, plen, _, _, src_addr, dst_addr,
+             sport, dport, udp_len, _, opcode, _, _, w4, w8) = _HEADERS_SRV6.unpack_from(
+                frame, ETH_LEN)
+            if dport == ROCE_UDP_PORT and udp_len == plen and outer_plen != plen + IP6_LEN:
+                raise DecodeError("bad_length", "outer IPv6 payload length != inner + 40")
+        else:
+            (first_word, plen, _, _, src_addr, dst_addr, sport, dport, udp_len, _, opcode, _,
+             _, w4, w8) = _HEADERS_PLAIN.unpack_from(frame, ETH_LEN)
+            word = first_word
         ecn_ce = (first_word >> 20) & 3 == ECN_CE
         dscp = (first_word >> 22) & 0x3F
-        word, plen = _IP6_HEAD.unpack_from(frame, ip)
-        sport, dport, udp_len, _ = _UDP.unpack_from(frame, udp)
         if dport != ROCE_UDP_PORT:
             raise DecodeError("not_roce", f"UDP port {dport}")
         if udp_len != plen:
             raise DecodeError("bad_length", f"UDP length {udp_len} != IPv6 payload {plen}")
-        if srv6 and _U16.unpack_from(frame, ETH_LEN + 4)[0] != plen + IP6_LEN:
-            raise DecodeError("bad_length", "outer IPv6 payload length != inner + 40")
-        src = self._addrs.get(bytes(frame[ip + 8:ip + 24]))
-        dst = self._addrs.get(bytes(frame[ip + 24:ip + 40]))
+        src = self._addrs.get(src_addr)
+        dst = self._addrs.get(dst_addr)
         if src is None or dst is None:
             raise DecodeError("foreign_addr", "address is not a NIC of this fabric")
         ev = (word & 0xFFFF) << 16 | sport
         bth = udp + UDP_LEN
         end = udp + udp_len                       # where the ICRC ends per the lengths
         short = n < end                           # trimmed (or cut) in flight
-        opcode, _, _, w4, w8 = _BTH.unpack_from(frame, bth)
         qp, psn = w4 & 0xFFFFFF, w8 & 0xFFFFFF
         off = bth + BTH_LEN
         trimmed = trim_lasthop = False
@@ -414,12 +425,13 @@ class Codec:
             elif hdr_end + ICRC_LEN > end:
                 raise DecodeError("bad_length", "UDP length does not fit the data headers + ICRC")
             off += METH_LEN
-            timestamp = None
             if has_ts:
-                timestamp = _U64.unpack_from(frame, off)[0]
-                off += TSETH_LEN
-            va, rkey, dma_len = _RETH.unpack_from(frame, off)
-            off += RETH_LEN
+                timestamp, va, rkey, dma_len = _TSETH_RETH.unpack_from(frame, off)
+                off += TSETH_LEN + RETH_LEN
+            else:
+                timestamp = None
+                va, rkey, dma_len = _RETH.unpack_from(frame, off)
+                off += RETH_LEN
             imm = None
             if opcode in IMM_OPCODES:
                 imm = _U32.unpack_from(frame, off)[0]

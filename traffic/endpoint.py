@@ -17,7 +17,7 @@ Timers scale with the emulated RTT: at QP creation the endpoint measures the bas
 peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the peer endpoint
 itself) and derives RTO, probe period and skip time from it (Endpoint.qp_config).
 
-Run as a process:  python -m traffic.endpoint --config FILE   (serves traffic/control.py).
+Run as a process:  python -m traffic.endpoint_cli --config FILE   (serves traffic/control.py).
 
 Over 600 lines because the loop, the QP glue of both transports and the RTT measurement share
 per-packet state; each piece of protocol logic lives in its own pure module already.
@@ -757,7 +757,7 @@ class Endpoint:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m traffic.endpoint",
+    parser = argparse.ArgumentParser(prog="python -m traffic.endpoint_cli",
                                      description="MRC endpoint process of one host")
     parser.add_argument("--config", required=True, help="endpoint config (JSON or TOML)")
     args = parser.parse_args(argv)
@@ -780,6 +780,3 @@ def main(argv=None) -> int:
         ep.close()
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -66,7 +66,7 @@ def _loaded_in_child(env_pure: str | None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != compiled.ENV_PURE}
     if env_pure is not None:
         env[compiled.ENV_PURE] = env_pure
-    code = ("import json, traffic.endpoint, traffic.compiled as c; "
+    code = ("import json, traffic.endpoint, traffic.packet_io, traffic.compiled as c; "
             "print(json.dumps({'active': c.active(), 'loaded': c.loaded(), "
             "'usable': c.usable_build()[0]}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True,
