@@ -56,7 +56,7 @@ def build(force: bool = False) -> int:
         print("build_core: compiled transport core is up to date")
         return 0
     print(f"build_core: compiling {len(compiled.MODULES)} modules with Cython "
-          f"{Cython.__version__} (about a minute)")
+          f"{Cython.__version__} (1-3 minutes)")
     # Build into a fresh staging directory, then swap it in: a half-built tree never shadows
     # the sources (traffic/compiled.py also refuses a build without a matching manifest).
     os.makedirs(os.path.join(REPO, "build"), exist_ok=True)
