@@ -640,8 +640,8 @@ class Endpoint:
 
     def _pump_qps(self, now: int) -> None:
         """Ask the QPs that are due for their messages (only those: self.deadlines). The QPs
-        pace themselves per plane (their PlanePacer at the port rate); the endpoint's per-port
-        pacer only smooths several QPs sharing a port."""
+        pace against one shared PlanePacer per port (create_qp) at the port rate; the endpoint's
+        per-port Pacer is the safety net behind it."""
         for qp in self.deadlines.pop_due(now):
             for msg, plane in qp.poll(now):
                 self.send_message(msg, plane, qp.peer)
