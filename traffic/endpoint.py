@@ -456,29 +456,22 @@ class Endpoint:
         NIC's ACKs share the wire but do not queue behind its data), then data while the
         port's pacer allows."""
         for plane, q in self.ctrlq.items():
-            if not q:
-                continue
-            pacer = self.pacers[plane]
-            port = self.ports[plane]
             while q:
-                frame = q.popleft()
-                pacer.consume(len(frame) + 4)
-                if port.send(frame):
-                    self.counters.sent += 1
-                else:
-                    self.counters.send_failed += 1
+                self._send_frame(plane, q.popleft())
         for plane, q in self.txq.items():
             if not q:
                 continue
             pacer = self.pacers[plane]
-            port = self.ports[plane]
             while q and pacer.can_send(now):
-                frame = q.popleft()
-                pacer.consume(len(frame) + 4)
-                if port.send(frame):
-                    self.counters.sent += 1
-                else:
-                    self.counters.send_failed += 1
+                self._send_frame(plane, q.popleft())
+
+    def _send_frame(self, plane: int, frame) -> None:
+        """One frame onto the wire of `plane`, paid for in the port pacer's tokens (+ FCS)."""
+        self.pacers[plane].consume(len(frame) + 4)
+        if self.ports[plane].send(frame):
+            self.counters.sent += 1
+        else:
+            self.counters.send_failed += 1
 
     # ------------------------------------------------------------------ receiving
 
