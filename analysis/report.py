@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import cpu_usage
 from analysis import metrics as m
 from analysis import runmodel
 from analysis import trimming as tr
@@ -160,6 +161,11 @@ def verdict_html(run: m.RunAnalysis, out_dir: Path) -> str:
         for p in (td.summary or {}).get("problems") or []:
             if "did not take effect" not in p:
                 parts.append(f"<p class='bad-text'>{_esc(name)}: {_esc(p)}</p>")
+    for name, td in run.transports.items():
+        cpu = (td.summary or {}).get("cpu")
+        if isinstance(cpu, dict):       # a CPU-bound run's times measure the machine: say so here
+            parts.append(f"<p class='{'bad-text' if cpu.get('saturated') else 'muted'}'>"
+                         f"{_esc(cpu_usage.describe(name, cpu))}</p>")
     parts.append("</div>")
 
     if schedule:

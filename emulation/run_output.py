@@ -36,7 +36,8 @@ def comparison_table(summaries: list[dict]) -> str:
     """The terminal table, then one line per problem a user must know (faults that did not take
     effect, errors), drawn from the summaries (which come from analysis.runmodel)."""
     trim_cols = any("trimming" in s for s in summaries)
-    rows = [("transport", "verified", "faults", "mean iter ms", "slowest iter ms", "recovery ms")
+    rows = [("transport", "verified", "faults", "mean iter ms", "slowest iter ms", "recovery ms",
+             "CPU busy %")
             + (("marked", "trimmed", "queue drops", "NACKs", "ASSUMED_BAD", "victim_Mbit/s")
                if trim_cols else ())]
     for s in summaries:
@@ -46,8 +47,10 @@ def comparison_table(summaries: list[dict]) -> str:
         trim = (tuple("-" if s.get(k) is None else str(s[k])
                       for k in ("marked", "trimmed", "queue_drops", "nacks_sent", "ev_assumed_bad"))
                 + (_fmt(s.get("victim_goodput_mbit")),)) if trim_cols else ()
+        cpu = s.get("cpu")
+        cpu_text = "-" if not cpu else f"{100 * cpu['busy_fraction']:.0f}"
         rows.append((s["transport"], verified, _faults_cell(s), _fmt(s.get("mean_iteration_ms")),
-                     _fmt(s.get("slowest_iteration_ms")), rec_text) + trim)
+                     _fmt(s.get("slowest_iteration_ms")), rec_text, cpu_text) + trim)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

@@ -25,6 +25,9 @@ through the controller's HTTP API at the right moments, show progress, and write
             fabric/                   controller log, spec, fault log (Fabric's run_dir)
             pcaps/h<n>-p<plane>.pcap  MRC headers only (-s CAPTURE_SNAPLEN)
             iterations.csv, goodput.csv
+            cpu.csv                   the cores' busy share and cores per role, every 0.5 s
+                                      (emulation/cpu_meter.py); summary.json "cpu" holds the
+                                      same over the collective
 
 Fault times: at_s counts from the start of the timed iterations (the first worker's
 warmup_done); at_iteration = N fires as soon as any rank has finished timed iteration N-1;
@@ -45,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -53,6 +57,8 @@ from pathlib import Path
 
 from emulation import path_monitor
 from emulation import scenario as scenario_mod
+from analysis import cpu_usage
+from emulation.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
 from emulation.run_faults import FaultScheduler, unreached_reason, unreached_records
 from emulation.run_output import comparison_table
 from emulation.run_progress import LogTail, Progress
@@ -148,12 +154,20 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
                  "switch_buffer_bytes": (None if scn.switch_buffer_kb is None
                                          else scn.switch_buffer_kb * 1024)}
     scheduler = None
+    meter = None
     procs: list[subprocess.Popen] = []
     stderr_files = []
     try:
         with Fabric(scn.spec, routing=routing, dynamic_convergence_s=convergence,
                     run_dir=tdir / "fabric", **fabric_kw) as fab:
             captures = []
+            meter = CpuMeter({
+                "workers": lambda: [p.pid for p in procs],
+                "switches": lambda: pids_from_files(OVS_PID_FILES),
+                "captures": lambda: [c.proc.pid for c in captures],
+                "controller": lambda: [fab.controller_proc.pid],
+                "runner": lambda: [os.getpid()],
+            }).start()
             if scn.capture:
                 for h in scn.topology.hosts:
                     for p in range(scn.spec.planes):
@@ -171,6 +185,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             # the monitor stops before the last iteration: finishing peers stop answering probes
             control.start(fab.api_port, lambda: tail.max_done() < scn.collective.iterations - 1)
             _wait_workers(scn, transport, procs, tail, scheduler, state)
+            meter.stop()
             scheduler.stop()
             for cap in captures:
                 cap.stop()
@@ -205,6 +220,12 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             if (tdir / "fabric" / snapshot).exists():
                 shutil.copy(tdir / "fabric" / snapshot, tdir / snapshot)
         summary = summarize(scn, transport, tdir, state)
+        if meter is not None:
+            meter.stop()
+            summary["cpu"] = meter.usage(summary.get("timed_start_ns"),
+                                         summary.get("traffic_end_ns"))
+            summary["cpu_meter_error"] = meter.error
+            meter.write_csv(tdir / "cpu.csv")
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -307,6 +328,9 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     for s in summaries:
         for flow in s.get("flows") or []:
             print(f"{s['transport']}: {flow_analysis.describe(flow)}")
+    for s in summaries:
+        if s.get("cpu"):
+            print(cpu_usage.describe(s["transport"], s["cpu"]))
     print(f"run directory: {run_dir}")
     if interrupted:
         print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)

@@ -5,6 +5,7 @@ the failed link turning ASSUMED_BAD; the rank behind the failed hop keeps receiv
 (never a pause as long as the fabric's 2 s reconvergence), while RoCE's ring stalls until the
 controller reconverges."""
 import json
+import os
 import statistics
 
 import pytest
@@ -70,6 +71,17 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
             log = events(run_dir / t / f"worker-h{h}.jsonl")
             assert sum(e["event"] == Event.ITERATION and e["verified"] for e in log) == 32
     assert summaries["roce"]["routing"] == "ecmp"
+    # CPU accounting over the collective: the workers (endpoints + collective) and the switch
+    # daemons both ran for seconds, the cores' busy share is a fraction, and each transport's
+    # figures are printed and written per sampling interval (every 0.5 s) to cpu.csv.
+    for t, s in summaries.items():
+        cpu = s["cpu"]
+        assert cpu["cores"] == os.cpu_count() and 0 < cpu["busy_fraction"] <= 1, (t, cpu)
+        assert cpu["cores_by_role"]["workers"] > 0.05 and cpu["cores_by_role"]["switches"] > 0.01, (t, cpu)
+        assert cpu["window_s"] >= 0.8 * sum(s["iteration_times_ms"]) / 1e3, (t, cpu)
+        rows = (run_dir / t / "cpu.csv").read_text().splitlines()
+        assert len(rows) - 1 >= cpu["window_s"] / 0.5 - 1, (t, len(rows))
+        assert f"{t}: CPU {100 * cpu['busy_fraction']:.0f}% of {cpu['cores']} cores busy" in out
     t_fault = {t: s["fault_times_ns"][0] for t, s in summaries.items()}
     retired = []
     for h in range(4):

@@ -59,3 +59,20 @@ def test_a_clean_run_says_so_first(tmp_path):
     assert "link_down t0p0g0~t1p0s0</b> (at_s=1): tcp recovered in 360 ms" in opening
     assert "link_up t0p0g0~t1p0s0</b> (at_s=2.7): tcp recovered in 0 ms" in opening
     assert "did not take effect" not in html
+
+
+def test_the_verdict_says_when_the_cpu_bound_the_run(tmp_path):
+    run_dir, summary = make_run_dir(tmp_path)
+    # the runner's CPU figures (emulation/cpu_meter.py): 2 cores 97% busy during the collective
+    summary["cpu"] = {"cores": 2, "window_s": 10.0, "busy_fraction": 0.97, "busy_cores": 1.94,
+                      "cores_by_role": {"workers": 1.15, "switches": 0.7, "other": 0.09},
+                      "saturated": True}
+    (run_dir / "tcp" / "summary.json").write_text(json.dumps(summary))
+    html = report.write_report(metrics.load_run(run_dir), {}, tmp_path / "r.html").read_text()
+    opening = html[html.index("<h2>Verdict</h2>"):html.index("Transports side by side")]
+    assert ("<p class='bad-text'>tcp: CPU 97% of 2 cores busy during the collective (cores: "
+            "workers 1.15, switches 0.70, other 0.09); CPU-bound") in opening
+    summary["cpu"].update(busy_fraction=0.5, saturated=False)
+    (run_dir / "tcp" / "summary.json").write_text(json.dumps(summary))
+    html = report.write_report(metrics.load_run(run_dir), {}, tmp_path / "r.html").read_text()
+    assert "<p class='muted'>tcp: CPU 50% of 2 cores busy" in html and "CPU-bound" not in html

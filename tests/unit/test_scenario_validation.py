@@ -111,11 +111,11 @@ def test_worker_config_points_tcp_at_nic_addresses(tmp_path):
 def test_comparison_table_lists_each_transport():
     table = comparison_table([
         {"transport": "mrc", "verified": True, "mean_iteration_ms": 12.25,
-         "slowest_iteration_ms": 40.0, "recovery_ms": [3.0]},
+         "slowest_iteration_ms": 40.0, "recovery_ms": [3.0], "cpu": {"busy_fraction": 0.974}},
         {"transport": "tcp", "verified": False, "partial": True, "mean_iteration_ms": None,
          "slowest_iteration_ms": None, "recovery_ms": [None]},
     ])
     lines = table.splitlines()
     assert lines[0].split()[:2] == ["transport", "verified"]
-    assert lines[2].split() == ["mrc", "yes", "-", "12.2", "40.0", "3"]     # "-": no faults
-    assert lines[3].split() == ["tcp", "PARTIAL", "-", "-", "-", "never"]
+    assert lines[2].split() == ["mrc", "yes", "-", "12.2", "40.0", "3", "97"]   # "-": no faults
+    assert lines[3].split() == ["tcp", "PARTIAL", "-", "-", "-", "never", "-"]  # "-": no CPU figure
