@@ -95,3 +95,42 @@ def test_input_values_keep_float32_sums_exact(world, bits):
     values = C.make_input(world - 1, 1 << 16, 7, world)
     assert values.min() >= 1 and values.max() <= 1 << bits
     assert values.max() > 1 << (bits - 1)      # the range is used, not a small corner of it
+
+
+@pytest.mark.parametrize("k", [1, 2, 61, 1000, (1 << 16) - 1])
+def test_data_of_another_iteration_differs_at_every_element(k):
+    """c(iteration) steps by an odd constant mod 2^bits, so two iterations less than 2^16 apart
+    differ by the same non-zero amount everywhere: never a chance match, unlike a hash."""
+    a = C.make_input(2, 4096, 10, WORLD)
+    b = C.make_input(2, 4096, 10 + k, WORLD)
+    assert (a != b).all()
+
+
+def test_input_values_by_hand():
+    """Rank 0, element 0 is the word 0, which SplitMix64's finalizer maps to 0, so its value is
+    c(iteration) + 1: iteration 1 on 4 ranks (22 bits) gives 0x9E3779B1 mod 2^22 + 1 =
+    0x3779B1 + 1 = 3635634; iteration 2 gives (2 x 0x9E3779B1) mod 2^22 + 1 = 0x2EF362 + 1."""
+    assert C.make_input(0, 1, 1, 4)[0] == 3635634
+    assert C.make_input(0, 1, 2, 4)[0] == 0x2EF362 + 1
+    assert C.make_input(0, 1, 0, 4)[0] == 1
+
+
+def test_cached_bases_are_not_changed_by_the_callers_buffers(monkeypatch):
+    first = C.make_input(1, 1000, 5, WORLD)
+    first[:] = 0                                     # collectives reduce into their buffers
+    again = C.make_input(1, 1000, 5, WORLD)
+    assert again.min() >= 1
+    monkeypatch.setattr(C, "_base_cache", type(C._base_cache)())   # recomputed from scratch
+    assert np.array_equal(C.make_input(1, 1000, 5, WORLD), again)
+
+
+def test_base_cache_stays_within_its_byte_budget(monkeypatch):
+    monkeypatch.setattr(C, "_base_cache", type(C._base_cache)())
+    monkeypatch.setattr(C, "BASE_CACHE_BYTES", 3 * 4000)     # three bases of 1000 uint32
+    for rank in range(6):
+        C.make_input(rank, 1000, 0, 8)
+    assert sum(b.nbytes for b in C._base_cache.values()) <= 3 * 4000
+    assert [key[0] for key in C._base_cache] == [3, 4, 5]     # the least recently used went
+    C.make_input(3, 1000, 1, 8)                      # a hit makes rank 3 the most recent
+    C.make_input(6, 1000, 0, 8)
+    assert [key[0] for key in C._base_cache] == [5, 3, 6]
