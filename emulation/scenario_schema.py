@@ -216,6 +216,8 @@ MRC_QP = {
                        "(traffic/loss_policy.py)", choices=("ocp", "tolerant")),
     "suspend_siblings": _b(None, "a path's unexplained loss suspends the other EVs on that path"),
     "nscc_min_base_rtt_ns": _i(None, 0, NS_MAX, "NSCC's BDP uses at least this RTT"),
+    "nscc_frame_rtt_ns": _i(None, 0, NS_MAX, "what a full frame's serialization adds to NSCC's "
+                            "base RTT (default: derived from the link rates and the MTU)"),
     "header_overhead": _i(None, 0, 1024, "header bytes the pacer counts per packet"),
     "reverse_evs_per_plane": _i(None, 1, 64, "receiver reverse-path EVs per plane"),
     "reverse_probe_rtts": _pos(None, "reverse-EV probe period, base RTTs"),

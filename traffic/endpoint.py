@@ -49,6 +49,7 @@ from traffic.endpoint_support import (
     EndpointError,
     EventLog,
     Pacer,
+    frame_rtt_ns,
     qp_timers,
     trimming_delay_bound_ns,
 )
@@ -266,14 +267,17 @@ class Endpoint:
         except (ValueError, TypeError) as e:
             raise EndpointError(f"cannot register memory region: {e}") from None
 
-    def qp_config(self, base_rtt_ns: int, overrides: dict | None = None) -> MRCConfig:
+    def qp_config(self, base_rtt_ns: int, overrides: dict | None = None,
+                  across_groups: bool = True) -> MRCConfig:
         """MRCConfig for a new QP: what the endpoint derives (base RTT, payload, pacing, header
-        bytes, delay bound), over EMULATED_FABRIC_QP_DEFAULTS, under config.qp, under
-        `overrides`."""
+        bytes, delay bound, a full frame's serialization on the path to the peer), over
+        EMULATED_FABRIC_QP_DEFAULTS, under config.qp, under `overrides`."""
         cfg = self.config
         header = MAX_DATA_OVERHEAD - (40 if cfg.routing == "ecmp" else 0) + 24
         values = {**EMULATED_FABRIC_QP_DEFAULTS,
                   "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns, "header_overhead": header,
+                  "nscc_frame_rtt_ns": frame_rtt_ns(cfg.spec, self.max_payload + header,
+                                                    across_groups),
                   **cfg.qp,
                   "base_rtt_ns": base_rtt_ns, "max_payload": self.max_payload,
                   "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
@@ -306,7 +310,8 @@ class Endpoint:
         if base_rtt_ns is None:
             base_rtt_ns = self.measure_base_rtt(peer)
         base_rtt_ns = max(base_rtt_ns, self.config.min_base_rtt_ns)
-        qcfg = self.qp_config(base_rtt_ns, qp_overrides)
+        qcfg = self.qp_config(base_rtt_ns, qp_overrides, across_groups=(
+            self.topo.host(peer).group != self.topo.host(self.host).group))
         planes = tuple(p for p in sorted(self.ports))
         paths = PathInfo(planes=planes, spines=self.topo.spec.spines)
         rng = random.Random(self._seed ^ (qpn << 8) ^ peer)

@@ -51,6 +51,17 @@ def trimming_delay_bound_ns(spec: FabricSpec) -> int:
     return int(total_s * TRIM_BOUND_MARGIN * 1e9)
 
 
+def frame_rtt_ns(spec: FabricSpec, frame_bytes: int, across_groups: bool) -> int:
+    """What one frame of `frame_bytes` (on the wire) adds to an unloaded round trip: its
+    serialization on every link of the path, each switch storing it whole before forwarding
+    (host link, then T0-T1 and T1-T0 fabric links across groups, then the peer's host link).
+    The SACK coming back is small: its share is left out."""
+    seconds = 2 * frame_bytes * 8 / (spec.host_link_mbit * 1e6)
+    if across_groups:
+        seconds += 2 * frame_bytes * 8 / (spec.fabric_link_mbit * 1e6)
+    return int(seconds * 1e9)
+
+
 # The QP settings (MRCConfig fields) every endpoint starts from on the emulated fabric, where
 # they differ from the pure model's defaults; a config's `qp` table ([mrc.qp] of a scenario)
 # overrides each under the same name. Why each value:

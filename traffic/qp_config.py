@@ -136,6 +136,14 @@ class MRCConfig:
     # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
     # uses at least this RTT (the timers keep the measured min).
     nscc_min_base_rtt_ns: int = 0
+    # What one full data frame adds to an unloaded round trip over the longest path: its
+    # store-and-forward serialization on every link (host-T0-T1-T0-host). NSCC's delay is the
+    # RTT of data frames less the base RTT, so the base must be a full frame's unloaded RTT
+    # (UET's base RTT), while the measured base comes from small probes. At NIC rates the term
+    # is negligible (a 4 KiB frame: 0.1 us per 400G link); at emulated rates it dominates (a
+    # 9000-byte frame: 2.9 ms per 25 Mbit/s link). NSCC's base RTT is at least the QP's base
+    # RTT plus this; the endpoint derives it from the fabric's link rates and its frame size.
+    nscc_frame_rtt_ns: int = 0
     # pacing (userspace OVS drops bursts). The endpoint derives the rate from its port rate
     # (Mbit/s) x pacing_fraction and hands its own pacing_burst_packets.
     port_rate_Bps: float = 12_500_000.0  # per plane (100 Mbit/s, the fabric's default host link)
@@ -179,7 +187,8 @@ class MRCConfig:
                              f"set, got {self.ev_pin_count!r}")
         for name in ("ev_backup_count", "skip_rtts", "header_overhead",
                      "reorder_rtts", "congestion_grace_rtts", "congestion_delay_rtts",
-                     "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns"):
+                     "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns",
+                     "nscc_frame_rtt_ns"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.mpr * MPR_UNIT >= PSN_SPACE // 2:

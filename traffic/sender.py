@@ -177,7 +177,12 @@ class SenderQP(PostedWrites):
                          emit=self.emit)
         self.pacer = PlanePacer(paths.planes, config.port_rate_Bps,
                                 config.pacing_burst_packets * (config.max_payload + config.header_overhead))
-        self.nscc = Nscc(base_rtt_ns=max(self.rtt.base_rtt_ns, config.nscc_min_base_rtt_ns),
+        # NSCC's base RTT: a full data frame's unloaded round trip (MRCConfig.nscc_frame_rtt_ns),
+        # at least nscc_min_base_rtt_ns; smaller RTT samples never take it lower.
+        self._nscc_base_floor = max(config.nscc_min_base_rtt_ns,
+                                    config.base_rtt_ns + config.nscc_frame_rtt_ns
+                                    if config.nscc_frame_rtt_ns else 0)
+        self.nscc = Nscc(base_rtt_ns=max(self.rtt.base_rtt_ns, self._nscc_base_floor),
                          link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.max_payload,
                          gamma=config.nscc_gamma, max_md=config.nscc_max_md,
                          fair_increase_mss=config.nscc_fair_increase_mss,
@@ -259,7 +264,7 @@ class SenderQP(PostedWrites):
             # queueing on this very EV: it delivers
             self.loss_policy.on_evidence(ev, lp.CONGESTION, now_ns)
         if est.update(rtt):
-            self.nscc.set_base_rtt(max(rtt, self.cfg.nscc_min_base_rtt_ns))
+            self.nscc.set_base_rtt(max(rtt, self._nscc_base_floor))
             self.evs.probe_period_ns = self._probe_period_ns()
             self.evs.probe_timeout_ns = est.rtts(self.cfg.probe_timeout_rtts)
 

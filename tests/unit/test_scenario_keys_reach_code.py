@@ -136,6 +136,7 @@ READERS = {
         "nscc_prop_gain": 1.5, "nscc_max_window_bdp": 2.0, "nscc_initial_window_bdp": 0.5,
         "fabric_delay_bound_ns": 456_000, "first_packet_grace": False,
         "loss_verdict_ns": 50_000_000, "nscc_min_base_rtt_ns": 1_500_000,
+        "nscc_frame_rtt_ns": 3_300_000,
         "header_overhead": 100,
         "reverse_evs_per_plane": 3, "reverse_probe_rtts": 1.5,
         "reverse_probe_fail_limit": 3, "reverse_idle_rtts": 50.0, "roce_window_psns": 512,
