@@ -69,7 +69,11 @@ class CpuMeter:
         return s
 
     def start(self) -> "CpuMeter":
-        self.sample()
+        try:
+            self.sample()
+        except (OSError, ProcFormatError) as err:     # no figures, but the run goes on
+            self.error = f"{type(err).__name__}: {err}"
+            return self
         self._thread = threading.Thread(target=self._run, name="cpu-meter", daemon=True)
         self._thread.start()
         return self

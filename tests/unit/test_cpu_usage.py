@@ -132,3 +132,11 @@ def test_meter_writes_one_csv_row_per_interval(tmp_path):
     rows = (tmp_path / "cpu.csv").read_text().splitlines()
     assert rows[0] == "t_ns,busy_fraction,workers_cores,other_cores" and len(rows) == 2
     assert rows[1].split(",")[1] == "0.75"             # 200 ticks, 50 idle
+
+
+def test_a_meter_that_cannot_read_proc_records_why_and_never_raises(tmp_path):
+    (tmp_path / "stat").write_text("intr 1 2\n")          # not what proc(5) documents
+    meter = CpuMeter({"workers": lambda: []}, proc=str(tmp_path)).start()
+    meter.stop()
+    assert "ProcFormatError" in meter.error and meter.samples == []
+    assert meter.usage(0, 10**9) is None
