@@ -224,8 +224,11 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             meter.stop()
             summary["cpu"] = meter.usage(summary.get("timed_start_ns"),
                                          summary.get("traffic_end_ns"))
+            try:
+                meter.write_csv(tdir / "cpu.csv")
+            except OSError as err:          # the summary below matters more than the CSV
+                meter.error = meter.error or f"cpu.csv: {err}"
             summary["cpu_meter_error"] = meter.error
-            meter.write_csv(tdir / "cpu.csv")
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
