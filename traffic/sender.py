@@ -468,15 +468,15 @@ class SenderQP(PostedWrites):
         rec.declared = (rec.ev, rec.sent_ns)
         self.inflight_bytes -= rec.length
         heapq.heappush(self._retx, rec.seq)
+        info = self.evs.evs.get(rec.ev)
+        path = None if info is None else (info.plane, info.spine)
         if cause != lp.TRIMMED and cause != lp.TRIMMED_LASTHOP:
             # Unexplained: keep retransmissions off this EV and its path until something sent
             # later on them is delivered.
-            info = self.evs.evs.get(rec.ev)
-            self.unexplained.lost((rec.ev,) if info is None else (rec.ev, (info.plane, info.spine)),
-                                  rec.sent_ns)
+            self.unexplained.lost((rec.ev,) if path is None else (rec.ev, path), rec.sent_ns)
         decision = self.loss_policy.on_loss(rec.ev, rec.sent_ns, cause, now_ns,
                                             first_on_ev=rec.first_on_ev,
-                                            later_delivered=later_delivered)
+                                            later_delivered=later_delivered, path=path)
         self._apply(rec.ev, decision, now_ns)
         if self.cfg.nscc_enabled:
             self.nscc.on_loss(now_ns)

@@ -152,3 +152,39 @@ def test_trims_and_other_nacks_never_retire():
     assert pol.on_loss(EV, 0, TRIMMED_LASTHOP, MS).verdict is Verdict.EXCUSE
     assert pol.on_loss(EV, 0, NACK_OTHER, MS).verdict is Verdict.EXCUSE
     assert pol.pending == {}
+
+
+def test_a_path_gets_one_stall_excuse_per_stall():
+    """A stall times out every packet in flight at once: all of them are excused. A packet sent
+    on the same path AFTER that excuse that again times out with nothing later delivered is no
+    stall (a dead path swallowing the last packet of each message looks exactly like this):
+    it is judged. Other paths, and the same path once the stall memory (8 base RTOs) has
+    passed, get their excuse."""
+    pol = _policy(loss_verdict_ns=300 * MS)
+    rto = pol.rtt.rto_base_ns()
+    path, other = (0, 0), (1, 0)
+    t = 10 * rto                                     # the first excuse
+    assert pol.on_loss(EV, t - rto, TIMEOUT, t, later_delivered=False, path=path).why == "stall"
+    # sent before the excuse: the same stall
+    assert pol.on_loss(OTHER_EV, t - 1, TIMEOUT, t + 1, later_delivered=False,
+                       path=path).why == "stall"
+    # another path: its own excuse
+    assert pol.on_loss(EV, t + 1, TIMEOUT, t + rto, later_delivered=False,
+                       path=other).why == "stall"
+    # sent on the excused path after its excuse, lost again with nothing later delivered
+    d = pol.on_loss(OTHER_EV, t + 1, TIMEOUT, t + 2 * rto, later_delivered=False, path=path)
+    assert (d.verdict, d.why) == (Verdict.SUSPEND, TIMEOUT)
+    # once the stall memory has passed, a stall is a stall again
+    later = t + 8 * rto + 1
+    assert pol.on_loss(EV, later - rto, TIMEOUT, later, later_delivered=False,
+                       path=path).why == "stall"
+
+
+def test_without_a_path_the_excuse_is_per_ev():
+    pol = _policy(loss_verdict_ns=300 * MS)
+    rto = pol.rtt.rto_base_ns()
+    t = 10 * rto
+    assert pol.on_loss(EV, t - rto, TIMEOUT, t, later_delivered=False).why == "stall"
+    assert pol.on_loss(OTHER_EV, t + 1, TIMEOUT, t + 2 * rto, later_delivered=False).why == "stall"
+    assert pol.on_loss(EV, t + 1, TIMEOUT, t + 2 * rto,
+                       later_delivered=False).verdict is Verdict.SUSPEND
