@@ -88,6 +88,8 @@ class ReceiverQP(AssembledCompletions):
         duplicate = seq < self.rcv_cum or seq in self.received
         if duplicate:
             self.counters["duplicates"] += 1
+            if pkt.retransmit:
+                self.reverse_paths.ack_went_missing(now_ns)
             return self._sack(pkt, seq, now_ns, plane)
         if seq >= self.rcv_cum + self.cfg.mpr_window:
             self.counters["out_of_window"] += 1

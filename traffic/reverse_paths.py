@@ -90,6 +90,8 @@ class ReversePaths:
         self._probe_rttvar = 0.0
         self._congested_until_ns = -1                   # trimmed / CE data seen recently
         self._next_probe_ns = 0
+        self._check_all = False                         # probe every in-use EV at next poll
+        self._last_check_all_ns: int | None = None
         self.denied: set[int] = set()                   # DENIED by the control plane
         self._denies: Callable[[int], bool] = lambda ev: False
 
@@ -111,6 +113,17 @@ class ReversePaths:
     def note_congestion(self, now_ns: int) -> None:
         """Arriving data was trimmed or CE-marked: probe timeouts are no evidence for a while."""
         self._congested_until_ns = now_ns + self._period(self.cfg.congestion_grace_rtts)
+
+    def ack_went_missing(self, now_ns: int) -> None:
+        """The sender resent data this receiver already had: an ACK of it was lost or late,
+        on one of the reverse EVs. Probe every in-use reverse EV at the next poll (at most once
+        per probe timeout) instead of each waiting its turn in the round robin: a dead reverse
+        path then fails its probes within two probe timeouts, where the round robin over a
+        4-plane set took ~0.7 s while half of a plane's SACKs were lost (measured on 8 hosts)."""
+        last = self._last_check_all_ns
+        if last is None or now_ns - last >= self.probe_timeout_ns():
+            self._check_all = True
+            self._last_check_all_ns = now_ns
 
     def reply_path(self, plane: int) -> tuple[int, int] | None:
         """(plane, reverse EV) for a SACK/NACK answering data that came in on `plane`; None if
@@ -169,6 +182,12 @@ class ReversePaths:
         if not active:
             return []
         out = []
+        if self._check_all:
+            self._check_all = False
+            in_flight = {ev for ev, _, kind in self._pending.values() if kind == _IN_USE}
+            out += [self._probe(rev.ev, _IN_USE, now_ns) for p in self.paths.planes
+                    if self.local_up.get(p, False) for rev in self.evs[p]
+                    if rev.ev not in in_flight]
         probing = {ev for ev, _, kind in self._pending.values() if kind == _RETIRED}
         for r in self.retired.values():
             if (r.next_probe_ns <= now_ns and r.ev not in probing
@@ -218,7 +237,7 @@ class ReversePaths:
         timeout = self.probe_timeout_ns()
         cands = [sent + timeout for _, sent, _ in self._pending.values()]
         if active:
-            cands.append(max(self._next_probe_ns, now_ns))
+            cands.append(now_ns if self._check_all else max(self._next_probe_ns, now_ns))
             probing = {ev for ev, _, kind in self._pending.values() if kind == _RETIRED}
             cands += [max(r.next_probe_ns, now_ns) for r in self.retired.values()
                       if r.ev not in probing and self.local_up.get(ev_plane(r.ev), False)]
