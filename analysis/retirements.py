@@ -11,7 +11,14 @@ tell a lost packet from its lost ACK) at some time from `lookback_ns` before the
 detected until the retirement. The loss was detected when the EV turned SUSPECT (the tolerant
 policy's verdict window) or, without one, at the retirement; a lost packet was sent at most one
 ACK timeout before its detection, and an ACK timeout never exceeds MRCConfig.rto_max_ns, the
-default lookback. Every other retirement retired a healthy EV.
+default lookback.
+
+A retirement on an ACK timeout whose own path was whole is put down to the fault too when the
+fault impaired a link of any path the peer's ACKs can take back to it in that plane: the
+receiver's reverse EVs are drawn at random over the plane's T1s, so its SACKs may cross the dead
+link while the data does not (its `fault` then starts with "ACK path:", and summary.json counts
+it in `evs_retired_for_lost_acks`). A SACK gap is no such case: a later packet's SACK came back.
+Every other retirement retired a healthy EV.
 
 Not retirements: an EV the control plane allowed again (DENIED -> ASSUMED_BAD, reason
 "allowed") must earn GOOD through probes, but nobody judged its path.
@@ -32,7 +39,8 @@ from traffic.qp_config import MRCConfig
 
 DEFAULT_LOOKBACK_NS = MRCConfig().rto_max_ns
 NOT_A_VERDICT = ("allowed",)            # ASSUMED_BAD reasons that judge no path
-SUMMARY_KEYS = ("evs_retired", "healthy_evs_retired", "reverse_evs_retired",
+SUMMARY_KEYS = ("evs_retired", "healthy_evs_retired", "evs_retired_for_lost_acks",
+                "reverse_evs_retired",
                 "healthy_reverse_evs_retired", "healthy_evs_retired_by_reason",
                 "retirements_unjudged", "retirement_lookback_ms")
 
@@ -165,23 +173,30 @@ def judge_retirements(events_by_host: Mapping[str, Iterable[Mapping]],
                 detected = t if since is None else since
                 peer = peers.get(key[0])
                 healthy, fault = _judge(topology, str(e.get("host") or host), peer, key[1],
-                                        detected - lookback_ns, t, faults, ecmp)
+                                        detected - lookback_ns, t, faults, ecmp,
+                                        ack_timeout=(e.get("reason") == "timeout"
+                                                     and e.get("direction") != "reverse"))
                 out.append(Retirement(t, str(e.get("host") or host), key[0], key[1], peer,
                                       e.get("direction") == "reverse", str(e.get("reason")),
                                       detected, healthy, fault))
     return sorted(out, key=lambda r: (r.t_ns, r.host, r.qp, r.ev))
 
 
-def _judge(topology, host, peer, ev, start_ns, end_ns, faults, ecmp):
+def _judge(topology, host, peer, ev, start_ns, end_ns, faults, ecmp, ack_timeout=False):
     if topology is None or peer is None:
         return None, None
     try:
         links = path_links(topology, host, peer, ev, ecmp)
+        # the peer's ACKs come back over any T1 of the plane (its reverse EVs are random)
+        ack_links = path_links(topology, peer, host, ev, ecmp=True) if ack_timeout else set()
     except (KeyError, ValueError):
         return None, None
     for imp in faults:
         if imp.link in links and imp.overlaps(start_ns, end_ns):
             return False, f"{imp.action} {'~'.join(sorted(imp.link))}"
+    for imp in faults:
+        if imp.link in ack_links and imp.overlaps(start_ns, end_ns):
+            return False, f"ACK path: {imp.action} {'~'.join(sorted(imp.link))}"
     return True, None
 
 
@@ -198,6 +213,8 @@ def summarize(retirements: list[Retirement], lookback_ns: int = DEFAULT_LOOKBACK
     return {
         "evs_retired": len(data),
         "healthy_evs_retired": sum(1 for r in data if r.healthy),
+        "evs_retired_for_lost_acks": sum(1 for r in data
+                                         if r.fault and r.fault.startswith("ACK path:")),
         "reverse_evs_retired": len(reverse),
         "healthy_reverse_evs_retired": sum(1 for r in reverse if r.healthy),
         "healthy_evs_retired_by_reason": by_reason,
