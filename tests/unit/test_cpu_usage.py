@@ -94,7 +94,8 @@ def test_meter_measures_a_process_that_burns_known_cpu():
     proc = subprocess.Popen([sys.executable, "-c",
                              "import sys, time\n"
                              "sys.stdin.readline()\n"
-                             f"t = time.process_time()\nwhile time.process_time() - t < {burn_s}: pass\n"
+                             "t = time.process_time()\n"
+                             f"while time.process_time() - t < {burn_s}: pass\n"
                              "print('done', flush=True)\n"
                              "sys.stdin.readline()\n"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -117,7 +118,8 @@ def test_meter_measures_a_process_that_burns_known_cpu():
 def test_pid_files(tmp_path):
     (tmp_path / "a.pid").write_text("4242\n")
     (tmp_path / "b.pid").write_text("garbage")
-    assert pids_from_files([tmp_path / "a.pid", tmp_path / "b.pid", tmp_path / "none.pid"]) == [4242]
+    files = [tmp_path / "a.pid", tmp_path / "b.pid", tmp_path / "none.pid"]
+    assert pids_from_files(files) == [4242]
 
 
 def test_meter_writes_one_csv_row_per_interval(tmp_path):

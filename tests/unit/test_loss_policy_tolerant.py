@@ -188,3 +188,13 @@ def test_without_a_path_the_excuse_is_per_ev():
     assert pol.on_loss(OTHER_EV, t + 1, TIMEOUT, t + 2 * rto, later_delivered=False).why == "stall"
     assert pol.on_loss(EV, t + 1, TIMEOUT, t + 2 * rto,
                        later_delivered=False).verdict is Verdict.SUSPEND
+
+
+def test_the_stall_memory_stays_bounded():
+    """Replaced EVs leave keys behind when the layout names no path: at most 1024 are kept,
+    the oldest excuse goes first."""
+    pol = _policy(loss_verdict_ns=300 * MS)
+    for ev in range(1100):
+        assert pol.on_loss(ev, ev, TIMEOUT, ev + 1, later_delivered=False).why == "stall"
+    assert len(pol._stall_excused) == 1024
+    assert 0 not in pol._stall_excused and 1099 in pol._stall_excused
