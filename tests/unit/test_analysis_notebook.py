@@ -50,3 +50,14 @@ def test_walks_through_each_transport_and_writes_html(executed):
     images = len(re.findall(r"data:image/png;base64,", text))
     pngs = sum("image/png" in o.get("data", {}) for c in code for o in c.outputs)
     assert images >= pngs >= 5          # every figure is embedded in the HTML
+
+
+def test_says_whether_each_transport_was_cpu_bound(executed):
+    """The synthetic run's mrc summary has the runner's CPU figures (97% busy): the notebook
+    shows them per transport, and only for the transports that have them."""
+    _, out = executed
+    nb = nbformat.read(out, as_version=4)
+    cell = next(c for c in nb.cells if c.cell_type == "code" and "busy_fraction" in c.source)
+    text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+    assert "busy %" in text and "97" in text and "1.15" in text
+    assert "tcp" not in text
