@@ -10,6 +10,8 @@ EV moves: an ECN echo makes the MRC sender skip the echoed EV until a time (traf
 takes its packets elsewhere; further echoes while it is skipped only extend the skip. Counted
 per flow from the source's endpoint log, restricted to the QPs whose peer is the destination
 (the endpoint's `qp` event), and per path (plane, spine) so a run shows which path was left.
+Where the packets went: the share of the flow's packets sent on each path, from the sender's
+final counters, shows the result of those moves (paper §5.2.5: one flow moves to the other EV).
 
 Pure functions over parsed events, plus one loader (flow_summary) the runner's summary uses.
 """
@@ -53,6 +55,32 @@ def ecn_moves(events: list[dict], qps: set[int] | None = None) -> dict:
             out["moves_by_path"][path] = out["moves_by_path"].get(path, 0) + 1
         skipped_until[key] = max(skipped_until.get(key, -1), int(e["until_ns"]))
     return out
+
+
+def sent_by_path(events: list[dict], qps: set[int]) -> dict[str, int] | None:
+    """Packets the QPs `qps` sent per path {"p<plane>s<spine>": n}, summed from the endpoint's
+    final counters (its `counters` event, per QP `sent_packets_by_path`); None without them
+    (an endpoint that did not close cleanly, or a transport that does not count them)."""
+    final = [e for e in events if e.get("event") == Event.COUNTERS]
+    if not final:
+        return None
+    out: dict[str, int] = {}
+    found = False
+    for qpn, stats in final[-1]["qps"].items():
+        by_path = stats.get("sent_packets_by_path") if isinstance(stats, dict) else None
+        if not str(qpn).isdigit() or int(qpn) not in qps or not isinstance(by_path, dict):
+            continue
+        found = True
+        for path, n in by_path.items():
+            if _int(n):
+                out[path] = out.get(path, 0) + n
+    return out if found else None
+
+
+def shares(counts: dict[str, int] | None) -> dict[str, float] | None:
+    """Each key's fraction of the total (None for None or an empty total)."""
+    total = sum(counts.values()) if counts else 0
+    return {k: n / total for k, n in sorted(counts.items())} if total else None
 
 
 def qps_to(events: list[dict], peer: str) -> set[int]:
@@ -158,8 +186,9 @@ def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]
                   if None not in (lo, hi, *beside) and max(lo, beside[0]) < min(hi, beside[1])
                   else None)
         src_events = endpoint_logs.get(src)
-        moves = (ecn_moves(src_events, qps_to(src_events, dst)) if src_events is not None
-                 else None)
+        qps = qps_to(src_events, dst) if src_events is not None else set()
+        moves = ecn_moves(src_events, qps) if src_events is not None else None
+        by_path = sent_by_path(src_events, qps) if src_events is not None else None
         out.append({
             "src": src, "dst": dst,
             "goodput_mbit": own,
@@ -171,6 +200,8 @@ def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]
             "ecn_moves_by_path": None if moves is None else moves["moves_by_path"],
             "ecn_skips": None if moves is None else moves["ecn_skips"],
             "trim_skips": None if moves is None else moves["trim_skips"],
+            "sent_packets_by_path": by_path,
+            "sent_share_by_path": shares(by_path),
         })
     return out
 
@@ -188,6 +219,7 @@ _USABLE_EVENTS = {
     and not isinstance(e.get("rx_bytes"), bool),
     Event.PHASE: lambda e: _int(e.get("t_ns")),
     Event.ITERATION: lambda e: _int(e.get("end_ns")),
+    Event.COUNTERS: lambda e: isinstance(e.get("qps"), dict),
 }
 
 
@@ -228,7 +260,8 @@ def flow_summary(tdir) -> dict:
     worker_logs = {h: read_events(tdir / f"worker-{h}.jsonl",
                                   (Event.GOODPUT, Event.PHASE, Event.ITERATION))
                    for h in hosts}
-    endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl", (Event.EV_SKIP, Event.QP))
+    endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl",
+                                             (Event.EV_SKIP, Event.QP, Event.COUNTERS))
                      for h in hosts if (tdir / f"endpoint-{h}.jsonl").exists()}
     beside = {h: read_events(tdir / f"worker-{h}.jsonl", (Event.PHASE, Event.ITERATION))
               for h in side_hosts}
@@ -252,4 +285,7 @@ def describe(flow: dict) -> str:
     if flow.get("ecn_moves") is not None:
         paths = ", ".join(f"{p} {n}" for p, n in sorted((flow.get("ecn_moves_by_path") or {}).items()))
         text += f", ECN moves {flow['ecn_moves']}" + (f" ({paths})" if paths else "")
+    if flow.get("sent_share_by_path"):
+        text += ", packets sent " + ", ".join(
+            f"{share:.0%} {path}" for path, share in sorted(flow["sent_share_by_path"].items()))
     return text

@@ -63,6 +63,8 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     [mrc.qp]                            # every QP setting, named as traffic.qp_config.MRCConfig
     ev_count = 32                       #   names it, over the endpoint's defaults for the
     rto_rtts = 25.0                     #   emulated fabric (EMULATED_FABRIC_QP_DEFAULTS)
+    [mrc.host_qp.h1]                    # [mrc.qp] keys for the QPs host h1 opens, over [mrc.qp]
+    ev_pin_spine = 0                    #   (an experiment's per-flow setting)
 
     [short]                             # `mrclab run FILE --short`: the test-sized version
     iterations = 12                     # any [collective] key (message_bytes, warmup, timeout_s..)
@@ -354,6 +356,9 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
                         reserved=MRC_ENDPOINT_RESERVED)
     qp = ck.table(raw, "qp", MRC_QP, parent="mrc", reserved=MRC_QP_RESERVED)
     _check_mrc_rules(endpoint, qp, ck, spec)
+    host_qp = _parse_host_qp(raw, endpoint, qp, ck, spec)
+    if host_qp:
+        out["host_qp"] = host_qp
 
     if "endpoint" in raw:
         try:
@@ -370,9 +375,48 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
     return out
 
 
-def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec) -> None:
+# QP settings summary.json reads as the run's (emulation/run_summary.py): no host may differ.
+RUN_WIDE_QP_KEYS = frozenset({"loss_policy", "rto_max_ns"})
+
+
+def _parse_host_qp(raw: dict, endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec) -> dict:
+    """[mrc.host_qp.<host>]: QP settings for the QPs one host opens, over [mrc.qp] (an
+    experiment pins one flow's EVs and leaves another's free, as the paper's ECN test forces
+    one flow onto one EV). Each is checked as [mrc.qp] is, merged: {host name: its keys}."""
+    if "host_qp" not in raw:
+        return {}
+    tables = raw["host_qp"]
+    if not isinstance(tables, dict):
+        ck.fail("[mrc] host_qp", f"must be tables [mrc.host_qp.<host>], got {tables!r}",
+                ck.loc.key("mrc", "host_qp"))
+    hosts = [h.name for h in Topology(spec).hosts]
+    out = {}
+    for name in tables:
+        table = f"mrc.host_qp.{name}"
+        if name not in hosts:
+            ck.fail(f"[{table}]", f"{name!r} is not a host of the fabric ({hosts[0]}.."
+                    f"{hosts[-1]})", ck.loc.table(table))
+        own = ck.table(tables, name, MRC_QP, parent="mrc.host_qp", reserved=MRC_QP_RESERVED)
+        for key in sorted(RUN_WIDE_QP_KEYS & set(own)):
+            ck.fail(f"[{table}] {key}", "is one setting for the whole run (the summary judges "
+                    "every EV retirement by it): set it in [mrc.qp]", ck.loc.key(table, key))
+        merged = {**qp, **own}
+        _check_mrc_rules(endpoint, merged, ck, spec, table)
+        if "ev_pin_spine" in own:       # the count the pin implies, as for [mrc.qp]
+            own.setdefault("ev_pin_count", merged["ev_pin_count"])
+        try:
+            EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), "qp": merged})
+        except (ConfigError, TypeError, ValueError) as exc:
+            ck.fail(f"[{table}]", str(exc).removeprefix("qp: "), ck.loc.table(table))
+        out[name] = own
+    return out
+
+
+def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
+                     table: str = "mrc.qp") -> None:
     """Rules between [mrc.endpoint], [mrc.qp] and the fabric, which neither config object can
-    see alone (which planes the endpoint opens, how many EVs a QP then has per plane)."""
+    see alone (which planes the endpoint opens, how many EVs a QP then has per plane). `qp` is
+    [mrc.qp], or a host's QP settings over it (`table` names the one to blame)."""
 
     planes = endpoint.get("planes")
     if planes is not None:
@@ -383,38 +427,40 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec) ->
     used_planes = len(planes) if planes else spec.planes
     ev_count = qp.get("ev_count", EMULATED_FABRIC_QP_DEFAULTS["ev_count"])
     if ev_count < used_planes:
-        ck.fail("[mrc.qp] ev_count", f"must be at least the number of planes in use "
+        ck.fail(f"[{table}] ev_count", f"must be at least the number of planes in use "
                 f"({used_planes}): EVs are split equally over the planes, got {ev_count}",
-                ck.loc.key("mrc.qp", "ev_count"))
+                ck.loc.key(table, "ev_count"))
     if qp.get("ev_min_active", 0) > ev_count:
-        ck.fail("[mrc.qp] ev_min_active", f"must be at most ev_count ({ev_count}), got "
-                f"{qp['ev_min_active']}", ck.loc.key("mrc.qp", "ev_min_active"))
+        ck.fail(f"[{table}] ev_min_active", f"must be at most ev_count ({ev_count}), got "
+                f"{qp['ev_min_active']}", ck.loc.key(table, "ev_min_active"))
     if "ev_pin_spine" in qp or "ev_pin_count" in qp:
-        _check_ev_pinning(qp, ck, spec, ev_count // used_planes)
+        _check_ev_pinning(qp, ck, spec, ev_count // used_planes, table)
     lo = qp.get("rto_min_ns", MRCConfig.__dataclass_fields__["rto_min_ns"].default)
     hi = qp.get("rto_max_ns", MRCConfig.__dataclass_fields__["rto_max_ns"].default)
     if lo > hi:
         key = "rto_min_ns" if "rto_min_ns" in qp else "rto_max_ns"
-        ck.fail(f"[mrc.qp] {key}", f"rto_min_ns ({lo}) must not exceed rto_max_ns ({hi})",
-                ck.loc.key("mrc.qp", key))
+        ck.fail(f"[{table}] {key}", f"rto_min_ns ({lo}) must not exceed rto_max_ns ({hi})",
+                ck.loc.key(table, key))
 
 
-def _check_ev_pinning(qp: dict, ck: Checker, spec: FabricSpec, per_plane: int) -> None:
-    """[mrc.qp] ev_pin_spine / ev_pin_count against the fabric (traffic/evs.py "Pinning")."""
+def _check_ev_pinning(qp: dict, ck: Checker, spec: FabricSpec, per_plane: int,
+                      table: str = "mrc.qp") -> None:
+    """ev_pin_spine / ev_pin_count ([mrc.qp] or a host's) against the fabric (traffic/evs.py
+    "Pinning")."""
     if "ev_pin_spine" not in qp:
-        ck.fail("[mrc.qp] ev_pin_count", "needs ev_pin_spine (the spine to pin to)",
-                ck.loc.key("mrc.qp", "ev_pin_count"))
+        ck.fail(f"[{table}] ev_pin_count", "needs ev_pin_spine (the spine to pin to)",
+                ck.loc.key(table, "ev_pin_count"))
     if qp["ev_pin_spine"] >= spec.spines:
-        ck.fail("[mrc.qp] ev_pin_spine", f"must be a spine of the fabric, 0..{spec.spines - 1}, "
-                f"got {qp['ev_pin_spine']}", ck.loc.key("mrc.qp", "ev_pin_spine"))
+        ck.fail(f"[{table}] ev_pin_spine", f"must be a spine of the fabric, 0..{spec.spines - 1}, "
+                f"got {qp['ev_pin_spine']}", ck.loc.key(table, "ev_pin_spine"))
     count = qp.get("ev_pin_count", per_plane)
     if count > per_plane:
-        ck.fail("[mrc.qp] ev_pin_count", f"must be at most the active EVs per plane "
+        ck.fail(f"[{table}] ev_pin_count", f"must be at most the active EVs per plane "
                 f"(ev_count / planes = {per_plane}), got {count}",
-                ck.loc.key("mrc.qp", "ev_pin_count"))
+                ck.loc.key(table, "ev_pin_count"))
     if count < per_plane and spec.spines < 2:
-        ck.fail("[mrc.qp] ev_pin_count", f"leaves {per_plane - count} EVs per plane for other "
-                "spines, and the fabric has one", ck.loc.key("mrc.qp", "ev_pin_count"))
+        ck.fail(f"[{table}] ev_pin_count", f"leaves {per_plane - count} EVs per plane for other "
+                "spines, and the fabric has one", ck.loc.key(table, "ev_pin_count"))
     qp.setdefault("ev_pin_count", count)
 
 

@@ -124,6 +124,7 @@ MRC = {
     "linger_s": _n(None, 0.0, 60.0, "keep answering peers this long after the last iteration"),
     "connect_timeout_s": _n(None, 0.1, 3600.0, "QP connection set-up limit"),
     "endpoint": Key("table"), "qp": Key("table"),
+    "host_qp": Key("table"),    # [mrc.host_qp.<host>]: [mrc.qp] keys for one host's QPs
 }
 MRC_RESERVED = {"base_rtt_ns": "moved: use [mrc.endpoint] base_rtt_ns, the endpoint's fixed "
                                "base RTT"}
@@ -181,6 +182,7 @@ MRC_QP = {
     "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),
     "probe_backoff_max": _i(None, 1, 1024, "failed probes double the period up to this factor"),
     "skip_rtts": _n(None, 0.0, RTTS_MAX, "ECN echo: skip the EV this long, base RTTs"),
+    "skip_backoff_max": _i(None, 1, 1024, "marks soon after a skip double it up to this factor"),
     "mpr": _i(None, 1, PSN_SPACE // 2 // MPR_UNIT - 1, "max PSN range, units of 128 PSNs"),
     "start_psn": _i(None, 0, PSN_SPACE - 1, "initial PSN"),
     "rto_ns": _i(None, 1, NS_MAX, "fixed base RTO"),

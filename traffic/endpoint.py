@@ -180,6 +180,9 @@ class QueuePair:
         nscc = getattr(self.sender, "nscc", None)
         if nscc is not None:
             out["nscc"] = dict(nscc.counts)
+        by_path = getattr(self.sender, "sent_packets_by_path", None)
+        if by_path is not None:
+            out["sent_packets_by_path"] = by_path()
         return out
 
 

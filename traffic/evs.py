@@ -14,7 +14,12 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   retirements and replacements work as without it.
 * States GOOD / ASSUMED_BAD / DENIED / UNKNOWN (OCP). "Skip" is not a state: an ECN echo makes the
   round robin pass over the EV on its next turn and until `until_ns`; a trimmed NACK makes it
-  pass over it once.
+  pass over it once. How long "a while" lasts is the project's choice (neither OCP's headers nor
+  the paper fix it): an EV marked again soon after its skip ended (within the skip's length, or
+  SKIP_MEMORY first skips) sits on a persistently congested path, and its next skip is twice as
+  long, up to `backoff_max` first skips. Without this, a flow beside one forced onto a path kept
+  returning to it: each return sends a round trip's worth of packets into the queue before the
+  next echo arrives, and it kept 36-37% of its packets there with skips of 2 or 8 base RTTs.
 * `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
   waits `loss_verdict_ns` for a late trimmed NACK or a late delivery): the EV leaves the
   rotation and a same-plane backup takes its slot at once (without a backup it keeps the slot
@@ -75,6 +80,11 @@ class PathInfo:
         return cls(planes=tuple(range(topo.spec.planes)), spines=topo.spec.spines)
 
 
+# An ECN mark within this many first skips after an EV's skip ended (or within that skip's
+# length, if longer) counts as the same congestion: the next skip doubles (EVSet.skip).
+SKIP_MEMORY = 4
+
+
 @dataclass
 class EVInfo:
     ev: int
@@ -83,6 +93,7 @@ class EVInfo:
     state: str = UNKNOWN
     in_rotation: bool = False
     skip_until: int = 0           # ECN echo: pass over until this time
+    skip_len: int = 0             # length of the latest ECN skip (doubles while marks persist)
     skip_once: bool = False       # trimmed NACK: pass over on the next turn
     suspended: bool = False       # a loss awaits its verdict (sender's loss_verdict_ns)
     probe_successes: int = 0
@@ -237,7 +248,8 @@ class EVSet:
         and overloaded the other plane's port (measured: iterations 40% slower while a T1 was
         down, with the hosts' links, not the fabric, the bottleneck).
         Preference: the first plane in turn with a GOOD EV that is not skipped or suspended;
-        else the first passed-over EV of the best kind (skipped, then suspended, then not GOOD),
+        else the first passed-over EV of the best kind (skipped, then suspended, then not GOOD;
+        among skipped ones, the one whose skip ends first),
         never `exclude`. `plane_ok(plane)` lets the caller refuse planes whose pacer has no
         tokens; `allow(ev)` refuses EVs outright (the sender keeps retransmissions off EVs with
         an unexplained loss). Skip-once flags are consumed here.
@@ -256,6 +268,7 @@ class EVSet:
         # verdict) < 2 not GOOD (kept in the rotation by the min_active floor).
         fallback = None
         fallback_rank = 3
+        fallback_until = 0
         for plane in order:
             start = self._rr_plane.get(plane, 0)
             for i in range(n):
@@ -277,8 +290,11 @@ class EVSet:
                     rank = 0
                 else:
                     return self._picked(plane, idx)
-                if rank < fallback_rank:
-                    fallback, fallback_rank = (plane, idx), rank
+                if rank < fallback_rank or (rank == 0 == fallback_rank
+                                            and info.skip_until < fallback_until):
+                    # among skipped EVs, the one whose skip ends first: the least congested
+                    # by its backoff (a persistently marked path has the longest skips)
+                    fallback, fallback_rank, fallback_until = (plane, idx), rank, info.skip_until
         if fallback is not None:
             return self._picked(*fallback)
         return None
@@ -305,17 +321,26 @@ class EVSet:
         event.update(extra)
         self.emit(event)
 
-    def skip(self, ev: int, until_ns: int, now_ns: int) -> None:
+    def skip(self, ev: int, until_ns: int, now_ns: int, backoff_max: int = 1) -> None:
         """ECN echo: keep the EV, pass over it on its next turn (OCP's SACK M field: "skip
         once") and until `until_ns`. A time alone did nothing when the EV's next turn came
         after it: a round robin of 8 EVs at 20 Mbit/s takes ~5 ms, as long as the default skip
         of 2 base RTTs, so an echo arriving a round trip after the marked packet often ran out
-        before the EV came up again."""
+        before the EV came up again. An echo for an EV whose skip ended recently (module
+        docstring) doubles the skip, up to `backoff_max` times `until_ns - now_ns`; echoes
+        while it is skipped only extend it to `until_ns`."""
         info = self.evs.get(ev)
         if info is None:
             return
         info.skip_once = True
-        info.skip_until = max(info.skip_until, until_ns)
+        first = until_ns - now_ns
+        if info.skip_until <= now_ns and first > 0:
+            recent = info.skip_len and now_ns - info.skip_until <= max(info.skip_len,
+                                                                       SKIP_MEMORY * first)
+            info.skip_len = min(2 * info.skip_len, backoff_max * first) if recent else first
+            info.skip_until = now_ns + max(info.skip_len, first)
+        else:
+            info.skip_until = max(info.skip_until, until_ns)
         self.emit({"t_ns": now_ns, "event": Event.EV_SKIP, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "until_ns": info.skip_until})
 
@@ -401,6 +426,7 @@ class EVSet:
         info = self.evs[ev]
         info.in_rotation = True
         info.skip_until = 0
+        info.skip_len = 0
         info.skip_once = False
         info.suspended = False
         self._set_state(info, GOOD, reason, now_ns, replaces=replaces)

@@ -385,7 +385,9 @@ def create(transport: str, rank: int, config: WorkerConfig, *,
               "event_log": f"{config.log_dir}/endpoint-h{hosts[rank]}.jsonl",
               "goodput_interval_ms": config.goodput_interval_ms}
     ep_cfg.update(mrc.endpoint)
-    ep_cfg["qp"] = {**mrc.qp, "trimming": config.trimming}     # [options] trimming
+    # [mrc.qp], this host's [mrc.host_qp.<host>] over it, and [options] trimming
+    ep_cfg["qp"] = {**mrc.qp, **mrc.host_qp.get(f"h{hosts[rank]}", {}),
+                    "trimming": config.trimming}
     if config.control_dir:
         # the runner's control plane (denylist, path prober counts) reaches the endpoint here
         ep_cfg["control_socket"] = f"{config.control_dir}/h{hosts[rank]}.sock"

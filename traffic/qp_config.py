@@ -37,6 +37,7 @@ class MRCConfig:
     probe_timeout_rtts: float = 4.0      # a probe unanswered this long failed
     probe_backoff_max: int = 8           # failed probes double the period, up to this factor
     skip_rtts: float = 2.0               # ECN echo: skip the EV for this many base RTTs
+    skip_backoff_max: int = 32           # marks soon after a skip double it, up to this factor
     probe_period_ns: int | None = None   # fixed probe period; wins over probe_period_rtts
     skip_ns: int | None = None           # fixed ECN skip time; wins over skip_rtts
     # Experiment knob (traffic/evs.py "Pinning"): start ev_pin_count of each plane's active EVs
@@ -164,7 +165,7 @@ class MRCConfig:
                     "pacing_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
                     "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts", "rto_rtts",
-                    "ack_delay_rtts")
+                    "ack_delay_rtts", "skip_backoff_max")
         for name in ("probe_period_ns", "skip_ns"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from model.events import Event
-from model.topology import ev_plane
+from model.topology import ev_plane, ev_spine
 from traffic import loss_policy as lp
 from traffic.evs import DENIED, GOOD, EVSet, PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,
@@ -206,7 +206,9 @@ class SenderQP(PostedWrites):
         self._latest_delivered_sent = -1        # newest send time of a delivered first transmission
         self.unexplained = UnexplainedLosses()
         self.siblings = SuspectPaths(self.evs, self.unexplained) if config.suspend_siblings else None
-        self._ev_used: set[int] = set()         # EVs that carried at least one packet
+        # packets sent per EV (first transmissions and resends): an EV's first packet gets the
+        # loss policy's grace, and stats() reports where the QP's packets went, per path
+        self.sent_by_ev: dict[int, int] = {}
         self._wake_ns: int | None = None
         self.completions: list[Completion] = []
         self.error: str | None = None
@@ -217,6 +219,14 @@ class SenderQP(PostedWrites):
                          "first_packet_losses_excused": 0, "retransmits_onto_suspect_evs": 0,
                          "loss_verdicts_opened": 0, "losses_explained_by_trim": 0,
                          "losses_explained_by_late_delivery": 0, "loss_verdicts_failed": 0}
+
+    def sent_packets_by_path(self) -> dict[str, int]:
+        """Packets this QP sent per path, {"p<plane>s<spine>": n}: where ECN moved its load."""
+        out: dict[str, int] = {}
+        for ev, n in self.sent_by_ev.items():
+            path = f"p{ev_plane(ev)}s{ev_spine(ev)}"
+            out[path] = out.get(path, 0) + n
+        return out
 
     # ------------------------------------------------------------------ helpers
 
@@ -417,9 +427,9 @@ class SenderQP(PostedWrites):
         msg = rec.msg
         plane = ev_plane(ev)
         rec.ev = ev
-        rec.first_on_ev = ev not in self._ev_used
-        if rec.first_on_ev:
-            self._ev_used.add(ev)
+        sent_on_ev = self.sent_by_ev.get(ev, 0)
+        rec.first_on_ev = sent_on_ev == 0
+        self.sent_by_ev[ev] = sent_on_ev + 1
         rec.sent_ns = now_ns
         rec.tx_count += 1
         rec.lost = False
@@ -604,7 +614,7 @@ class SenderQP(PostedWrites):
             self.loss_policy.on_evidence(sack.ev, lp.CONGESTION, now_ns)
             if sack.ev in self.evs.evs:
                 self.evs.skip(sack.ev, now_ns + (self.cfg.skip_ns or self.rtt.rtts(self.cfg.skip_rtts)),
-                              now_ns)
+                              now_ns, self.cfg.skip_backoff_max)
         if self.cfg.nscc_enabled:
             self.nscc.on_ack(newly, rtt, ecn, now_ns)
         self._detect_gaps(now_ns)

@@ -102,13 +102,15 @@ class TcpSettings:
 class MRCSettings:
     """The MRC and RoCE transports (traffic/mrc_comm.py): the scenario's [mrc] table. None
     leaves a setting to the communicator's default; `endpoint` and `qp` are the [mrc.endpoint]
-    and [mrc.qp] tables, validated by EndpointConfig and MRCConfig."""
+    and [mrc.qp] tables, validated by EndpointConfig and MRCConfig; `host_qp` the
+    [mrc.host_qp.<host>] tables, one host's QP settings over `qp`."""
     ring_bytes: int | None = None
     fragment_bytes: int | None = None
     linger_s: float | None = None
     connect_timeout_s: float | None = None
     endpoint: dict = field(default_factory=dict)
     qp: dict = field(default_factory=dict)
+    host_qp: dict = field(default_factory=dict)     # host name -> QP settings over `qp`
 
     def __post_init__(self) -> None:
         for key in ("ring_bytes", "fragment_bytes"):
@@ -123,6 +125,10 @@ class MRCSettings:
             value = getattr(self, key)
             if not isinstance(value, dict) or any(not isinstance(k, str) for k in value):
                 _fail(f"mrc.{key}", "must be a table of settings", value)
+        if not isinstance(self.host_qp, dict) or any(
+                not isinstance(h, str) or not isinstance(t, dict) or any(
+                    not isinstance(k, str) for k in t) for h, t in self.host_qp.items()):
+            _fail("mrc.host_qp", "must map host names to tables of QP settings", self.host_qp)
         taken = sorted(set(self.endpoint) & set(ENDPOINT_KEYS_FROM_THE_CONFIG))
         if taken:
             raise WorkerConfigError(f"worker config: mrc.endpoint cannot set {', '.join(taken)}: "

@@ -122,3 +122,41 @@ def test_describe_names_rate_share_and_moves():
                        "goodput_all_flows_mbit": 15.0, "link_fraction": 0.75, "ecn_moves": 4,
                        "ecn_moves_by_path": {"p0s1": 1, "p0s0": 3}})
     assert line == "flow h0->h2: 15.0 Mbit/s (75% of the host's NIC rate), ECN moves 4 (p0s0 3, p0s1 1)"
+
+
+def counters(qps: dict) -> dict:
+    """An endpoint's final counters event, JSON-shaped (QP numbers become strings)."""
+    return json.loads(json.dumps({"t_ns": 9, "event": Event.COUNTERS, "qps": qps}))
+
+
+def test_packets_by_path_sum_the_flows_qps_from_the_final_counters():
+    # QPs 5 and 6 go to the flow's destination, 7 elsewhere: p0s0 30 + 10, p0s1 90 + 0
+    events = [counters({5: {"sent_packets_by_path": {"p0s0": 30, "p0s1": 90}},
+                        6: {"sent_packets_by_path": {"p0s0": 10}},
+                        7: {"sent_packets_by_path": {"p0s0": 500}}})]
+    got = F.sent_by_path(events, {5, 6})
+    assert got == {"p0s0": 40, "p0s1": 90}
+    assert F.shares(got) == {"p0s0": pytest.approx(40 / 130), "p0s1": pytest.approx(90 / 130)}
+
+
+def test_packets_by_path_absent_without_counters_or_per_path_counts():
+    assert F.sent_by_path([], {5}) is None                         # endpoint did not close
+    assert F.sent_by_path([counters({5: {"sender": {}}})], {5}) is None     # RoCE-like stats
+    assert F.shares(None) is None and F.shares({"p0s0": 0}) is None
+
+
+def test_flow_summary_gives_each_flows_share_of_packets_per_path(tmp_path):
+    (tmp_path / "worker.json").write_text(json.dumps(
+        {"collective": "bisection", "hosts": ["h0", "h1"],
+         "fabric": {"host_link_mbit": 10, "planes": 1}}))
+    (tmp_path / "worker-h1.jsonl").write_text(
+        "\n".join(json.dumps(e) for e in worker_log(0, 1000, 8.0, "h1")) + "\n")
+    (tmp_path / "endpoint-h0.jsonl").write_text("\n".join(json.dumps(e) for e in [
+        {"t_ns": 1, "event": Event.QP, "qp": 2, "peer": "h1"},
+        {"t_ns": 2, "event": Event.QP, "qp": 3, "peer": "h9"},
+        counters({2: {"sent_packets_by_path": {"p0s0": 25, "p0s1": 75}},
+                  3: {"sent_packets_by_path": {"p0s0": 1000}}})]) + "\n")
+    (flow,) = F.flow_summary(tmp_path)["flows"]
+    assert flow["sent_packets_by_path"] == {"p0s0": 25, "p0s1": 75}
+    assert flow["sent_share_by_path"] == {"p0s0": 0.25, "p0s1": 0.75}
+    assert F.describe(flow).endswith(", packets sent 25% p0s0, 75% p0s1")

@@ -30,6 +30,9 @@ def pinned_run(ecn: float) -> tuple[float, Harness]:
     expected, region = h.post([MSG])
     h.run_until_idle()
     assert h.sender.error is None and bytes(region.buf) == expected
+    # the QP's own per-path count (its final counters, summary.json's flows) is what the
+    # network saw leave
+    assert h.sender.sent_packets_by_path() == {f"p0s{s}": n for s, n in data.items() if n}
     return data[0] / (data[0] + data[1]), h
 
 

@@ -125,7 +125,7 @@ READERS = {
     "mrc.qp": {name: (value, lambda w, name=name: getattr(w.qcfg, name)) for name, value in {
         "ev_count": 24, "ev_backup_count": 10, "ev_min_active": 5, "probe_k": 4,
         "probe_period_rtts": 7.0, "probe_timeout_rtts": 9.0, "probe_backoff_max": 4,
-        "skip_rtts": 2.5, "mpr": 4, "start_psn": 1000,
+        "skip_rtts": 2.5, "skip_backoff_max": 6, "mpr": 4, "start_psn": 1000,
         "rto_ns": 8_000_000, "rto_rtts": 5.0, "rto_min_ns": 2_000_000,
         "rto_max_ns": 900_000_000, "retry_linear_count": 5, "retry_exp_count": 9,
         "retry_fixed_interval": True, "suspend_siblings": True, "ack_timeout": 12,
@@ -301,3 +301,26 @@ def test_connect_timeout_is_applied(tmp_path):
     with pytest.raises(CommError, match="within 0.5 s"):
         create("mrc", 0, config, ports={p: switch.port(0, p) for p in range(spec.planes)})
     assert 0.5 <= time.monotonic() - start < 5.0      # the base scenario's is 10 s
+
+
+def pinned(w) -> tuple:
+    """(pin spine, EVs of plane 0 in the rotation on it) of rank 0's QP to rank 1."""
+    evs = w.qp.sender.evs
+    return evs.pin_spine, sum(1 for ev in evs.rotation
+                              if evs.evs[ev].plane == 0 and evs.evs[ev].spine == evs.pin_spine)
+
+
+HOST_QP = "[mrc.host_qp.{host}]\nev_pin_spine = 1\nev_pin_count = 12\n"
+
+
+def test_a_hosts_qp_table_reaches_that_hosts_qps(tmp_path):
+    """[mrc.host_qp.h0] applies over [mrc.qp] to rank 0 (host h0): 12 EVs per plane (ev_count
+    24 over 2 planes), all pinned to spine 1, where [mrc.qp] pins 3 to spine 0."""
+    text = scenario_text({"mrc.qp": {"ev_count": 24, "ev_pin_spine": 0, "ev_pin_count": 3}})
+    assert run_world(text, tmp_path / "base", pinned) == (0, 3)
+    assert run_world(text + HOST_QP.format(host="h0"), tmp_path / "h0", pinned) == (1, 12)
+
+
+def test_another_hosts_qp_table_leaves_this_host_alone(tmp_path):
+    text = scenario_text({"mrc.qp": {"ev_count": 24, "ev_pin_spine": 0, "ev_pin_count": 3}})
+    assert run_world(text + HOST_QP.format(host="h1"), tmp_path, pinned) == (0, 3)

@@ -116,9 +116,10 @@ def test_mrc_table_reaches_the_worker_config_of_both_versions(tmp_path):
         assert cfg["mrc"] == {"ring_bytes": 2097152, "fragment_bytes": 131072, "linger_s": 0.5,
                               "connect_timeout_s": None,
                               "endpoint": {"base_rtt_ns": 2000000, "port_poll_ms": 3.0},
-                              "qp": {"retry_exp_count": 12, "rto_rtts": 30.0, "ev_count": 16}}
+                              "qp": {"retry_exp_count": 12, "rto_rtts": 30.0, "ev_count": 16},
+                              "host_qp": {}}
     unset = {"ring_bytes": None, "fragment_bytes": None, "linger_s": None,
-             "connect_timeout_s": None, "endpoint": {}, "qp": {}}
+             "connect_timeout_s": None, "endpoint": {}, "qp": {}, "host_qp": {}}
     assert runner.worker_config(S.parse(BASE), "roce", tmp_path).to_dict()["mrc"] == unset
 
 
