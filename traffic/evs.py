@@ -16,8 +16,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   round robin pass over the EV on its next turn and until `until_ns`; a trimmed NACK makes it
   pass over it once. How long "a while" lasts is the project's choice (neither OCP's headers nor
   the paper fix it): an EV marked again soon after its skip ended (within the skip's length, or
-  SKIP_MEMORY first skips) sits on a persistently congested path, and its next skip is twice as
-  long, up to `backoff_max` first skips. Without this, a flow beside one forced onto a path kept
+  SKIP_MEMORY first skips, or two smoothed RTTs) sits on a persistently congested path, and its
+  next skip is twice as long, up to `backoff_max` first skips. Without this, a flow beside one
+  forced onto a path kept
   returning to it: each return sends a round trip's worth of packets into the queue before the
   next echo arrives, and it kept 36-37% of its packets there with skips of 2 or 8 base RTTs.
 * `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
@@ -321,22 +322,25 @@ class EVSet:
         event.update(extra)
         self.emit(event)
 
-    def skip(self, ev: int, until_ns: int, now_ns: int, backoff_max: int = 1) -> None:
+    def skip(self, ev: int, until_ns: int, now_ns: int, backoff_max: int = 1,
+             memory_ns: int = 0) -> None:
         """ECN echo: keep the EV, pass over it on its next turn (OCP's SACK M field: "skip
         once") and until `until_ns`. A time alone did nothing when the EV's next turn came
         after it: a round robin of 8 EVs at 20 Mbit/s takes ~5 ms, as long as the default skip
         of 2 base RTTs, so an echo arriving a round trip after the marked packet often ran out
         before the EV came up again. An echo for an EV whose skip ended recently (module
-        docstring) doubles the skip, up to `backoff_max` times `until_ns - now_ns`; echoes
-        while it is skipped only extend it to `until_ns`."""
+        docstring, or within `memory_ns`: the sender's round trips under load, as the mark of
+        the first packet after a skip comes back a loaded round trip later) doubles the skip,
+        up to `backoff_max` times `until_ns - now_ns`; echoes while it is skipped only extend
+        it to `until_ns`."""
         info = self.evs.get(ev)
         if info is None:
             return
         info.skip_once = True
         first = until_ns - now_ns
         if info.skip_until <= now_ns and first > 0:
-            recent = info.skip_len and now_ns - info.skip_until <= max(info.skip_len,
-                                                                       SKIP_MEMORY * first)
+            recent = info.skip_len and now_ns - info.skip_until <= max(
+                info.skip_len, SKIP_MEMORY * first, memory_ns)
             info.skip_len = min(2 * info.skip_len, backoff_max * first) if recent else first
             info.skip_until = now_ns + max(info.skip_len, first)
         else:

@@ -613,8 +613,9 @@ class SenderQP(PostedWrites):
         if ecn:
             self.loss_policy.on_evidence(sack.ev, lp.CONGESTION, now_ns)
             if sack.ev in self.evs.evs:
-                self.evs.skip(sack.ev, now_ns + (self.cfg.skip_ns or self.rtt.rtts(self.cfg.skip_rtts)),
-                              now_ns, self.cfg.skip_backoff_max)
+                skip_ns = self.cfg.skip_ns or self.rtt.rtts(self.cfg.skip_rtts)
+                self.evs.skip(sack.ev, now_ns + skip_ns, now_ns, self.cfg.skip_backoff_max,
+                              int(2 * (self.rtt.srtt_ns or 0)))
         if self.cfg.nscc_enabled:
             self.nscc.on_ack(newly, rtt, ecn, now_ns)
         self._detect_gaps(now_ns)

@@ -82,3 +82,15 @@ def test_with_every_ev_skipped_the_one_whose_skip_ends_first_is_used():
     assert soonest == p0[-1] and len(p0) > 1
     picked = [evs.pick(100, plane_ok=lambda p: p == 0) for _ in range(3)]
     assert picked == [soonest] * 3, (picked, soonest)
+
+
+def test_a_loaded_round_trip_longer_than_the_memory_still_counts_as_soon():
+    """The mark of the first packet after a skip returns a loaded round trip later: with
+    memory_ns (the sender passes 2 smoothed RTTs) a mark 6000 ns after the skip ended, beyond
+    4 first skips, still doubles the skip; without it, it starts over."""
+    for memory, want in ((8000, 2000), (0, FIRST)):
+        evs, events = make_evset(ev_count=8)
+        ev = evs.rotation[0]
+        evs.skip(ev, until_ns=FIRST, now_ns=0, backoff_max=8, memory_ns=memory)
+        evs.skip(ev, until_ns=7000 + FIRST, now_ns=7000, backoff_max=8, memory_ns=memory)
+        assert ends(events, ev) == [FIRST, 7000 + want]
