@@ -18,9 +18,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   the paper fix it): an EV marked again soon after its skip ended (within the skip's length, or
   SKIP_MEMORY first skips, or two smoothed RTTs) sits on a persistently congested path, and its
   next skip is twice as long, up to `backoff_max` first skips. Without this, a flow beside one
-  forced onto a path kept
-  returning to it: each return sends a round trip's worth of packets into the queue before the
-  next echo arrives, and it kept 36-37% of its packets there with skips of 2 or 8 base RTTs.
+  forced onto a path kept returning to it: each return sends a round trip's worth of packets
+  into the queue before the next echo arrives, and it kept 36-37% of its packets there with
+  skips of 2 or 8 base RTTs.
 * `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
   waits `loss_verdict_ns` for a late trimmed NACK or a late delivery): the EV leaves the
   rotation and a same-plane backup takes its slot at once (without a backup it keeps the slot
@@ -82,7 +82,8 @@ class PathInfo:
 
 
 # An ECN mark within this many first skips after an EV's skip ended (or within that skip's
-# length, if longer) counts as the same congestion: the next skip doubles (EVSet.skip).
+# length, or the caller's memory_ns, if longer) counts as the same congestion: the next skip
+# doubles (EVSet.skip).
 SKIP_MEMORY = 4
 
 
