@@ -85,5 +85,8 @@ def test_retirements_over_the_dead_link_are_justified_and_every_one_is_judged(tm
     assert summary["evs_retired"] == retired
     justified = summary["evs_retired"] - summary["healthy_evs_retired"]
     assert over_dead_link >= 1, "the link-down retired no EV over it"
-    assert over_dead_link <= justified <= near_dead_link, (over_dead_link, justified,
-                                                            near_dead_link, summary)
+    # an ACK-timeout retirement whose SACKs came back over the dead link is justified too
+    # (analysis/retirements.py evs_retired_for_lost_acks) although its own path is healthy
+    lost_acks = summary["evs_retired_for_lost_acks"]
+    assert over_dead_link <= justified <= near_dead_link + lost_acks, (
+        over_dead_link, justified, near_dead_link, lost_acks, summary)
