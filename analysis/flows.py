@@ -186,9 +186,10 @@ def flow_figures(flows: list[tuple[str, str]], worker_logs: dict[str, list[dict]
                   if None not in (lo, hi, *beside) and max(lo, beside[0]) < min(hi, beside[1])
                   else None)
         src_events = endpoint_logs.get(src)
-        qps = qps_to(src_events, dst) if src_events is not None else set()
-        moves = ecn_moves(src_events, qps) if src_events is not None else None
-        by_path = sent_by_path(src_events, qps) if src_events is not None else None
+        moves = by_path = None
+        if src_events is not None:
+            qps = qps_to(src_events, dst)
+            moves, by_path = ecn_moves(src_events, qps), sent_by_path(src_events, qps)
         out.append({
             "src": src, "dst": dst,
             "goodput_mbit": own,
@@ -261,7 +262,7 @@ def flow_summary(tdir) -> dict:
                                   (Event.GOODPUT, Event.PHASE, Event.ITERATION))
                    for h in hosts}
     endpoint_logs = {h: read_events(tdir / f"endpoint-{h}.jsonl",
-                                             (Event.EV_SKIP, Event.QP, Event.COUNTERS))
+                                    (Event.EV_SKIP, Event.QP, Event.COUNTERS))
                      for h in hosts if (tdir / f"endpoint-{h}.jsonl").exists()}
     beside = {h: read_events(tdir / f"worker-{h}.jsonl", (Event.PHASE, Event.ITERATION))
               for h in side_hosts}
