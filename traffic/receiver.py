@@ -2,15 +2,19 @@
 
 Places each payload at its RETH VA at once (any order), ignores duplicates, SACKs every ack_every
 packets or after ack_delay (immediately on ECN, AckReq, duplicates, a late packet, a bitmap half
-full) with cumulative PSN, 64-bit bitmap, reflected EV and timestamp, ECN echo as SKIP_ONCE,
+full, a packet that completes a message) with cumulative PSN, 64-bit bitmap, reflected EV and timestamp, ECN echo as SKIP_ONCE,
 port status; NACKs trimmed packets; delivers WRITE-with-IMM completions when the whole message
 has arrived, in message order (a completion also implies every earlier WRITE is placed).
-SACKs and NACKs return over the reverse paths (traffic/reverse_paths.py). With a trimming fabric
+SACKs and NACKs return over the reverse paths (traffic/reverse_paths.py); a tail SACK (answering
+an AckReq packet, a message's last packet or a retransmission, or the packet that completes a
+message) also leaves over a second reverse path (MRCConfig.tail_sack_copy), since no later SACK
+covers a lost one. With a trimming fabric
 (fabric_delay_bound_ns set) a packet counts as late only beyond the trimmers' queueing bound.
 """
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Callable
 
 from model.events import Event
@@ -55,9 +59,11 @@ class ReceiverQP(AssembledCompletions):
         self._ack_due_ns: int | None = None     # delayed SACK deadline while _unacked > 0
         self._last_data: tuple | None = None    # (ev, timestamp, plane, seq) of the newest packet
         self._newest_sent_ts = 0                # latest sender timestamp seen on this QP
+        self._tail_seq = -1                      # highest seq of a message's last packet seen
         self.counters = {"rx_packets": 0, "rx_bytes": 0, "placed_bytes": 0, "duplicates": 0,
                          "ooo": 0, "trimmed": 0, "access_errors": 0, "malformed": 0,
-                         "out_of_window": 0, "foreign": 0, "sacks": 0, "nacks": 0}
+                         "out_of_window": 0, "foreign": 0, "sacks": 0, "nacks": 0,
+                         "sack_copies": 0}
 
     @property
     def reverse(self) -> dict:
@@ -114,6 +120,9 @@ class ReceiverQP(AssembledCompletions):
             return []
         self.counters["rx_bytes"] += len(payload)
         self.counters["placed_bytes"] += len(payload)
+        old_cum = self.rcv_cum
+        if pkt.opcode in LAST_OPCODES and seq > self._tail_seq:
+            self._tail_seq = seq
         if seq == self.rcv_cum:
             self.rcv_cum += 1
             while self.rcv_cum in self.received:
@@ -136,7 +145,12 @@ class ReceiverQP(AssembledCompletions):
         if pkt.timestamp:
             late = self._newest_sent_ts - pkt.timestamp >= self._late_after_ns()
             self._newest_sent_ts = max(self._newest_sent_ts, pkt.timestamp)
-        if (self._unacked >= self.cfg.ack_every or pkt.ecn_ce or pkt.ack_req or late
+        # A packet that completes a message (its last packet, or the last hole before it when
+        # the last packet overtook it) is SACKed at once, and that SACK is a tail SACK.
+        completes = old_cum <= self._tail_seq < self.rcv_cum
+        if completes or pkt.ack_req:
+            return self._sack(pkt, seq, now_ns, plane, tail=True)
+        if (self._unacked >= self.cfg.ack_every or pkt.ecn_ce or late
                 or pkt.opcode in LAST_OPCODES
                 or seq - self.rcv_cum >= SACK_BITMAP_BITS // 2):
             return self._sack(pkt, seq, now_ns, plane)
@@ -159,8 +173,18 @@ class ReceiverQP(AssembledCompletions):
         ev, ts, plane, seq = self._last_data
         return self._sack_fields(ev, ts, False, seq, now_ns, plane)
 
-    def _sack(self, pkt: DataPacket, seq: int, now_ns: int, plane: int):
-        return self._sack_fields(pkt.ev, pkt.timestamp, pkt.ecn_ce, seq, now_ns, plane)
+    def _sack(self, pkt: DataPacket, seq: int, now_ns: int, plane: int, tail: bool = False):
+        """The SACK answering pkt; a tail SACK (AckReq, or completing a message) also leaves
+        over a second reverse path (MRCConfig.tail_sack_copy): no later SACK covers it."""
+        out = self._sack_fields(pkt.ev, pkt.timestamp, pkt.ecn_ce, seq, now_ns, plane)
+        if out and (tail or pkt.ack_req) and self.cfg.tail_sack_copy:
+            sack, first_plane = out[0]
+            second = self.reverse_paths.second_reply_path((first_plane, sack.path_ev))
+            if second is not None:
+                # the copy carries no ECN echo: the EV skip and NSCC's decrease happen once
+                self.counters["sack_copies"] += 1
+                out.append((replace(sack, path_ev=second[1], skip=SkipMode.NONE), second[0]))
+        return out
 
     def _sack_fields(self, ev: int, timestamp, ecn_ce: bool, seq: int, now_ns: int, plane: int):
         path = self.reverse_paths.reply_path(plane)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from model.events import Event
-from model.topology import ev_plane, make_ev, random_entropy
+from model.topology import ev_plane, ev_spine, make_ev, random_entropy
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, Probe
 from traffic.qp_config import MRCConfig
@@ -143,6 +143,26 @@ class ReversePaths:
         i = self._rev_rr[plane] % len(revs)
         self._rev_rr[plane] = i + 1
         return plane, revs[i].ev
+
+    def second_reply_path(self, first: tuple[int, int]) -> tuple[int, int] | None:
+        """A reverse path for a copy of a SACK that already leaves on `first` (plane, EV),
+        sharing no link with it beyond the hosts' own: an in-use reverse EV of another plane
+        whose port is up (planes meet only at the hosts), else one of the same plane through
+        another spine; None if the set has no such EV."""
+        plane, ev = first
+        planes = list(self.paths.planes)
+        at = planes.index(plane) if plane in planes else -1
+        for other in planes[at + 1:] + planes[:max(at, 0)]:
+            revs = self.evs[other]
+            if revs and self.local_up.get(other, False):
+                i = self._rev_rr[other] % len(revs)
+                self._rev_rr[other] = i + 1
+                return other, revs[i].ev
+        spine = ev_spine(ev)
+        for rev in self.evs.get(plane, ()):
+            if ev_spine(rev.ev) != spine:
+                return plane, rev.ev
+        return None
 
     def probe_timeout_ns(self) -> int:
         """probe_timeout_rtts base RTTs, or more when answered probes show a loaded path

@@ -24,6 +24,7 @@ from traffic.reliability import answer_probe
 class PathFault:
     loss: float = 0.0            # probability a packet on this path is dropped (both directions)
     blackhole: bool = False      # every packet dropped, silently
+    blackhole_to: str | None = None  # drop only what travels towards this end ("A" or "B")
     ecn: float = 0.0             # probability a data packet gets CE
     trim: float = 0.0            # probability a data packet is trimmed (payload cut)
     trim_lasthop: bool = False   # trims happen at the last hop
@@ -86,7 +87,8 @@ class SimNet:
         key = (plane, spine)
         self.path_counts[key] = self.path_counts.get(key, 0) + 1
         fault = self.faults.get(key)
-        if plane in self.failed_planes or (fault is not None and fault.blackhole):
+        if plane in self.failed_planes or (fault is not None and (
+                fault.blackhole or fault.blackhole_to == dst)):
             self.stats["dropped"] += 1
             return
         if self.rng.random() < self.loss or (fault is not None and self.rng.random() < fault.loss):

@@ -77,8 +77,10 @@ def test_a_packet_the_assembler_refuses_is_malformed():
 
 def test_sack_reports_cumulative_psn_bitmap_and_ecn_and_nacks_name_the_reason():
     rx, _ = receiver()
-    (sack, plane), = rx.on_data(pkt(0), 10, 1)
-    assert plane == 1 and isinstance(sack, Sack)
+    # a message's only packet: a tail SACK, sent on its plane and copied on the other
+    (sack, plane), (copy, copy_plane) = rx.on_data(pkt(0), 10, 1)
+    assert plane == 1 and isinstance(sack, Sack) and copy_plane == 0
+    assert (copy.cum_psn, copy.ev) == (sack.cum_psn, sack.ev)
     assert (sack.dest_qp, sack.cum_psn, sack.bitmap, sack.ev, sack.skip) == \
         (PEER, 1, 0, EV0, SkipMode.NONE)
     (sack, _), = rx.on_data(pkt(3, ecn_ce=True), 11, 1)      # 1, 2 missing

@@ -13,12 +13,12 @@ MS = 1_000_000
 
 def _run(check_all: bool):
     """Transfer one-packet messages one after another with one reverse EV's path dead in the
-    reverse direction only; returns (time of the first duplicate's arrival, time that reverse
+    reverse direction only (tail SACKs not copied, so each SACK lost there costs a resend); returns (time of the first duplicate's arrival, time that reverse
     EV was retired or None, healthy reverse EVs retired)."""
     net = SimNet(planes=4, spines=2, seed=11)
     cfg = MRCConfig(ev_count=32, ev_backup_count=16, max_payload=1000, base_rtt_ns=MS,
                     reverse_probe_rtts=8.0, probe_timeout_rtts=16.0, loss_verdict_ns=60 * MS,
-                    first_packet_grace=True)
+                    first_packet_grace=True, tail_sack_copy=False)
     h = Harness(net, cfg)
     if not check_all:
         h.receiver.reverse_paths.ack_went_missing = lambda now_ns: None

@@ -139,7 +139,8 @@ READERS = {
         "nscc_frame_rtt_ns": 3_300_000,
         "header_overhead": 100,
         "reverse_evs_per_plane": 3, "reverse_probe_rtts": 1.5,
-        "reverse_probe_fail_limit": 3, "reverse_idle_rtts": 50.0, "roce_window_psns": 512,
+        "reverse_probe_fail_limit": 3, "reverse_idle_rtts": 50.0, "tail_sack_copy": False,
+        "roce_window_psns": 512,
         "roce_retry_limit": 6, "probe_period_ns": 12_000_000, "skip_ns": 1_400_000}.items()},
 }
 # EV pinning is read off the sender's EV set: the spine it pinned to, and how many of plane 0's

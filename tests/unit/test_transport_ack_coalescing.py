@@ -59,8 +59,9 @@ def test_delayed_sack_timer_and_immediate_triggers():
     assert sack.cum_psn == 2 and sack.skip
     # out of order alone does not force a SACK; a retransmission (AckReq) does
     assert rx.on_data(_data(3), t + 70_000, 1) == []
-    [(sack, _)] = rx.on_data(_data(2, ack_req=True, retransmit=True), t + 71_000, 0)
-    assert sack.cum_psn == 4
+    # (its SACK is a tail SACK: copied on a second reverse path, another plane)
+    [(sack, p0), (copy, p1)] = rx.on_data(_data(2, ack_req=True, retransmit=True), t + 71_000, 0)
+    assert sack.cum_psn == copy.cum_psn == 4 and p0 == 0 and p1 != 0
     # far beyond the cumulative PSN (bitmap half full): at once
     assert rx.on_data(_data(40), t + 72_000, 0) != []
     # every ack_every-th packet
