@@ -43,7 +43,7 @@ def _read_jsonl(path: Path, wanted: tuple[str, ...]) -> list[dict]:
 # the per-QP counters endpoint_stats adds up
 QP_COUNTERS = {"sender": ("nacks", "timeouts", "loss_verdicts_opened", "losses_explained_by_trim",
                           "losses_explained_by_late_delivery", "loss_verdicts_failed"),
-               "receiver": ("nacks", "trimmed")}
+               "receiver": ("nacks", "trimmed", "sack_copies")}
 
 
 def _counters_ok(ev: dict) -> bool:
@@ -112,6 +112,7 @@ def endpoint_stats(events_by_host: dict[str, list[dict]]) -> dict:
     """NACKs, trimmed arrivals, retransmissions by cause and EV transitions to ASSUMED_BAD (by
     reason) from endpoint event logs ({host: [events]}: ev_state, retransmit, counters)."""
     out = {"nacks_sent": 0, "nacks_received": 0, "trimmed_received": 0, "timeouts": 0,
+           "tail_sack_copies": 0,
            "retransmits_by_reason": {}, "ev_assumed_bad": 0, "ev_assumed_bad_reverse": 0,
            "ev_assumed_bad_by_reason": {},
            "loss_verdicts_opened": 0, "losses_explained_by_trim": 0,
@@ -139,6 +140,7 @@ def endpoint_stats(events_by_host: dict[str, list[dict]]) -> dict:
                 snd, rcv = qp.get("sender") or {}, qp.get("receiver") or {}
                 out["nacks_sent"] += int(rcv.get("nacks", 0))
                 out["trimmed_received"] += int(rcv.get("trimmed", 0))
+                out["tail_sack_copies"] += int(rcv.get("sack_copies", 0))
                 out["nacks_received"] += int(snd.get("nacks", 0))
                 out["timeouts"] += int(snd.get("timeouts", 0))
                 for key in ("loss_verdicts_opened", "losses_explained_by_trim",
@@ -242,6 +244,8 @@ def transport_summary(tdir, trimming: dict | None) -> dict:
         "nacks_received": ep["nacks_received"] if ep["hosts_with_counters"] else None,
         "trimmed_received": ep["trimmed_received"] if ep["hosts_with_counters"] else None,
         "retransmit_timeouts": ep["timeouts"] if ep["hosts_with_counters"] else None,
+        # tail SACKs the receivers also sent over a second reverse path (MRCConfig.tail_sack_copy)
+        "tail_sack_copies": ep["tail_sack_copies"] if ep["hosts_with_counters"] else None,
         "retransmits_by_reason": ep["retransmits_by_reason"],
         "ev_assumed_bad": ep["ev_assumed_bad"],
         "ev_assumed_bad_reverse": ep["ev_assumed_bad_reverse"],

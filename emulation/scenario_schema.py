@@ -210,6 +210,8 @@ MRC_QP = {
     "nscc_initial_window_bdp": _pos(None, "NSCC initial window, BDPs", hi=100.0),
     "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric"),
     "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
+    "stall_burst_rtts": _n(None, 0.0, 1e6, "no stall excuse for a timeout when a packet sent "
+                           "this many base RTTs before it was delivered"),
     "loss_verdict_ns": _i(None, 0, NS_MAX, "wait this long for evidence before retiring an EV"),
     "probe_period_ns": _i(None, 1, NS_MAX, "fixed probe period (wins over probe_period_rtts)"),
     "skip_ns": _i(None, 1, NS_MAX, "fixed ECN skip time (wins over skip_rtts)"),

@@ -163,6 +163,10 @@ class TolerantLossPolicy(LossPolicy):
         this rule whenever the packet it swallowed was among the last of a message (nothing is
         sent after it until it is resent): measured on 8 hosts, one QP's packets into a dead
         T0-T1 link timed out at every ring step for 3.8 s, 20 RTOs, the EV never suspected.
+        With MRCConfig.stall_burst_rtts > 0 the sender also counts a packet sent at most that
+        many base RTTs BEFORE the lost one as evidence (the peer answered its burst), so such a
+        tail is judged at its first timeout; a timeout on a healthy path whose ACK was lost on
+        a dead reverse path is then judged too, where the excuse would have spared it.
         This is the rule the emulator needs most. Measured with both policies on one loaded 2-core machine
         (full demo and switch-down runs, analysis/retirements.py): OCP's rule retired 1420 of
         1456 and 685 of 742 EVs on paths no fault touched, this policy 5 of 23 and 3 of 61.

@@ -120,6 +120,11 @@ class MRCConfig:
     # retired dozens of healthy EVs per run. A black hole explains nothing, so it is retired
     # loss_verdict_ns later than at once; no packet goes to it in between.
     loss_verdict_ns: int = 0
+    # The tolerant policy's stall excuse (a timeout with nothing sent later delivered: the peer
+    # or its CPU may have stalled) does not apply when a packet sent at most this many base RTTs
+    # before the lost one was delivered: the peer answered the same burst, so a message's last
+    # packet lost into a dead path is judged at its first timeout, not its second. 0 = off.
+    stall_burst_rtts: float = 0.0
     # Which rule turns a loss into a verdict on its path (traffic/loss_policy.py): "ocp" retires
     # the EV at the first loss a trim does not explain, and ignores first_packet_grace,
     # loss_verdict_ns and the congestion forgiveness knobs; "tolerant" applies them and excuses
@@ -194,7 +199,7 @@ class MRCConfig:
         for name in ("ev_backup_count", "skip_rtts", "header_overhead",
                      "reorder_rtts", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns",
-                     "nscc_frame_rtt_ns"):
+                     "nscc_frame_rtt_ns", "stall_burst_rtts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.mpr * MPR_UNIT >= PSN_SPACE // 2:

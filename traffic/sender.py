@@ -464,7 +464,9 @@ class SenderQP(PostedWrites):
                 return
             # Whether anything sent later was delivered (other paths work) is what tells a
             # path failure from a stall of the peer, its CPU or every path.
-            later_delivered = self._latest_delivered_sent > rec.sent_ns
+            # (MRCConfig.stall_burst_rtts: or something sent just before it, in its burst)
+            burst = self.rtt.rtts(self.cfg.stall_burst_rtts) if self.cfg.stall_burst_rtts else 0
+            later_delivered = self._latest_delivered_sent > rec.sent_ns - burst
             if not later_delivered:
                 self.counters["timeouts_without_evidence"] += 1
             self._declare_lost(rec, lp.TIMEOUT, now_ns, later_delivered=later_delivered)

@@ -134,7 +134,7 @@ READERS = {
         "ack_delay_ns": 700_000, "ack_delay_rtts": 0.4, "nscc_enabled": False,
         "nscc_gamma": 0.7, "nscc_max_md": 0.4, "nscc_fair_increase_mss": 2.0,
         "nscc_prop_gain": 1.5, "nscc_max_window_bdp": 2.0, "nscc_initial_window_bdp": 0.5,
-        "fabric_delay_bound_ns": 456_000, "first_packet_grace": False,
+        "fabric_delay_bound_ns": 456_000, "first_packet_grace": False, "stall_burst_rtts": 1.5,
         "loss_verdict_ns": 50_000_000, "nscc_min_base_rtt_ns": 1_500_000,
         "nscc_frame_rtt_ns": 3_300_000,
         "header_overhead": 100,

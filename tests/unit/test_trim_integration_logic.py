@@ -64,13 +64,16 @@ def test_endpoint_stats_counts_nacks_and_forward_assumed_bad():
                        direction="reverse"),
                    _ev(Event.EV_STATE, new="GOOD", reason="probe_ok"),
                    _ev("counters", qps={"1": {"sender": {"nacks": 2, "timeouts": 1},
-                                              "receiver": {"nacks": 0, "trimmed": 0}}})],
-            "h1": [_ev("counters", qps={"2": {"sender": {}, "receiver": {"nacks": 3, "trimmed": 2}}})]}
+                                              "receiver": {"nacks": 0, "trimmed": 0,
+                                                           "sack_copies": 4}}})],
+            "h1": [_ev("counters", qps={"2": {"sender": {}, "receiver": {"nacks": 3, "trimmed": 2,
+                                                                          "sack_copies": 5}}})]}
     s = tr.endpoint_stats(logs)
     assert s["retransmits_by_reason"] == {"nack_trimmed": 2, "timeout": 1}
     assert s["ev_assumed_bad"] == 1 and s["ev_assumed_bad_reverse"] == 1
     assert s["ev_assumed_bad_by_reason"] == {"timeout": 1, "reverse:reverse_probe_timeout": 1}
     assert (s["nacks_sent"], s["nacks_received"], s["trimmed_received"], s["timeouts"]) == (3, 2, 2, 1)
+    assert s["tail_sack_copies"] == 9
 
 
 def test_rate_series_and_victim_goodput(tmp_path):
