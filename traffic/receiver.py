@@ -2,13 +2,13 @@
 
 Places each payload at its RETH VA at once (any order), ignores duplicates, SACKs every ack_every
 packets or after ack_delay (immediately on ECN, AckReq, duplicates, a late packet, a bitmap half
-full, a packet that completes a message) with cumulative PSN, 64-bit bitmap, reflected EV and timestamp, ECN echo as SKIP_ONCE,
-port status; NACKs trimmed packets; delivers WRITE-with-IMM completions when the whole message
-has arrived, in message order (a completion also implies every earlier WRITE is placed).
-SACKs and NACKs return over the reverse paths (traffic/reverse_paths.py); a tail SACK (answering
-an AckReq packet, a message's last packet or a retransmission, or the packet that completes a
-message) also leaves over a second reverse path (MRCConfig.tail_sack_copy), since no later SACK
-covers a lost one. With a trimming fabric
+full, a packet that completes a message) with cumulative PSN, 64-bit bitmap, reflected EV and
+timestamp, ECN echo as SKIP_ONCE, port status; NACKs trimmed packets; delivers WRITE-with-IMM
+completions when the whole message has arrived, in message order (a completion also implies
+every earlier WRITE is placed). SACKs and NACKs return over the reverse paths
+(traffic/reverse_paths.py); a tail SACK (answering an AckReq packet, a message's last packet or
+a retransmission, or the packet that completes a message) also leaves over a second reverse
+path (MRCConfig.tail_sack_copy), since no later SACK covers a lost one. With a trimming fabric
 (fabric_delay_bound_ns set) a packet counts as late only beyond the trimmers' queueing bound.
 """
 from __future__ import annotations
