@@ -227,8 +227,8 @@ MRC_QP = {
     "reverse_probe_rtts": _pos(None, "reverse-EV probe period, base RTTs"),
     "reverse_probe_fail_limit": _i(None, 1, 1000, "failed reverse probes before a new EV"),
     "reverse_idle_rtts": _pos(None, "stop reverse probing after this idle time", hi=1e6),
-    "tail_sack_copy": _b(None, "the SACK of a message's last packet or of a retransmission "
-                         "also leaves over a second reverse path (another plane)"),
+    "tail_sack_copy": _b(None, "a tail SACK (a message's last packet, a retransmission, the "
+                         "packet completing a message) also leaves over a second reverse path"),
     "roce_window_psns": _i(None, 1, PSN_SPACE // 2 - 1, "RoCE RC window, PSNs"),
     "roce_retry_limit": _i(None, 1, 7, "RoCE retry_cnt (3 bits)"),
 }
