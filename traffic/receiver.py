@@ -96,7 +96,7 @@ class ReceiverQP(AssembledCompletions):
             self.counters["duplicates"] += 1
             if pkt.retransmit:
                 self.reverse_paths.ack_went_missing(now_ns)
-            return self._sack(pkt, seq, now_ns, plane)
+            return self._sack(pkt, seq, now_ns, plane, tail=pkt.ack_req)
         if seq >= self.rcv_cum + self.cfg.mpr_window:
             self.counters["out_of_window"] += 1
             return self._nack(pkt, NackReason.PSN_OOR_WINDOW, plane)
@@ -177,7 +177,7 @@ class ReceiverQP(AssembledCompletions):
         """The SACK answering pkt; a tail SACK (AckReq, or completing a message) also leaves
         over a second reverse path (MRCConfig.tail_sack_copy): no later SACK covers it."""
         out = self._sack_fields(pkt.ev, pkt.timestamp, pkt.ecn_ce, seq, now_ns, plane)
-        if out and (tail or pkt.ack_req) and self.cfg.tail_sack_copy:
+        if out and tail and self.cfg.tail_sack_copy:
             sack, first_plane = out[0]
             second = self.reverse_paths.second_reply_path((first_plane, sack.path_ev))
             if second is not None:

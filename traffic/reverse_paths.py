@@ -140,9 +140,14 @@ class ReversePaths:
         if not revs:
             retired = [r.ev for r in self.retired.values() if ev_plane(r.ev) == plane]
             return (plane, retired[0]) if retired else None
+        return plane, self._next_reverse_ev(plane)
+
+    def _next_reverse_ev(self, plane: int) -> int:
+        """The next of `plane`'s in-use reverse EVs in round robin (the plane has one)."""
+        revs = self.evs[plane]
         i = self._rev_rr[plane] % len(revs)
         self._rev_rr[plane] = i + 1
-        return plane, revs[i].ev
+        return revs[i].ev
 
     def second_reply_path(self, first: tuple[int, int]) -> tuple[int, int] | None:
         """A reverse path for a copy of a SACK that already leaves on `first` (plane, EV),
@@ -153,11 +158,8 @@ class ReversePaths:
         planes = list(self.paths.planes)
         at = planes.index(plane) if plane in planes else -1
         for other in planes[at + 1:] + planes[:max(at, 0)]:
-            revs = self.evs[other]
-            if revs and self.local_up.get(other, False):
-                i = self._rev_rr[other] % len(revs)
-                self._rev_rr[other] = i + 1
-                return other, revs[i].ev
+            if self.evs[other] and self.local_up.get(other, False):
+                return other, self._next_reverse_ev(other)
         spine = ev_spine(ev)
         for rev in self.evs.get(plane, ()):
             if ev_spine(rev.ev) != spine:

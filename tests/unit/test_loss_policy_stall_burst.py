@@ -8,9 +8,9 @@ SenderQP/ReceiverQP over the simulated network (fake clock), 3-packet messages o
 directions also loses the SACKs of healthy paths that return through it: a timeout on such a
 path then has its burst delivered too and is judged, a healthy EV retired for a lost ACK; the
 README's scale section measures that trade-off on the fabric). Expected by hand from the rule:
-the sender takes the planes in turn, so each message has a packet on plane 1, which the hole never touches,
-sent within a pacing gap (80 us at the default 100 Mbit/s per plane) of the others, far inside
-one base RTT (1 ms). NSCC is off (a fixed window), so a message's packets leave together: every
+the sender takes the planes in turn, so each message has a packet on plane 1, which the hole
+never touches, sent within a pacing gap (80 us at the default 100 Mbit/s per plane) of the
+others, far inside one base RTT (1 ms). NSCC is off (a fixed window), so a message's packets leave together: every
 timeout into the hole therefore has its burst delivered. (With NSCC, quick adapt after a loss can
 leave a window of one packet; a packet alone in flight has no burst to be judged by, and the
 stall excuse still applies to it.)
