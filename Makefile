@@ -10,7 +10,7 @@ EXP     ?= nic-link-down
 RUN     ?= latest
 ARGS    ?=
 
-.PHONY: setup venv-ready demo test unit integration integration-loaded mutation fabric experiment analyze notebook bench clean
+.PHONY: setup venv-ready demo test unit integration integration-loaded mutation fabric experiment analyze notebook bench clean distclean
 
 setup:
 	@bash scripts/setup.sh
@@ -74,6 +74,10 @@ notebook: setup
 bench: setup
 	$(MRCLAB) bench all
 
+# clean: the fabric's leftovers only (bridges, namespaces, nft tables; root). distclean: also
+# everything a build made (.venv, the compiled core in build/), after which `make setup` rebuilds.
 clean:
 	@if [ -x $(MRCLAB) ]; then $(MRCLAB) clean; fi
-	rm -rf build .pytest_cache
+
+distclean: clean
+	rm -rf .venv build .pytest_cache

@@ -3,8 +3,8 @@
 analyze: loads the run, writes figures/<name>.png and report.html into <run-dir>/analysis/,
 prints the transport comparison and what could not be read. notebook: executes
 analysis/notebooks/mrc_run.ipynb with nbclient on the run (its `parameters` cell, overridden
-the way papermill does) and saves the executed copy as <run-dir>/analysis/mrc_run.ipynb and
-mrc_run.html.
+the way papermill does, `-p NAME VALUE`) and saves the executed copy as
+<run-dir>/analysis/mrc_run.ipynb and mrc_run.html.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from analysis import metrics, plots, report
 from analysis.logs import resolve_run
-from model.argtypes import positive_float
+from model.argtypes import UsageError, add_renamed, positive_float
 
 NOTEBOOK = Path(__file__).with_name("notebooks") / "mrc_run.ipynb"
 
@@ -36,7 +36,9 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `mrclab analyze`, declared on the CLI's subparser (or a standalone one)."""
     parser.add_argument("run", nargs="?", default="latest",
                         help="run directory or 'latest' (default: the newest under results/)")
-    parser.add_argument("--out", help="output directory (default: <run>/analysis)")
+    parser.add_argument("--out-dir", metavar="DIR",
+                        help="where figures/ and report.html go (default: <run>/analysis)")
+    add_renamed(parser, "--out", "--out-dir")
     parser.add_argument("--bin-ms", type=positive_float, default=10.0,
                         help="time bin of the rate series in ms (default 10)")
 
@@ -54,7 +56,7 @@ def main(args=None) -> int:
     """`mrclab analyze`."""
     args = _parsed(args, "mrclab analyze", "figures + HTML report of a run", add_analyze_arguments)
     try:
-        res = analyze(args.run, args.out, args.bin_ms)
+        res = analyze(args.run, args.out_dir, args.bin_ms)
     except OSError as exc:      # no run there, or the run / output directory is not usable
         print(f"mrclab analyze: {exc}", file=sys.stderr)
         return 2
@@ -69,24 +71,65 @@ def main(args=None) -> int:
     return 0
 
 
-def run_notebook(run_dir, out_path=None, timeout_s: int = 600) -> Path:
-    """Execute the analysis notebook on run_dir and save it executed, as .ipynb (out_path,
-    default <run>/analysis/mrc_run.ipynb) and as .html beside it (readable without Jupyter).
-    The run is passed the way papermill does: a cell tagged `injected-parameters` after the one
-    tagged `parameters`. Raises nbclient's CellExecutionError on a failing cell."""
+def parameter_value(text: str):
+    """A -p value as papermill's command line reads it: True/False/None, an integer, a float,
+    else the string itself."""
+    if text in ("True", "False", "None"):
+        return {"True": True, "False": False, "None": None}[text]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def notebook_parameters(nb) -> tuple[int, list[str]]:
+    """(index of the cell tagged `parameters`, the names it assigns)."""
+    import ast
+    for i, cell in enumerate(nb.cells):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            tree = ast.parse(cell.source)
+            names = [t.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                     for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                     if isinstance(t, ast.Name)]
+            return i, names
+    raise ValueError(f"{NOTEBOOK}: no cell tagged `parameters`")
+
+
+def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
+                 parameters: dict | None = None) -> Path:
+    """Execute the analysis notebook on run_dir and save it executed, as mrc_run.ipynb in
+    out_dir (default <run>/analysis) and as mrc_run.html beside it (readable without Jupyter).
+    The run and `parameters` are passed the way papermill does: a cell tagged
+    `injected-parameters` after the one tagged `parameters`; a name that cell does not assign is
+    a UsageError. The kernel talks to nbclient over IPC sockets (no TCP port, so no unencrypted
+    network transport). Raises nbclient's CellExecutionError on a failing cell."""
     import nbformat
+    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter
     run_dir = resolve_run(run_dir).resolve()
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
-    injected = nbformat.v4.new_code_cell(f"# Injected by mrclab notebook\nRUN = {str(run_dir)!r}",
-                                         metadata={"tags": ["injected-parameters"]})
-    nb.cells.insert(tagged[0] + 1 if tagged else 0, injected)
-    NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
-                   resources={"metadata": {"path": str(run_dir)}}).execute()
-    out_path = Path(out_path) if out_path else run_dir / "analysis" / "mrc_run.ipynb"
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    at, known = notebook_parameters(nb)
+    values = {"RUN": str(run_dir), **(parameters or {})}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise UsageError(f"-p {unknown[0]}: not a parameter of the notebook; its parameters: "
+                         f"{', '.join(known)}")
+    source = "\n".join(["# Injected by mrclab notebook"]
+                       + [f"{name} = {value!r}" for name, value in values.items()])
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
+        source, metadata={"tags": ["injected-parameters"]}))
+    out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="mrclab-kernel-") as sockets:
+        km = KernelManager(kernel_name="python3", transport="ipc",
+                           ip=str(Path(sockets) / "kernel"))
+        NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3",
+                       resources={"metadata": {"path": str(run_dir)}}).execute()
+    out_path = out_dir / "mrc_run.ipynb"
     nbformat.write(nb, out_path)
     html, _ = HTMLExporter().from_notebook_node(nb)
     out_path.with_suffix(".html").write_text(html, encoding="utf-8")
@@ -97,8 +140,13 @@ def add_notebook_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `mrclab notebook`."""
     parser.add_argument("run", nargs="?", default="latest",
                         help="run directory or 'latest' (default: the newest under results/)")
-    parser.add_argument("--out", help="where to save the executed notebook "
-                                      "(default: <run>/analysis/mrc_run.ipynb)")
+    parser.add_argument("--out-dir", metavar="DIR",
+                        help="where mrc_run.ipynb and mrc_run.html go (default: <run>/analysis)")
+    add_renamed(parser, "--out", "--out-dir")
+    parser.add_argument("-p", "--parameter", nargs=2, action="append", default=[],
+                        metavar=("NAME", "VALUE"),
+                        help="set a parameter of the notebook's `parameters` cell, as papermill "
+                             "does (e.g. -p BIN_MS 20); repeatable")
 
 
 def notebook_main(args=None) -> int:
@@ -106,8 +154,9 @@ def notebook_main(args=None) -> int:
     args = _parsed(args, "mrclab notebook", "execute the analysis notebook on a run",
                    add_notebook_arguments)
     try:
-        out = run_notebook(args.run, args.out)
-    except FileNotFoundError as exc:
+        out = run_notebook(args.run, args.out_dir, parameters={
+            name: parameter_value(value) for name, value in args.parameter})
+    except (FileNotFoundError, UsageError) as exc:
         print(f"mrclab notebook: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:   # a failing cell: name it, exit non-zero

@@ -14,7 +14,8 @@ import subprocess
 from pathlib import Path
 
 from analysis.logs import resolve_run, transport_dirs
-from model.argtypes import UsageError
+from model.argtypes import UsageError, add_renamed
+from traffic.worker_config import TRANSPORTS
 from model.proc import run_checked
 
 DISSECTOR = Path(__file__).resolve().with_name("wireshark") / "mrc.lua"
@@ -24,15 +25,16 @@ def add_arguments(parser) -> None:
     """The options of `mrclab wireshark`."""
     parser.add_argument("run", nargs="?", default="latest",
                         help="run directory or 'latest' (default: the newest under results/)")
-    parser.add_argument("--transport", default=None,
+    parser.add_argument("--transport", default=None, choices=TRANSPORTS,
                         help="merge only this transport's captures (default: every transport "
                              "of the run; they ran one after another)")
-    parser.add_argument("--out", default=None,
-                        help="merged capture file (default: <run>/analysis/captures-"
+    parser.add_argument("--merged-pcap", default=None, metavar="FILE",
+                        help="the merged capture file to write (default: <run>/analysis/captures-"
                              "<transport|all>.pcapng)")
+    add_renamed(parser, "--out", "--merged-pcap")
     parser.add_argument("--print-only", action="store_true",
-                        help="print the wireshark and tshark command lines, do not start "
-                             "wireshark even when a display exists")
+                        help="write nothing: print the mergecap, wireshark and tshark command "
+                             "lines only")
 
 
 def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
@@ -84,8 +86,14 @@ def main(args) -> int:
     except FileNotFoundError as err:
         raise UsageError(str(err)) from None
     pcaps = run_captures(run_dir, args.transport)
-    out = Path(args.out) if args.out else \
+    out = Path(args.merged_pcap) if args.merged_pcap else \
         run_dir / "analysis" / f"captures-{args.transport or 'all'}.pcapng"
+    commands = viewer_commands(out)
+    if args.print_only:
+        print(f"merge:      {shlex.join(['mergecap', '-w', str(out), *map(str, pcaps)])}")
+        print(f"GUI:        {shlex.join(commands['wireshark'])}")
+        print(f"headless:   {shlex.join(commands['tshark'])}")
+        return 0
     try:
         merge(pcaps, out)
     except RuntimeError as err:
@@ -93,19 +101,17 @@ def main(args) -> int:
         return 1
     except OSError as err:           # e.g. a root-owned run directory, read by a normal user
         raise UsageError(f"cannot write the merged capture {out}: {err.strerror}; choose "
-                         f"another file with --out") from None
+                         f"another file with --merged-pcap") from None
     print(f"merged {len(pcaps)} capture(s) of {run_dir} into {out}")
-    commands = viewer_commands(out)
-    if not args.print_only and has_display() and shutil.which("wireshark"):
+    if has_display() and shutil.which("wireshark"):
         subprocess.Popen(commands["wireshark"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)      # outlives this command
         print(f"opened: {shlex.join(commands['wireshark'])}")
         return 0
-    if not args.print_only:
-        why = ("no display (DISPLAY/WAYLAND_DISPLAY unset)" if not has_display()
-               else "wireshark (the GUI, Debian package wireshark) is not installed")
-        print(f"not opening Wireshark: {why}")
+    why = ("no display (DISPLAY/WAYLAND_DISPLAY unset)" if not has_display()
+           else "wireshark (the GUI, Debian package wireshark) is not installed")
+    print(f"not opening Wireshark: {why}")
     print(f"GUI:        {shlex.join(commands['wireshark'])}")
     print(f"headless:   {shlex.join(commands['tshark'])}")
     print(f"            (add -V for every MRC field, or -Y 'mrc.retransmission == 1' for retransmissions)")

@@ -36,6 +36,8 @@ NFT_TABLE_PREFIX = "mrclab_"
 DIRECTIONS = ("a->b", "b->a", "both")
 MAX_FLAP_COUNT = 10000
 MIN_FLAP_PERIOD_S = 0.02
+MAX_FLAP_PERIOD_S = 3600.0
+MAX_ECN_RATE_MBIT = 100000.0
 DEGRADE_HTB_HANDLE = "7a"   # only used when the port has no HTB class of its own
 
 # action -> (required params, optional params with defaults); "a"/"b" handled separately.
@@ -111,8 +113,9 @@ def validate(cmd, topo: Topology) -> dict:
                          f"got {out['direction']!r}")
     if action == "flap":
         period = _number(cmd, "period_s")
-        if period < MIN_FLAP_PERIOD_S or period > 3600:
-            raise FaultError(f"flap: period_s must be in {MIN_FLAP_PERIOD_S}..3600 s, got {period}")
+        if period < MIN_FLAP_PERIOD_S or period > MAX_FLAP_PERIOD_S:
+            raise FaultError(f"flap: period_s must be in {MIN_FLAP_PERIOD_S}..{MAX_FLAP_PERIOD_S:g} "
+                             f"s, got {period}")
         count = cmd["count"]
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_FLAP_COUNT:
             raise FaultError(f"flap: count must be an integer in 1..{MAX_FLAP_COUNT}, got {count!r}")
@@ -129,8 +132,8 @@ def validate(cmd, topo: Topology) -> dict:
         out["fraction"] = fraction
     elif action == "ecn_mark":
         rate = _number(cmd, "rate_mbit")
-        if not 0 < rate <= 100000:
-            raise FaultError(f"ecn_mark: rate_mbit must be in (0, 100000], got {rate}")
+        if not 0 < rate <= MAX_ECN_RATE_MBIT:
+            raise FaultError(f"ecn_mark: rate_mbit must be in (0, {MAX_ECN_RATE_MBIT:g}], got {rate}")
         out["rate_mbit"] = rate
     if action == "ecn_mark":
         for sender, receiver in directed_pairs(out):

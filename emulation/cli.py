@@ -5,6 +5,7 @@
     mrclab deny|allow --link A~B | --plane P [--t1 S] | --ev EV | --show
     mrclab clean
     mrclab run | analyze | notebook | wireshark ...
+    mrclab scenario keys
     mrclab bench NAME|all [--json]
 
 One argparse tree: every subcommand declares its own options (`mrclab <command> --help`).
@@ -21,8 +22,8 @@ import json
 import os
 import sys
 
-from model.argtypes import (UsageError, finite_float, nonneg_float, nonneg_int, positive_float,
-                            positive_int, tcp_port)
+from model.argtypes import (UsageError, add_renamed, bounded_float, bounded_int, nonneg_float,
+                            nonneg_int, positive_float, positive_int, tcp_port)
 
 # Subcommands implemented elsewhere, imported only when chosen, so `mrclab link` does not pay for
 # the runner's imports and a missing module breaks only its own subcommand. Each module declares
@@ -132,8 +133,8 @@ def _fabric(args) -> int:
         validate_link_options({k: v for k, v in (("delay", args.delay), ("loss", args.loss))
                                if v is not None})
         spec = FabricSpec(planes=args.planes, groups=args.groups, spines=args.spines,
-                          hosts_per_group=args.hosts, host_link_mbit=args.host_mbit,
-                          fabric_link_mbit=args.fabric_mbit, mtu=args.mtu)
+                          hosts_per_group=args.hosts, host_link_mbit=args.host_link_mbit,
+                          fabric_link_mbit=args.fabric_link_mbit, mtu=args.mtu)
         buffer_bytes = validate_buffer_bytes(
             None if args.switch_buffer_kb is None else args.switch_buffer_kb * 1024)
     except (SpecError, LinkOptionError, QueueConfigError) as e:
@@ -239,15 +240,18 @@ def _link(args) -> int:
                             lambda client: client.fault(body))
 
 
-def _add_link_parser(sub) -> None:
+def _add_link_parser(sub) -> argparse.ArgumentParser:
+    # The controller's own bounds, checked here before anything is sent (the controller checks
+    # them again), so an out-of-range value never reaches a running fabric.
+    from controller.faults import (  # deferred: only when the link parser is built
+        MAX_ECN_RATE_MBIT, MAX_FLAP_COUNT, MAX_FLAP_PERIOD_S, MIN_FLAP_PERIOD_S)
     link = sub.add_parser("link", help="inject a fault through the running fabric's controller",
                           description="Inject or clear a fault through the controller API of a "
                           "running `mrclab fabric` (or run). Nodes: hosts h0.., switches "
                           "t0p<plane>g<group>, t1p<plane>s<spine>.")
     link.add_argument("--api-port", type=tcp_port, default=DEFAULT_API_PORT,
                       help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
-    acts = link.add_subparsers(dest="action", required=True, metavar="ACTION",
-                               parser_class=_Parser)
+    acts = link.add_subparsers(dest="action", metavar="ACTION", parser_class=_Parser)
     # --api-port is accepted after the action too; SUPPRESS keeps an earlier value when absent.
     port_after = argparse.ArgumentParser(add_help=False)
     port_after.add_argument("--api-port", type=tcp_port, default=argparse.SUPPRESS,
@@ -269,25 +273,29 @@ def _add_link_parser(sub) -> None:
     ab(action("down", help="take a link down (both ends, port-status events)"))
     ab(action("up", help="bring a link back up"))
     p = ab(action("flap", help="take a link down and up repeatedly"))
-    p.add_argument("--period-s", type=nonneg_float, default=1.0,
-                   help="seconds down, then the same up (default 1)")
-    p.add_argument("--count", type=positive_int, default=3, help="down/up cycles (default 3)")
+    p.add_argument("--period-s", type=bounded_float(MIN_FLAP_PERIOD_S, MAX_FLAP_PERIOD_S),
+                   default=1.0, help=f"seconds down, then the same up, {MIN_FLAP_PERIOD_S}.."
+                                     f"{MAX_FLAP_PERIOD_S:g} (default 1)")
+    p.add_argument("--count", type=bounded_int(1, MAX_FLAP_COUNT), default=3,
+                   help=f"down/up cycles, 1..{MAX_FLAP_COUNT} (default 3)")
     p = ab(action("loss", help="gray loss: drop a percentage of packets silently"))
-    p.add_argument("percent", type=finite_float, help="packets dropped, 0..100")
+    p.add_argument("percent", type=bounded_float(0, 100), help="packets dropped, 0..100")
     direction(p, "drop")
     p = action("blackhole", help="a switch silently drops everything")
     p.add_argument("switch", help="switch name (e.g. t1p0s1)")
     p = ab(action("degrade", help="meter a link to a fraction of its rate"))
-    p.add_argument("fraction", type=finite_float, help="fraction of the link rate kept, (0, 1]")
+    p.add_argument("fraction", type=bounded_float(0, 1, lo_open=True),
+                   help="fraction of the link rate kept, (0, 1]")
     p = ab(action("ecn", help="mark CE on packets above a rate"))
-    p.add_argument("rate_mbit", type=finite_float, help="rate (Mbit/s) above which packets are "
-                                                        "CE-marked")
+    p.add_argument("rate_mbit", type=bounded_float(0, MAX_ECN_RATE_MBIT, lo_open=True),
+                   help=f"rate (Mbit/s) above which packets are CE-marked, (0, {MAX_ECN_RATE_MBIT:g}]")
     direction(p, "mark")
     p = action("clear", help="clear a fault: gray_loss|blackhole|degrade|ecn")
     p.add_argument("what", choices=("gray_loss", "blackhole", "degrade", "ecn"),
                    help="which fault to clear")
     p.add_argument("a", help="the switch (blackhole) or one end of the link")
     p.add_argument("b", nargs="?", help="the other end of the link (not for blackhole)")
+    return link
 
 
 # ---------------------------------------------------------------- denylist
@@ -404,7 +412,7 @@ def _add_bench_parsers(sub, populate: bool) -> dict:
     b = sub.add_parser("bench", help="benchmarks: " + ", ".join(BENCHES) + ", all",
                        description="Benchmarks: each measures the compared implementations side "
                        "by side in one run and prints its figures (--json: one JSON object).")
-    names = b.add_subparsers(dest="bench", required=True, metavar="NAME", parser_class=_Parser)
+    names = b.add_subparsers(dest="bench", metavar="NAME", parser_class=_Parser)
     names.unknown_choice_message = ("unknown benchmark {value!r}; known: "
                                     + ", ".join(BENCHES) + ", all")
     parsers = {}
@@ -418,6 +426,7 @@ def _add_bench_parsers(sub, populate: bool) -> dict:
     p = names.add_parser("all", help="every benchmark above with its defaults")
     p.add_argument("--json", action="store_true",
                    help="print {bench name: figures} as one JSON object on stdout")
+    parsers[""] = b
     return parsers
 
 
@@ -477,7 +486,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
                  "Mininet multi-plane Clos fabric")
     ap.add_argument("--version", action="version", version=f"mrclab {package_version()}",
                     help="print the package version and exit")
-    sub = ap.add_subparsers(dest="cmd", required=True, metavar="COMMAND", parser_class=_Parser)
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND", parser_class=_Parser)
 
     f = sub.add_parser("fabric", help="build the fabric (Mininet CLI, or --check)",
                        description="Build the multi-plane Clos fabric and open Mininet's CLI on "
@@ -488,10 +497,14 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     f.add_argument("--spines", type=positive_int, default=2,
                    help="T1 spines per plane (default 2)")
     f.add_argument("--hosts", type=positive_int, default=2, help="hosts per T0 group (default 2)")
-    f.add_argument("--host-mbit", type=positive_float, default=100.0,
-                   help="rate of every host-T0 link in Mbit/s (default 100)")
-    f.add_argument("--fabric-mbit", type=positive_float, default=100.0,
-                   help="rate of every T0-T1 link in Mbit/s (default 100)")
+    f.add_argument("--host-link-mbit", type=positive_float, default=100.0,
+                   help="rate of every host-T0 link in Mbit/s (default 100; scenario key "
+                        "[fabric] host_link_mbit)")
+    f.add_argument("--fabric-link-mbit", type=positive_float, default=100.0,
+                   help="rate of every T0-T1 link in Mbit/s (default 100; scenario key "
+                        "[fabric] fabric_link_mbit)")
+    add_renamed(f, "--host-mbit", "--host-link-mbit")
+    add_renamed(f, "--fabric-mbit", "--fabric-link-mbit")
     f.add_argument("--mtu", type=positive_int, default=1500,
                    help="IP MTU of every host and switch port, 1280..9000 (default 1500)")
     f.add_argument("--routing", choices=("srv6", "ecmp"), default="srv6",
@@ -507,7 +520,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     f.add_argument("--delay", default=None, help=argparse.SUPPRESS)
     f.add_argument("--loss", default=None, help=argparse.SUPPRESS)
 
-    _add_link_parser(sub)
+    ap.group_parsers = {"link": _add_link_parser(sub)}
     _add_deny_parsers(sub)
 
     c = sub.add_parser("clean", help="remove leftovers of a crashed fabric (ours only; root)")
@@ -519,13 +532,61 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         if populate(name):
             resolve(target)(p)
     ap.bench_parsers = _add_bench_parsers(sub, populate=populate("bench"))
+    ap.group_parsers["bench"] = ap.bench_parsers.pop("")
+    ap.group_parsers["scenario"] = _add_scenario_parser(sub)
     return ap
+
+
+def _group_help(parser: argparse.ArgumentParser, args) -> int | None:
+    """A command group named without its subcommand (bare `mrclab`, `mrclab link`, `mrclab
+    bench`, `mrclab scenario`): print its help and return the usage exit code, as argparse does
+    for a missing argument; None when a subcommand was given."""
+    if args.cmd is None:
+        parser.print_help()
+        return EXIT_USAGE
+    chosen = {"link": "action", "bench": "bench", "scenario": "what"}.get(args.cmd)
+    if chosen is not None and getattr(args, chosen) is None:
+        parser.group_parsers[args.cmd].print_help()
+        return EXIT_USAGE
+    return None
+
+
+def _add_scenario_parser(sub) -> argparse.ArgumentParser:
+    s = sub.add_parser("scenario", help="about scenario files: `mrclab scenario keys` lists every "
+                       "key", description="About scenario files (experiments/*.toml).")
+    what = s.add_subparsers(dest="what", metavar="WHAT", parser_class=_Parser)
+    what.add_parser("keys", help="every scenario key: type, range, default, meaning (Markdown)",
+                    description="Print every key a scenario file may hold, one Markdown table per "
+                    "TOML table (the same tables as docs/reference.md).")
+    return s
+
+
+def _scenario(args) -> int:
+    from emulation.scenario_schema import reference  # deferred: only for this subcommand
+    return print_to_pipe(reference())
+
+
+def print_to_pipe(text: str) -> int:
+    """Print text to stdout; a reader that closed the pipe early (`| head`) ends the command
+    quietly with 0 instead of a BrokenPipeError traceback."""
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and fail once more: point it at /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    rc = _group_help(parser, args)
+    if rc is not None:
+        return rc
+    if args.cmd == "scenario":
+        return _scenario(args)
     if args.cmd == "fabric":
         try:
             return _fabric(args)

@@ -1,4 +1,4 @@
-"""`mrclab run experiments/<name>.toml [--transport mrc|roce|tcp|all] [--out results/] [--short]`.
+"""`mrclab run experiments/<name>.toml|<name> [--transport mrc|roce|tcp|all] [--results-dir results/] [--short]`.
 
 --short runs the scenario's [short] version (emulation/scenario.py: fewer, smaller iterations and
 the fault schedule scaled down), into results/<name>-short-<stamp>/.
@@ -74,6 +74,7 @@ from emulation.run_summary import (
 from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
 from traffic import codec
 from traffic.worker_config import MRCSettings, TcpSettings, WorkerConfig
+from model.argtypes import add_renamed
 
 # The exit codes are part of `mrclab run`'s interface, so they are importable from here.
 __all__ = ["CAPTURE_SNAPLEN", "EXIT_BAD_SCENARIO", "EXIT_FAULT_NOT_EFFECTIVE", "EXIT_INTERRUPTED",
@@ -267,12 +268,29 @@ def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
 # ---------------------------------------------------------------- CLI
 
 
+def exit_codes_text() -> str:
+    """The exit codes of `mrclab run`, for its --help (from the EXIT_* constants)."""
+    rows = ((EXIT_OK, "every transport verified its data and every scheduled fault took effect"),
+            (EXIT_NOT_VERIFIED, "a transport did not verify (iterations missing, a worker "
+                                "failed, a result mismatched)"),
+            (EXIT_BAD_SCENARIO, "the scenario or the command line is invalid (nothing started)"),
+            (EXIT_FAULT_NOT_EFFECTIVE, "the data verified, but a scheduled fault did not take "
+                                       "effect (refused, or due after the traffic ended)"),
+            (EXIT_INTERRUPTED, "interrupted (Ctrl-C); the summary is partial"))
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in rows)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of `mrclab run`, declared on the CLI's subparser (or a standalone parser)."""
-    parser.add_argument("scenario", help="experiments/<name>.toml")
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = exit_codes_text()
+    parser.add_argument("scenario", help="a scenario file, or the NAME of experiments/NAME.toml")
     parser.add_argument("--transport", default="all", choices=TRANSPORTS + ("all",),
                         help="one transport, or all listed in the scenario's [transport] names")
-    parser.add_argument("--out", default="results", help="parent directory of the run directory")
+    parser.add_argument("--results-dir", default="results", metavar="DIR",
+                        help="where the run directory <name>-<stamp>/ is created "
+                             "(default: results)")
+    add_renamed(parser, "--out", "--results-dir")
     parser.add_argument("--short", action="store_true",
                         help="run the scenario's [short] version (fewer/smaller iterations, fault "
                              "schedule scaled down; what the integration tests run)")
@@ -305,10 +323,10 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     transports = scn.transports if args.transport == "all" else [args.transport]
     stamp = time.strftime("%Y%m%d-%H%M%S")
     label = f"{scn.name}-short" if scn.short else scn.name
-    run_dir = Path(args.out) / f"{label}-{stamp}"
+    run_dir = Path(args.results_dir) / f"{label}-{stamp}"
     suffix = 1
     while run_dir.exists():
-        run_dir = Path(args.out) / f"{label}-{stamp}-{suffix}"
+        run_dir = Path(args.results_dir) / f"{label}-{stamp}-{suffix}"
         suffix += 1
     run_dir.mkdir(parents=True)
     (run_dir / "scenario.toml").write_text(scn.text)

@@ -203,8 +203,27 @@ class Scenario:
 # ---------------------------------------------------------------- loading
 
 
+EXPERIMENTS_DIR = Path(__file__).resolve().parents[1] / "experiments"
+
+
+def find(name: str | Path) -> Path:
+    """The scenario file `name` names: the path as given, else (a bare name, with or without
+    .toml) experiments/<name>.toml under the working directory, then the shipped one. Raises
+    ScenarioError listing the shipped names when there is none."""
+    path = Path(name)
+    if path.exists() or len(path.parts) > 1:
+        return path
+    file = path.name if path.suffix == ".toml" else f"{path.name}.toml"
+    for folder in (Path("experiments"), EXPERIMENTS_DIR):
+        if (folder / file).is_file():
+            return folder / file
+    shipped = ", ".join(sorted(p.stem for p in EXPERIMENTS_DIR.glob("*.toml")))
+    raise ScenarioError(f"scenario {str(name)!r} not found: no such file, and no "
+                        f"experiments/{file}; shipped scenarios: {shipped}")
+
+
 def load(path: str | Path, short: bool = False) -> Scenario:
-    path = Path(path)
+    path = find(path)
     try:
         raw = path.read_bytes()
     except OSError as exc:
@@ -238,6 +257,7 @@ def parse(text: str, source: str = "<scenario>", default_name: str = "scenario",
             raise ScenarioError(f"{source}: has no [short] table, so there is no short version "
                                 f"(add one: see emulation/scenario.py)")
         return full
+    ck.errors = []              # the full version had none; the short one's are its own
     short_data = apply_short(data, ck, full.collective.iterations)
     try:
         small = _build(short_data, ck, default_name, path, text)
@@ -252,14 +272,15 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
            text: str) -> Scenario:
     for key, value in data.items():
         if key not in TOP:
-            ck.fail(key, f"unknown top-level key; known: {', '.join(TOP)}",
+            ck.note(key, f"unknown top-level key; known: {', '.join(TOP)}",
                     ck.loc.key("", key) or ck.loc.table(key))
+            continue
         problem = type_error(TOP[key], value)
         if problem:
             ck.fail(key, problem, ck.loc.key("", key))
     name = data.get("name", default_name)
     if not NAME_PATTERN.fullmatch(name):
-        ck.fail("name", f"use up to 64 letters, digits, '-', '_' or '.', starting with a letter or "
+        ck.note("name", f"use up to 64 letters, digits, '-', '_' or '.', starting with a letter or "
                 f"digit (it names the results directory), got {name!r}", ck.loc.key("", "name"))
     description = data.get("description", "")
 
@@ -276,7 +297,7 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
     tr = with_defaults(ck.table(data, "transport", TRANSPORT), TRANSPORT)
     names = tr["names"]
     if not names or len(set(names)) != len(names):
-        ck.fail("[transport] names", "must list each transport once, at least one",
+        ck.note("[transport] names", "must list each transport once, at least one",
                 ck.loc.key("transport", "names"))
 
     coll = CollectiveSpec(**with_defaults(ck.table(data, "collective", COLLECTIVE), COLLECTIVE))
@@ -292,6 +313,7 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
                    goodput_interval_ms=op["goodput_interval_ms"], faults=faults, path=path,
                    text=text, mrc=mrc, switch_buffer_kb=fab["switch_buffer_kb"],
                    fabric_mtu=fab["mtu"])
+    ck.raise_errors()
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn
 
@@ -299,13 +321,13 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
 def _check_collective(coll: CollectiveSpec, ck: Checker, topo: Topology) -> None:
     """Rules between [collective] keys and the fabric."""
     if coll.message_bytes % 4:
-        ck.fail("[collective] message_bytes", f"must be a multiple of 4 (float32), got "
+        ck.note("[collective] message_bytes", f"must be a multiple of 4 (float32), got "
                 f"{coll.message_bytes}", ck.loc.key("collective", "message_bytes"))
     hosts = [h.name for h in topo.hosts]
     if coll.kind == "incast":
         coll.incast_target = coll.incast_target or hosts[0]
         if coll.incast_target not in hosts:
-            ck.fail("[collective] incast_target", f"no host {coll.incast_target!r}; hosts are "
+            ck.note("[collective] incast_target", f"no host {coll.incast_target!r}; hosts are "
                     f"h0..{hosts[-1]}", ck.loc.key("collective", "incast_target"))
         if coll.victim is not None:
             v = coll.victim
@@ -314,29 +336,29 @@ def _check_collective(coll: CollectiveSpec, ck: Checker, topo: Topology) -> None
                 ck.fail("[collective] victim", f"must be [src, dst], two different hosts of "
                         f"h0..{hosts[-1]}, got {v!r}", line)
             if v[1] == coll.incast_target:
-                ck.fail("[collective] victim", "the victim flow's destination must not be the "
+                ck.note("[collective] victim", "the victim flow's destination must not be the "
                         "incast target (it should share only part of the path)", line)
             if coll.victim_only and v[0] == coll.incast_target:
-                ck.fail("[collective] victim", "with victim_only the victim's source must not "
+                ck.note("[collective] victim", "with victim_only the victim's source must not "
                         "be the incast target either", line)
             if coll.victim_only and len(hosts) < 4:
-                ck.fail("[collective] victim_only", f"leaves no incast sender on {len(hosts)} "
+                ck.note("[collective] victim_only", f"leaves no incast sender on {len(hosts)} "
                         "hosts (target + victim pair + at least one sender)",
                         ck.loc.key("collective", "victim_only"))
         elif coll.victim_only:
-            ck.fail("[collective] victim_only", "needs a victim = [src, dst]",
+            ck.note("[collective] victim_only", "needs a victim = [src, dst]",
                     ck.loc.key("collective", "victim_only"))
     else:
         if coll.kind == "bisection" and len(hosts) % 2:
-            ck.fail("[collective] kind", f"bisection pairs the first half of the hosts with the "
+            ck.note("[collective] kind", f"bisection pairs the first half of the hosts with the "
                     f"second and needs an even number of hosts, the fabric has {len(hosts)}",
                     ck.loc.key("collective", "kind"))
         if coll.victim_only:
-            ck.fail("[collective] victim_only", "only used by kind = \"incast\"",
+            ck.note("[collective] victim_only", "only used by kind = \"incast\"",
                     ck.loc.key("collective", "victim_only"))
         for key in ("incast_target", "victim"):
             if getattr(coll, key) is not None:
-                ck.fail(f"[collective] {key}", "only used by kind = \"incast\"",
+                ck.note(f"[collective] {key}", "only used by kind = \"incast\"",
                         ck.loc.key("collective", key))
 
 
@@ -422,16 +444,16 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
     if planes is not None:
         if not planes or len(set(planes)) != len(planes) or any(
                 not 0 <= p < spec.planes for p in planes):
-            ck.fail("[mrc.endpoint] planes", f"must list plane numbers 0..{spec.planes - 1}, "
+            ck.note("[mrc.endpoint] planes", f"must list plane numbers 0..{spec.planes - 1}, "
                     f"each once, at least one, got {planes!r}", ck.loc.key("mrc.endpoint", "planes"))
     used_planes = len(planes) if planes else spec.planes
     ev_count = qp.get("ev_count", EMULATED_FABRIC_QP_DEFAULTS["ev_count"])
     if ev_count < used_planes:
-        ck.fail(f"[{table}] ev_count", f"must be at least the number of planes in use "
+        ck.note(f"[{table}] ev_count", f"must be at least the number of planes in use "
                 f"({used_planes}): EVs are split equally over the planes, got {ev_count}",
                 ck.loc.key(table, "ev_count"))
     if qp.get("ev_min_active", 0) > ev_count:
-        ck.fail(f"[{table}] ev_min_active", f"must be at most ev_count ({ev_count}), got "
+        ck.note(f"[{table}] ev_min_active", f"must be at most ev_count ({ev_count}), got "
                 f"{qp['ev_min_active']}", ck.loc.key(table, "ev_min_active"))
     if "ev_pin_spine" in qp or "ev_pin_count" in qp:
         _check_ev_pinning(qp, ck, spec, ev_count // used_planes, table)
@@ -439,7 +461,7 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
     hi = qp.get("rto_max_ns", MRCConfig.__dataclass_fields__["rto_max_ns"].default)
     if lo > hi:
         key = "rto_min_ns" if "rto_min_ns" in qp else "rto_max_ns"
-        ck.fail(f"[{table}] {key}", f"rto_min_ns ({lo}) must not exceed rto_max_ns ({hi})",
+        ck.note(f"[{table}] {key}", f"rto_min_ns ({lo}) must not exceed rto_max_ns ({hi})",
                 ck.loc.key(table, key))
 
 
@@ -451,15 +473,15 @@ def _check_ev_pinning(qp: dict, ck: Checker, spec: FabricSpec, per_plane: int,
         ck.fail(f"[{table}] ev_pin_count", "needs ev_pin_spine (the spine to pin to)",
                 ck.loc.key(table, "ev_pin_count"))
     if qp["ev_pin_spine"] >= spec.spines:
-        ck.fail(f"[{table}] ev_pin_spine", f"must be a spine of the fabric, 0..{spec.spines - 1}, "
+        ck.note(f"[{table}] ev_pin_spine", f"must be a spine of the fabric, 0..{spec.spines - 1}, "
                 f"got {qp['ev_pin_spine']}", ck.loc.key(table, "ev_pin_spine"))
     count = qp.get("ev_pin_count", per_plane)
     if count > per_plane:
-        ck.fail(f"[{table}] ev_pin_count", f"must be at most the active EVs per plane "
+        ck.note(f"[{table}] ev_pin_count", f"must be at most the active EVs per plane "
                 f"(ev_count / planes = {per_plane}), got {count}",
                 ck.loc.key(table, "ev_pin_count"))
     if count < per_plane and spec.spines < 2:
-        ck.fail(f"[{table}] ev_pin_count", f"leaves {per_plane - count} EVs per plane for other "
+        ck.note(f"[{table}] ev_pin_count", f"leaves {per_plane - count} EVs per plane for other "
                 "spines, and the fabric has one", ck.loc.key(table, "ev_pin_count"))
     qp.setdefault("ev_pin_count", count)
 
@@ -478,38 +500,51 @@ def _parse_faults(entries: list, ck: Checker, topo: Topology,
     switches = set(topo.switches)
     out = []
     for i, entry in enumerate(entries):
-        line = ck.loc.table("faults", i)
-        where = f"[[faults]] #{i + 1}"
-
-        def key_line(key):
-            return ck.loc.key("faults", key, i) or line
-
-        entry = ck.keys(entry, "faults", FAULT, occurrence=i, where=where, extra=all_params,
-                        his={"at_iteration": coll.iterations - 1})
-        timing = [k for k in ("at_s", "at_iteration", "after_s") if k in entry]
-        if len(timing) != 1:
-            ck.fail(where, "needs exactly one of at_s, at_iteration or after_s", line)
-        if timing == ["after_s"] and i == 0:
-            ck.fail(f"{where} after_s", "the first entry has no previous one to follow; use "
-                    "at_s or at_iteration", key_line("after_s"))
-        if "action" not in entry:
-            ck.fail(where, "needs action = \"...\" (a string)", line)
-        body = {k: v for k, v in entry.items() if k not in FAULT_TIMING_KEYS}
-        for end in ("a", "b", "node"):
-            name = body.get(end)
-            if name is not None and name not in nodes:
-                spec = topo.spec
-                ck.fail(f"{where} {end}", f"no node {name!r} in this fabric ({spec.planes} planes, "
-                        f"{spec.groups} groups, {spec.spines} spines, {spec.hosts_per_group} "
-                        f"hosts per group)", key_line(end))
-        if "links" in entry:
-            commands = _expand_links(entry["links"], body, ck, topo, switches, validate, where,
-                                     key_line)
-        else:
-            commands = [_validated(validate, body, topo, ck, where, key_line)]
-        out.append(FaultEntry(at_s=entry.get("at_s"), at_iteration=entry.get("at_iteration"),
-                              commands=commands, line=line, after_s=entry.get("after_s")))
+        try:
+            out.append(_parse_fault(i, entry, ck, topo, coll, validate, all_params, nodes,
+                                    switches))
+        except ScenarioError:
+            continue            # recorded in ck.errors; check the next entry too
     return out
+
+
+def _parse_fault(i: int, entry: dict, ck: Checker, topo: Topology, coll: CollectiveSpec,
+                 validate, all_params: tuple, nodes: set, switches: set) -> FaultEntry:
+    """One [[faults]] entry, checked; raises ScenarioError (recorded in ck) when it is unusable."""
+    line = ck.loc.table("faults", i)
+    where = f"[[faults]] #{i + 1}"
+
+    def key_line(key):
+        return ck.loc.key("faults", key, i) or line
+
+    before = len(ck.errors)
+    entry = ck.keys(entry, "faults", FAULT, occurrence=i, where=where, extra=all_params,
+                    his={"at_iteration": coll.iterations - 1})
+    if len(ck.errors) > before:
+        ck.raise_errors()
+    timing = [k for k in ("at_s", "at_iteration", "after_s") if k in entry]
+    if len(timing) != 1:
+        ck.fail(where, "needs exactly one of at_s, at_iteration or after_s", line)
+    if timing == ["after_s"] and i == 0:
+        ck.fail(f"{where} after_s", "the first entry has no previous one to follow; use "
+                "at_s or at_iteration", key_line("after_s"))
+    if "action" not in entry:
+        ck.fail(where, "needs action = \"...\" (a string)", line)
+    body = {k: v for k, v in entry.items() if k not in FAULT_TIMING_KEYS}
+    for end in ("a", "b", "node"):
+        name = body.get(end)
+        if name is not None and name not in nodes:
+            spec = topo.spec
+            ck.fail(f"{where} {end}", f"no node {name!r} in this fabric ({spec.planes} planes, "
+                    f"{spec.groups} groups, {spec.spines} spines, {spec.hosts_per_group} "
+                    f"hosts per group)", key_line(end))
+    if "links" in entry:
+        commands = _expand_links(entry["links"], body, ck, topo, switches, validate, where,
+                                 key_line)
+    else:
+        commands = [_validated(validate, body, topo, ck, where, key_line)]
+    return FaultEntry(at_s=entry.get("at_s"), at_iteration=entry.get("at_iteration"),
+                      commands=commands, line=line, after_s=entry.get("after_s"))
 
 
 def _expand_links(selector: str, body: dict, ck: Checker, topo: Topology, switches: set,

@@ -364,16 +364,27 @@ class Locator:
 
 
 class Checker:
-    """Applies the schema to one parsed file; every failure raises ScenarioError with
-    `source:line: where: message`."""
+    """Applies the schema to one parsed file. Errors are collected as `source:line: where:
+    message` lines so that one pass reports every problem of the file: `note` records one and
+    checking goes on (the key is left out and its default used); `fail` records one and stops
+    (what follows cannot be checked without it); `raise_errors` stops if any were recorded."""
 
     def __init__(self, source: str, text: str):
         self.source = source
         self.loc = Locator(text)
+        self.errors: list[str] = []
+
+    def note(self, where: str, message: str, line: int | None = None) -> None:
+        at = f"{self.source}:{line}" if line else self.source
+        self.errors.append(f"{at}: {where}: {message}")
 
     def fail(self, where: str, message: str, line: int | None = None):
-        at = f"{self.source}:{line}" if line else self.source
-        raise ScenarioError(f"{at}: {where}: {message}")
+        self.note(where, message, line)
+        self.raise_errors()
+
+    def raise_errors(self) -> None:
+        if self.errors:
+            raise ScenarioError("\n".join(self.errors))
 
     def table(self, data: dict, name: str, schema: dict, *, parent: str = "",
               reserved: dict | None = None) -> dict:
@@ -403,13 +414,16 @@ class Checker:
                     out[key] = value
                     continue
                 if reserved and key in reserved:
-                    self.fail(f"{prefix} {key}", f"unknown key here ({reserved[key]})", line)
+                    self.note(f"{prefix} {key}", f"unknown key here ({reserved[key]})", line)
+                    continue
                 known = ", ".join(list(schema) + list(extra))
-                self.fail(f"{prefix} {key}", f"unknown key; known keys: {known}", line)
+                self.note(f"{prefix} {key}", f"unknown key; known keys: {known}", line)
+                continue
             spec = schema[key]
             problem = type_error(spec, value) or range_error(spec, value, (his or {}).get(key))
             if problem:
-                self.fail(f"{prefix} {key}", problem, line)
+                self.note(f"{prefix} {key}", problem, line)
+                continue
             out[key] = float(value) if spec.kind == "number" else value
         return out
 
@@ -448,4 +462,5 @@ def reference() -> str:
 
 
 if __name__ == "__main__":
-    print(reference())
+    from emulation.cli import print_to_pipe
+    raise SystemExit(print_to_pipe(reference()))

@@ -85,3 +85,45 @@ def existing_file(text: str) -> Path:
 def finite_float(text: str) -> float:
     """Any finite number; the range is checked by whoever owns the meaning (e.g. the controller)."""
     return _number(text)
+
+
+def bounded_float(lo: float, hi: float, *, lo_open: bool = False):
+    """An argument type for a number in [lo, hi] (lo excluded with lo_open): the range is checked
+    on the command line, before anything is sent (the same bounds the receiver enforces)."""
+    def parse(text: str) -> float:
+        value = _number(text)
+        if value < lo or value > hi or (lo_open and value == lo):
+            low = f"({lo}" if lo_open else f"[{lo}"
+            raise argparse.ArgumentTypeError(f"must be in {low}, {hi}], got {text}")
+        return value
+    parse.__name__ = "number"
+    return parse
+
+
+def bounded_int(lo: int, hi: int):
+    """An argument type for an integer in lo..hi."""
+    def parse(text: str) -> int:
+        value = _number(text, int)
+        if not lo <= value <= hi:
+            raise argparse.ArgumentTypeError(f"must be an integer in {lo}..{hi}, got {value}")
+        return value
+    parse.__name__ = "integer"
+    return parse
+
+
+class _Renamed(argparse.Action):
+    """An option that was renamed: using it is an error naming the option to use instead."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest=argparse.SUPPRESS, nargs="?",
+                         default=argparse.SUPPRESS, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.error(f"{option_string} was renamed: use {self.new}")
+
+
+def add_renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Refuse the old spelling `old` of an option with a message naming `new` (one spelling per
+    concept: a silently accepted alias would keep both alive in scripts and docs)."""
+    parser.add_argument(old, action=_Renamed, new=new)

@@ -79,7 +79,8 @@ def _add_transfer_arguments(parser, size_mib: int, link_mbit: int) -> None:
     parser.add_argument("--size-mib", type=positive_int, default=size_mib,
                         help=f"bytes written h0 -> h2, in MiB (default {size_mib})")
     parser.add_argument("--link-mbit", type=positive_int, default=link_mbit,
-                        help=f"rate of every host and fabric link in Mbit/s (default {link_mbit})")
+                        help=f"rate of every link in Mbit/s: host_link_mbit and fabric_link_mbit "
+                             f"both (default {link_mbit})")
 
 
 def add_goodput_arguments(parser) -> None:
@@ -318,7 +319,8 @@ def add_cpu_arguments(parser) -> None:
                         help="IP MTU of the fabric, which sets the fast path's payload "
                              "(default 9000)")
     parser.add_argument("--link-mbit", type=positive_int, default=10000,
-                        help="rate the endpoints pace at, in Mbit/s; no link is shaped "
+                        help="rate of every link (host_link_mbit and fabric_link_mbit both), "
+                             "which the endpoints pace at, in Mbit/s; no link is shaped "
                              "(default 10000)")
     parser.add_argument("--levers", action="store_true",
                         help="also measure each lever alone on the reference path: the ring, "

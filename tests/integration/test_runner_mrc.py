@@ -57,7 +57,7 @@ b = "t1p0s0"
 def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, capsys):
     scenario = tmp_path / "short.toml"
     scenario.write_text(SHORT)
-    rc = runner.main([str(scenario), "--transport", "all", "--out", str(tmp_path / "results")])
+    rc = runner.main([str(scenario), "--transport", "all", "--results-dir", str(tmp_path / "results")])
     out = capsys.readouterr().out
     (run_dir,) = (tmp_path / "results").iterdir()
     summaries = {t: json.loads((run_dir / t / "summary.json").read_text()) for t in ("mrc", "roce")}

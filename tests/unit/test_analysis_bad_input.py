@@ -157,7 +157,7 @@ def test_analyze_of_a_file_instead_of_a_run_exits_2(tmp_path, capsys):
 
 def test_analyze_into_an_unusable_output_directory_exits_2(run, tmp_path, capsys):
     (tmp_path / "a-file").write_text("x")
-    assert cli.main([str(run), "--out", str(tmp_path / "a-file" / "analysis")]) == 2
+    assert cli.main([str(run), "--out-dir", str(tmp_path / "a-file" / "analysis")]) == 2
     assert "a-file" in capsys.readouterr().err
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from emulation import cli
+from model import argtypes
 from tests.unit.cli_helpers import run_mrclab as run
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,8 +37,8 @@ def test_every_option_and_subcommand_has_help():
     missing = []
     for prog, action in walk(cli.build_parser()):
         name = action.option_strings[-1] if action.option_strings else action.dest
-        if (prog, name) in HIDDEN:
-            continue
+        if (prog, name) in HIDDEN or isinstance(action, argtypes._Renamed):
+            continue            # renamed options are hidden: using one names the new option
         if isinstance(action, argparse._SubParsersAction):
             for choice in action._choices_actions:
                 if not choice.help:
@@ -50,7 +51,7 @@ def test_every_option_and_subcommand_has_help():
 @pytest.mark.parametrize("argv, own_option", [
     (["run", "--help"], "--validate-only"),
     (["analyze", "--help"], "--bin-ms"),
-    (["notebook", "--help"], "--out"),
+    (["notebook", "--help"], "--out-dir"),
     (["wireshark", "--help"], "--transport"),
     (["link", "loss", "--help"], "--direction"),
     (["bench", "codec", "--help"], "--payload-bytes"),
@@ -122,7 +123,7 @@ def _capture_without_mrc(tmp_path):
     (["link", "--api-port", "0", "down", "a", "b"], "argument --api-port: must be a TCP port"),
     (["link", "down", "a", "b", "--api-port", "x"], "argument --api-port: expected an integer"),
     (["link", "loss", "a", "b", "inf"], "argument percent: expected a finite number"),
-    (["fabric", "--host-mbit", "-5"], "argument --host-mbit: must be > 0"),
+    (["fabric", "--host-link-mbit", "-5"], "argument --host-link-mbit: must be > 0"),
 ])
 def test_bad_input_is_exit_2_naming_the_option(capsys, tmp_path, argv, message):
     argv = [a(tmp_path) if callable(a) else a for a in argv]

@@ -100,12 +100,30 @@ def test_missing_run_and_missing_mergecap(capsys, monkeypatch, run_dir, tmp_path
     rc, _, err = run_cli(capsys, "wireshark", str(tmp_path / "nope"))
     assert rc == 2 and "run directory" in err and "does not exist" in err
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--print-only")
+    rc, _, err = run_cli(capsys, "wireshark", str(run_dir))
     assert rc == 2 and "mergecap is not installed" in err
 
 
 def test_unwritable_output_is_exit_2_naming_it(capsys, run_dir, tmp_path):
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--out", str(blocker / "m.pcapng"))
+    rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--merged-pcap",
+                         str(blocker / "m.pcapng"))
     assert rc == 2 and f"cannot write the merged capture {blocker / 'm.pcapng'}" in err
+
+
+def test_print_only_writes_nothing_and_prints_every_command(capsys, run_dir):
+    before = sorted(p for p in run_dir.rglob("*"))
+    rc, out, err = run_cli(capsys, "wireshark", str(run_dir), "--transport", "mrc", "--print-only")
+    assert rc == 0, err
+    assert sorted(p for p in run_dir.rglob("*")) == before      # no analysis/, no merged file
+    merged = run_dir / "analysis" / "captures-mrc.pcapng"
+    merge = printed_command(out, "merge")
+    assert merge[:3] == ["mergecap", "-w", str(merged)]
+    assert sorted(merge[3:]) == sorted(str(run_dir / "mrc" / "pcaps" / n) for n in PACKETS)
+    assert printed_command(out, "headless")[-1] == str(merged)
+
+
+def test_transport_is_a_closed_choice(capsys, run_dir):
+    rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--transport", "rdma")
+    assert rc == 2 and "invalid choice: 'rdma'" in err and "'mrc', 'roce', 'tcp'" in err
