@@ -3,8 +3,8 @@
 Every function takes analysed data (analysis.metrics.RunAnalysis or DataFrames), draws one
 figure with a title, axis units and a legend, and returns the matplotlib Figure; `save_all`
 writes every figure of a run as PNG and returns {name: path}. Time axes are seconds since the
-run's first event, except goodput's (each transport from its first fault, so they overlay);
-faults are dashed vertical lines labelled above the axes.
+transport's first fault (each transport runs on its own fabric, at its own time, so that is the
+one reference they share); faults are dashed vertical lines labelled above the axes.
 """
 from __future__ import annotations
 
@@ -80,73 +80,149 @@ def recovery_window_ms(td: m.TransportData) -> float:
     return recovery.collective_windows(spans)["window_ms"]
 
 
-def goodput_figure(run: m.RunAnalysis):
-    """Delivered goodput of each transport, overlaid on one axis with t = 0 at that transport's
-    first fault (each transport runs on its own fabric, at its own wall-clock time).
+def _first_fault_ns(td: m.TransportData) -> int | None:
+    """The transport's first fault: t = 0 of every time axis of its figures."""
+    return int(td.faults["t_ns"].min()) if len(td.faults) else None
 
-    Thin steps: per-bin goodput. Thick line: its rolling mean over analysis.recovery's window,
-    drawn at the window's start, so the curve at t is the rate the recovery metric judges at t.
-    Dashed horizontal segments: the metric's bar (90% of the rate the surviving capacity
-    allows) between one fault and the next; a dot where the metric says the transport recovered.
+
+def capacity_fractions(topology, faults: pd.DataFrame) -> list[tuple[int, float]]:
+    """(t_ns, fraction of the healthy capacity left) after each fault-log entry, by the
+    recovery metric's own rule (analysis.recovery.surviving_capacity_fraction; without a
+    topology, full capacity, as the metric assumes then)."""
+    if len(faults) == 0:
+        return []
+    if topology is None:
+        return [(int(t), 1.0) for t in sorted(faults["t_ns"])]
+    state, out = {}, []
+    for f in faults.sort_values("t_ns", kind="stable").to_dict("records"):
+        f = {k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
+        state = recovery.apply_fault_to_capacity(topology, state, f)
+        out.append((int(f["t_ns"]), recovery.surviving_capacity_fraction(topology, state)))
+    return out
+
+
+def physical_max_mbit(topology) -> float | None:
+    """What the hosts' NIC ports can receive at most, all together (planes x host link rate per
+    host): no goodput can exceed it."""
+    if topology is None:
+        return None
+    return sum(lk.mbit for h in topology.hosts for lk in topology.links_of(h.name))
+
+
+def _allowed_series(times_s: np.ndarray, origin_ns: int, steady_mbit: float,
+                    fractions: list[tuple[int, float]]) -> np.ndarray:
+    """The goodput the surviving paths allow at each time (s since origin): the pre-fault
+    steady goodput times the capacity fraction in force then."""
+    allowed = np.full(len(times_s), steady_mbit)
+    for t_ns, frac in fractions:
+        allowed[times_s >= (t_ns - origin_ns) / 1e9] = steady_mbit * frac
+    return allowed
+
+
+GOODPUT_TOP_PERCENT = 160.0     # the axis top; a faint raw bin above it is noted, not drawn
+
+
+def goodput_figure(run: m.RunAnalysis):
+    """Goodput of each transport in a row of its own, in percent of what the surviving paths
+    allow (the pre-fault steady goodput times the capacity fraction left, as the recovery metric
+    defines it), t = 0 at the transport's first fault.
+
+    Faint steps: per-bin goodput (bursty at 10 ms). Solid line: its rolling mean over the
+    recovery metric's window, drawn at the window's start, so the curve at t is what the metric
+    judges at t. Dashed line: the metric's bar (90%). Shaded: the stall, from the fault to where
+    the metric says the transport recovered (or to the next fault when it did not).
     """
-    fig, ax = plt.subplots(figsize=(11, 4.8))
-    first_faults = None
-    aligned_any = False
+    rows = []
     for name, td in run.transports.items():
         total, source = _total_goodput(td, run.bin_ms, run.t0_ns)
-        if len(total) == 0:
-            continue
+        if len(total):
+            rows.append((name, td, total, source))
+    fig, axes = plt.subplots(max(1, len(rows)), 1, figsize=(11, 1.2 + 2.3 * max(1, len(rows))),
+                             sharex=True, squeeze=False)
+    axes = axes[:, 0]
+    if not rows:
+        axes[0].text(0.5, 0.5, "no goodput samples in this run", ha="center", va="center")
+        axes[0].set_axis_off()
+        return fig
+    notes = []
+    for ax, (name, td, total, source) in zip(axes, rows):
         color = TRANSPORT_COLORS.get(name)
-        faults = td.faults.sort_values("t_ns") if len(td.faults) else td.faults
-        origin_ns = int(faults["t_ns"].iloc[0]) if len(faults) else run.t0_ns + int(total.index[0] * 1e9)
-        aligned_any |= bool(len(faults))
+        origin_ns = _first_fault_ns(td)
+        if origin_ns is None:
+            origin_ns = run.t0_ns + int(total.index[0] * 1e9)
         x = total.index.to_numpy(dtype=float) - (origin_ns - run.t0_ns) / 1e9
         window_ms = recovery_window_ms(td)
         n = max(1, int(round(window_ms / run.bin_ms)))
-        rolling = total.rolling(n, min_periods=n).mean().shift(-(n - 1))
-        ax.plot(x, total.to_numpy(), drawstyle="steps-post", lw=0.6, alpha=0.3, color=color)
-        ax.plot(x, rolling.to_numpy(), lw=2, color=color,
-                label=f"{name}: {window_ms:.0f} ms rolling mean ({source})")
-        if len(faults):
-            first_faults = first_faults if first_faults is not None else faults
-            _recovery_bars(ax, td, faults, origin_ns, x[-1] if len(x) else 0.0, color)
-    if first_faults is not None:
-        ax.set_xlim(ax.get_xlim())
-        _fault_markers(ax, first_faults, int(first_faults["t_ns"].iloc[0]), color="black")
-    ax.plot([], [], color="grey", ls=(0, (4, 2)), lw=1.2,
-            label=f"{recovery.DEFAULT_THRESHOLD:.0%} of the surviving capacity's rate "
-                  "(recovery bar)")
-    ax.set(xlabel=("time since the transport's first fault (s)" if aligned_any
-                   else "time since the transport's first goodput sample (s)"),
-           ylabel="goodput (Mbit/s)")
-    ax.set_title(f"Goodput of every transport, aligned on its first fault ({run.bin_ms:g} ms bins)",
-                 pad=30)
-    ax.set_ylim(bottom=0)
-    ax.grid(alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
-    fig.tight_layout()
+        rolling = total.rolling(n, min_periods=n).mean().shift(-(n - 1)).to_numpy()
+        rec = (m.recovery_per_fault(td.faults, td.events, td.topology) if len(td.faults)
+               else pd.DataFrame())
+        fractions = capacity_fractions(td.topology, td.faults)
+        steady = None
+        if len(rec) and fractions and np.isfinite(rec["expected_mbit"].iloc[0]) \
+                and fractions[0][1] > 0:
+            steady = float(rec["expected_mbit"].iloc[0]) / fractions[0][1]
+        if steady:
+            allowed = _allowed_series(x, origin_ns, steady, fractions)
+            scale = 100.0 / np.where(allowed > 0, allowed, np.nan)
+            unit = "% of allowed"
+        else:                       # no fault or no steady rate: plain Mbit/s
+            scale, unit = np.ones(len(x)), "Mbit/s"
+        raw = total.to_numpy() * scale
+        ax.plot(x, raw, drawstyle="steps-post", lw=0.5, alpha=0.25, color=color)
+        ax.plot(x, rolling * scale, lw=2, color=color,
+                label=f"{window_ms:.0f} ms mean ({source})")
+        if steady:
+            ax.axhline(100 * recovery.DEFAULT_THRESHOLD, color="dimgrey", ls=(0, (4, 2)), lw=1)
+            ax.set_ylim(0, GOODPUT_TOP_PERCENT)
+            above = int(np.sum(raw > GOODPUT_TOP_PERCENT))
+            phys = physical_max_mbit(td.topology)
+            if above:
+                peak = np.nanmax(total.to_numpy())
+                note = (f"{name}: {above} raw {run.bin_ms:g} ms bins above the axis (peak "
+                        f"{peak:.0f} Mbit/s")
+                note += (f", over the NICs' {phys:.0f} Mbit/s: samples land in bursts)"
+                         if phys and peak > phys else ")")
+                notes.append(note)
+            _stall_spans(ax, rec, origin_ns, x[-1] if len(x) else 0.0, color)
+        else:
+            ax.set_ylim(bottom=0)
+        ax.set_ylabel(f"{name}\n{unit}")
+        ax.grid(alpha=0.3)
+        for t_ns, _ in fractions:
+            ax.axvline((t_ns - origin_ns) / 1e9, color="black", ls="--", lw=0.8, alpha=0.6)
+    first = rows[0][1]
+    if len(first.faults):
+        _fault_markers(axes[0], first.faults, _first_fault_ns(first), color="black")
+    axes[-1].set_xlabel("time since the transport's first fault (s)")
+    fig.suptitle(f"Goodput per transport, in % of what the surviving paths allow (dashed: the "
+                 f"recovery bar, {recovery.DEFAULT_THRESHOLD:.0%}; shaded: the stall; faint: "
+                 f"{run.bin_ms:g} ms bins)", fontsize=10)
+    if notes:
+        fig.text(0.01, 0.005, "; ".join(notes), fontsize=7, color="dimgrey")
+    fig.tight_layout(rect=(0, 0.03 if notes else 0, 1, 0.97))
     return fig
 
 
-def _recovery_bars(ax, td: m.TransportData, faults: pd.DataFrame, origin_ns: int, x_end: float,
-                   color) -> None:
-    """The recovery metric's bar after each fault and the point where it says goodput came back."""
-    rec = m.recovery_per_fault(faults, td.events, td.topology)
+def _stall_spans(ax, rec: pd.DataFrame, origin_ns: int, x_end: float, color) -> None:
+    """Shade each fault's stall (fault to recovery, by the recovery metric) and label it; a
+    fault the transport never recovered from is shaded to the next fault and says so."""
     if len(rec) == 0:
         return
     rec = rec.sort_values("t_ns").reset_index(drop=True)
     starts = (rec["t_ns"].to_numpy(dtype=float) - origin_ns) / 1e9
     for i, row in rec.iterrows():
-        if not np.isfinite(row.expected_mbit):
-            continue
-        bar = recovery.DEFAULT_THRESHOLD * row.expected_mbit
         stop = starts[i + 1] if i + 1 < len(rec) else max(x_end, starts[i])
-        ax.hlines(bar, starts[i], stop, colors=color, linestyles=(0, (4, 2)), lw=1.2)
         if np.isfinite(row.recovery_ms):
-            ax.plot([starts[i] + row.recovery_ms / 1e3], [bar], "o", ms=6, color=color,
+            end, label = starts[i] + row.recovery_ms / 1e3, f"recovered in {row.recovery_ms:.0f} ms"
+        else:
+            end, label = stop, "not recovered"
+        if end > starts[i]:
+            ax.axvspan(starts[i], end, color=color, alpha=0.15, lw=0)
+        ax.annotate(label, (starts[i], GOODPUT_TOP_PERCENT), xytext=(3, -10),
+                    textcoords="offset points", fontsize=8, color="black", va="top")
+        if np.isfinite(row.recovery_ms):
+            ax.plot([end], [100 * recovery.DEFAULT_THRESHOLD], "o", ms=5, color=color,
                     markeredgecolor="black", zorder=5)
-            ax.annotate(f"{row.recovery_ms:.0f} ms", (starts[i] + row.recovery_ms / 1e3, bar),
-                        textcoords="offset points", xytext=(4, -11), fontsize=7, color=color)
 
 
 _SEVERITY = {"GOOD": 0, "UNKNOWN": 1, "SUSPECT": 2, "ASSUMED_BAD": 3, "DENIED": 4}
@@ -239,47 +315,53 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
     """EV state over time, one row per path (host, data or ACK direction, plane, T1): the worst
     state of the host's live EVs on that path in each time bin. A dead T0-T1 link shows as the
     rows via that T1 turning ASSUMED_BAD while the other paths stay as they were. Denied EVs
-    show in rows of their own per peer, DENIED from their deny to their allow (ev_path_matrix)."""
+    show in rows of their own per peer, DENIED from their deny to their allow (ev_path_matrix).
+    Time is seconds since the transport's first fault, as in the goodput figure. None when the
+    transport logged no EV state (the single-path baselines): no empty figure."""
     mat, counts = ev_path_matrix(td.events, bin_ms, t0_ns, td.topology)
-    fig, ax = plt.subplots(figsize=(11, 1.9 + 0.3 * max(len(mat), 1)))
     if len(mat) == 0:
-        ax.text(0.5, 0.5, f"no ev_state events in the {td.name} logs", ha="center", va="center")
-        ax.set_axis_off()
-    else:
-        cmap = ListedColormap(STATE_COLORS).with_extremes(bad="white")
-        t = mat.columns.to_numpy(dtype=float)
-        step = t[1] - t[0] if len(t) > 1 else bin_ms / 1e3
-        ax.pcolormesh(np.append(t, t[-1] + step), np.arange(len(mat) + 1),
-                      np.ma.masked_invalid(mat.to_numpy(dtype=float)), cmap=cmap,
-                      norm=BoundaryNorm(np.arange(len(STATE_COLORS) + 1) - 0.5, len(STATE_COLORS)),
-                      shading="flat")
-        ax.set_yticks(np.arange(len(mat)) + 0.5)
-        ax.set_yticklabels([f"{k}  ({counts[k]} EVs {'denied' if 'denied' in k else 'logged'})"
-                            for k in mat.index], fontsize=8)
-        hosts = [" ".join(k.split()[:2]) for k in mat.index]
-        for i in range(1, len(hosts)):
-            if hosts[i] != hosts[i - 1]:
-                ax.axhline(i, color="black", lw=0.8)
-        ax.set_ylim(len(mat), 0)
-        ax.set_xlim(t[0], t[-1] + step)
-        handles = [Patch(color=c, label=s) for c, s in zip(STATE_COLORS, m.EV_STATES)]
-        handles.append(Patch(facecolor="white", edgecolor="grey", label="no transition logged"))
-        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
-                  title="EV state")
-        _fault_markers(ax, td.faults, t0_ns)
+        return None
+    origin_ns = _first_fault_ns(td)
+    shift = 0.0 if origin_ns is None else (origin_ns - t0_ns) / 1e9
+    fig, ax = plt.subplots(figsize=(11, 1.9 + 0.3 * max(len(mat), 1)))
+    cmap = ListedColormap(STATE_COLORS).with_extremes(bad="white")
+    t = mat.columns.to_numpy(dtype=float) - shift
+    step = t[1] - t[0] if len(t) > 1 else bin_ms / 1e3
+    ax.pcolormesh(np.append(t, t[-1] + step), np.arange(len(mat) + 1),
+                  np.ma.masked_invalid(mat.to_numpy(dtype=float)), cmap=cmap,
+                  norm=BoundaryNorm(np.arange(len(STATE_COLORS) + 1) - 0.5, len(STATE_COLORS)),
+                  shading="flat")
+    ax.set_yticks(np.arange(len(mat)) + 0.5)
+    ax.set_yticklabels([f"{k}  ({counts[k]} EVs {'denied' if 'denied' in k else 'logged'})"
+                        for k in mat.index], fontsize=8)
+    hosts = [" ".join(k.split()[:2]) for k in mat.index]
+    for i in range(1, len(hosts)):
+        if hosts[i] != hosts[i - 1]:
+            ax.axhline(i, color="black", lw=0.8)
+    ax.set_ylim(len(mat), 0)
+    ax.set_xlim(t[0], t[-1] + step)
+    handles = [Patch(color=c, label=s) for c, s in zip(STATE_COLORS, m.EV_STATES)]
+    handles.append(Patch(facecolor="white", edgecolor="grey", label="no transition logged"))
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
+              title="EV state")
+    if origin_ns is not None:
+        _fault_markers(ax, td.faults, origin_ns)
     ax.set_title(f"EV state per path ({td.name}): worst state of the host's EVs via each T1",
                  pad=30)
-    ax.set_xlabel("time since run start (s)")
+    ax.set_xlabel("time since the transport's first fault (s)" if origin_ns is not None
+                  else "time since run start (s)")
     fig.tight_layout()
     return fig
 
 
 def load_figure(run: m.RunAnalysis):
     """Bytes sent per plane and per path (plane, T1), per transport, with Jain indices."""
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4))
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     width = 0.8 / max(1, len(run.transports))
+    missing = []
     for i, (name, td) in enumerate(run.transports.items()):
         if len(td.packets) == 0:
+            missing.append(name)
             continue
         lb = m.load_balance(td.packets)
         for ax, key, jkey in ((axes[0], "plane_bytes", "plane_jain"), (axes[1], "path_bytes", "path_jain")):
@@ -294,40 +376,57 @@ def load_figure(run: m.RunAnalysis):
     axes[1].set(title="Load per path (plane p, T1 s)", ylabel="MB sent")
     for ax in axes:
         ax.grid(axis="y", alpha=0.3)
-        if ax.get_legend_handles_labels()[0]:
-            ax.legend(fontsize=8)
-    fig.tight_layout()
+    if axes[1].get_legend_handles_labels()[0]:
+        axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    if missing:
+        fig.text(0.01, 0.01, "not drawn: " + ", ".join(missing) + " (no per-path byte counts: "
+                 "its packets carry no MRC/RoCE header to tell the path from)", fontsize=8,
+                 color="dimgrey")
+    fig.tight_layout(rect=(0, 0.05 if missing else 0, 1, 1))
     return fig
 
 
 def recovery_figure(run: m.RunAnalysis):
-    """Recovery time per fault, one bar group per fault, one bar per transport."""
+    """Recovery time per fault, one bar group per fault, one bar per transport. A 0 ms recovery
+    is a diamond on the axis with its label (a zero-height bar would be invisible); a fault the
+    transport never recovered from is a hatched bar to the top, labelled so."""
     tables = {}
     for name, td in run.transports.items():
         rec = m.recovery_per_fault(td.faults, td.events, td.topology)
         if len(rec):
             tables[name] = rec
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig, ax = plt.subplots(figsize=(10, 4))
     if not tables:
         ax.text(0.5, 0.5, "no fault with goodput samples to measure recovery", ha="center")
         ax.set_axis_off()
-    else:
-        labels = None
-        width = 0.8 / len(tables)
-        for i, (name, rec) in enumerate(tables.items()):
-            labels = [f"{r.action}\n{r.a}~{r.b}" for r in rec.itertuples()]
-            vals = rec["recovery_ms"].to_numpy(dtype=float)
-            x = np.arange(len(vals)) + i * width
-            ax.bar(x, np.nan_to_num(vals), width, color=TRANSPORT_COLORS.get(name), label=name)
-            for xi, v in zip(x, vals):
-                ax.text(xi, 0 if np.isnan(v) else v, "not recovered" if np.isnan(v) else f"{v:.0f}",
-                        ha="center", va="bottom", fontsize=7, rotation=90 if np.isnan(v) else 0)
-        ax.set_xticks(np.arange(len(labels)) + width * (len(tables) - 1) / 2)
-        ax.set_xticklabels(labels, fontsize=7)
-        ax.legend()
-        ax.grid(axis="y", alpha=0.3)
-    ax.set(title="Recovery time per fault (goodput back to 90% of surviving capacity)",
-           ylabel="recovery time (ms)")
+        return fig
+    labels = None
+    width = 0.8 / len(tables)
+    finite = [v for rec in tables.values() for v in rec["recovery_ms"] if np.isfinite(v)]
+    top = max(finite + [100.0]) * 1.25
+    for i, (name, rec) in enumerate(tables.items()):
+        labels = [f"{r.action}\n{r.a}~{r.b}" for r in rec.itertuples()]
+        vals = rec["recovery_ms"].to_numpy(dtype=float)
+        x = np.arange(len(vals)) + i * width
+        color = TRANSPORT_COLORS.get(name)
+        ax.bar(x, np.where(np.isnan(vals), 0, vals), width, color=color, label=name)
+        for xi, v in zip(x, vals):
+            if np.isnan(v):
+                ax.bar([xi], [top], width, color="none", edgecolor=color, hatch="//")
+                ax.text(xi, top * 0.5, "not recovered", ha="center", va="center", fontsize=7,
+                        rotation=90)
+            else:
+                if v == 0:
+                    ax.plot([xi], [0], marker="D", ms=7, color=color, markeredgecolor="black",
+                            clip_on=False, zorder=5)
+                ax.text(xi, v + top * 0.02, f"{v:.0f} ms", ha="center", va="bottom", fontsize=7)
+    ax.set_xticks(np.arange(len(labels)) + width * (len(tables) - 1) / 2)
+    ax.set_xticklabels(labels, fontsize=7)
+    ax.set_ylim(0, top)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    ax.grid(axis="y", alpha=0.3)
+    ax.set(title=f"Recovery time per fault (goodput back to {recovery.DEFAULT_THRESHOLD:.0%} of "
+                 "what the surviving paths allow; diamond: 0 ms)", ylabel="recovery time (ms)")
     fig.tight_layout()
     return fig
 
@@ -350,7 +449,7 @@ def iteration_figure(run: m.RunAnalysis):
             jitter = np.random.default_rng(0).uniform(-0.12, 0.12, len(d))
             ax.scatter(np.full(len(d), i) + jitter, d, s=10, alpha=0.6,
                        color=TRANSPORT_COLORS.get(n), label=f"{n}: median {np.median(d):.1f} ms")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
         ax.grid(axis="y", alpha=0.3)
     ax.set(title="Collective iteration time per transport", ylabel="iteration time (ms)")
     fig.tight_layout()
@@ -358,8 +457,9 @@ def iteration_figure(run: m.RunAnalysis):
 
 
 def topology_figure(topology, faults: pd.DataFrame | None = None):
-    """The fabric: hosts at the bottom, T0s, T1s on top, one colour per plane; links that a
-    fault left down (or lossy/black-holed) at the end of the fault log in red."""
+    """The fabric: hosts at the bottom, T0s, T1s on top, one colour per plane. Every faulted
+    link is thick and labelled with its fault times (s since the first fault): red when the
+    fault log leaves it down (or lossy/black-holed), orange when it was restored."""
     fig, ax = plt.subplots(figsize=(10, 5))
     if topology is None:
         ax.text(0.5, 0.5, "fabric spec not found in the run directory", ha="center")
@@ -377,34 +477,41 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
         for i, s in enumerate(lst):
             pos[s.name] = ((i + 0.5) / len(lst), y)
     state: dict = {}
-    touched = set()
+    touched: dict = {}          # link -> ["down 0.0 s", "up 6.0 s", ...] since the first fault
     if faults is not None and len(faults):
+        first_ns = int(faults["t_ns"].min())
         for f in faults.sort_values("t_ns").to_dict("records"):
             f = {k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
             state = recovery.apply_fault_to_capacity(topology, state, f)
             if f.get("a") and f.get("b"):
-                touched.add(frozenset((f["a"], f["b"])))
+                what = {"link_down": "down", "link_up": "up"}.get(f["action"], f["action"])
+                touched.setdefault(frozenset((f["a"], f["b"])), []).append(
+                    f"{what} {(f['t_ns'] - first_ns) / 1e9:.1f} s")
     failed = {frozenset(k) for k, v in state.items() if v < 1.0}
     plane_colors = plt.get_cmap("tab10")
     for link in topology.links:
         (x1, y1), (x2, y2) = pos[link.a], pos[link.b]
         key = frozenset(link.ends())
-        if key in failed:
-            ax.plot([x1, x2], [y1, y2], color="red", lw=2.5, zorder=3)
-            ax.text((x1 + x2) / 2, (y1 + y2) / 2, "X", color="red", fontsize=12, ha="center",
-                    va="center", weight="bold", zorder=4)
+        if key in touched:
+            color = "red" if key in failed else "darkorange"
+            ax.plot([x1, x2], [y1, y2], color=color, lw=4, zorder=3)
+            ax.annotate(f"{link.a}~{link.b}\n" + ", ".join(touched[key]),
+                        ((x1 + x2) / 2, (y1 + y2) / 2), xytext=(8, 0), textcoords="offset points",
+                        fontsize=8, color=color, weight="bold", va="center", zorder=6,
+                        bbox={"boxstyle": "round", "fc": "white", "ec": color, "alpha": 0.9})
         else:
-            ax.plot([x1, x2], [y1, y2], color=plane_colors(link.plane), lw=1,
-                    alpha=0.6, ls=":" if key in touched else "-")
+            ax.plot([x1, x2], [y1, y2], color=plane_colors(link.plane), lw=1, alpha=0.6)
     for name, (x, y) in pos.items():
         ax.scatter([x], [y], s=300 if y else 200, marker="s" if y else "o", color="white",
                    edgecolor="black", zorder=5)
         ax.text(x, y - 0.06 if y == 0 else y + 0.05, name, ha="center", fontsize=7)
     handles = [Patch(color=plane_colors(p), label=f"plane {p}") for p in range(spec.planes)]
     if failed:
-        handles.append(Patch(color="red", label="failed at end of fault log"))
-    if touched - failed:
-        handles.append(Patch(color="grey", label="faulted, restored (dotted)"))
+        handles.append(Patch(color="red", label="faulted, still failed at the end"))
+    if set(touched) - failed:
+        handles.append(Patch(color="darkorange", label="faulted, then restored"))
+    if touched:
+        handles.append(Patch(color="white", label="times: s since the first fault"))
     ax.legend(handles=handles, loc="upper left", fontsize=7, bbox_to_anchor=(1.0, 1.0))
     ax.set(title=f"Fabric: {spec.planes} planes x {spec.groups} groups x {spec.spines} spines, "
                  f"{spec.num_hosts} hosts", xlim=(-0.05, 1.05), ylim=(-0.12, 1.0))
@@ -436,7 +543,7 @@ def victim_goodput_figure(run: m.RunAnalysis):
            xlabel="time since run start (s)", ylabel="goodput (Mbit/s)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
-    ax.legend(loc="upper right", fontsize=8)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -498,7 +605,9 @@ def figures(run: m.RunAnalysis) -> dict:
     """name -> Figure for every figure of a run."""
     out = {"goodput": goodput_figure(run)}
     for name, td in run.transports.items():
-        out[f"ev_state_{name}"] = ev_state_figure(td, run.t0_ns, run.bin_ms)
+        fig = ev_state_figure(td, run.t0_ns, run.bin_ms)
+        if fig is not None:                   # the single-path baselines log no EV state
+            out[f"ev_state_{name}"] = fig
     out["load"] = load_figure(run)
     out["recovery"] = recovery_figure(run)
     out["iterations"] = iteration_figure(run)

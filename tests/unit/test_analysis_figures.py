@@ -39,37 +39,86 @@ def _transport(name, fault_s, tmp_path, outage_ms=300):
     return m.TransportData(name, tmp_path, pd.DataFrame(), ev, faults, {}, [], None)
 
 
-def test_goodput_aligns_each_transport_on_its_first_fault(tmp_path):
+def test_goodput_one_row_per_transport_in_percent_aligned_on_its_first_fault(tmp_path):
     run = m.RunAnalysis(tmp_path, {"mrc": _transport("mrc", 1.0, tmp_path),
                                    "tcp": _transport("tcp", 4.0, tmp_path)}, 0, 10.0, {})
-    ax = plots.goodput_figure(run).axes[0]
-    for color in (plots.TRANSPORT_COLORS["mrc"], plots.TRANSPORT_COLORS["tcp"]):
+    fig = plots.goodput_figure(run)
+    assert len(fig.axes) == 2                       # small multiples: one row per transport
+    for ax, name in zip(fig.axes, ("mrc", "tcp")):
+        color = plots.TRANSPORT_COLORS[name]
+        assert ax.get_ylabel().startswith(name) and "% of allowed" in ax.get_ylabel()
         lines = [ln for ln in ax.lines if ln.get_color() == color and ln.get_linestyle() == "-"]
-        raw = min(lines, key=lambda ln: ln.get_linewidth())      # per-bin steps
+        raw = min(lines, key=lambda ln: ln.get_linewidth())      # per-bin steps, faint
         rolling = max(lines, key=lambda ln: ln.get_linewidth())  # the rolling mean
+        assert raw.get_alpha() < 0.5
         x, y = np.asarray(raw.get_xdata(), float), np.asarray(raw.get_ydata(), float)
         # bin t holds the bytes of [t - 10 ms, t): the 300 ms outage empties bins 0.01 .. 0.30 s
         # on the aligned axis, whatever the fault's time
         zero = x[(y == 0) & (x > -0.5)]
         assert zero.min() == pytest.approx(0.01, abs=1e-3) and zero.max() == pytest.approx(0.30, abs=1e-3)
-        assert y[x < -0.1].mean() == pytest.approx(80.0, rel=0.02)
-        # rolling mean over the recovery window (100 ms with no iteration events), from t on:
-        # the window [0.1, 0.2] s lies inside the outage, [-0.6, -0.5] in healthy traffic
+        # 80 Mbit/s before the fault is what the paths allow (no topology: full capacity): 100%
+        assert y[x < -0.1].mean() == pytest.approx(100.0, rel=0.02)
         rx, ry = np.asarray(rolling.get_xdata(), float), np.asarray(rolling.get_ydata(), float)
         assert ry[np.argmin(abs(rx - 0.1))] == pytest.approx(0.0, abs=1e-9)
-        assert ry[np.argmin(abs(rx + 0.6))] == pytest.approx(80.0, rel=0.02)
-        # the window from 0.25 s holds bins 0.25 .. 0.34: six empty, four at 80 Mbit/s
-        assert ry[np.argmin(abs(rx - 0.25))] == pytest.approx(32.0, rel=0.01)
-        # the recovery bar: 90% of the pre-fault 80 Mbit/s (no topology: full capacity expected)
-        bars = [c for c in ax.collections if np.allclose(c.get_color()[0][:3],
-                                                         plots.matplotlib.colors.to_rgb(color))]
+        assert ry[np.argmin(abs(rx + 0.6))] == pytest.approx(100.0, rel=0.02)
+        # the window from 0.25 s holds bins 0.25 .. 0.34: six empty, four full = 40%
+        assert ry[np.argmin(abs(rx - 0.25))] == pytest.approx(40.0, rel=0.01)
+        # the recovery bar at 90%
+        bars = [ln for ln in ax.lines if ln.get_linestyle() == "--" and
+                np.allclose(ln.get_ydata(), 90.0)]
         assert len(bars) == 1
-        seg = bars[0].get_segments()[0]
-        assert seg[0][0] == pytest.approx(0.0) and seg[0][1] == pytest.approx(72.0, rel=0.02)
         # where the metric says goodput came back: the first 100 ms window at >= 90% starts
-        # 290 ms after the fault (10 ms of outage in it = exactly 90%)
+        # 290 ms after the fault (10 ms of outage in it = exactly 90%); the stall is shaded
+        # from the fault to there and labelled
         dots = [ln for ln in ax.lines if ln.get_color() == color and ln.get_marker() == "o"]
         assert len(dots) == 1 and dots[0].get_xdata()[0] == pytest.approx(0.29, abs=0.011)
+        spans = [p for p in ax.patches if p.get_width() > 0]
+        assert len(spans) == 1
+        assert spans[0].get_x() == pytest.approx(0.0) and \
+            spans[0].get_width() == pytest.approx(0.29, abs=0.011)
+        assert any(t.get_text() == "recovered in 290 ms" for t in ax.texts)
+        assert ax.get_ylim()[1] == plots.GOODPUT_TOP_PERCENT
+
+
+def test_goodput_notes_bins_above_the_axis(tmp_path):
+    td = _transport("mrc", 1.0, tmp_path)
+    ev = td.events.copy()
+    spike = ev["t_ns"] >= 500 * MS                  # 2 MB more at 0.5 s: one bin at 1680 Mbit/s
+    ev.loc[spike, "rx_bytes"] += 2_000_000
+    td = m.TransportData("mrc", tmp_path, pd.DataFrame(), ev, td.faults, {}, [], TOPO)
+    fig = plots.goodput_figure(m.RunAnalysis(tmp_path, {"mrc": td}, 0, 10.0, {}))
+    notes = [t.get_text() for t in fig.texts if "above the axis" in t.get_text()]
+    # TOPO: 2 hosts x 2 planes x 100 Mbit/s = 400 Mbit/s the NICs can receive
+    assert len(notes) == 1 and "1 raw 10 ms bins above the axis" in notes[0]
+    assert "over the NICs' 400 Mbit/s" in notes[0]
+
+
+def test_recovery_zero_is_a_visible_mark_and_never_is_labelled(tmp_path):
+    run = m.RunAnalysis(tmp_path, {"mrc": _transport("mrc", 1.0, tmp_path, outage_ms=0),
+                                   "roce": _transport("roce", 1.0, tmp_path, outage_ms=10_000)},
+                        0, 10.0, {})
+    ax = plots.recovery_figure(run).axes[0]
+    diamonds = [ln for ln in ax.lines if ln.get_marker() == "D"]
+    assert len(diamonds) == 1 and diamonds[0].get_ydata()[0] == 0
+    assert diamonds[0].get_color() == plots.TRANSPORT_COLORS["mrc"]
+    texts = [t.get_text() for t in ax.texts]
+    assert "0 ms" in texts and "not recovered" in texts
+
+
+def test_no_empty_ev_state_figure_for_a_transport_without_ev_events(tmp_path):
+    td = _transport("roce", 1.0, tmp_path)
+    assert plots.ev_state_figure(td, 0, 10.0) is None
+
+
+def test_topology_draws_the_faulted_link_thick_with_its_times():
+    faults = pd.DataFrame([{"t_ns": 3 * 10**9, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"},
+                           {"t_ns": 9 * 10**9, "action": "link_up", "a": "t0p0g0", "b": "t1p0s0"}])
+    ax = plots.topology_figure(TOPO, faults).axes[0]
+    thick = [ln for ln in ax.lines if ln.get_linewidth() >= 4]
+    assert len(thick) == 1 and thick[0].get_color() == "darkorange"     # restored
+    assert any(t.get_text() == "t0p0g0~t1p0s0\ndown 0.0 s, up 6.0 s" for t in ax.texts)
+    ax = plots.topology_figure(TOPO, faults.iloc[:1]).axes[0]
+    assert [ln.get_color() for ln in ax.lines if ln.get_linewidth() >= 4] == ["red"]
 
 
 def _ev_events():
