@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import os
 from pathlib import Path
 
@@ -39,6 +38,10 @@ img{max-width:100%;border:1px solid #eee}
 .problems{color:#a33;font-size:12px}"""
 
 
+# What the captured packets of each transport are (the same decoder reads both: UDP 4791).
+PACKET_KIND = {"mrc": "MRC", "roce": "RoCEv2"}
+
+
 def _esc(value) -> str:
     return html.escape(str(value))
 
@@ -47,10 +50,75 @@ def _ms(value) -> str:
     return "-" if value is None else f"{value:.0f} ms"
 
 
+# Column and row names as a reader says them, with units; names not listed get the generic rule
+# of human_name (suffix -> unit, underscores -> spaces).
+HUMAN = {
+    "goodput_mean_mbit": "mean goodput (Mbit/s)", "goodput_p5_mbit": "5th-percentile goodput (Mbit/s)",
+    "iterations": "iterations", "iter_median_ms": "median iteration (ms)",
+    "iter_p99_ms": "99th-percentile iteration (ms)",
+    "busbw_median_mbit": "median bus bandwidth (Mbit/s)", "retransmits": "retransmissions (logged)",
+    "retx_packets_captured": "retransmitted packets (captured)",
+    "plane_jain": "Jain index over planes", "path_jain": "Jain index over paths",
+    "reorder_p99": "99th-percentile reordering (packets)",
+    "recovery_first_fault_ms": "recovery after the first fault (ms)",
+    "recovery_max_ms": "longest recovery (ms)", "faults_not_recovered": "faults not recovered",
+    "faults_not_effective": "faults that did not take effect", "problems": "unreadable inputs",
+    "mark": "ECN marking on", "trim": "trimming on", "marked": "CE-marked packets",
+    "trimmed": "trimmed packets", "dropped": "dropped packets (trimmer)",
+    "queue_drops": "queue drops", "marked_last_hop": "CE-marked on the last hop",
+    "nacks_sent": "NACKs sent", "trimmed_received": "trimmed headers received",
+    "retransmit_timeouts": "retransmission timeouts",
+    "ev_assumed_bad": "EVs retired (ASSUMED_BAD, data)",
+    "ev_assumed_bad_reverse": "EVs retired (ASSUMED_BAD, ACK paths)",
+    "ev_assumed_bad_by_reason": "EVs retired, by reason", "loss_verdicts": "loss verdicts",
+    "victim": "victim flow", "victim_goodput_mbit": "victim goodput (Mbit/s)",
+    "offered_packets": "packets offered", "mrc_data_packets": "RoCEv2/MRC data packets (UDP 4791)",
+    "dropped_bytes": "dropped bytes", "vq_bytes": "virtual queue (bytes)",
+    "vq_peak_bytes": "virtual queue peak (bytes)", "errors": "errors",
+    "t_s": "at (s after the timed start)", "action": "fault", "a": "end A", "b": "end B",
+    "status": "status", "capacity_fraction": "capacity left (fraction)",
+    "expected_mbit": "goodput the surviving paths allow (Mbit/s)", "recovery_ms": "recovery (ms)",
+    "reason": "why",
+}
+_UNITS = (("_mbit", " (Mbit/s)"), ("_ms", " (ms)"), ("_ns", " (ns)"), ("_bytes", " (bytes)"),
+          ("_s", " (s)"))
+
+
+def human_name(name) -> str:
+    """A column or row name for a reader: HUMAN's, else underscores as spaces and a unit
+    suffix (_ms, _mbit, ...) as the unit in brackets."""
+    if not isinstance(name, str):
+        return str(name)
+    if name in HUMAN:
+        return HUMAN[name]
+    for suffix, unit in _UNITS:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[:-len(suffix)].replace("_", " ") + unit
+    return name.replace("_", " ")
+
+
+def _cell_text(value) -> str:
+    """A dict (counts by reason, a flow) as `key: value` pairs, never as JSON."""
+    if isinstance(value, dict):
+        if not value:
+            return "-"
+        return ", ".join(f"{human_name(k)}: {_cell_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return " -> ".join(map(str, value)) if all(isinstance(v, str) for v in value) \
+            else ", ".join(map(str, value))
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
 def _table(df: pd.DataFrame, float_format="{:.3f}") -> str:
-    """A pandas table that never runs off the page (scrolls inside its own box if it must)."""
+    """A pandas table that never runs off the page (scrolls inside its own box if it must),
+    with human column and row names (HUMAN) and no index-name header row."""
     if df is None or len(df) == 0:
         return "<p><i>none</i></p>"
+    df = df.rename(columns=human_name, index=human_name)
+    df.index.name = None
+    df.columns.name = None
     def fmt(v):
         return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else float_format.format(v)
     def cell(v):
@@ -58,7 +126,7 @@ def _table(df: pd.DataFrame, float_format="{:.3f}") -> str:
             return "-"
         if isinstance(v, float):
             return fmt(v)
-        return json.dumps(v) if isinstance(v, dict) else v
+        return _cell_text(v) if isinstance(v, (dict, list, tuple)) else v
     df = df.astype(object).map(cell)
     return "<div class='tablewrap'>" + df.to_html(na_rep="-", border=0) + "</div>"
 
@@ -233,9 +301,10 @@ def _iteration_summary(run: m.RunAnalysis) -> pd.DataFrame:
     for name, td in run.transports.items():
         times = pd.Series(td.model.iteration_times_ms, dtype=float)
         if len(times):
-            rows[name] = {"iterations": len(times), "mean ms": times.mean(),
-                          "median ms": times.median(), "p99 ms": times.quantile(0.99),
-                          "max ms": times.max()}
+            rows[name] = {"iterations": len(times), "mean (ms)": times.mean(),
+                          "median (ms)": times.median(),
+                          "99th percentile (ms)": times.quantile(0.99),
+                          "slowest (ms)": times.max()}
     return pd.DataFrame(rows).T
 
 
@@ -253,7 +322,8 @@ def details_html(run: m.RunAnalysis) -> str:
              "<h3>Iteration times</h3>" + _table(_iteration_summary(run), "{:.1f}"),
              "<h3>Retransmissions by cause</h3>" + _table(_retransmissions(run), "{:.0f}")]
     jain = [f"{name}: Jain index over planes {lb['plane_jain']:.3f}, over paths "
-            f"{lb['path_jain']:.3f} ({len(td.packets)} MRC packets captured)"
+            f"{lb['path_jain']:.3f} ({len(td.packets)} {PACKET_KIND.get(name, name)} packets "
+            f"captured)"
             for name, td in run.transports.items() if len(td.packets)
             for lb in [m.load_balance(td.packets)]]
     if jain:
@@ -263,8 +333,7 @@ def details_html(run: m.RunAnalysis) -> str:
                                     for n, td in run.transports.items()
                                     if (td.summary or {}).get("trimming") is not None])
     if len(trim_rows):
-        table = (trim_rows.astype(object).where(trim_rows.notna(), None)
-                 .map(lambda v: json.dumps(v) if isinstance(v, dict) else v)).T
+        table = trim_rows.astype(object).where(trim_rows.notna(), None).T
         parts.append("<h3>In-fabric trimming and queue-based ECN</h3><p>Switch-port counters "
                      "(trim_counters.json), NACKs and EV health from the endpoint logs; the "
                      "victim flow's goodput from its destination's worker log.</p>"

@@ -71,3 +71,28 @@ def test_notebook_executes_on_a_run(run_dir):
     assert not errors
     images = [o for c in code for o in c.outputs if "image/png" in o.get("data", {})]
     assert len(images) >= 5
+
+
+def test_report_tables_read_as_prose_not_pandas(run_dir):
+    """Human column names with units, no index-name rows, no JSON in cells, and no transport's
+    packets called by another transport's name."""
+    assert cli.main([str(run_dir)]) == 0
+    html = (run_dir / "analysis" / "report.html").read_text()
+    headers = re.findall(r"<th[^>]*>(.*?)</th>", html)
+    assert headers and [h for h in headers if "_" in h] == []
+    assert "median iteration (ms)" in headers and "mean goodput (Mbit/s)" in headers
+    # pandas writes the index name as a row of its own with empty cells: none here
+    assert not re.search(r"<tr>\s*<th>[^<]+</th>\s*(<th></th>\s*)+</tr>", html)
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", html, re.S)
+    assert [c for c in cells if c.lstrip().startswith(("{", "["))] == []
+    kinds = dict(re.findall(r"<li>(\w+): Jain index[^<]*?\(\d+ ([\w/]+) packets captured\)</li>",
+                            html))
+    assert kinds["mrc"] == "MRC" and kinds["roce"] == "RoCEv2"
+
+
+def test_human_names_give_units():
+    from analysis.report import human_name, _cell_text
+    assert human_name("iter_median_ms") == "median iteration (ms)"
+    assert human_name("some_new_rate_mbit") == "some new rate (Mbit/s)"
+    assert human_name("hold_s") == "hold (s)"
+    assert _cell_text({"timeout": 3, "nack_trimmed": 1}) == "timeout: 3, nack trimmed: 1"
