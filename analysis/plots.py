@@ -119,7 +119,7 @@ def _allowed_series(times_s: np.ndarray, origin_ns: int, steady_mbit: float,
     return allowed
 
 
-GOODPUT_TOP_PERCENT = 160.0     # the axis top; a faint raw bin above it is noted, not drawn
+GOODPUT_TOP_PERCENT = 160.0     # the axis top at least; a faint raw bin above it is noted
 
 
 def goodput_figure(run: m.RunAnalysis):
@@ -168,13 +168,14 @@ def goodput_figure(run: m.RunAnalysis):
         else:                       # no fault or no steady rate: plain Mbit/s
             scale, unit = np.ones(len(x)), "Mbit/s"
         raw = total.to_numpy() * scale
-        ax.plot(x, raw, drawstyle="steps-post", lw=0.5, alpha=0.25, color=color)
+        ax.plot(x, raw, drawstyle="steps-post", lw=0.4, alpha=0.15, color=color)
         ax.plot(x, rolling * scale, lw=2, color=color,
                 label=f"{window_ms:.0f} ms mean ({source})")
         if steady:
             ax.axhline(100 * recovery.DEFAULT_THRESHOLD, color="dimgrey", ls=(0, (4, 2)), lw=1)
-            ax.set_ylim(0, GOODPUT_TOP_PERCENT)
-            above = int(np.sum(raw > GOODPUT_TOP_PERCENT))
+            top = max(GOODPUT_TOP_PERCENT, 1.1 * float(np.nanmax(rolling * scale, initial=0)))
+            ax.set_ylim(0, top)
+            above = int(np.sum(raw > top))
             phys = physical_max_mbit(td.topology)
             if above:
                 peak = np.nanmax(total.to_numpy())
@@ -183,7 +184,7 @@ def goodput_figure(run: m.RunAnalysis):
                 note += (f", over the NICs' {phys:.0f} Mbit/s: samples land in bursts)"
                          if phys and peak > phys else ")")
                 notes.append(note)
-            _stall_spans(ax, rec, origin_ns, x[-1] if len(x) else 0.0, color)
+            _stall_spans(ax, rec, origin_ns, x[-1] if len(x) else 0.0, color, top)
         else:
             ax.set_ylim(bottom=0)
         ax.set_ylabel(f"{name}\n{unit}")
@@ -203,7 +204,8 @@ def goodput_figure(run: m.RunAnalysis):
     return fig
 
 
-def _stall_spans(ax, rec: pd.DataFrame, origin_ns: int, x_end: float, color) -> None:
+def _stall_spans(ax, rec: pd.DataFrame, origin_ns: int, x_end: float, color,
+                 top: float) -> None:
     """Shade each fault's stall (fault to recovery, by the recovery metric) and label it; a
     fault the transport never recovered from is shaded to the next fault and says so."""
     if len(rec) == 0:
@@ -217,9 +219,11 @@ def _stall_spans(ax, rec: pd.DataFrame, origin_ns: int, x_end: float, color) -> 
         else:
             end, label = stop, "not recovered"
         if end > starts[i]:
-            ax.axvspan(starts[i], end, color=color, alpha=0.15, lw=0)
-        ax.annotate(label, (starts[i], GOODPUT_TOP_PERCENT), xytext=(3, -10),
-                    textcoords="offset points", fontsize=8, color="black", va="top")
+            ax.axvspan(starts[i], end, color=color, alpha=0.2, lw=0)
+        # labels of successive faults on alternate lines, so close faults do not overprint
+        ax.annotate(label, (starts[i], top), xytext=(3, -4 - 12 * (i % 2)),
+                    textcoords="offset points", fontsize=8, color="black", va="top",
+                    bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none", "alpha": 0.8})
         if np.isfinite(row.recovery_ms):
             ax.plot([end], [100 * recovery.DEFAULT_THRESHOLD], "o", ms=5, color=color,
                     markeredgecolor="black", zorder=5)
@@ -459,7 +463,7 @@ def iteration_figure(run: m.RunAnalysis):
 def topology_figure(topology, faults: pd.DataFrame | None = None):
     """The fabric: hosts at the bottom, T0s, T1s on top, one colour per plane. Every faulted
     link is thick and labelled with its fault times (s since the first fault): red when the
-    fault log leaves it down (or lossy/black-holed), orange when it was restored."""
+    fault log leaves it down (or lossy/black-holed), black when it was restored (orange is a plane colour)."""
     fig, ax = plt.subplots(figsize=(10, 5))
     if topology is None:
         ax.text(0.5, 0.5, "fabric spec not found in the run directory", ha="center")
@@ -493,7 +497,7 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
         (x1, y1), (x2, y2) = pos[link.a], pos[link.b]
         key = frozenset(link.ends())
         if key in touched:
-            color = "red" if key in failed else "darkorange"
+            color = "red" if key in failed else "black"
             ax.plot([x1, x2], [y1, y2], color=color, lw=4, zorder=3)
             ax.annotate(f"{link.a}~{link.b}\n" + ", ".join(touched[key]),
                         ((x1 + x2) / 2, (y1 + y2) / 2), xytext=(8, 0), textcoords="offset points",
@@ -509,7 +513,7 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
     if failed:
         handles.append(Patch(color="red", label="faulted, still failed at the end"))
     if set(touched) - failed:
-        handles.append(Patch(color="darkorange", label="faulted, then restored"))
+        handles.append(Patch(color="black", label="faulted, then restored"))
     if touched:
         handles.append(Patch(color="white", label="times: s since the first fault"))
     ax.legend(handles=handles, loc="upper left", fontsize=7, bbox_to_anchor=(1.0, 1.0))
@@ -573,9 +577,11 @@ def trim_figure(run: m.RunAnalysis):
         ax1.bar(x + i * width, values, width, color=TRANSPORT_COLORS.get(name),
                 label=f"{name} {col}", **style)
     ax1.set_xticks(x + width * (len(series) - 1) / 2, busy, rotation=60, ha="right", fontsize=7)
-    ax1.set(title="Switch egress ports with marks or trims", ylabel="packets")
-    if series:
-        ax1.legend(fontsize=7)
+    ax1.set_ylabel("packets")
+    ax1.set_title("Switch egress ports with marks or trims", pad=22)
+    if series:                      # above the axes: never over a bar
+        ax1.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4,
+                   frameon=False)
     rows = []
     for name, td in run.transports.items():
         s = td.summary or {}
@@ -591,9 +597,11 @@ def trim_figure(run: m.RunAnalysis):
     for i, (name, values) in enumerate(drawn):
         ax2.bar(x2 + i * w2, values, w2, color=TRANSPORT_COLORS.get(name), label=name)
     ax2.set_xticks(x2 + w2 * (len(drawn) - 1) / 2, labels, rotation=30, ha="right", fontsize=8)
-    ax2.set(title="Per transport", ylabel="count")
+    ax2.set_ylabel("count")
+    ax2.set_title("Per transport", pad=22)
     if drawn:
-        ax2.legend(fontsize=8)
+        ax2.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3,
+                   frameon=False)
     if zero:
         fig.text(0.01, 0.01, "zero throughout (not drawn): " +
                  ", ".join(f"{n} {c}" for n, c, _, _ in zero), fontsize=7, color="dimgrey")
