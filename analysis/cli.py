@@ -127,8 +127,12 @@ def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
     with tempfile.TemporaryDirectory(prefix="mrclab-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc",
                            ip=str(Path(sockets) / "kernel"))
-        NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3",
-                       resources={"metadata": {"path": str(run_dir)}}).execute()
+        try:
+            NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3",
+                           resources={"metadata": {"path": str(run_dir)}}).execute()
+        finally:                # a kernel manager we pass in is ours to shut down
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
     out_path = out_dir / "mrc_run.ipynb"
     nbformat.write(nb, out_path)
     html, _ = HTMLExporter().from_notebook_node(nb)

@@ -61,3 +61,62 @@ def test_says_whether_each_transport_was_cpu_bound(executed):
     text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
     assert "busy %" in text and "97" in text and "1.15" in text
     assert "tcp" not in text
+
+
+@pytest.fixture(scope="module")
+def executed_with_parameter(tmp_path_factory):
+    """`mrclab notebook RUN -p BIN_MS 20` as a user types it: (run, stderr of the whole run)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+    run_dir = make_run(tmp_path_factory.mktemp("nbp") / "demo-20260102", packets=120)
+    repo = Path(__file__).resolve().parents[2]
+    res = subprocess.run([sys.executable, "-m", "emulation.cli", "notebook", str(run_dir),
+                          "-p", "BIN_MS", "20"], cwd=repo, capture_output=True, text=True,
+                         timeout=600)
+    assert res.returncode == 0, res.stderr
+    return run_dir, res.stderr
+
+
+def test_p_sets_a_parameter_papermill_style(executed_with_parameter):
+    run_dir, _ = executed_with_parameter
+    nb = nbformat.read(run_dir / "analysis" / "mrc_run.ipynb", as_version=4)
+    injected = next(c for c in nb.cells if "injected-parameters" in c.metadata.get("tags", []))
+    assert "BIN_MS = 20\n" in injected.source + "\n" and f"RUN = {str(run_dir)!r}" in injected.source
+
+
+def test_kernel_runs_without_the_unencrypted_tcp_warning(executed_with_parameter):
+    _, stderr = executed_with_parameter
+    assert "without encryption" not in stderr and "Parent appears to have exited" not in stderr
+
+
+def test_unknown_parameter_is_exit_2_naming_the_known_ones(capsys, executed):
+    from tests.unit.cli_helpers import run_mrclab
+    run_dir, _ = executed
+    rc, _, err = run_mrclab(capsys, "notebook", str(run_dir), "-p", "BINS", "3")
+    assert rc == 2 and "-p BINS: not a parameter of the notebook" in err and "BIN_MS" in err
+
+
+def _html_rows(output) -> int:
+    return len(re.findall(r"<tr", output.get("data", {}).get("text/html", ""))) - 1
+
+
+def test_tables_are_short_and_the_notebook_ends_with_a_conclusion(executed):
+    _, out = executed
+    nb = nbformat.read(out, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    tables = [o for c in code for o in c.outputs if "text/html" in o.get("data", {})
+              and "<table" in o["data"]["text/html"]]
+    assert tables and max(_html_rows(t) for t in tables) <= 20
+    text = "".join(o.get("text", "") + o.get("data", {}).get("text/plain", "")
+                   for c in code for o in c.outputs)
+    assert "start_ns=" not in text and "describe" not in text
+    # no snake_case column names in the tables
+    headers = [h for t in tables for h in re.findall(r"<th>([^<]*)</th>", t["data"]["text/html"])]
+    assert [h for h in headers if re.fullmatch(r"[a-z]+(_[a-z0-9]+)+", h)] == []
+    last = nb.cells[-1]
+    assert last.cell_type == "code" and "conclusion" in last.source
+    words = last.outputs[0]["data"]["text/markdown"]
+    for name in ("mrc", "roce", "tcp"):
+        assert f"**{name}**:" in words
+    assert "iterations" in words and "data verified" in words
