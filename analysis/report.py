@@ -32,7 +32,7 @@ h1{font-size:1.6em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-to
 .tablewrap{overflow-x:auto;max-width:100%}
 table{border-collapse:collapse;font-size:13px;margin:.6em 0}
 td,th{border:1px solid #ccc;padding:3px 8px;text-align:right;vertical-align:top}
-th{background:#f0f0f0}td.text,th.text{text-align:left}
+th{background:#f0f0f0}tbody th{white-space:nowrap}td.text,th.text{text-align:left}
 figure{margin:1em 0}figcaption{font-weight:600;margin-bottom:.3em}
 img{max-width:100%;border:1px solid #eee}
 .problems{color:#a33;font-size:12px}"""
