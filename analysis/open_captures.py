@@ -66,10 +66,19 @@ def merge(pcaps: list[Path], out: Path) -> Path:
     return out
 
 
-def viewer_commands(capture: Path) -> dict[str, list[str]]:
-    lua = f"lua_script:{DISSECTOR}"
-    return {"wireshark": ["wireshark", "-X", lua, str(capture)],
-            "tshark": ["tshark", "-X", lua, "-r", str(capture)]}
+def viewer_options(transport: str | None) -> list[str]:
+    """Preferences the captures need: UDP checksum 0 is what RoCEv2 over IPv6 sends (the ICRC
+    covers the packet), not an error; and which transport the packets are, when known."""
+    opts = ["-o", "udp.ignore_ipv6_zero_checksum:TRUE"]
+    if transport in ("mrc", "roce"):
+        opts += ["-o", f"mrc.transport:{transport}"]
+    return opts
+
+
+def viewer_commands(capture: Path, transport: str | None = None) -> dict[str, list[str]]:
+    lua = ["-X", f"lua_script:{DISSECTOR}", *viewer_options(transport)]
+    return {"wireshark": ["wireshark", *lua, str(capture)],
+            "tshark": ["tshark", *lua, "-r", str(capture)]}
 
 
 def has_display() -> bool:
@@ -88,7 +97,7 @@ def main(args) -> int:
     pcaps = run_captures(run_dir, args.transport)
     out = Path(args.merged_pcap) if args.merged_pcap else \
         run_dir / "analysis" / f"captures-{args.transport or 'all'}.pcapng"
-    commands = viewer_commands(out)
+    commands = viewer_commands(out, args.transport)
     if args.print_only:
         print(f"merge:      {shlex.join(['mergecap', '-w', str(out), *map(str, pcaps)])}")
         print(f"GUI:        {shlex.join(commands['wireshark'])}")

@@ -14,7 +14,18 @@
 --                     source QP, timestamp), then ICRC 4; the probe id is the BTH PSN.
 --   ACK 0xD1 and RELIABILITY_PROBE 0xDE are named but not sent by this emulator.
 -- EV (entropy value, 32 bits) = (inner IPv6 flow label & 0xffff) << 16 | UDP source port;
--- bits 31..28 plane, 27..22 spine (T1), 15..0 entropy (emulation/topology.py).
+-- bits 31..28 plane, 27..22 spine (T1), 15..0 entropy (model/topology.py).
+-- SRv6 uSID container (outer IPv6 destination, model/topology.py): locator block fcbb:bb00
+-- (32 bits), then one 16-bit uSID per hop: 0x1000|plane<<8|group = a T0, 0x2000|plane<<8|spine
+-- = a T1 (0 when source and destination share a T0 group), 0x3000|n = the downlink to host n
+-- of the destination's group; trailing zeros end the container.
+-- Trimmed packets carry outer DSCP 0x3B (TRIMMED) or 0x3F (TRIMMED_LASTHOP) (model/dscp.py).
+-- The UDP checksum is 0, as RoCEv2 over IPv6 sends it (the ICRC covers the packet); Wireshark's
+-- UDP dissector calls that an error unless its preference "Ignore zero-value IPv6 UDP
+-- checksums" is on: `-o udp.ignore_ipv6_zero_checksum:TRUE` (mrclab wireshark passes it).
+-- The RoCE baseline sends the same headers over ECMP (no SRv6 container): with the preference
+-- mrc.transport = auto (default) such packets are labelled RoCE; `-o mrc.transport:roce|mrc`
+-- forces one label (mrclab wireshark --transport sets it).
 --
 -- Wireshark's built-in InfiniBand dissector also registers UDP port 4791; adding this one to the
 -- udp.port table after it replaces that entry, so MRC wins on 4791 (verified by the test
@@ -88,12 +99,70 @@ f.probe_ev    = ProtoField.uint32("mrc.probe.ev", "Probed EV", base.HEX)
 f.probe_srcqp = ProtoField.uint32("mrc.probe.src_qp", "Source QP", base.HEX)
 f.probe_ts    = ProtoField.uint64("mrc.probe.timestamp", "Probe timestamp (ns)", base.DEC)
 
+-- SRv6 uSID container, trim DSCP, checksum, payload length from the headers
+f.usid_locator = ProtoField.uint32("mrc.srv6.locator", "uSID locator block", base.HEX)
+f.usid       = ProtoField.uint16("mrc.srv6.usid", "uSID", base.HEX)
+f.usid_hop   = ProtoField.string("mrc.srv6.hop", "Hop")
+f.trim_dscp  = ProtoField.uint8("mrc.trim_dscp", "Outer DSCP", base.HEX,
+                                { [0x3B] = "TRIMMED (cut to its headers by a congested switch)",
+                                  [0x3F] = "TRIMMED_LASTHOP (cut by the receiver's last-hop port)" })
+f.udp_zero   = ProtoField.string("mrc.udp_checksum", "UDP checksum")
+f.wire_paylen = ProtoField.uint32("mrc.wire_payload_len", "Payload length on the wire (from UDP length)",
+                                  base.DEC)
+f.transport  = ProtoField.string("mrc.transport", "Transport")
+
 local ef_short = ProtoExpert.new("mrc.short", "MRC header cut short (snap length or trimming)",
                                  expert.group.MALFORMED, expert.severity.WARN)
-mrc.experts = { ef_short }
+local ef_cut = ProtoExpert.new("mrc.payload_not_captured",
+                               "Payload not captured (snap length); its length is from the UDP header",
+                               expert.group.SEQUENCE, expert.severity.CHAT)
+mrc.experts = { ef_short, ef_cut }
+
+local TRANSPORT_AUTO, TRANSPORT_MRC, TRANSPORT_ROCE = 0, 1, 2
+mrc.prefs.transport = Pref.enum("Transport", TRANSPORT_AUTO,
+  "auto: RoCE when the packet has no SRv6 uSID container (the RoCE baseline runs over ECMP), "
+  .. "else MRC; mrc or roce: label every packet so",
+  { { 1, "auto", TRANSPORT_AUTO }, { 2, "mrc", TRANSPORT_MRC }, { 3, "roce", TRANSPORT_ROCE } },
+  false)
 
 local udp_srcport_f = Field.new("udp.srcport")
+local udp_length_f = Field.new("udp.length")
+local udp_checksum_f = Field.new("udp.checksum")
 local ipv6_flow_f = Field.new("ipv6.flow")
+local ipv6_dst_f = Field.new("ipv6.dst")
+local ipv6_dscp_f = Field.new("ipv6.tclass.dscp")
+
+local USID_LOCATOR = 0xFCBBBB00
+
+local function usid_hop(u)
+  local kind, plane, low = bit32.rshift(u, 12), bit32.band(bit32.rshift(u, 8), 0xF), bit32.band(u, 0xFF)
+  if kind == 1 then return string.format("T0 t0p%dg%d (plane %d, group %d)", plane, low, plane, low) end
+  if kind == 2 then return string.format("T1 t1p%ds%d (plane %d, spine %d)", plane, low, plane, low) end
+  if kind == 3 then return string.format("downlink to host %d of the destination T0's group", bit32.band(u, 0xFFF)) end
+  return "unknown uSID"
+end
+
+-- The outer IPv6 destination as a uSID container: adds its subtree, returns true if it is one.
+local function add_usid_container(tree, dst)
+  if dst == nil or dst.range == nil or dst.range:len() ~= 16 then return false end
+  local r = dst.range
+  if r:range(0, 4):uint() ~= USID_LOCATOR then return false end
+  local c = tree:add(mrc, r, "SRv6 uSID container (outer IPv6 destination)")
+  c:add(f.usid_locator, r:range(0, 4))
+  local last = 0
+  for slot = 1, 6 do
+    if r:range(2 + 2 * slot, 2):uint() ~= 0 then last = slot end
+  end
+  for slot = 1, last do
+    local sr = r:range(2 + 2 * slot, 2)
+    local u = sr:uint()
+    local hop = (u == 0 and slot == 2) and "no T1: source and destination under one T0 group"
+                or usid_hop(u)
+    c:add(f.usid, sr):append_text(string.format(" (slot %d: %s)", slot, hop))
+    c:add(f.usid_hop, hop):set_generated()
+  end
+  return true
+end
 
 local function need(tvb, tree, off, len)
   if tvb:len() < off + len then
@@ -105,8 +174,28 @@ end
 
 function mrc.dissector(tvb, pinfo, root)
   if tvb:len() < 12 then return 0 end
-  pinfo.cols.protocol = "MRC"
-  local tree = root:add(mrc, tvb(), "MRC")
+  local dsts = { ipv6_dst_f() }
+  local has_container = #dsts > 0 and dsts[1].range ~= nil and dsts[1].range:len() == 16
+                        and dsts[1].range:range(0, 4):uint() == USID_LOCATOR
+  local roce = mrc.prefs.transport == TRANSPORT_ROCE
+               or (mrc.prefs.transport == TRANSPORT_AUTO and not has_container)
+  local label = roce and "RoCE" or "MRC"
+  pinfo.cols.protocol = label
+  local tree = root:add(mrc, tvb(), roce and "RoCEv2 RC (MRC lab's single-path baseline, MRC lab headers)"
+                                        or "MRC")
+  tree:add(f.transport, roce and "RoCE (baseline)" or "MRC"):set_generated()
+  if has_container then add_usid_container(tree, dsts[1]) end
+  local dscps = { ipv6_dscp_f() }
+  if #dscps > 0 then
+    local dscp = dscps[1].value
+    if dscp == 0x3B or dscp == 0x3F then tree:add(f.trim_dscp, dscp):set_generated() end
+  end
+  local cks = udp_checksum_f()
+  if cks and cks.value == 0 then
+    tree:add(f.udp_zero, "0: expected (RoCEv2 over IPv6 sends no UDP checksum; the ICRC covers the packet)")
+        :set_generated()
+  end
+  local udp_len = udp_length_f()
   local opcode = tvb(0, 1):uint()
   local op_name = opcodes[opcode] or string.format("0x%02X", opcode)
   local bth = tree:add(mrc, tvb(0, 12), "Base Transport Header")
@@ -133,7 +222,7 @@ function mrc.dissector(tvb, pinfo, root)
     evt:add(f.ev_ent, bit32.band(ev, 0xFFFF)):set_generated()
   end
 
-  local info = string.format("MRC %s QP=0x%x PSN=%d", op_name, qp, psn)
+  local info = string.format("%s %s QP=0x%x PSN=%d", label, op_name, qp, psn)
   if bit32.band(tvb(4, 1):uint(), 0x20) ~= 0 then info = info .. " [RETX]" end
   local off = 12
   if opcode >= 0xC6 and opcode <= 0xCB then
@@ -158,14 +247,22 @@ function mrc.dissector(tvb, pinfo, root)
           off = off + 4
         end
         local rest = tvb:len() - off
-        if rest >= 4 then
-          if rest > 4 then tree:add(f.payload, tvb(off, rest - 4)) end
-          tree:add(f.paylen, rest - 4):set_generated()
-          tree:add(f.icrc, tvb(tvb:len() - 4, 4))
-          info = info .. string.format(" len=%d", rest - 4)
-        else
+        -- the payload's length on the wire, from the UDP header (the capture may be cut)
+        local wire = udp_len and (udp_len.value - 8 - off - 4) or (rest - 4)
+        if wire <= 0 and rest < 4 then
           tree:add(f.trimmed, true):set_generated()
           info = info .. " [TRIMMED]"
+        elseif rest >= wire + 4 then
+          if wire > 0 then tree:add(f.payload, tvb(off, wire)) end
+          tree:add(f.paylen, wire):set_generated()
+          tree:add(f.icrc, tvb(off + wire, 4))
+          info = info .. string.format(" len=%d", wire)
+        else
+          if rest > 0 then tree:add(f.payload, tvb(off, rest)) end
+          tree:add(f.paylen, wire):set_generated()
+          tree:add(f.wire_paylen, wire):set_generated()
+          tree:add_proto_expert_info(ef_cut)
+          info = info .. string.format(" len=%d", wire)
         end
       end
     end

@@ -20,22 +20,23 @@ FIELDS = ["_ws.col.Protocol", "mrc.opcode", "mrc.qp", "mrc.psn", "mrc.ev", "mrc.
           "mrc.sack.rx_bytes", "mrc.nack.reason", "mrc.probe.seq", "mrc.probe.response"]
 
 
-def tshark_fields(pcap):
+def tshark_fields(pcap, fields=FIELDS, options=()):
     if shutil.which("tshark") is None:
         pytest.fail("tshark is not installed (scripts/setup.sh installs it)")
-    cmd = ["tshark", "-X", f"lua_script:{LUA}", "-r", str(pcap), "-T", "fields",
-           "-E", "separator=|"] + [x for fld in FIELDS for x in ("-e", fld)]
+    cmd = ["tshark", "-X", f"lua_script:{LUA}", *options, "-r", str(pcap), "-T", "fields",
+           "-E", "separator=|", "-E", "aggregator=;"] + [x for fld in fields for x in ("-e", fld)]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, f"{cmd} failed: {res.stderr}"
     assert "Lua" not in res.stderr and "error" not in res.stderr.lower(), res.stderr
-    return [dict(zip(FIELDS, line.split("|"))) for line in res.stdout.splitlines()]
+    return [dict(zip(fields, line.split("|"))) for line in res.stdout.splitlines()]
 
 
 @pytest.mark.parametrize("srv6", [True, False])
 def test_tshark_shows_mrc_fields(tmp_path, srv6):
     pcap = tmp_path / "h0-p0.pcap"
     write_capture(pcap, _mixed_frames(srv6))
-    rows = tshark_fields(pcap)
+    # without an SRv6 container (ECMP) the packets are labelled RoCE unless told they are MRC
+    rows = tshark_fields(pcap, options=() if srv6 else ("-o", "mrc.transport:mrc"))
     assert [r["_ws.col.Protocol"] for r in rows] == ["MRC"] * 5
     assert [r["mrc.opcode"] for r in rows] == ["0xca", "0xc9", "0xdc", "0xdd", "0xd9"]
     assert [int(r["mrc.psn"]) for r in rows] == [100, 101, 102, 105, 9]
@@ -104,3 +105,73 @@ def test_tshark_decodes_codec_ev_probe_request_and_response(tmp_path):
     for row, response in zip(rows, ("0", "1")):
         assert int(row[1], 16) == 2 and int(row[2]) == 0xABCDEF and row[3] == response
         assert row[4] == "0" and int(row[5], 16) == ev and int(row[6], 16) == 0x21 and row[7] == "42"
+
+
+def _one_frame_capture(tmp_path, fr, snaplen=65535):
+    pcap = tmp_path / "one.pcap"
+    write_capture(pcap, [(0, fr)], snaplen=snaplen)
+    return pcap
+
+
+def test_srv6_usid_container_names_each_hop(tmp_path):
+    # TOPO: 2 planes x 2 groups x 2 spines, one host per group: h0 in group 0, h1 in group 1.
+    # h0 -> h1 on plane 1 via spine 1: [T0 p1 g0, T1 p1 s1, T0 p1 g1, downlink to host 0]
+    pcap = _one_frame_capture(tmp_path, frame(0, 1, 1, make_ev(1, 1, 0x77),
+                                              bth(0xCA, 3, 1) + data_hdrs(1, 0, 1, 64) + bytes(64),
+                                              spine=1))
+    [row] = tshark_fields(pcap, ["mrc.srv6.locator", "mrc.srv6.usid", "mrc.srv6.hop"])
+    assert int(row["mrc.srv6.locator"], 16) == 0xFCBBBB00
+    assert [int(u, 16) for u in row["mrc.srv6.usid"].split(";")] == [0x1100, 0x2101, 0x1101, 0x3000]
+    assert row["mrc.srv6.hop"].split(";") == [
+        "T0 t0p1g0 (plane 1, group 0)", "T1 t1p1s1 (plane 1, spine 1)",
+        "T0 t0p1g1 (plane 1, group 1)", "downlink to host 0 of the destination T0's group"]
+
+
+@pytest.mark.parametrize("dscp, name", [(0x3B, "TRIMMED"), (0x3F, "TRIMMED_LASTHOP")])
+def test_trimmed_dscp_is_named(tmp_path, dscp, name):
+    fr = frame(0, 1, 0, EV0, bth(0xCA, 3, 1) + data_hdrs(1, 0, 1, 64), ecn=dscp << 2 | 2)
+    pcap = _one_frame_capture(tmp_path, fr)
+    res = subprocess.run(["tshark", "-X", f"lua_script:{LUA}", "-r", str(pcap), "-V"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    [line] = [ln.strip() for ln in res.stdout.splitlines() if "Outer DSCP:" in ln]
+    assert line.startswith(f"[Outer DSCP: {name} (cut ") and line.endswith(f"(0x{dscp:02x})]")
+
+
+def test_udp_checksum_zero_is_expected_not_an_error(tmp_path):
+    from analysis.open_captures import viewer_options
+    pcap = tmp_path / "h0-p0.pcap"
+    write_capture(pcap, _mixed_frames(True))
+    cmd = ["tshark", "-X", f"lua_script:{LUA}", *viewer_options("mrc"), "-r", str(pcap), "-q",
+           "-z", "expert,error"]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert "Illegal checksum" not in res.stdout
+    rows = tshark_fields(pcap, ["mrc.udp_checksum"])
+    assert all(r["mrc.udp_checksum"].startswith("0: expected") for r in rows) and len(rows) == 5
+    # without the preference Wireshark's UDP dissector calls every packet an error
+    res = subprocess.run(cmd[:3] + ["-r", str(pcap), "-q", "-z", "expert,error"],
+                         capture_output=True, text=True, timeout=60)
+    assert "Illegal checksum value (0)" in res.stdout
+
+
+def test_payload_length_comes_from_the_headers_when_the_capture_is_cut(tmp_path):
+    fr = frame(0, 1, 0, EV0, bth(0xCA, 3, 1) + data_hdrs(1, 0, 1, 900) + bytes(900))
+    # every header whole, the payload cut: Ethernet 14 + 2 x IPv6 40 + UDP 8 + BTH 12 + METH 4
+    # + RETH 16 = 134 bytes of headers; snap length 166 as the runner captures
+    pcap = _one_frame_capture(tmp_path, fr, snaplen=166)
+    [row] = tshark_fields(pcap, ["mrc.payload_len", "_ws.col.Info"])
+    assert row["mrc.payload_len"] == "900" and "len=900" in row["_ws.col.Info"]
+
+
+def test_roce_baseline_packets_are_labelled_roce(tmp_path):
+    pcap = tmp_path / "h0-p0.pcap"
+    write_capture(pcap, _mixed_frames(False))          # ECMP: no SRv6 container, as RoCE runs
+    rows = tshark_fields(pcap, ["_ws.col.Protocol", "_ws.col.Info", "mrc.transport"])
+    assert {r["_ws.col.Protocol"] for r in rows} == {"RoCE"}
+    assert all(r["_ws.col.Info"].startswith("RoCE ") and r["mrc.transport"] == "RoCE (baseline)"
+               for r in rows)
+    rows = tshark_fields(pcap, ["_ws.col.Protocol"], options=("-o", "mrc.transport:roce"))
+    assert {r["_ws.col.Protocol"] for r in rows} == {"RoCE"}
+    write_capture(pcap, _mixed_frames(True))
+    assert {r["_ws.col.Protocol"] for r in tshark_fields(pcap, ["_ws.col.Protocol"])} == {"MRC"}

@@ -82,7 +82,8 @@ def test_opens_wireshark_when_a_display_exists(capsys, monkeypatch, run_dir, tmp
         time.sleep(0.05)
     args = record.read_text().split()
     assert args[0] == "-X" and args[1].endswith("analysis/wireshark/mrc.lua") and \
-        args[2] == str(merged)
+        args[-1] == str(merged)
+    assert "udp.ignore_ipv6_zero_checksum:TRUE" in args
 
 
 @pytest.mark.parametrize("argv, message", [
