@@ -14,7 +14,7 @@ with no counter anywhere (no qdisc drop, no tx_dropped, no coverage counter). An
 MIN_TX_SNDBUF = 4 MiB: the fabric-wide queued bytes it has to cover are (number of switch egress
 ports: 32+ on the default fabric) x (frames an incast piles into each HTB queue) x (skb truesize
 ~2.3 KB per 1.2 KB frame). 4 MiB holds ~1800 frames, ~57 full frames in each of 32 ports at once,
-which no short incast of ours reaches (measured: 0 silent losses with it, 14-21 per run without).
+which no short incast of ours reaches.
 It is only an upper bound on memory, charged while packets really sit in queues.
 
 How it is made big: the buffer size is fixed when the socket is born, so
@@ -30,8 +30,7 @@ Receive side: ovs-vswitchd reads each system port through its own packet socket,
 port is added and never given an SO_RCVBUF, so its receive buffer is net.core.rmem_default at
 that moment (212992 bytes on Debian): ~12 jumbo frames of ~16.6 KB truesize. A sender bursting
 faster than a CPU-starved vswitchd reads overflows it and the frame is dropped with no OVS
-counter (`ss -0 -m -p` shows it as skmem d<N>; measured 35-50 per plane in one unshaped 8 MiB
-MRC transfer at MTU 9000). The fabric therefore raises rmem_default to rx_rcvbuf_for_mtu() while
+counter (`ss -0 -m -p` shows it as skmem d<N>). The fabric therefore raises rmem_default to rx_rcvbuf_for_mtu() while
 it adds its ports (raised_rmem_default) and restores it after.
 
 The parsing/decision part is pure (unit-tested on recorded `ss -0 -m -n -p` output); the adapter

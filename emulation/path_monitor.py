@@ -28,10 +28,9 @@ from traffic.control import ControlClient
 from traffic.path_prober import parse_path_key
 from traffic.worker_config import WorkerConfig
 
-# Thresholds of a lossy / clean path (controller/localize.py). Measured on this machine with a
-# 2% lossy NIC link (both directions, ~4% per probe round trip) and 40 probes/s per path: the
-# lossy paths pass 3 losses within ~1-2 s; healthy paths of a busy run lose ~0-1 probe in that
-# time (answers held > the timeout by a stalled switch), which min_lost keeps out.
+# Thresholds of a lossy / clean path (controller/localize.py): a lossy link passes MIN_LOST
+# losses within a few seconds of probing, while a healthy path of a busy run loses the odd
+# probe (an answer held past the timeout by a stalled switch), which MIN_LOST keeps out.
 MIN_LOST = 3
 MIN_LOSS_RATE = 0.005
 CLEAN_MIN_SENT = 40

@@ -213,8 +213,8 @@ def incast(comm: Communicator, buf: np.ndarray, *, target: int = 0,
     Iterations are synchronised: when the target has everything it releases every other rank
     with a 4-byte message, and they wait for it. Without the release, senders that finish
     early start the next iteration while slower ones are still sending, the ranks drift apart,
-    and an iteration's span (first start to last end) grew threefold over 20 iterations for
-    every transport: it measured the drift, not the incast."""
+    and an iteration's span (first start to last end) would measure the drift, not the
+    incast."""
     _check(comm, buf, qps)
     w, r = comm.world_size, comm.rank
     if not 0 <= target < w:

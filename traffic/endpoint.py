@@ -332,10 +332,10 @@ class Endpoint:
             sender, receiver = roce_rc.make_qp_halves(qpn, peer_qpn, qcfg, paths, rng,
                                                       self.registry, emit)
         # Every QP of the host paces against one token bucket per NIC port, as QPs share a
-        # NIC port's line rate. With a bucket each, two QPs on a port offered twice its rate:
-        # the excess waited in the endpoint's transmit queue, SACKs queued behind it (demo:
-        # SACK response at the receiver p90 5-9 ms, p99 15-24 ms) and every packet's RTT
-        # sample counted that wait as fabric delay, which NSCC answered by cutting the window.
+        # NIC port's line rate. With a bucket each, two QPs on a port would offer twice its
+        # rate: the excess would wait in the endpoint's transmit queue, SACKs behind it, and
+        # every packet's RTT sample would count that wait as fabric delay, which NSCC answers
+        # by cutting the window.
         if self._qp_pacer is None:
             self._qp_pacer = PlanePacer(planes, qcfg.port_rate_Bps,
                                         qcfg.pacing_burst_packets

@@ -66,22 +66,22 @@ def frame_rtt_ns(spec: FabricSpec, frame_bytes: int, across_groups: bool) -> int
 # they differ from the pure model's defaults; a config's `qp` table ([mrc.qp] of a scenario)
 # overrides each under the same name. Why each value:
 EMULATED_FABRIC_QP_DEFAULTS = {
-    # The RTO also grows with srtt + 4 rttvar (measured, so queueing under load counts) and a
+    # The RTO also grows with srtt + 4 rttvar (from RTT samples, so queueing under load counts) and a
     # timeout retires an EV only when something sent later was delivered (traffic/loss_policy.py),
-    # so CPU stalls need no 25-RTT margin (the QP's base RTT is its min RTT sample, ~0.6 ms idle,
-    # so 16 x is ~10 ms; 8 x gave many spurious timeouts under incast).
+    # so CPU stalls need no 25-RTT margin (the QP's base RTT is its min RTT sample, so 16 x is
+    # tens of ms on the emulated fabric; half that times out spuriously under incast).
     "rto_rtts": 16.0,
     "probe_period_rtts": 20.0,
     "skip_rtts": 2.0,
     # SACK-gap loss needs a packet sent this many base RTTs later to have arrived: under load the
     # userspace switches add queueing of several base RTTs that differs per path, and a tighter
-    # window retires healthy EVs (measured: ~900 false ASSUMED_BAD in a 16 MiB run at 0.5).
+    # window retires healthy EVs.
     # The window also grows to srtt + 4 rttvar - base RTT when queues build (adaptive_reorder),
     # so the fixed part only has to cover the idle fabric's jitter.
     "reorder_rtts": 1.0,
     # Probe timers, same reason: a probe answer queues behind data in the userspace switches
-    # and on the CPU, so 4 base RTTs (the pure default) failed most probes under load and the
-    # resulting storm of re-probes of "bad" EVs ate the CPU (measured: ~9k probe frames/s/host).
+    # and on the CPU, so 4 base RTTs (the pure default) fail most probes under load and the
+    # resulting storm of re-probes of "bad" EVs eats the CPU.
     "probe_timeout_rtts": 16.0,
     "reverse_probe_rtts": 8.0,
     # 128 EVs x several QPs x probes costs more CPU than the emulated fabric has; the backups
@@ -91,17 +91,16 @@ EMULATED_FABRIC_QP_DEFAULTS = {
     # SACK coalescing: one SACK per ack_every data packets (immediate on ECN, AckReq = last
     # packet of a message or a retransmission, or a bitmap half full), else after ack_delay_rtts.
     # Every SACK costs a packet through three userspace switches and ~60 us of Python at each
-    # end; at 1 the SACKs were half the fabric's packets (bench goodput: emulation/benches).
+    # end; at 1 the SACKs would be half the fabric's packets.
     "ack_every": 4,
     "ack_delay_rtts": 0.25,
     # A fresh EV's first packet meets OVS's slow path (upcall).
     "first_packet_grace": True,
-    # Measured under the 7:1 incast: trimmed headers whose NACK reached the sender up to ~80 ms
-    # after the SACK-gap / timeout that declared them lost, and up to ~170 ms with tcpdump on
-    # every host port loading the CPU (CPU-starved userspace switches hold packets before the
-    # egress trimmer; one-way delays of trimmed headers reached 250 ms). At 100 ms, 20 of 152
-    # verdicts in such a run failed and retired healthy EVs. The EV is out of use meanwhile, so
-    # the window only delays the retirement (and its replacement), not the move off the path.
+    # CPU-starved userspace switches hold packets before the egress trimmer, so a trimmed
+    # header's NACK can reach the sender long after the SACK gap or timeout that declared it
+    # lost, longer still with tcpdump loading the CPU; the window covers that tail. The EV is
+    # out of use meanwhile, so the window only delays the retirement (and its replacement), not
+    # the move off the path.
     "loss_verdict_ns": 300_000_000,
 }
 

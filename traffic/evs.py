@@ -246,9 +246,8 @@ class EVSet:
         Planes take turns (p0, p1, p0, ...), and each plane walks its own EVs round robin. Each
         plane is its own NIC port with its own line rate, so the split between planes must not
         follow how many EVs each plane has left: after a failure retired EVs of one plane
-        (backups used up), a single round robin over all EV slots sent that plane fewer packets
-        and overloaded the other plane's port (measured: iterations 40% slower while a T1 was
-        down, with the hosts' links, not the fabric, the bottleneck).
+        (backups used up), a single round robin over all EV slots would send that plane fewer
+        packets and overload the other plane's port.
         Preference: the first plane in turn with a GOOD EV that is not skipped or suspended;
         else the first passed-over EV of the best kind (skipped, then suspended, then not GOOD;
         among skipped ones, the one whose skip ends first),
@@ -260,8 +259,8 @@ class EVSet:
         if n == 0:
             return None
         planes = self.paths.planes
-        # Plane checks once per call, not once per EV: pick runs for every packet and, while the
-        # pacer holds a plane back, scanned the whole rotation per EV (measured: 160 us/packet).
+        # Plane checks once per call, not once per EV: pick runs for every packet, and checking
+        # per EV would scan the whole rotation while the pacer holds a plane back.
         order = [planes[(self._next_plane + i) % len(planes)] for i in range(len(planes))]
         order = [p for p in order if self.plane_usable(p) and (plane_ok is None or plane_ok(p))]
         if not order:
@@ -362,10 +361,9 @@ class EVSet:
         """A loss on `ev` awaits its verdict: the EV leaves the rotation at once and a same-plane
         backup takes its slot, as for a retirement, but its state stays GOOD until `unsuspend`
         (the loss was congestion after all: it returns to use) or `mark_lost` (it was not).
-        Replacing only at the verdict made a failure cost one verdict window per wave of
-        replacements that landed on the dead path again (measured: recovery 1.2-2.5 s instead
-        of 0.2-0.6 s with a 300 ms window). Without a backup the EV keeps its slot and is
-        passed over."""
+        Replacing only at the verdict would make a failure cost one verdict window per wave of
+        replacements that land on the dead path again. Without a backup the EV keeps its slot
+        and is passed over."""
         info = self.evs.get(ev)
         if info is None or info.state != GOOD or info.suspended:
             return

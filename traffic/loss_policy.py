@@ -151,36 +151,31 @@ class TolerantLossPolicy(LossPolicy):
     The fabric's switches are userspace Open vSwitch processes on a CPU shared with the
     endpoints. Starved of CPU, they hold packets for tens of ms and up to 250 ms before the
     egress trimmer runs, so a packet the sender already judged lost (by timeout or SACK gap) is
-    often delivered, or its trimmed header NACKed, long afterwards. Judged by OCP's rule, a 7:1
-    incast retired dozens of healthy EVs per run. Each rule below answers one such measurement;
-    a black-holed path still retires, because it explains nothing:
+    often delivered, or its trimmed header NACKed, long afterwards, and OCP's rule would retire
+    healthy EVs for it. Each rule below spares one such kind of late evidence (the numbers:
+    docs/fidelity-to-ocp.md, "The loss rule, measured"); a black-holed path still
+    retires, because it explains nothing:
 
       * Stall: a timeout with nothing sent later delivered (on any EV) is no evidence against
         this EV: the peer, its CPU or every path stalled. Retransmit, no penalty, once per path
         and stall: a packet sent on the same path (or EV, when the layout does not name the
         path) after that excuse, within the stall memory (8 base RTOs), that times out with
-        nothing later delivered again is judged like any loss. A dead path otherwise hid behind
-        this rule whenever the packet it swallowed was among the last of a message (nothing is
-        sent after it until it is resent): measured on 8 hosts, one QP's packets into a dead
-        T0-T1 link timed out at every ring step for 3.8 s, 20 RTOs, the EV never suspected.
+        nothing later delivered again is judged like any loss. Without that limit a dead path
+        would hide behind this rule whenever the packet it swallowed was among the last of a
+        message (nothing is sent after it until it is resent).
         With MRCConfig.stall_burst_rtts > 0 the sender also counts a packet sent at most that
         many base RTTs BEFORE the lost one as evidence (the peer answered its burst), so such a
         tail is judged at its first timeout; a timeout on a healthy path whose ACK was lost on
         a dead reverse path is then judged too, where the excuse would have spared it.
-        This is the rule the emulator needs most. Measured with both policies on one loaded 2-core machine
-        (full demo and switch-down runs, analysis/retirements.py): OCP's rule retired 1420 of
-        1456 and 685 of 742 EVs on paths no fault touched, this policy 5 of 23 and 3 of 61.
-        Every one was an ACK timeout, 95% of the timeouts had nothing later delivered, and
-        the captures show no "lost" packet lost: each reached the peer's port, but the peer's
-        endpoint sent nothing for 30-140 ms before ACKing it, or the ACK or the packet spent
-        longer in the switches than the 27 ms their trim thresholds allow, both longer than
-        the RTO (16 base RTTs, 32-69 ms). A dead path stalls only the EVs on it: packets sent
-        later on other paths are delivered, so its timeouts are still judged.
+        This is the rule the emulator needs most: on a CPU-starved machine the peer's endpoint
+        or the switches can hold an ACK or a packet longer than the RTO without any path being
+        dead. A dead path stalls only the EVs on it: packets sent later on other paths are
+        delivered, so its timeouts are still judged.
       * First-packet grace (MRCConfig.first_packet_grace, the endpoint turns it on): the first
         packet an EV ever carried meets switches with no flow for it yet; userspace OVS sends it
-        up the slow path (an upcall, tens of ms on a busy CPU, outside any trim bound).
-        Measured: bursts of first packets "lost" at QP start, later delivered as duplicates. A
-        dead path loses the EV's next packet too, which is judged normally.
+        up the slow path (an upcall, tens of ms on a busy CPU, outside any trim bound), so a
+        first packet can look lost and arrive later. A dead path loses the EV's next packet
+        too, which is judged normally.
       * Congestion forgiveness (congestion_grace_rtts > 0): a loss on an EV that ITSELF
         signalled congestion (ECN echo, trimmed NACK, an RTT sample with queueing delay)
         within the forgiveness window is forgiven: the path delivers, a starved switch dropped
@@ -191,8 +186,8 @@ class TolerantLossPolicy(LossPolicy):
         the above spares suspends the EV (out of use at once, a backup takes its slot) and
         retires it only if the window passes unexplained: a trimmed NACK of that very
         transmission (its header was just slow), or its late delivery (a SACK echoing its EV
-        and send time, or an ACK nothing else can have caused). Measured under a 7:1 incast:
-        trimmed headers whose NACK came back up to ~80 ms after the verdict. A black hole is
+        and send time, or an ACK nothing else can have caused): a trimmed header's NACK can
+        come back well after the loss was declared. A black hole is
         retired loss_verdict_ns later than under OCP's rule; no packet goes to it in between.
         With loss_verdict_ns = 0 the loss retires the EV at once, as OCP.
     """

@@ -16,8 +16,8 @@ What counts as lost (a stalled CPU must not look like a lossy link):
   later on the SAME path was answered: a path delivers in order (one queue per port, probe and
   answer on the same switches), so the earlier probe was dropped, not held. Answers over
   different paths overtake each other by as much as a CPU-starved userspace switch holds a
-  path's packets (measured: healthy paths of a loaded run "lost" 3-6% of their probes when any
-  later answer of the peer judged them, more than the 2% lossy link they are meant to find);
+  path's packets, so judging by any later answer of the peer would make healthy paths look
+  lossier than the lossy link they are meant to find;
 * a path that answers nothing at all (a black hole) is judged by the peer's other paths, but
   only against answers to probes sent OTHER_PATH_MARGIN_NS later, longer than such a hold;
 * a peer that stalls answers its backlog late, in order, and a late answer clears the suspect
@@ -35,7 +35,7 @@ from traffic.messages import PROBE_ID_MASK
 PROBER_ENTROPY = 0x300
 # A probe unanswered on a path that answers nothing else is judged by the peer's answers over
 # other paths to probes sent at least this much later: longer than a starved switch holds a
-# path (measured up to ~250 ms, and iterations paused ~1 s with the machine loaded).
+# path's packets, with room for the pauses of a loaded machine.
 OTHER_PATH_MARGIN_NS = 2_000_000_000
 # Suspect probes of a peer that never answers again are forgotten this many timeouts after
 # OTHER_PATH_MARGIN_NS (when the peer's other paths could first have judged them).

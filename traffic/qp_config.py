@@ -114,11 +114,10 @@ class MRCConfig:
     # if, within loss_verdict_ns, no later evidence explains the loss: a trimmed NACK of that
     # very transmission (the packet met congestion; its header was just slow) or its late
     # delivery (a SACK echoing its timestamp, or an ACK before its retransmission could have
-    # made the round trip). Measured in the emulated fabric under a 7:1 incast: trimmed headers
-    # whose NACK came back up to ~80 ms after the SACK-gap / timeout verdict (the CPU-starved
-    # userspace switches hold packets before the egress trimmer, outside any trim bound), which
-    # retired dozens of healthy EVs per run. A black hole explains nothing, so it is retired
-    # loss_verdict_ns later than at once; no packet goes to it in between.
+    # made the round trip). In the emulated fabric the CPU-starved userspace switches hold
+    # packets before the egress trimmer, outside any trim bound, so such evidence can come
+    # late. A black hole explains nothing, so it is retired loss_verdict_ns later than at
+    # once; no packet goes to it in between.
     loss_verdict_ns: int = 0
     # The tolerant policy's stall excuse (a timeout with nothing sent later delivered: the peer
     # or its CPU may have stalled) does not apply when a packet sent at most this many base RTTs

@@ -289,9 +289,8 @@ def _timed_transfer(pair: "_EndpointPair", size: int) -> dict:
     pair.write(1 << 20, rkey=0x10, seed=2)
     pair.wait_recv()
     before = pair.clients[0].call("status")["counters"]
-    # Measured from the return of post_write: generating the payload (randbytes) and its
-    # sha256 inside that call cost ~7 ms of CPU per MiB, the same for every path, and are not
-    # the data path.
+    # Timed from the return of post_write: generating the payload (randbytes) and its sha256
+    # inside that call cost the same CPU for every path and are not the data path.
     pair.write(size, rkey=0x11, seed=3)
     (user0, sys0), cpu0, t0 = pair.cpu_user_sys_s(), pair.cpu_s(), time.monotonic()
     pair.wait_recv()
