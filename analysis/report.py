@@ -62,7 +62,7 @@ HUMAN = {
     "reorder_p99": "99th-percentile reordering (packets)",
     "recovery_first_fault_ms": "recovery after the first fault (ms)",
     "recovery_max_ms": "longest recovery (ms)", "faults_not_recovered": "faults not recovered",
-    "faults_not_effective": "faults that did not take effect", "problems": "unreadable inputs",
+    "faults_not_effective": "faults without effect", "problems": "unreadable inputs",
     "mark": "ECN marking on", "trim": "trimming on", "marked": "CE-marked packets",
     "trimmed": "trimmed packets", "dropped": "dropped packets (trimmer)",
     "queue_drops": "queue drops", "marked_last_hop": "CE-marked on the last hop",

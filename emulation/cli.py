@@ -23,7 +23,7 @@ import os
 import sys
 
 from model.argtypes import (UsageError, add_renamed, bounded_float, bounded_int, nonneg_float,
-                            nonneg_int, positive_float, positive_int, tcp_port)
+                            nonneg_int, positive_float, positive_int, print_to_pipe, tcp_port)
 
 # Subcommands implemented elsewhere, imported only when chosen, so `mrclab link` does not pay for
 # the runner's imports and a missing module breaks only its own subcommand. Each module declares
@@ -564,18 +564,6 @@ def _add_scenario_parser(sub) -> argparse.ArgumentParser:
 def _scenario(args) -> int:
     from emulation.scenario_schema import reference  # deferred: only for this subcommand
     return print_to_pipe(reference())
-
-
-def print_to_pipe(text: str) -> int:
-    """Print text to stdout; a reader that closed the pipe early (`| head`) ends the command
-    quietly with 0 instead of a BrokenPipeError traceback."""
-    try:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python would flush stdout again at exit and fail once more: point it at /dev/null.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,10 @@ import os
 import sys
 from pathlib import Path
 
+from emulation.cli import build_parser
+from emulation.scenario_schema import reference as key_reference
+from model.argtypes import print_to_pipe
+
 REFERENCE = Path(__file__).resolve().parents[1] / "docs" / "reference.md"
 HELP_WIDTH = 100          # fixed, so the text does not depend on the terminal that generates it
 
@@ -31,7 +35,6 @@ def _walk(parser: argparse.ArgumentParser, words: tuple[str, ...]):
 
 
 def cli_reference() -> str:
-    from emulation.cli import build_parser
     old = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = str(HELP_WIDTH)
     try:
@@ -49,7 +52,6 @@ def cli_reference() -> str:
 
 
 def render() -> str:
-    from emulation.scenario_schema import reference as key_reference
     return "\n".join([
         "# Reference: commands and scenario keys",
         "",
@@ -79,7 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         REFERENCE.write_text(text)
         print(f"wrote {REFERENCE}")
         return 0
-    from emulation.cli import print_to_pipe
     return print_to_pipe(text)
 
 

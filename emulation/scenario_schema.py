@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
+from model.argtypes import print_to_pipe
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 from traffic.worker_config import COLLECTIVES, ROUTINGS, TRANSPORTS
 
@@ -462,5 +463,4 @@ def reference() -> str:
 
 
 if __name__ == "__main__":
-    from emulation.cli import print_to_pipe
     raise SystemExit(print_to_pipe(reference()))

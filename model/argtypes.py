@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
+import sys
 from pathlib import Path
 
 
@@ -127,3 +129,15 @@ def add_renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
     """Refuse the old spelling `old` of an option with a message naming `new` (one spelling per
     concept: a silently accepted alias would keep both alive in scripts and docs)."""
     parser.add_argument(old, action=_Renamed, new=new)
+
+
+def print_to_pipe(text: str) -> int:
+    """Print text to stdout; a reader that closed the pipe early (`| head`) ends the command
+    quietly with 0 instead of a BrokenPipeError traceback."""
+    try:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would flush stdout again at exit and fail once more: point it at /dev/null.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0

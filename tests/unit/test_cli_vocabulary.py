@@ -154,3 +154,17 @@ def test_make_clean_keeps_the_build_and_distclean_removes_it():
     plan = subprocess.run(["make", "-n", "distclean"], cwd=REPO, capture_output=True, text=True,
                           check=True).stdout
     assert re.search(r"rm -rf .*\.venv", plan) and re.search(r"rm -rf .*\bbuild\b", plan)
+
+
+@pytest.mark.parametrize("argv", [["-m", "emulation.scenario_schema"],
+                                  ["-m", "emulation.cli", "scenario", "keys"]])
+def test_key_reference_survives_a_reader_that_stops_early(argv):
+    """`... | head -1`: the reader closes the pipe early; no BrokenPipeError traceback. The
+    read end is closed before the interpreter has started, so every write meets a closed pipe."""
+    import sys
+    proc = subprocess.Popen([sys.executable, *argv], cwd=REPO, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err
