@@ -272,3 +272,18 @@ def test_paragraph_names_what_a_broken_invariant_voids(tmp_path):
     (tmp_path / "summary.json").write_text(json.dumps(top))
     assert "measure the emulated fabric" in F.paragraph_html(tmp_path)
     assert "not assessed" in F.paragraph_html(tmp_path / "nothing-here")
+
+
+def test_report_opens_with_the_fidelity_paragraph(tmp_path):
+    from analysis import metrics, report
+    from tests.unit.test_analysis_synth import make_run
+    run_dir = make_run(tmp_path / "demo-20260101", packets=120)
+    top = json.loads((run_dir / "summary.json").read_text()) \
+        if (run_dir / "summary.json").exists() else {}
+    top["transports"] = {"mrc": {"fidelity": {"verdict": F.DEGRADED, "violations": [
+        {"invariant": F.HELD_BEYOND_QUEUE}]}}}
+    (run_dir / "summary.json").write_text(json.dumps(top))
+    text = report.write_report(metrics.load_run(run_dir), {}, tmp_path / "r.html").read_text()
+    body = text[text.index("<h1>"):]
+    assert body.index("Fidelity: mrc degraded.") < body.index("<h2>Verdict</h2>")
+    assert "waited in the switches longer than any queue can hold them" in body
