@@ -381,27 +381,27 @@ def pacing_check(packets, matched, facts: FabricFacts, start_ns, end_ns,
     if end_ns is not None:
         rx = rx[rx["time_ns"] <= end_ns]
     pair_min = matched.groupby(["sender", "receiver", "plane"])["delay_ns"].transform("min")
-    due = (matched["sent_ns"] + pair_min + np.where(matched["cross_group"],
-                                                    facts.upstream_queue_ns(True), 0.0))
-    due_at = dict(zip(zip(matched["receiver"], matched["plane"], matched["received_ns"]), due))
+    due = pd.DataFrame({
+        "host": matched["receiver"].astype(str), "plane": matched["plane"].astype(int),
+        "time_ns": matched["received_ns"].astype("int64"),
+        "due_ns": (matched["sent_ns"] + pair_min + np.where(
+            matched["cross_group"], facts.upstream_queue_ns(True), 0.0)).astype(float)})
+    due = due.drop_duplicates(["host", "plane", "time_ns"])
+    ports = pd.DataFrame({"host": rx["host"].astype(str), "plane": rx["plane"].astype(int),
+                          "time_ns": rx["time_ns"].astype("int64"),
+                          "size": rx["size"].astype("int64")})
+    ports = ports.merge(due, on=["host", "plane", "time_ns"], how="left")
     per_port, backlogged, late = {}, 0, 0
     bytes_per_ns = facts.host_link_mbit * 1e6 / 8e9
-    for (host, plane), port in rx.groupby(["host", "plane"], observed=True):
+    for (host, plane), port in ports.groupby(["host", "plane"], sort=True):
+        port = port.sort_values("time_ns", kind="stable")
         times = port["time_ns"].to_numpy(np.int64)
-        sizes = port["size"].to_numpy(np.int64)
-        order = np.argsort(times, kind="stable")
-        times, sizes = times[order], sizes[order]
-        n_back = n_late = 0
-        for i in range(1, len(times)):
-            d = due_at.get((str(host), int(plane), int(times[i])))
-            if d is None:
-                continue
-            ser_prev = sizes[i - 1] / bytes_per_ns
-            if d > times[i - 1] + ser_prev:
-                continue                    # not provably waiting: the link may have idled
-            n_back += 1
-            if times[i] - times[i - 1] > PACING_GAP_SERIALIZATIONS * ser_prev:
-                n_late += 1
+        ser_prev = port["size"].to_numpy(float)[:-1] / bytes_per_ns
+        due_ns = port["due_ns"].to_numpy(float)[1:]
+        # NaN (no matched send time) compares False: not provably waiting
+        waiting = due_ns <= times[:-1] + ser_prev
+        slow = np.diff(times) > PACING_GAP_SERIALIZATIONS * ser_prev
+        n_back, n_late = int(waiting.sum()), int((waiting & slow).sum())
         if n_back:
             per_port[f"{host}-p{plane}"] = {"backlogged_gaps": n_back, "late_gaps": n_late}
         backlogged += n_back
