@@ -147,19 +147,19 @@ def test_held_beyond_queue_bound_p999():
 
 
 def pacing(stall_at=(), pause_after=None):
-    """200 frames sent back to back (0.72 ms apart) h0 -> h1, received 1.5 ms later; every
-    index in stall_at arrives 5 ms late (and pushes the rest back). pause_after: the sender
-    pauses 10 ms after that frame (the link idles with nothing to send)."""
+    """200 frames sent back to back (0.72 ms apart) h0 -> h1; the last hop serves them 1.5
+    serialization times apart (1.08 ms: slower than the line, within the 2x bound), none
+    earlier than 1.5 ms after it was sent. Every index in stall_at leaves 5 ms later still.
+    pause_after: the sender pauses 50 ms after that frame (the link idles with nothing to send)."""
     ser = 720_000
     sent, t = [], 0
     for i in range(200):
         sent.append(t)
-        t += ser + (10_000_000 if i == pause_after else 0)
-    received, shift = [], 0
+        t += ser + (50_000_000 if i == pause_after else 0)
+    received = []
     for i, s in enumerate(sent):
-        if i in stall_at:
-            shift += 5_000_000
-        received.append(s + 1_500_000 + shift)
+        gap = 3 * ser // 2 + (5_000_000 if i in stall_at else 0)
+        received.append(s + 1_500_000 if i == 0 else max(received[-1] + gap, s + 1_500_000))
     packets = captures(sent, received)
     measurements, unmeasured = {}, {}
     check = F.pacing_check(packets, F.matched_data(packets, None, None, FACTS), FACTS, None, None,
@@ -169,7 +169,7 @@ def pacing(stall_at=(), pause_after=None):
 
 def test_link_pacing_counts_late_gaps_while_backlogged():
     # every gap is backlogged: frame i is due (sent + the pair's fastest 1.5 ms) no later than
-    # frame i-1's departure plus its serialisation. 199 gaps.
+    # frame i-1's departure plus its serialisation. 199 gaps, each 1.5 serialisation times.
     check, m, _ = pacing()
     assert m[F.LINK_PACING]["backlogged_gaps"] == 199 and check.measured == 0
     check, _, _ = pacing(stall_at=(50,))                        # 1/199 = 0.5%: ok
@@ -181,8 +181,8 @@ def test_link_pacing_counts_late_gaps_while_backlogged():
 
 
 def test_link_pacing_ignores_an_idle_sender():
-    # the 10 ms pause: frame 100 was not yet sent when frame 99 left, so that gap is not
-    # backlogged and its length is no violation.
+    # the 50 ms pause: frame 100 was sent at 122.0 ms, after frame 99 left (1.5 + 99 * 1.08 =
+    # 108.4 ms), so that gap is not backlogged and its length is no violation.
     check, m, _ = pacing(pause_after=99)
     assert m[F.LINK_PACING]["backlogged_gaps"] == 198 and check.measured == 0
 
