@@ -270,6 +270,7 @@ class FabricFacts:
     trimmed: bool                       # the switch ports trim this transport's data packets
     switch_buffer_bytes: int | None     # [fabric] switch_buffer_kb, in bytes
     host_groups: dict | None = None     # host name -> T0 group (None: unknown, longest paths)
+    port_addrs: dict | None = None      # (host name, plane) -> the port's IPv6 address
 
     def port_queue_bytes(self, mbit: float, last_hop: bool) -> int:
         """The most a switch egress port's queue holds of this transport's packets: its trim
@@ -310,8 +311,11 @@ def matched_data(packets, start_ns, end_ns, facts: FabricFacts):
     """One row per MRC data packet seen leaving one host port and arriving at another, sent in
     [start_ns, end_ns]: sent_ns, received_ns, size, sender, receiver, plane, cross_group.
     (analysis/delay.py matches the same way; here the hosts and sizes are kept.)"""
-    data = packets[packets["opcode"].isin(pcap.DATA_OPCODES)]
-    frame = data[MATCH_KEY].astype(str).assign(
+    is_data = (packets["is_data"] if "is_data" in packets.columns
+               else packets["opcode"].isin(pcap.DATA_OPCODES))
+    data = packets[is_data]
+    keys = data[MATCH_KEY]
+    frame = keys.astype({c: str for c in MATCH_KEY if keys[c].dtype.kind not in "iub"}).assign(
         time_ns=data["time_ns"].astype("int64"), host=data["host"].astype(str),
         plane=data["plane"].astype(int), size=data["size"].astype("int64"),
         direction=data["direction"].astype(str))
@@ -337,6 +341,71 @@ def matched_data(packets, start_ns, end_ns, facts: FabricFacts):
                        delay_ns=both["received_ns"] - both["sent_ns"]).reset_index(drop=True) \
         if len(both) else pd.DataFrame(columns=["sent_ns", "received_ns", "size", "sender",
                                                 "receiver", "plane", "cross_group", "delay_ns"])
+
+
+# Kernel TCP over IPv6 in the captures (Ethernet, no SRv6: TCP runs over ECMP routing).
+ETHERTYPE_IPV6, NEXT_HEADER_TCP, ETH_LEN, IPV6_LEN, TCP_MIN_LEN = 0x86DD, 6, 14, 40, 20
+
+
+def _addresses(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The IPv6 addresses at byte offsets `starts` of buf, as strings (parsed once each)."""
+    raw = np.ascontiguousarray(buf[starts[:, None] + np.arange(16)]).view("V16").ravel()
+    uniq, inverse = np.unique(raw, return_inverse=True)
+    names = np.array([str(pcap.ipaddress.IPv6Address(u.tobytes())) for u in uniq], dtype=object)
+    return names[inverse.reshape(-1)]
+
+
+def tcp_segments(tdir: Path, clock, local_addrs: dict) -> pd.DataFrame:
+    """Kernel TCP segments of a transport's captures, in the columns the capture invariants
+    read (analysis/pcap.py decodes only MRC/RoCE): a segment that carries payload is a data
+    packet; its match key is (addresses, ports, sequence number, TCP options), and the options
+    hold the timestamp (TSval), which a retransmission renews. local_addrs: {(host, plane):
+    the port's address} (tx when the segment's source is the capturing port)."""
+    frames = []
+    for path in sorted(Path(tdir).glob("pcaps/*.pcap")):
+        host, plane = pcap.capture_identity(path)
+        report = pcap.PcapReport(path=str(path))
+        raw = path.read_bytes()
+        try:
+            linktype, ts, offs, incl, orig = pcap._walk_records(raw, report)
+        except pcap.PcapError:
+            continue
+        if linktype != pcap.LINKTYPE_ETHERNET or not len(offs):
+            continue
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        header = ETH_LEN + IPV6_LEN + TCP_MIN_LEN
+        ok = incl >= header
+        offs, ts, orig, incl = offs[ok], ts[ok], orig[ok], incl[ok]
+
+        def u(rel, width):
+            out = np.zeros(len(offs), dtype=np.int64)
+            for i in range(width):
+                out = (out << 8) | buf[offs + rel + i].astype(np.int64)
+            return out
+
+        ok = (u(12, 2) == ETHERTYPE_IPV6) & (u(ETH_LEN + 6, 1) == NEXT_HEADER_TCP)
+        offs, ts, orig, incl = offs[ok], ts[ok], orig[ok], incl[ok]
+        if not len(offs):
+            continue
+        tcp = ETH_LEN + IPV6_LEN
+        data_off = (u(tcp + 12, 1) >> 4) * 4
+        payload = u(ETH_LEN + 4, 2) - data_off
+        src, dst = (_addresses(buf, offs + ETH_LEN + at) for at in (8, 24))
+        # the first 12 option bytes (Linux: NOP, NOP, timestamps) as two integers
+        has_options = data_off >= TCP_MIN_LEN + 12
+        options = np.where(has_options, u(tcp + 20, 8), -1), np.where(has_options,
+                                                                        u(tcp + 28, 4), -1)
+        local = local_addrs.get((host, plane))
+        local = None if local is None else str(pcap.ipaddress.IPv6Address(local))   # canonical
+        frames.append(pd.DataFrame({
+            "time_ns": clock.to_monotonic(ts) if clock is not None else ts,
+            "host": host, "plane": plane, "size": orig,
+            "direction": np.where(src == local, "tx", "rx"),
+            "src": src, "dst": dst, "qp": u(tcp, 2) * 65536 + u(tcp + 2, 2),
+            "psn": u(tcp + 4, 4), "retx": options[0] * 2**20 + options[1] % 2**20,
+            "is_data": payload > 0,
+            "opcode": 0}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def held_check(matched, facts: FabricFacts, measurements: dict, unmeasured: dict) -> Check | None:
@@ -371,7 +440,9 @@ def pacing_check(packets, matched, facts: FabricFacts, start_ns, end_ns,
     when the packet was provably waiting for the link when the previous frame finished: sent
     early enough to have crossed the fabric unloaded (the fastest delay of its sender-receiver
     pair and plane) and every upstream queue at its bound. A backlogged gap above
-    PACING_GAP_SERIALIZATIONS serialization times of the previous frame is late."""
+    PACING_GAP_SERIALIZATIONS serialization times of the previous frame is late; of a full
+    frame when the previous was smaller (an ACK's microseconds are below what the qdisc's
+    per-packet work and the capture's timestamps resolve)."""
     if not len(matched):
         unmeasured[LINK_PACING] = "no data packet was captured at both ends in the timed window"
         return None
@@ -393,6 +464,7 @@ def pacing_check(packets, matched, facts: FabricFacts, start_ns, end_ns,
     ports = ports.merge(due, on=["host", "plane", "time_ns"], how="left")
     per_port, backlogged, late = {}, 0, 0
     bytes_per_ns = facts.host_link_mbit * 1e6 / 8e9
+    full_frame_ns = (facts.mtu + ETH_LEN) / bytes_per_ns
     for (host, plane), port in ports.groupby(["host", "plane"], sort=True):
         port = port.sort_values("time_ns", kind="stable")
         times = port["time_ns"].to_numpy(np.int64)
@@ -400,7 +472,7 @@ def pacing_check(packets, matched, facts: FabricFacts, start_ns, end_ns,
         due_ns = port["due_ns"].to_numpy(float)[1:]
         # NaN (no matched send time) compares False: not provably waiting
         waiting = due_ns <= times[:-1] + ser_prev
-        slow = np.diff(times) > PACING_GAP_SERIALIZATIONS * ser_prev
+        slow = np.diff(times) > PACING_GAP_SERIALIZATIONS * np.maximum(ser_prev, full_frame_ns)
         n_back, n_late = int(waiting.sum()), int((waiting & slow).sum())
         if n_back:
             per_port[f"{host}-p{plane}"] = {"backlogged_gaps": n_back, "late_gaps": n_late}
@@ -521,7 +593,13 @@ def capture_checks(tdir, facts, start_ns, end_ns, packets, measurements, unmeasu
             unmeasured[HELD_BEYOND_QUEUE] = unmeasured[LINK_PACING] = why
             return []
     if not len(packets):
-        why = "the captures hold no MRC/RoCE packet (kernel TCP's are not decoded)"
+        try:
+            packets = tcp_segments(tdir, pcap.find_clock(tdir), facts.port_addrs or {})
+        except (OSError, ValueError) as exc:
+            problems.append(f"TCP segments unreadable ({exc.__class__.__name__}: {exc})")
+            packets = pd.DataFrame()
+    if not len(packets):
+        why = "the captures hold no MRC, RoCE or TCP packet"
         unmeasured[HELD_BEYOND_QUEUE] = unmeasured[LINK_PACING] = why
         return []
     try:

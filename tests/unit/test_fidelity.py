@@ -287,3 +287,31 @@ def test_report_opens_with_the_fidelity_paragraph(tmp_path):
     body = text[text.index("<h1>"):]
     assert body.index("Fidelity: mrc degraded.") < body.index("<h2>Verdict</h2>")
     assert "waited in the switches longer than any queue can hold them" in body
+
+
+def test_kernel_tcp_segments_from_captures(tmp_path):
+    """TCP over IPv6 in a host port's capture: the port's own segments are tx, data segments
+    are data packets, and a retransmission (same sequence number, new TSval) is a packet of its
+    own, so it cannot pair with the original's departure."""
+    from scapy.all import Ether, IPv6, TCP, wrpcap
+    local, peer = "fd00:0:0:0::1", "fd00:0:0:1::1"
+
+    def seg(src, dst, seq, tsval, payload=b""):
+        return Ether() / IPv6(src=src, dst=dst) / TCP(
+            sport=47000, dport=50000, seq=seq, flags="A",
+            options=[("NOP", None), ("NOP", None), ("Timestamp", (tsval, 0))]) / payload
+
+    frames = [seg(local, peer, 1000, 7, b"x" * 1000), seg(local, peer, 1000, 9, b"x" * 1000),
+              seg(peer, local, 5, 8)]
+    for i, f in enumerate(frames):
+        f.time = 100 + i / 1000
+    (tmp_path / "pcaps").mkdir()
+    wrpcap(str(tmp_path / "pcaps" / "h0-p0.pcap"), frames)
+    seg_df = F.tcp_segments(tmp_path, None, {("h0", 0): local})
+    assert list(seg_df["direction"]) == ["tx", "tx", "rx"]
+    assert list(seg_df["is_data"]) == [True, True, False]
+    assert list(seg_df["psn"]) == [1000, 1000, 5]
+    assert seg_df["retx"][0] != seg_df["retx"][1]
+    # 14 Ethernet + 40 IPv6 + 32 TCP (20 + 12 option bytes) + 1000 payload
+    assert list(seg_df["size"]) == [1086, 1086, 86]
+    assert list(seg_df["time_ns"]) == [100_000_000_000, 100_001_000_000, 100_002_000_000]
