@@ -9,6 +9,8 @@ they break). Every invariant here is a ratio to a time constant of the protocol 
   timer_lateness    how late the endpoint served its QPs' deadlines (p99), in base RTTs
   receive_lateness  how long received frames waited in the ring before the endpoint read them
                     (p99), in base RTTs
+  worker_lateness   how late each worker's goodput sampler (a thread on a fixed grid, in the
+                    process that runs the collective, every transport) ran (p99), in base RTTs
   held_beyond_queue_bound
                     data packets whose one-way fabric delay (host port to host port) exceeds
                     what the queues of their path can hold (p99.9 of delay / path bound): such a
@@ -57,10 +59,12 @@ MARGIN_CAP = 1000.0
 
 TIMER_LATENESS = "timer_lateness"
 RECEIVE_LATENESS = "receive_lateness"
+WORKER_LATENESS = "worker_lateness"
 HELD_BEYOND_QUEUE = "held_beyond_queue_bound"
 LINK_PACING = "link_pacing"
 OVS_STALLS = "ovs_stalls"
-INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING, OVS_STALLS)
+INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING,
+              OVS_STALLS)
 
 # Timer and receive lateness: p99 at most half a base RTT. Above it, the endpoint's reaction time
 # (a timeout firing, a SACK sent, a paced packet leaving) is a measurable part of the RTT the
@@ -68,6 +72,7 @@ INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING, 
 LATENESS_P99_BOUND_RTTS = 0.5
 LATENESS_PERCENTILES = (50.0, 99.0, 99.9)
 LATENESS_MIN_SAMPLES = 100          # fewer samples than this say nothing about a p99
+DEFAULT_GOODPUT_INTERVAL_MS = 10.0  # the workers' sampling grid when worker.json has none
 # Held beyond the queue bound: p99.9 of (one-way delay / the path's bound) at most 1. A queue
 # cannot hold a packet longer than its size drains at the link rate; 0.1% of packets may exceed
 # it (the first packet of a flow through userspace OVS takes the slow path, an upcall).
@@ -92,6 +97,8 @@ _OVS_STALL = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\|\d+\|tim
 
 # What a broken invariant voids, in words (report.html, the notebook, the run's table notes).
 VOIDS = {
+    WORKER_LATENESS: "the processes that run the collective were scheduled late, so iteration "
+                     "times measure this machine's CPU, not the fabric",
     TIMER_LATENESS: "the endpoints' timers fired late, so iteration times and recovery times "
                     "measure this machine's CPU, not the fabric",
     RECEIVE_LATENESS: "received packets waited for the endpoint's CPU, so RTTs, ACK timing and "
@@ -255,6 +262,48 @@ def lateness_checks(logs: dict[str, dict], rtt_ns: int, start_ns, end_ns,
                             "makes the endpoint's reaction time a measurable part of the RTT "
                             "the protocol sees"))
     return checks
+
+
+def worker_lateness_check(tdir: Path, rtt_ns: int, start_ns, end_ns, measurements: dict,
+                          unmeasured: dict) -> Check | None:
+    """worker_lateness: every worker samples its goodput on a fixed grid (traffic/worker.py
+    GoodputSampler: sample k is due at the first sample's time + k intervals); a sample's
+    lateness is its time minus its grid time. The last sample (taken at exit) is off the grid."""
+    interval_ms = DEFAULT_GOODPUT_INTERVAL_MS
+    try:
+        interval_ms = float(json.loads((Path(tdir) / "worker.json").read_text())
+                            .get("goodput_interval_ms") or interval_ms)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    per_host, worst_p99 = {}, None
+    for path in sorted(Path(tdir).glob("worker-h*.jsonl")):
+        times = np.array([r["t_ns"] for r in read_jsonl(path, [], events=(Event.GOODPUT,))
+                          if isinstance(r.get("t_ns"), int)], dtype=np.int64)[:-1]
+        if len(times) < 2:
+            continue
+        late = times - (times[0] + np.arange(len(times)) * int(interval_ms * 1e6))
+        keep = np.ones(len(times), dtype=bool)
+        if start_ns is not None:
+            keep &= times >= start_ns
+        if end_ns is not None:
+            keep &= times <= end_ns
+        late = np.clip(late[keep], 0, None)
+        if len(late) < LATENESS_MIN_SAMPLES:
+            continue
+        ps = [float(np.percentile(late, p, method="inverted_cdf")) for p in LATENESS_PERCENTILES]
+        per_host[path.stem.removeprefix("worker-")] = {
+            "samples": int(len(late)), **{f"p{p:g}_ms".replace(".", ""): round(v / 1e6, 3)
+                                          for p, v in zip(LATENESS_PERCENTILES, ps)}}
+        worst_p99 = ps[1] if worst_p99 is None else max(worst_p99, ps[1])
+    if worst_p99 is None:
+        unmeasured[WORKER_LATENESS] = (f"no worker logged {LATENESS_MIN_SAMPLES}+ goodput "
+                                       "samples in the timed window")
+        return None
+    measurements[WORKER_LATENESS] = per_host
+    return Check(WORKER_LATENESS, worst_p99 / rtt_ns, LATENESS_P99_BOUND_RTTS, "base RTTs (p99)",
+                 f"p99 lateness of the collective's process above {LATENESS_P99_BOUND_RTTS} base "
+                 "RTT makes its reaction time (posting work, moving kernel TCP's data) a "
+                 "measurable part of the RTT")
 
 
 # ---------------------------------------------------------------- captures
@@ -571,6 +620,9 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
     measurements["base_rtt_ms"] = round(rtt_ns / 1e6, 3)
     measurements["base_rtt_source"] = rtt_source
     checks = lateness_checks(logs, rtt_ns, start_ns, end_ns, measurements, unmeasured)
+    worker = worker_lateness_check(tdir, rtt_ns, start_ns, end_ns, measurements, unmeasured)
+    if worker is not None:
+        checks.append(worker)
     checks += capture_checks(tdir, facts, start_ns, end_ns, packets, measurements, unmeasured,
                              problems)
     ovs = ovs_check(tdir, rtt_ns, measurements, unmeasured)

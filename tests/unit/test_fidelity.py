@@ -315,3 +315,32 @@ def test_kernel_tcp_segments_from_captures(tmp_path):
     # 14 Ethernet + 40 IPv6 + 32 TCP (20 + 12 option bytes) + 1000 payload
     assert list(seg_df["size"]) == [1086, 1086, 86]
     assert list(seg_df["time_ns"]) == [100_000_000_000, 100_001_000_000, 100_002_000_000]
+
+
+def worker_log(path, late_ms: dict, n=201, interval_ms=10):
+    """Goodput samples on the worker's grid (first at 1 s), sample k late by late_ms.get(k, 0.1)
+    (the first, the grid's origin, on time), plus the off-grid sample taken at exit."""
+    t0 = 1_000_000_000
+    times = [t0] + [t0 + k * interval_ms * 1_000_000 + int(late_ms.get(k, 0.1) * 1e6)
+                    for k in range(1, n)]
+    times.append(times[-1] + 3)
+    path.write_text("\n".join(json.dumps({"t_ns": t, "host": "h0", "event": Event.GOODPUT})
+                              for t in times) + "\n")
+
+
+def test_worker_lateness_from_the_goodput_grid(tmp_path):
+    # 201 samples: the origin (0), 197 at 0.1 ms, 3 at 3 ms. The p99 (nearest rank
+    # ceil(0.99 * 201) = 199) is 3 ms = 1.5 base RTTs: 3x the bound, invalid.
+    worker_log(tmp_path / "worker-h0.jsonl", {50: 3, 100: 3, 150: 3})
+    m, u = {}, {}
+    check = F.worker_lateness_check(tmp_path, RTT_NS, None, None, m, u)
+    assert check.measured == pytest.approx(1.5) and check.verdict == F.INVALID
+    assert m[F.WORKER_LATENESS]["h0"]["samples"] == 201
+    # two late samples: rank 199 is a 0.1 ms one
+    worker_log(tmp_path / "worker-h0.jsonl", {50: 3, 100: 3})
+    check = F.worker_lateness_check(tmp_path, RTT_NS, None, None, {}, {})
+    assert check.measured == pytest.approx(0.05) and check.verdict == F.OK
+    # a window that leaves fewer than 100 samples measures nothing
+    u = {}
+    assert F.worker_lateness_check(tmp_path, RTT_NS, 1_000_000_000, 1_500_000_000, {}, u) is None
+    assert F.WORKER_LATENESS in u
