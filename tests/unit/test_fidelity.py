@@ -9,9 +9,7 @@ import pytest
 from analysis import fidelity as F
 from emulation import run_summary
 from model.events import Event
-from traffic.deadline_queue import DeadlineQueue
-from traffic.endpoint_support import (LatenessHistogram, lateness_bucket,
-                                      lateness_bucket_floor_ns)
+from traffic.endpoint_support import lateness_bucket, lateness_bucket_floor_ns
 
 RTT_NS = 2_000_000
 
@@ -26,17 +24,6 @@ def test_lateness_buckets_are_quarter_octaves():
     for ns in (0, 1, 3, 4, 7, 8, 1000, 1_048_576, 123_456_789):
         b = lateness_bucket(ns)
         assert lateness_bucket_floor_ns(b) <= ns < lateness_bucket_floor_ns(b + 1)
-
-
-def test_deadline_queue_records_how_late_each_owner_is_served():
-    hist = LatenessHistogram()
-    q = DeadlineQueue(lambda owner, now: {"a": 100, "b": 300}[owner])
-    q.lateness = hist
-    q.changed("a")
-    q.changed("b")
-    assert q.pop_due(1100) == ["a", "b"]
-    # a was 1000 ns late (bucket 35), b 800 ns (bit length 10, next bits 10 -> bucket 34)
-    assert hist.sparse() == [[34, 1], [35, 1]] and hist.samples == 2
 
 
 # ---------------------------------------------------------------- lateness from endpoint logs
