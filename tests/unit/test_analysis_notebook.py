@@ -120,3 +120,13 @@ def test_tables_are_short_and_the_notebook_ends_with_a_conclusion(executed):
     for name in ("mrc", "roce", "tcp"):
         assert f"**{name}**:" in words
     assert "iterations" in words and "data verified" in words
+
+
+def test_opens_with_the_fidelity_verdict(executed):
+    """The loading cell shows the fidelity paragraph (analysis/fidelity.py) before anything
+    else; the synthetic run has no fidelity verdict, and the notebook says so."""
+    _, out = executed
+    nb = nbformat.read(out, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code" and "load_run" in c.source)
+    shown = [o.get("data", {}).get("text/markdown", "") for o in first.outputs]
+    assert shown[0].startswith("**Fidelity: not assessed")
