@@ -48,10 +48,12 @@ def result_row(collective: str, size_bytes: int, world_size: int, times_ms, wron
     return row
 
 
-def _cell(value, digits: int) -> str:
+def _cell(value, digits) -> str:
+    """digits: decimals (int) or a format such as "4g" (bandwidths here span 1e-4..1 GB/s)."""
     if value is None:
         return "N/A"
-    return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+    spec = digits if isinstance(digits, str) else f"{digits}f"
+    return f"{value:.{spec}}" if isinstance(value, float) else str(value)
 
 
 def table(rows: dict[str, dict]) -> str:
@@ -62,7 +64,7 @@ def table(rows: dict[str, dict]) -> str:
     for name, r in rows.items():
         lines.append((name, str(r["size_bytes"]), str(r["count"]), r["type"], r["redop"],
                       _cell(r["time_median_ms"], 1), _cell(r["time_mean_ms"], 1),
-                      _cell(r["algbw_GBps"], 4), _cell(r["busbw_GBps"], 4), _cell(r["wrong"], 0)))
+                      _cell(r["algbw_GBps"], "4g"), _cell(r["busbw_GBps"], "4g"), _cell(r["wrong"], 0)))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths)))
            for line in lines]

@@ -31,9 +31,9 @@ def test_readable_table_fits_100_columns_and_has_the_nccl_row(run_dir, capsys):
     lines = out.splitlines()
     assert max(len(x) for x in lines) <= 100
     nccl = next(x for x in lines if x.startswith("tcp") and "float" in x).split()
-    # 1 MiB in 100 ms: algbw = 1,048,576 / 0.1 / 1e9 = 0.0105 GB/s; busbw x 1.5 = 0.0157
-    assert nccl == ["tcp", "1048576", "262144", "float", "sum", "100.0", "100.0", "0.0105",
-                    "0.0157", "0"]
+    # 1 MiB in 100 ms: algbw = 1,048,576 / 0.1 / 1e9 = 0.01049 GB/s; busbw x 1.5 = 0.01573
+    assert nccl == ["tcp", "1048576", "262144", "float", "sum", "100.0", "100.0", "0.01049",
+                    "0.01573", "0"]
 
 
 def test_json_has_every_metric_and_the_nccl_row(run_dir, capsys):
