@@ -85,3 +85,10 @@ def test_goodput_rate_and_the_overlaid_figure(tmp_path):
     assert np.allclose(C.goodput_rate(b / "mrc")[1], 4.0)
     result = C.compare(a, b)
     assert C.plot_goodput(result, tmp_path / "g.png").stat().st_size > 1000
+
+
+def test_a_faster_run_b_is_significant_too(tmp_path):
+    a = make_run(tmp_path, "a", [200.0 + i for i in range(10)])
+    b = make_run(tmp_path, "b", [100.0 + i for i in range(10)])
+    row = next(r for r in C.compare(a, b)["rows"] if r["metric"] == "median iteration ms")
+    assert row["difference"] == -100.0 and row["high"] < 0 and row["significant"] == "yes"
