@@ -2,8 +2,9 @@
 shows and the Prometheus endpoint (`[options] metrics_port`) serves.
 
 Inputs, followed as they grow (complete lines only):
-    worker-h<n>.jsonl      goodput {rx_bytes, retransmits}, ev_state {qp, ev, new}, ev_suspect /
-                           ev_cleared, retransmit, iteration, phase
+    worker-h<n>.jsonl      goodput {rx_bytes, retransmits}, iteration
+    endpoint-h<n>.jsonl    ev_state {qp, ev, new}, ev_suspect / ev_cleared, retransmit (MRC and
+                           RoCE endpoints; its own goodput samples are not read)
     faults-applied.jsonl   the runner's fault commands as they fire (entry, t_ns, ok, command)
     fidelity*.jsonl        the fidelity monitor's records, when a monitor writes one (its last
                            record's "verdict" or "state" is shown)
@@ -23,6 +24,9 @@ from model.events import Event
 from model.topology import ev_plane, ev_spine
 
 EV_STATES = ("GOOD", "SUSPECT", "ASSUMED_BAD", "DENIED")
+# what the endpoint logs add to the workers' (EV states and retransmissions live only there)
+ENDPOINT_EVENTS = frozenset({Event.EV_STATE, Event.EV_SUSPECT, Event.EV_CLEARED,
+                             Event.RETRANSMIT})
 
 
 class Follower:
@@ -80,6 +84,8 @@ class LiveState:
         host, kind = rec.get("host"), rec.get("event")
         if not isinstance(host, str):
             return
+        if source == "endpoint" and kind not in ENDPOINT_EVENTS:
+            return      # its goodput counts the endpoint's bytes; the worker's are the run's
         if kind == Event.GOODPUT:
             t, rx = rec.get("t_ns"), rec.get("rx_bytes")
             if isinstance(t, int) and isinstance(rx, (int, float)):
@@ -221,6 +227,7 @@ def cpu_busy_sampler():
 def transport_sources(tdir: Path) -> dict[str, list[Path]]:
     """The files LiveState reads in one transport directory, by source."""
     return {"worker": sorted(tdir.glob("worker-*.jsonl")),
+            "endpoint": sorted(tdir.glob("endpoint-*.jsonl")),
             "faults": [tdir / "faults-applied.jsonl"],
             "fidelity": sorted(tdir.glob("fidelity*.jsonl"))}
 

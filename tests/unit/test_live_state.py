@@ -140,3 +140,13 @@ def test_metrics_endpoint_serves_the_state_on_loopback_and_404_elsewhere(tmp_pat
             metrics_server.MetricsServer(port, L.Watcher(tdir, "mrc"))
     finally:
         server.stop()
+
+
+def test_endpoint_logs_give_ev_states_but_not_goodput():
+    s = L.LiveState("mrc")
+    s.feed({"t_ns": 0, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 0}, "endpoint")
+    s.feed({"t_ns": 10**9, "host": "h0", "event": Event.GOODPUT, "rx_bytes": 10**6}, "endpoint")
+    s.feed({"t_ns": 1, "host": "h0", "event": Event.EV_STATE, "qp": 1, "ev": EV_P1S0,
+            "new": "ASSUMED_BAD"}, "endpoint")
+    assert s.rate_mbit == {} and s.rx_bytes == {}
+    assert s.ev_counts()["p1s0"]["ASSUMED_BAD"] == 1
