@@ -151,7 +151,7 @@ def table(result: dict) -> str:
     def cell(v):
         if v is None:
             return "-"
-        return f"{v:.4f}" if isinstance(v, float) and abs(v) < 10 else (
+        return f"{v:.4g}" if isinstance(v, float) and abs(v) < 10 else (
             f"{v:.1f}" if isinstance(v, float) else str(v))
     lines = [("transport", "metric", "A", "B", "B - A", "95% interval", "significant")]
     for r in result["rows"]:
