@@ -64,7 +64,8 @@ def table(rows: dict[str, dict]) -> str:
     for name, r in rows.items():
         lines.append((name, str(r["size_bytes"]), str(r["count"]), r["type"], r["redop"],
                       _cell(r["time_median_ms"], 1), _cell(r["time_mean_ms"], 1),
-                      _cell(r["algbw_GBps"], "4g"), _cell(r["busbw_GBps"], "4g"), _cell(r["wrong"], 0)))
+                      _cell(r["algbw_GBps"], "4g"), _cell(r["busbw_GBps"], "4g"),
+                      _cell(r["wrong"], 0)))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     out = ["  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(line, widths)))
            for line in lines]
@@ -78,7 +79,8 @@ def transport_result(tdir, model) -> dict:
     import json
     from pathlib import Path
     config = json.loads((Path(tdir) / "worker.json").read_text())
-    if not isinstance(config, dict) or not {"collective", "message_bytes", "world_size"} <= set(config):
+    needed = {"collective", "message_bytes", "world_size"}
+    if not isinstance(config, dict) or not needed <= set(config):
         raise ValueError(f"{tdir}/worker.json: no collective / message_bytes / world_size")
     return result_row(config["collective"], config["message_bytes"], config["world_size"],
                       model.iteration_times_ms, model.wrong_elements)

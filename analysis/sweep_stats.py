@@ -70,6 +70,7 @@ def row_of(summary: dict, point: dict, repeat: int, run_dir: str | None) -> dict
                                          "busbw_GBps", "wrong")},
            "recovery_max_ms": (max(r for r in recovery if r is not None)
                                if any(r is not None for r in recovery) else None),
+           "faults_ok": summary.get("faults_ok"),      # every scheduled fault took effect
            "faults_not_recovered": sum(r is None for r in recovery),
            "retransmissions": summary.get("retransmissions"),
            "evs_retired": summary.get("evs_retired"),

@@ -118,7 +118,8 @@ class LiveState:
             counts[state] = counts.get(state, 0) + 1
         return dict(sorted(out.items()))
 
-    def set_port_counters(self, previous: dict | None, current: dict, dt_s: float, topology) -> None:
+    def set_port_counters(self, previous: dict | None, current: dict, dt_s: float,
+                          topology) -> None:
         """Goodput per host and plane from two GET /counters/ports answers dt_s apart."""
         if not previous or dt_s <= 0:
             return
@@ -184,7 +185,8 @@ class LiveState:
                f"trimmed {'-' if self.trimmed is None else self.trimmed}"]
         planes = sorted({p for _, p in self.plane_rate_mbit})
         out.append("")
-        out.append("host   goodput Mbit/s  retransmits  " + "  ".join(f"plane {p:<3}" for p in planes))
+        out.append("host   goodput Mbit/s  retransmits  "
+                   + "  ".join(f"plane {p:<3}" for p in planes))
         for h in sorted(set(self.rate_mbit) | set(self.retransmits), key=lambda x: (len(x), x)):
             per_plane = "  ".join(f"{self.plane_rate_mbit.get((h, p), 0):9.1f}" for p in planes)
             out.append(f"{h:<6} {self.rate_mbit.get(h, 0):14.1f}  {self.retransmits.get(h, 0):11d}"

@@ -37,7 +37,8 @@ def _command(argv: list[str], timeout_s: float = 10.0) -> str:
 
 def git_state(root: Path = REPO_ROOT) -> dict:
     """{"commit", "dirty", "error"}: the checkout's HEAD and whether tracked files differ from it.
-    Not a git checkout (a copied tree, an sdist) or no git: commit and dirty None, error says why."""
+    Not a git checkout (a copied tree, an sdist) or no git: commit and dirty None, error says
+    why."""
     try:
         commit = _command(["git", "-C", str(root), "rev-parse", "HEAD"])
         dirty = bool(_command(["git", "-C", str(root), "status", "--porcelain",

@@ -317,7 +317,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         suffix += 1
     run_dir.mkdir(parents=True)
     (run_dir / "scenario.toml").write_text(scn.text)
-    record = run_record.start(run_dir, scn, {k: v for k, v in vars(args).items() if not callable(v)})
+    options = {k: v for k, v in vars(args).items() if not callable(v)}
+    record = run_record.start(run_dir, scn, options)
     status, code, console = "crashed", None, None
     try:
         code, console = _run_transports(scn, transports, run_dir)

@@ -174,7 +174,7 @@ class Scenario:
     short: bool = False                        # the [short] overrides are applied
     has_short: bool = False                    # the file has a [short] table
     fabric_mtu: int = FABRIC["mtu"].default    # link MTU of every host and switch port
-    metrics_port: int | None = None            # [options] metrics_port (emulation/metrics_server.py)
+    metrics_port: int | None = None            # live counters (emulation/metrics_server.py)
 
     @cached_property
     def topology(self) -> Topology:

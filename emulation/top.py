@@ -37,7 +37,8 @@ def run_ended(run_dir: Path) -> bool:
 
 def _topology(tdir: Path):
     try:
-        return Topology(FabricSpec.from_dict(json.loads((tdir / "worker.json").read_text())["fabric"]))
+        config = json.loads((tdir / "worker.json").read_text())
+        return Topology(FabricSpec.from_dict(config["fabric"]))
     except (OSError, ValueError, KeyError, TypeError, SpecError):
         return None
 

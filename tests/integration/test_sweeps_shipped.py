@@ -42,6 +42,7 @@ def check_tables(name: str, out: Path) -> list[dict]:
         (r["point"], r["transport"]) for r in rows]
     for r in rows:
         assert r["verified"] == "True", f"{name} {r['point']} {r['transport']}: not verified"
+        assert r["faults_ok"] == "True", f"{name} {r['point']} {r['transport']}: a fault missed"
         assert float(r["time_mean_ms"]) > 0 and float(r["busbw_GBps"]) > 0
         assert r["fidelity"], "every row says its fidelity verdict (or unknown)"
     assert (out / "figures" / "time_mean_ms.png").stat().st_size > 5000
@@ -89,4 +90,5 @@ def test_recovery_evs_sweep_short(tmp_path):
     assert rc == 0, printed
     rows = check_tables("recovery-evs", tmp_path / "sweep")
     assert sorted(int(r["mrc.qp.ev_count"]) for r in rows) == [8, 64]
-    assert all(r["recovery_ms_f0"] != "" or r["faults_not_recovered"] != "0" for r in rows)
+    # the gray failure and its clearing both took effect at every point: two recovery entries
+    assert all(r["faults_ok"] == "True" and "recovery_ms_f1" in r for r in rows)

@@ -18,7 +18,8 @@ def rows():
     out = []
     for point, x in ((0, 0.0), (1, 1.0)):
         for repeat, t in ((1, 100.0), (2, 120.0)):
-            out.append({"point": point, "x": x, "faults[0].percent": [0, 1][point], "repeat": repeat,
+            out.append({"point": point, "x": x, "faults[0].percent": [0, 1][point],
+                        "repeat": repeat,
                         "transport": "mrc", "verified": True, "fidelity": "ok",
                         "time_mean_ms": t * (1 + point), "busbw_GBps": 0.01,
                         "retransmissions": 3, "run_dir": None})

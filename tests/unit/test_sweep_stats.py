@@ -67,11 +67,12 @@ def test_rows_of_a_run_read_nccl_fields_recovery_and_fidelity(tmp_path):
         "transport": "mrc", "verified": True, "recovery_ms": [120.0, None, 80.0],
         "nccl": {"time_median_ms": 300.0, "time_mean_ms": 310.0, "algbw_GBps": 0.01,
                  "busbw_GBps": 0.015, "wrong": 0},
-        "retransmissions": 42, "evs_retired": 3, "fidelity": {"verdict": "ok"}}))
+        "retransmissions": 42, "evs_retired": 3, "fidelity": {"verdict": "ok"},
+        "faults_ok": True}))
     rows = S.rows_of_run(tmp_path, ["mrc", "tcp"], {"point": 4, "x": 1.0}, 2)
     mrc, tcp = rows
     assert mrc["recovery_max_ms"] == 120.0 and mrc["faults_not_recovered"] == 1
-    assert mrc["recovery_ms_f2"] == 80.0 and mrc["fidelity"] == "ok"
+    assert mrc["recovery_ms_f2"] == 80.0 and mrc["fidelity"] == "ok" and mrc["faults_ok"]
     assert mrc["busbw_GBps"] == 0.015 and mrc["retransmissions"] == 42 and mrc["repeat"] == 2
     assert tcp["verified"] is False and tcp["fidelity"] == "unknown" and tcp["time_mean_ms"] is None
 
