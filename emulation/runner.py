@@ -167,7 +167,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
                 "workers": lambda: [p.pid for p in procs],
                 "switches": lambda: pids_from_files(OVS_PID_FILES),
                 "captures": lambda: [c.proc.pid for c in captures],
-                "controller": lambda: [fab.controller_proc.pid],
+                # none once the fabric is torn down (Ctrl-C): the meter's last sample comes later
+                "controller": lambda: [fab.controller_proc.pid] if fab.controller_proc else [],
                 "runner": lambda: [os.getpid()],
             }).start()
             if scn.capture:
