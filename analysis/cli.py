@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis import metrics, plots, report
+from analysis import metrics, nccl_results, plots, report
 from analysis.logs import resolve_run
 from model.argtypes import UsageError, add_renamed, positive_float
 
@@ -28,8 +28,63 @@ def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
         raise FileNotFoundError(f"{run_dir}: no transport data (pcaps or JSONL logs) found")
     figs = plots.save_all(run, out_dir / "figures")
     rep = report.write_report(run, figs, out_dir / "report.html")
+    nccl = {}
+    for name, td in run.transports.items():
+        try:
+            nccl[name] = nccl_results.transport_result(td.directory, td.model)
+        except (OSError, ValueError):   # no worker.json (not written by the runner): no row
+            continue
     return {"report": rep, "figures": figs, "comparison": metrics.compare_transports(run),
-            "problems": {n: t.problems for n, t in run.transports.items()}}
+            "nccl": nccl, "problems": {n: t.problems for n, t in run.transports.items()}}
+
+
+# the comparison's columns the readable table shows, with their headings
+READABLE_COLUMNS = (("iterations", "iters", 0), ("iter_median_ms", "median ms", 1),
+                    ("iter_p99_ms", "p99 ms", 1), ("goodput_mean_mbit", "goodput Mbit/s", 1),
+                    ("retransmits", "retx", 0), ("recovery_first_fault_ms", "recovery ms", 0),
+                    ("recovery_max_ms", "max rec. ms", 0), ("problems", "problems", 0))
+
+
+def readable_table(comparison) -> str:
+    """The headline metrics, one line per transport, within 100 columns."""
+    present = [c for c in READABLE_COLUMNS if c[0] in comparison.columns]
+    lines = [["transport"] + [head for _, head, _ in present]]
+    for name, row in comparison.iterrows():
+        cells = [str(name)]
+        for col, _, digits in present:
+            v = row[col]
+            cells.append("-" if v is None or v != v else f"{float(v):.{digits}f}")
+        lines.append(cells)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w)
+                                for i, (c, w) in enumerate(zip(line, widths))).rstrip()
+                      for line in lines)
+
+
+def machine_readable(res: dict) -> dict:
+    """{transport: {comparison metrics..., "nccl": nccl-tests row}} with NaN as None (JSON)."""
+    out = {}
+    for name, row in res["comparison"].to_dict(orient="index").items():   # keeps column types
+        values = {k: (None if isinstance(v, float) and v != v else
+                      v.item() if hasattr(v, "item") else v) for k, v in row.items()}
+        out[str(name)] = {**values, "nccl": res["nccl"].get(name)}
+    return out
+
+
+def csv_text(res: dict) -> str:
+    """One CSV row per transport: the nccl-tests columns, then the comparison's."""
+    import csv
+    import io
+    data = machine_readable(res)
+    metric_cols = sorted({k for v in data.values() for k in v if k != "nccl"})
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["transport"] + list(nccl_results.ROW_KEYS) + metric_cols)
+    for name, values in data.items():
+        row = values.get("nccl") or {}
+        w.writerow([name] + ["" if row.get(k) is None else row[k] for k in nccl_results.ROW_KEYS]
+                   + ["" if values.get(k) is None else values[k] for k in metric_cols])
+    return buf.getvalue()
 
 
 def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,6 +96,11 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
     add_renamed(parser, "--out", "--out-dir")
     parser.add_argument("--bin-ms", type=positive_float, default=10.0,
                         help="time bin of the rate series in ms (default 10)")
+    fmt = parser.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true",
+                     help="print every transport's metrics and nccl-tests row as JSON")
+    fmt.add_argument("--csv", action="store_true",
+                     help="print one CSV row per transport (nccl-tests columns first)")
 
 
 def _parsed(args, prog: str, description: str, add_arguments) -> argparse.Namespace:
@@ -60,9 +120,16 @@ def main(args=None) -> int:
     except OSError as exc:      # no run there, or the run / output directory is not usable
         print(f"mrclab analyze: {exc}", file=sys.stderr)
         return 2
-    import pandas as pd
-    with pd.option_context("display.width", 160, "display.max_columns", 30):
-        print(res["comparison"].to_string())
+    if getattr(args, "json", False):
+        import json
+        print(json.dumps(machine_readable(res), indent=2))
+        return 0
+    if getattr(args, "csv", False):
+        print(csv_text(res), end="")
+        return 0
+    print(readable_table(res["comparison"]))
+    print()
+    print(nccl_results.table(res["nccl"]))
     for name, probs in res["problems"].items():
         if probs:
             print(f"{name}: {len(probs)} unreadable input item(s), e.g. {probs[0]}")

@@ -37,7 +37,7 @@ COMMON_FIELDS = {"t_ns": "time", "event": "str", "host": "str", "action": "str",
 EVENT_FIELDS = {
     Event.GOODPUT: {"rx_bytes": "number", "tx_bytes": "number"},
     Event.ITERATION: {"iter": "count", "start_ns": "time", "end_ns": "time", "bytes": "number",
-                  "collective": "str", "verified": "bool"},
+                  "collective": "str", "verified": "bool", "wrong": "count"},
     Event.EV_STATE: {"qp": "count", "ev": "count", "plane": "count", "new": "str", "old": "str"},
     Event.EV_SUSPECT: {"qp": "count", "ev": "count", "plane": "count"},
     Event.EV_CLEARED: {"qp": "count", "ev": "count", "plane": "count"},

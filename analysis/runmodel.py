@@ -108,6 +108,12 @@ class TransportRun:
     rank_iterations: list[tuple] = field(default_factory=list)  # (iter, host, start_ns, end_ns, bytes, verified)
     groups: list[frozenset[str]] = field(default_factory=list)  # the collective's coupled ranks
     problems: list[str] = field(default_factory=list)
+    # elements that failed verification over every rank's timed iterations (nccl-tests'
+    # #wrong); None when a failed iteration's record does not say how many (older logs)
+    wrong_elements: int | None = 0
+    # packets the transport resent, summed over hosts (each worker's last `counters` event:
+    # MRC/RoCE endpoint counters, TCP's tcpi_total_retrans); None when no worker logged them
+    retransmissions: int | None = None
 
     @property
     def iteration_times_ms(self) -> list[float]:
@@ -134,6 +140,8 @@ class TransportRun:
             "mean_iteration_ms": sum(times) / len(times) if times else None,
             "slowest_iteration_ms": max(times, default=None),
             "data_verified": self.data_verified,
+            "wrong_elements": self.wrong_elements,
+            "retransmissions": self.retransmissions,
             "worker_errors": list(self.worker_errors),
             "timed_start_ns": self.timed_start_ns,
             "traffic_end_ns": self.traffic_end_ns,
@@ -204,6 +212,18 @@ def _worker_logs(tdir: Path, hosts: list[str], problems: list[str]) -> dict[str,
     return {h: read_jsonl(tdir / f"worker-{h}.jsonl", problems) for h in hosts}
 
 
+def _retransmissions(logs: dict[str, list[dict]]) -> int | None:
+    """Sum over hosts of the last `counters` event's retransmits (None: no host logged one)."""
+    total, seen = 0, False
+    for events in logs.values():
+        last = next((e for e in reversed(events) if e.get("event") == Event.COUNTERS
+                     and _int(e.get("retransmits")) is not None), None)
+        if last is not None:
+            total += _int(last["retransmits"])
+            seen = True
+    return total if seen else None
+
+
 def _fault_records(tdir: Path, problems: list[str]) -> list[dict]:
     """The runner's request/answer log; else the controller's log, one entry per fault."""
     applied = tdir / "faults-applied.jsonl"
@@ -229,7 +249,7 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
     for the collective's iterations."""
     per_index: dict[int, list[dict]] = {}      # every host's records
     collective: dict[int, list[dict]] = {}     # the collective's ranks' records
-    errors, timed_start, verified, per_rank = [], None, True, []
+    errors, timed_start, verified, per_rank, wrong = [], None, True, [], 0
     for host, events in logs.items():
         for e in events:
             kind = e.get("event")
@@ -243,6 +263,11 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                     collective.setdefault(idx, []).append({**e, "host": host})
                 per_rank.append((idx, host, start, end, e.get("bytes"), e.get("verified") is True))
                 verified = verified and e.get("verified") is True
+                count = _int(e.get("wrong"))
+                if e.get("verified") is not True and (count is None or count < 0):
+                    wrong = None
+                elif wrong is not None and e.get("verified") is not True:
+                    wrong += count
             elif kind == Event.ERROR:
                 errors.append(f"{host}: {e.get('reason')}")
             elif kind == Event.PHASE and e.get("phase") == Phase.WARMUP_DONE:
@@ -258,7 +283,7 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                 for i, recs in sorted(collective.items()) if len(recs) >= ranks]
     traffic_end = max((e["end_ns"] for recs in per_index.values() for e in recs), default=None)
     per_rank.sort(key=lambda r: (r[0], hosts.index(r[1]) if r[1] in hosts else len(hosts), r[1]))
-    return complete, timed_start, traffic_end, verified, errors, per_rank
+    return complete, timed_start, traffic_end, verified, errors, per_rank, wrong
 
 
 def _goodput(logs: dict[str, list[dict]]) -> dict[str, list[tuple[int, int]]]:
@@ -375,7 +400,7 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
     hosts = hosts or list(logs)
     side = _victim_only_hosts(config, hosts)
     groups = flows.coupled_groups(config, [h for h in hosts if h not in side])
-    iterations, timed_start, traffic_end, verified, errors, per_rank = _iterations(
+    iterations, timed_start, traffic_end, verified, errors, per_rank, wrong = _iterations(
         logs, hosts, problems, side, groups)
     goodput = _goodput(logs)
     samples = recovery.aggregate_cumulative({h: s for h, s in goodput.items() if s})
@@ -405,4 +430,5 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
                         goodput=goodput, samples=samples, timed_start_ns=timed_start,
                         traffic_end_ns=traffic_end, data_verified=verified, worker_errors=errors,
                         faults=faults, baseline_goodput_bps=baseline, windows=windows,
-                        rank_iterations=per_rank, problems=problems, groups=groups)
+                        rank_iterations=per_rank, problems=problems, groups=groups,
+                        wrong_elements=wrong, retransmissions=_retransmissions(logs))

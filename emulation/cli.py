@@ -6,6 +6,7 @@
     mrclab clean
     mrclab run | analyze | notebook | wireshark ...
     mrclab scenario keys
+    mrclab sweep | compare | top ...
     mrclab bench NAME|all [--json]
 
 One argparse tree: every subcommand declares its own options (`mrclab <command> --help`).
@@ -46,6 +47,18 @@ COMMAND_HELP = {
     "notebook": "execute the analysis notebook on a run directory",
     "wireshark": "merge a run's captures and open them with the MRC dissector",
 }
+# Experiment commands (docs/experiments.md): each module has add_arguments(parser) and main(args).
+EXPERIMENT_COMMANDS = {
+    "sweep": ("emulation.sweep", "run a sweep file: every point x transport x repeat, then the "
+                                 "tidy table (CSV, Parquet) and the curves"),
+    "compare": ("analysis.compare", "two runs of one scenario side by side: per transport and "
+                                    "metric both values, the difference, its significance"),
+    "top": ("emulation.top", "live view of a running experiment: goodput per plane, EV states, "
+                             "retransmissions, trims, faults, CPU"),
+}
+for _name, (_module, _help) in EXPERIMENT_COMMANDS.items():
+    DISPATCH[_name], ARGUMENTS[_name] = f"{_module}:main", f"{_module}:add_arguments"
+    COMMAND_HELP[_name] = _help
 # name -> (module, add-arguments function, main function taking the parsed args and returning
 # the figures as a dict, one-line help).
 BENCHES = {
@@ -594,8 +607,9 @@ def main(argv: list[str] | None = None) -> int:
         return _clean(args)
     if args.cmd == "bench":
         return _bench(args, parser)
-    if (args.cmd == "run" and not getattr(args, "validate_only", False)
-            and _not_root("mrclab run", "it builds the fabric: namespaces, veths, OVS bridges")):
+    if (args.cmd in ("run", "sweep") and not getattr(args, "validate_only", False)
+            and _not_root(f"mrclab {args.cmd}",
+                          "it builds the fabric: namespaces, veths, OVS bridges")):
         return EXIT_USAGE
     return _run_main(f"mrclab {args.cmd}", DISPATCH[args.cmd], args)
 

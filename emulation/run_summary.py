@@ -110,7 +110,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
     errors, whether the run was cut short). Works on partial runs too."""
-    from analysis import runmodel  # deferred: numpy/pandas, only to summarise
+    from analysis import nccl_results, runmodel  # deferred: numpy/pandas, only to summarise
     from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     coll = scn.collective
     model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
@@ -137,6 +137,9 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
         **model.summary_fields(),
     }
+    summary["nccl"] = nccl_results.result_row(coll.kind, coll.message_bytes, len(hosts),
+                                               summary.get("iteration_times_ms"),
+                                               summary.get("wrong_elements"))
     packets, capture_error = load_packets(tdir)
     summary.update(bandwidth_and_delay(scn, transport, tdir, summary, packets))
     if capture_error and "fabric_delay_error" not in summary and transport == "mrc":
@@ -199,7 +202,7 @@ TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified",
                     "slowest_iteration_ms", "recovery_ms", "fault_times_ns",
                     "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
                     "faults_failed", "faults_not_reached", "flows", "loss_policy",
-                    "evs_retired", "healthy_evs_retired")
+                    "evs_retired", "healthy_evs_retired", "nccl")
 
 
 def top_fidelity(summary: dict) -> dict | None:

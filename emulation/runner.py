@@ -60,6 +60,7 @@ import time
 from pathlib import Path
 
 from emulation import path_monitor
+from emulation import metrics_server, run_record
 from emulation import scenario as scenario_mod
 from analysis import cpu_usage
 from emulation.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
@@ -162,6 +163,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
                                          else scn.switch_buffer_kb * 1024)}
     scheduler = None
     meter = None
+    metrics = None
     procs: list[subprocess.Popen] = []
     stderr_files = []
     try:
@@ -172,7 +174,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
                 "workers": lambda: [p.pid for p in procs],
                 "switches": lambda: pids_from_files(OVS_PID_FILES),
                 "captures": lambda: [c.proc.pid for c in captures],
-                "controller": lambda: [fab.controller_proc.pid],
+                # none once the fabric is torn down (Ctrl-C): the meter's last sample comes later
+                "controller": lambda: [fab.controller_proc.pid] if fab.controller_proc else [],
                 "runner": lambda: [os.getpid()],
             }).start()
             if scn.capture:
@@ -191,6 +194,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             scheduler.start()
             # the monitor stops before the last iteration: finishing peers stop answering probes
             control.start(fab.api_port, lambda: tail.max_done() < scn.collective.iterations - 1)
+            metrics = metrics_server.start(scn, transport, tdir, fab.api_port)
             _wait_workers(scn, transport, procs, tail, scheduler, state)
             meter.stop()
             scheduler.stop()
@@ -203,6 +207,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     except Exception as exc:  # noqa: BLE001 - the summary records it; the fabric is down
         state["error"] = f"{type(exc).__name__}: {exc}"
     finally:
+        if metrics is not None:
+            metrics.stop()
         state["monitor_error"] = control.stop()
         if scheduler is not None:
             scheduler.stop()
@@ -342,6 +348,26 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         suffix += 1
     run_dir.mkdir(parents=True)
     (run_dir / "scenario.toml").write_text(scn.text)
+    options = {k: v for k, v in vars(args).items() if not callable(v)}
+    record = run_record.start(run_dir, scn, options)
+    status, code, console = "crashed", None, None
+    try:
+        code, console = _run_transports(scn, transports, run_dir,
+                                        getattr(args, "require_fidelity", False))
+        status = "interrupted" if code == EXIT_INTERRUPTED else "finished"
+    except BaseException as exc:
+        status = ("interrupted" if isinstance(exc, KeyboardInterrupt)
+                  else f"crashed: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        record.finish(code, console, status)
+    return code
+
+
+def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
+                    require_fidelity: bool = False) -> tuple[int, str]:
+    """Run every transport into run_dir, write the run's summary.json and print the tables.
+    Returns (exit code, the console table as printed)."""
     summaries, interrupted = [], False
     for transport in transports:
         tdir = run_dir / transport
@@ -355,17 +381,20 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
                              {"transport": transport, "verified": False, "partial": True})
             break
     top = top_summary(scn, run_dir, summaries, interrupted,
-                      require_fidelity=getattr(args, "require_fidelity", False))
+                      require_fidelity=require_fidelity)
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
-    print(comparison_table(summaries))
     from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
+    from analysis import nccl_results  # deferred: numpy/pandas, only to summarise
+    console = [comparison_table(summaries),
+               nccl_results.table({s["transport"]: s["nccl"] for s in summaries if s.get("nccl")})]
     for s in summaries:
         for flow in s.get("flows") or []:
-            print(f"{s['transport']}: {flow_analysis.describe(flow)}")
+            console.append(f"{s['transport']}: {flow_analysis.describe(flow)}")
     for s in summaries:
         if s.get("cpu"):
-            print(cpu_usage.describe(s["transport"], s["cpu"]))
-    print(f"run directory: {run_dir}")
+            console.append(cpu_usage.describe(s["transport"], s["cpu"]))
+    console.append(f"run directory: {run_dir}")
+    print("\n".join(console))
     if interrupted:
         print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)
     elif top["exit_code"] == EXIT_FAULT_NOT_EFFECTIVE:
@@ -375,7 +404,7 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     elif top["exit_code"] == EXIT_FIDELITY:
         print("mrclab run: the data verified, but a transport's fidelity is not ok (see above); "
               "its figures measure this machine's CPU, not the fabric", file=sys.stderr)
-    return top["exit_code"]
+    return top["exit_code"], "\n".join(console)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     trimming = true                     # in-fabric packet trimming (mrc)
     capture = true                      # tcpdump on every host port (snap length: every MRC header whole)
     goodput_interval_ms = 10
+    metrics_port = 9302                 # live counters for Prometheus on 127.0.0.1 (omit: none)
 
     [[faults]]                          # any number, applied in time order
     at_s = 2.0                          # seconds after the timed iterations start, or
@@ -173,6 +174,7 @@ class Scenario:
     short: bool = False                        # the [short] overrides are applied
     has_short: bool = False                    # the file has a [short] table
     fabric_mtu: int = FABRIC["mtu"].default    # link MTU of every host and switch port
+    metrics_port: int | None = None            # live counters (emulation/metrics_server.py)
 
     @cached_property
     def topology(self) -> Topology:
@@ -312,7 +314,7 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
                    collective=coll, trimming=op["trimming"], capture=op["capture"],
                    goodput_interval_ms=op["goodput_interval_ms"], faults=faults, path=path,
                    text=text, mrc=mrc, switch_buffer_kb=fab["switch_buffer_kb"],
-                   fabric_mtu=fab["mtu"])
+                   fabric_mtu=fab["mtu"], metrics_port=op["metrics_port"])
     ck.raise_errors()
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn

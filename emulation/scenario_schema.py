@@ -113,6 +113,8 @@ OPTIONS = {
     "trimming": _b(True, "in-fabric packet trimming and ECN marking"),
     "capture": _b(True, "tcpdump on every host port"),
     "goodput_interval_ms": _n(10.0, 1.0, 10000.0, "goodput sampling period, ms"),
+    "metrics_port": _i(None, 1024, 65535, "serve the live counters (mrclab top's) in "
+                       "Prometheus' text format on 127.0.0.1:<port>/metrics during the run"),
 }
 
 SHORT_ONLY = {

@@ -462,6 +462,19 @@ def verify(collective: str, rank: int, iteration: int, results: dict,
     return True, "ok"
 
 
+def wrong_elements(results: dict, expected: dict) -> int:
+    """Elements of the expected results that the results do not hold exactly (nccl-tests'
+    #wrong): a missing result or one of the wrong shape counts every expected element."""
+    wrong = 0
+    for what, expect in expected.items():
+        got = results.get(what)
+        if got is None or got.shape != expect.shape:
+            wrong += int(expect.size)
+        else:
+            wrong += int(np.count_nonzero(got != expect))
+    return wrong
+
+
 def run_and_verify(comm: Communicator, collective: str, n: int, iteration: int, *, qps: int = 1,
                    timeout_s: float | None = None, target: int = 0,
                    victim: tuple[int, int] | None = None,

@@ -10,7 +10,9 @@ Config: worker.json, one file for all ranks (the rank comes from --rank); its ke
 meaning are the fields of traffic/worker_config.WorkerConfig.
 Events: phase {phase: connecting|connected|warmup_done|done}, iteration {iter, start_ns, end_ns
 (the collective alone, not input set-up or verification), bytes (payload this rank sent),
-nccl_size_bytes (NCCL's S, algbw = S / t), verified}, goodput, counters, error {reason}. Exit codes: 0 ok, 2 transport error, 3 result mismatch, 4 bad config.
+nccl_size_bytes (NCCL's S, algbw = S / t), verified, wrong (elements that failed
+verification)}, goodput, counters, error {reason}. Exit codes: 0 ok, 2 transport error, 3 result
+mismatch, 4 bad config.
 """
 from __future__ import annotations
 
@@ -109,9 +111,12 @@ def run(config: WorkerConfig, rank: int) -> int:
             results = collectives.run_collective(comm, kind, buf, it, **kw)
             end = time.monotonic_ns()
             ok, msg = collectives.verify(kind, rank, it, results, expected)
-            # bytes: payload this rank sent; nccl_size_bytes: NCCL's S (algbw = S / t)
+            wrong = 0 if ok else collectives.wrong_elements(results, expected)
+            # bytes: payload this rank sent; nccl_size_bytes: NCCL's S (algbw = S / t);
+            # wrong: elements that failed verification (nccl-tests' #wrong)
             log.emit(Event.ITERATION, collective=kind, transport=transport, iter=i, start_ns=start,
-                      end_ns=end, bytes=sent_per_iter, nccl_size_bytes=nccl_size, verified=ok)
+                      end_ns=end, bytes=sent_per_iter, nccl_size_bytes=nccl_size, verified=ok,
+                      wrong=wrong)
             if not ok:
                 return _mismatch(log, msg)
         sampler.stop()

@@ -17,7 +17,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
-from model.argtypes import UsageError, nonneg_int
+from model.argtypes import UsageError, add_renamed, nonneg_int
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = REPO / "experiments" / "demo.toml"
@@ -31,14 +31,15 @@ def add_fidelity_arguments(parser) -> None:
     parser.add_argument("--busy", type=nonneg_int, default=2,
                         help="busy processes during the loaded run (default 2: one per core of "
                              "the 2-core VM this project targets)")
-    parser.add_argument("--out", default=None,
+    parser.add_argument("--results-dir", default=None,
                         help="parent directory of both runs' directories (default: a new "
                              "temporary directory, kept)")
+    add_renamed(parser, "--out", "--results-dir")
 
 
 def fidelity_main(args) -> dict:
     return fidelity_bench(Path(args.scenario), busy=args.busy,
-                          out=Path(args.out) if args.out else None)
+                          out=Path(args.results_dir) if args.results_dir else None)
 
 
 def scenario_time_scale(text: str):
@@ -76,7 +77,7 @@ def one_run(scenario: Path, out: Path, label: str) -> dict:
     from emulation import runner  # deferred: Mininet and the runner, only when the bench runs
     parent = out / label
     parent.mkdir(parents=True, exist_ok=True)
-    rc = runner.main([str(scenario), "--short", "--transport", "mrc", "--out", str(parent)])
+    rc = runner.main([str(scenario), "--short", "--transport", "mrc", "--results-dir", str(parent)])
     runs = sorted(parent.glob("*/mrc/summary.json"))
     if not runs:
         raise RuntimeError(f"the {label} run wrote no summary (exit code {rc})")

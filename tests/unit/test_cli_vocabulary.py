@@ -22,6 +22,9 @@ REPO = Path(__file__).resolve().parents[2]
     (["analyze", "latest", "--out", "x"], "--out", "--out-dir"),
     (["notebook", "latest", "--out", "x"], "--out", "--out-dir"),
     (["wireshark", "latest", "--out", "x"], "--out", "--merged-pcap"),
+    (["sweep", "s.toml", "--out", "x"], "--out", "--out-dir"),
+    (["compare", "a", "b", "--out", "x"], "--out", "--figure"),
+    (["bench", "fidelity", "--out", "x"], "--out", "--results-dir"),
     (["fabric", "--host-mbit", "10"], "--host-mbit", "--host-link-mbit"),
     (["fabric", "--fabric-mbit", "10"], "--fabric-mbit", "--fabric-link-mbit"),
 ])

@@ -72,8 +72,10 @@ def test_write_survives_a_black_holed_path(tmp_path):
         return ev_plane(meta.ev) == 1 and ev_spine(meta.ev) == 0
 
     a_ports[1].drop = dead_path
-    qa = a.create_qp(0x100, 2, 0x200, base_rtt_ns=1_000_000)
-    qb = b.create_qp(0x200, 0, 0x100, base_rtt_ns=1_000_000)
+    # A 10 ms base RTT: the endpoints run on the wall clock, and on a loaded machine a 1 ms RTT's
+    # timers fire late enough to time out healthy paths too (this test is about the dead one).
+    qa = a.create_qp(0x100, 2, 0x200, base_rtt_ns=10_000_000)
+    qb = b.create_qp(0x200, 0, 0x100, base_rtt_ns=10_000_000)
     dst = bytearray(200_000)
     b.register_mr(dst, rkey=0x42, va=0)
     data = random.Random(6).randbytes(200_000)

@@ -1,0 +1,246 @@
+"""`mrclab compare RUN_A RUN_B [--force] [--figure PNG] [--json]`: two runs of one scenario side by
+side, per transport and metric: both values, B - A, and whether the difference is significant.
+
+Significance comes from the per-iteration distributions (iteration time, and busbw, which is a
+function of it): a percentile bootstrap interval of the difference of the medians (B - A), from
+BOOTSTRAP_RESAMPLES resamples of each run's iterations with a fixed seed (so the verdict is
+reproducible); "yes" when the 95% interval excludes 0. Metrics with one value for a whole run (the
+slowest recovery, retransmissions, EVs retired) have no distribution: their difference is
+shown, their significance is "n/a".
+
+Runs of different scenarios (scenario.toml differs) are refused unless --force: their numbers
+measure different experiments. The two runs' goodput (all hosts, from goodput.csv) is drawn
+overlaid, one panel per transport.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from analysis.logs import resolve_run
+from model.argtypes import add_renamed
+
+BOOTSTRAP_RESAMPLES = 4000
+SEED = 20261127
+CONFIDENCE = 0.95
+GOODPUT_BIN_MS = 100.0
+
+
+class CompareError(ValueError):
+    """Runs that cannot be compared; the message says why and what to do."""
+
+
+def bootstrap_median_difference(a, b, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = SEED,
+                                confidence: float = CONFIDENCE) -> tuple[float, float, float]:
+    """(median(b) - median(a), low, high): the percentile bootstrap interval of the difference
+    of medians, resampling each sample with replacement."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if a.size == 0 or b.size == 0:
+        raise ValueError("both samples need at least one value")
+    rng = np.random.default_rng(seed)
+    ma = np.median(rng.choice(a, size=(resamples, a.size), replace=True), axis=1)
+    mb = np.median(rng.choice(b, size=(resamples, b.size), replace=True), axis=1)
+    diff = mb - ma
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(diff, [tail, 100 - tail])
+    return float(np.median(b) - np.median(a)), float(low), float(high)
+
+
+def _summary(tdir: Path) -> dict:
+    try:
+        data = json.loads((tdir / "summary.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise CompareError(f"{tdir}: no readable summary.json ({exc.__class__.__name__}); was "
+                           f"the run written by `mrclab run`?") from None
+    if not isinstance(data, dict):
+        raise CompareError(f"{tdir}/summary.json: not a JSON object")
+    return data
+
+
+def _transports(run: Path) -> dict[str, dict]:
+    out = {}
+    for d in sorted(p for p in run.iterdir() if p.is_dir() and (p / "summary.json").exists()):
+        s = _summary(d)
+        if isinstance(s.get("transport"), str):
+            out[s["transport"]] = s
+    if not out:
+        raise CompareError(f"{run}: no transport directory with a summary.json")
+    return out
+
+
+def check_same_scenario(run_a: Path, run_b: Path) -> str | None:
+    """None when both runs have the same scenario.toml, else a sentence naming the difference."""
+    texts = []
+    for run in (run_a, run_b):
+        try:
+            texts.append((run / "scenario.toml").read_text())
+        except OSError:
+            return f"{run} has no scenario.toml"
+    if texts[0] == texts[1]:
+        return None
+    la, lb = texts[0].splitlines(), texts[1].splitlines()
+    for i, (x, y) in enumerate(zip(la, lb), start=1):
+        if x != y:
+            return f"scenario.toml differs at line {i}: {x.strip()!r} vs {y.strip()!r}"
+    return f"scenario.toml differs in length ({len(la)} vs {len(lb)} lines)"
+
+
+def _busbw_per_iteration(s: dict) -> list[float]:
+    times = [t for t in s.get("iteration_times_ms") or [] if t and t > 0]
+    nccl = s.get("nccl") or {}
+    if not times or nccl.get("busbw_GBps") is None or not nccl.get("time_mean_ms"):
+        return []
+    # busbw is proportional to 1 / t: scale the mean-time figure to each iteration's time
+    return [nccl["busbw_GBps"] * nccl["time_mean_ms"] / t for t in times]
+
+
+def _recovery_max(s: dict):
+    known = [r for r in s.get("recovery_ms") or [] if r is not None]
+    return max(known) if known else None
+
+
+SCALARS = (("slowest recovery ms", _recovery_max),
+           ("retransmissions", lambda s: s.get("retransmissions")),
+           ("EVs retired", lambda s: s.get("evs_retired")))
+
+
+def compare(run_a, run_b, force: bool = False) -> dict:
+    """{"a", "b", "scenario_difference", "rows": [...]}; raises CompareError."""
+    run_a, run_b = resolve_run(run_a), resolve_run(run_b)
+    difference = check_same_scenario(run_a, run_b)
+    if difference and not force:
+        raise CompareError(f"the runs are of different scenarios ({difference}); "
+                           f"pass --force to compare them anyway")
+    ta, tb = _transports(run_a), _transports(run_b)
+    common = [t for t in ta if t in tb]
+    if not common:
+        raise CompareError(f"no transport in both runs ({', '.join(ta)} vs {', '.join(tb)})")
+    rows = []
+    for t in common:
+        sa, sb = ta[t], tb[t]
+        samples = (("iteration ms", sa.get("iteration_times_ms") or [],
+                    sb.get("iteration_times_ms") or []),
+                   ("busbw GB/s", _busbw_per_iteration(sa), _busbw_per_iteration(sb)))
+        for metric, xa, xb in samples:
+            xa = [float(x) for x in xa if x is not None]
+            xb = [float(x) for x in xb if x is not None]
+            row = {"transport": t, "metric": f"median {metric}", "n_a": len(xa), "n_b": len(xb),
+                   "a": float(np.median(xa)) if xa else None,
+                   "b": float(np.median(xb)) if xb else None,
+                   "difference": None, "low": None, "high": None, "significant": "n/a"}
+            if xa and xb:
+                d, low, high = bootstrap_median_difference(xa, xb)
+                row.update(difference=d, low=low, high=high,
+                           significant="yes" if low > 0 or high < 0 else "no")
+            rows.append(row)
+        for metric, get in SCALARS:
+            a, b = get(sa), get(sb)
+            rows.append({"transport": t, "metric": metric, "n_a": 1, "n_b": 1, "a": a, "b": b,
+                         "difference": None if a is None or b is None else b - a,
+                         "low": None, "high": None, "significant": "n/a"})
+    return {"a": str(run_a), "b": str(run_b), "scenario_difference": difference, "rows": rows,
+            "transports": common}
+
+
+def table(result: dict) -> str:
+    """One line per transport and metric, within 100 columns."""
+    def cell(v):
+        if v is None:
+            return "-"
+        return f"{v:.4g}" if isinstance(v, float) and abs(v) < 10 else (
+            f"{v:.1f}" if isinstance(v, float) else str(v))
+    lines = [("transport", "metric", "A", "B", "B - A", "95% interval", "significant")]
+    for r in result["rows"]:
+        interval = "-" if r["low"] is None else f"[{cell(r['low'])}, {cell(r['high'])}]"
+        lines.append((r["transport"], r["metric"], cell(r["a"]), cell(r["b"]),
+                       cell(r["difference"]), interval, r["significant"]))
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
+                     for line in lines)
+
+
+def goodput_rate(tdir: Path, bin_ms: float = GOODPUT_BIN_MS) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds from the first sample, Mbit/s per bin) of a transport's goodput.csv (all hosts'
+    cumulative received bytes); empty arrays when there is none."""
+    try:
+        with open(tdir / "goodput.csv", newline="") as f:
+            pairs = [(int(r["t_ns"]), int(r["rx_bytes_all_hosts"])) for r in csv.DictReader(f)]
+    except (OSError, KeyError, ValueError):
+        return np.array([]), np.array([])
+    if len(pairs) < 2:
+        return np.array([]), np.array([])
+    t = np.array([p[0] for p in pairs], dtype=float)
+    b = np.array([p[1] for p in pairs], dtype=float)
+    bin_ns = bin_ms * 1e6
+    edges = t[0] + np.arange(int((t[-1] - t[0]) // bin_ns) + 1) * bin_ns   # whole bins only
+    if len(edges) < 2:
+        return np.array([]), np.array([])
+    at_edges = np.interp(edges, t, b)
+    rate = np.diff(at_edges) * 8 / (bin_ms / 1e3) / 1e6
+    return (edges[:-1] - t[0]) / 1e9, rate
+
+
+def plot_goodput(result: dict, path: Path) -> Path:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    names = result["transports"]
+    fig, axes = plt.subplots(len(names), 1, figsize=(7.5, 2.4 * len(names)), squeeze=False)
+    for ax, t in zip(axes[:, 0], names):
+        for label, run, style in (("A", result["a"], "-"), ("B", result["b"], "--")):
+            x, y = goodput_rate(Path(run) / t)
+            if len(x):
+                ax.plot(x, y, style, label=f"{label}: {Path(run).name}")
+        ax.set_title(t, fontsize=9)
+        ax.set_ylabel("goodput Mbit/s")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    axes[-1, 0].set_xlabel(f"s from the first goodput sample ({GOODPUT_BIN_MS:.0f} ms bins)")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_a", help="first run directory (A)")
+    parser.add_argument("run_b", help="second run directory (B); differences are B - A")
+    parser.add_argument("--force", action="store_true",
+                        help="compare even when the runs' scenario.toml differ")
+    parser.add_argument("--figure", help="goodput figure (default <RUN_B>/analysis/compare.png)")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_renamed(parser, "--out", "--figure")
+
+
+def main(args=None) -> int:
+    if not isinstance(args, argparse.Namespace):
+        parser = argparse.ArgumentParser(prog="mrclab compare", description=__doc__.splitlines()[0])
+        add_arguments(parser)
+        args = parser.parse_args(sys.argv[1:] if args is None else args)
+    try:
+        result = compare(args.run_a, args.run_b, force=args.force)
+    except (CompareError, OSError) as exc:
+        print(f"mrclab compare: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.figure) if args.figure else Path(result["b"]) / "analysis" / "compare.png"
+    try:
+        result["figure"] = str(plot_goodput(result, out))
+    except OSError as exc:
+        print(f"mrclab compare: cannot write the figure {out}: {exc}", file=sys.stderr)
+        result["figure"] = None
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    if result["scenario_difference"]:
+        print(f"note (--force): {result['scenario_difference']}")
+    print(table(result))
+    print(f"A: {result['a']}\nB: {result['b']}")
+    if result["figure"]:
+        print(f"goodput overlaid: {result['figure']}")
+    return 0

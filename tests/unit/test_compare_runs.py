@@ -1,0 +1,94 @@
+"""`mrclab compare`: the bootstrap interval of the median difference, the refusal of runs of
+different scenarios, the table and the overlaid goodput figure, on run directories built by
+hand (summary.json, scenario.toml, goodput.csv as the runner writes them)."""
+import json
+
+import numpy as np
+import pytest
+
+from analysis import compare as C
+
+
+def make_run(root, name, times_ms, *, scenario="name = \"x\"\n", recovery=(100.0,), retx=10,
+             rate_bytes_per_10ms=10_000):
+    run = root / name
+    (run / "mrc").mkdir(parents=True)
+    (run / "scenario.toml").write_text(scenario)
+    mean = sum(times_ms) / len(times_ms)
+    (run / "mrc" / "summary.json").write_text(json.dumps({
+        "transport": "mrc", "iteration_times_ms": times_ms, "recovery_ms": list(recovery),
+        "retransmissions": retx, "evs_retired": 2,
+        "nccl": {"time_mean_ms": mean, "busbw_GBps": 1.0}}))
+    rows = "".join(f"{i * 10_000_000},{i * rate_bytes_per_10ms}\n" for i in range(101))
+    (run / "mrc" / "goodput.csv").write_text("t_ns,rx_bytes_all_hosts\n" + rows)
+    return run
+
+
+def test_constant_samples_give_the_exact_difference_and_a_point_interval():
+    d, low, high = C.bootstrap_median_difference([100.0] * 20, [150.0] * 20)
+    assert (d, low, high) == (50.0, 50.0, 50.0)
+
+
+def test_same_distribution_is_not_significant_and_a_shift_is():
+    a = list(np.arange(100.0, 130.0))                 # 100..129
+    d, low, high = C.bootstrap_median_difference(a, a)
+    assert d == 0 and low < 0 < high
+    d, low, high = C.bootstrap_median_difference(a, [x + 40 for x in a])
+    assert d == 40 and low > 0
+
+
+def test_compare_rows_by_hand(tmp_path):
+    a = make_run(tmp_path, "a", [100.0] * 10, recovery=(100.0, None), retx=10)
+    b = make_run(tmp_path, "b", [200.0] * 10, recovery=(250.0,), retx=4)
+    result = C.compare(a, b)
+    rows = {r["metric"]: r for r in result["rows"]}
+    it = rows["median iteration ms"]
+    assert (it["a"], it["b"], it["difference"], it["significant"]) == (100.0, 200.0, 100.0, "yes")
+    # busbw scales as 1/t: 1.0 GB/s at the mean time, so each run's per-iteration busbw is 1.0
+    assert rows["median busbw GB/s"]["difference"] == 0.0
+    assert rows["median busbw GB/s"]["significant"] == "no"
+    assert rows["slowest recovery ms"]["difference"] == 150.0
+    assert rows["retransmissions"]["difference"] == -6
+    assert rows["retransmissions"]["significant"] == "n/a"
+    text = C.table(result)
+    assert max(len(line) for line in text.splitlines()) <= 100
+
+
+def test_runs_of_different_scenarios_are_refused_unless_forced(tmp_path, capsys):
+    a = make_run(tmp_path, "a", [100.0] * 5, scenario='name = "x"\niterations = 5\n')
+    b = make_run(tmp_path, "b", [100.0] * 5, scenario='name = "x"\niterations = 6\n')
+    with pytest.raises(C.CompareError, match="line 2: 'iterations = 5' vs 'iterations = 6'"):
+        C.compare(a, b)
+    assert C.main([str(a), str(b)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert C.main([str(a), str(b), "--force", "--figure", str(tmp_path / "g.png")]) == 0
+    assert "note (--force)" in capsys.readouterr().out
+
+
+def test_missing_or_empty_runs_are_named(tmp_path, capsys):
+    a = make_run(tmp_path, "a", [100.0] * 5)
+    assert C.main([str(a), str(tmp_path / "nowhere")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "scenario.toml").write_text('name = "x"\n')
+    assert C.main([str(a), str(empty)]) == 2
+    assert "no transport directory" in capsys.readouterr().err
+
+
+def test_goodput_rate_and_the_overlaid_figure(tmp_path):
+    a = make_run(tmp_path, "a", [100.0] * 5, rate_bytes_per_10ms=10_000)
+    b = make_run(tmp_path, "b", [100.0] * 5, rate_bytes_per_10ms=5_000)
+    x, y = C.goodput_rate(a / "mrc")
+    # 10,000 B every 10 ms = 1e6 B/s = 8 Mbit/s in every 100 ms bin over 1 s
+    assert len(x) == 10 and np.allclose(y, 8.0)
+    assert np.allclose(C.goodput_rate(b / "mrc")[1], 4.0)
+    result = C.compare(a, b)
+    assert C.plot_goodput(result, tmp_path / "g.png").stat().st_size > 1000
+
+
+def test_a_faster_run_b_is_significant_too(tmp_path):
+    a = make_run(tmp_path, "a", [200.0 + i for i in range(10)])
+    b = make_run(tmp_path, "b", [100.0 + i for i in range(10)])
+    row = next(r for r in C.compare(a, b)["rows"] if r["metric"] == "median iteration ms")
+    assert row["difference"] == -100.0 and row["high"] < 0 and row["significant"] == "yes"
