@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis import metrics, plots, report
+from analysis import metrics, plots, report, safe_write
 from analysis.logs import resolve_run
 from model.argtypes import positive_float
 
@@ -22,6 +22,7 @@ NOTEBOOK = Path(__file__).with_name("notebooks") / "mrc_run.ipynb"
 def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
     """Analyse one run; returns {"report": Path, "figures": {name: Path}, "comparison": DataFrame}."""
     run_dir = resolve_run(run_dir)
+    safe_write.check_run_dir(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
     run = metrics.load_run(run_dir, bin_ms=bin_ms)
     if not run.transports:
@@ -77,7 +78,7 @@ def run_notebook(run_dir, out_path=None, timeout_s: int = 600) -> Path:
     import nbformat
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter
-    run_dir = resolve_run(run_dir).resolve()
+    run_dir = safe_write.check_run_dir(resolve_run(run_dir))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     tagged = [i for i, c in enumerate(nb.cells) if "parameters" in c.get("metadata", {}).get("tags", [])]
     injected = nbformat.v4.new_code_cell(f"# Injected by mrclab notebook\nRUN = {str(run_dir)!r}",
@@ -86,10 +87,9 @@ def run_notebook(run_dir, out_path=None, timeout_s: int = 600) -> Path:
     NotebookClient(nb, timeout=timeout_s, kernel_name="python3",
                    resources={"metadata": {"path": str(run_dir)}}).execute()
     out_path = Path(out_path) if out_path else run_dir / "analysis" / "mrc_run.ipynb"
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, out_path)
+    safe_write.write_text(out_path, nbformat.writes(nb))
     html, _ = HTMLExporter().from_notebook_node(nb)
-    out_path.with_suffix(".html").write_text(html, encoding="utf-8")
+    safe_write.write_text(out_path.with_suffix(".html"), html)
     return out_path
 
 
@@ -107,7 +107,7 @@ def notebook_main(args=None) -> int:
                    add_notebook_arguments)
     try:
         out = run_notebook(args.run, args.out)
-    except FileNotFoundError as exc:
+    except (FileNotFoundError, safe_write.UnsafePath) as exc:
         print(f"mrclab notebook: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:   # a failing cell: name it, exit non-zero

@@ -20,7 +20,7 @@ import pandas as pd
 
 from analysis import cpu_usage
 from analysis import metrics as m
-from analysis import runmodel
+from analysis import runmodel, safe_write
 from analysis import trimming as tr
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
@@ -294,7 +294,7 @@ def details_html(run: m.RunAnalysis) -> str:
 def write_report(run: m.RunAnalysis, figure_paths: dict, out_path) -> Path:
     """Write the HTML report; figure_paths from analysis.plots.save_all."""
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    safe_write.ensure_dir(out_path.parent)
     scenario = (run.summary or {}).get("scenario")
     short = " (short version)" if (run.summary or {}).get("short") else ""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>MRC lab run "
@@ -310,5 +310,5 @@ def write_report(run: m.RunAnalysis, figure_paths: dict, out_path) -> Path:
                          f"{_img(p, name)}</figure>")
     parts.append(details_html(run))
     parts.append("</body></html>")
-    out_path.write_text("\n".join(parts))
+    safe_write.write_text(out_path, "\n".join(parts))
     return out_path

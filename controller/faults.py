@@ -169,6 +169,8 @@ def netns_prefix(topo: Topology, node: str, host_pids: dict) -> list[str]:
     if pid is None:
         raise FaultError(f"{node} is a host and its namespace is unknown: register host shell "
                          f"PIDs with POST /hosts first")
+    if isinstance(pid, str):          # an open namespace handle (controller.host_namespaces)
+        return ["nsenter", f"--net={pid}"]
     return ["nsenter", "-t", str(int(pid)), "-n"]
 
 
