@@ -509,7 +509,70 @@ def _parse_faults(entries: list, ck: Checker, topo: Topology,
             commands = [_validated(validate, body, topo, ck, where, key_line)]
         out.append(FaultEntry(at_s=entry.get("at_s"), at_iteration=entry.get("at_iteration"),
                               commands=commands, line=line, after_s=entry.get("after_s")))
+    times = _check_fault_times(out, ck, coll)
+    _check_clears(out, times, ck)
     return out
+
+
+RUN_START_ALLOWANCE_S = 60.0     # fabric and endpoints start within this (emulation.runner)
+CLEARED_BY = {"gray_loss_clear": "gray_loss", "degrade_clear": "degrade",
+              "ecn_clear": "ecn_mark", "blackhole_clear": "blackhole"}
+
+
+def longest_run_s(coll: CollectiveSpec) -> float:
+    """The longest a run can last: the runner stops the workers then (each iteration, warm-up
+    included, waits at most timeout_s)."""
+    return RUN_START_ALLOWANCE_S + (coll.warmup + coll.iterations) * coll.timeout_s
+
+
+def _check_fault_times(entries: list[FaultEntry], ck: Checker,
+                       coll: CollectiveSpec) -> list[float | None]:
+    """Each entry's time after the timed start (None: known only at run time, at_iteration);
+    a time past the longest the run can last is refused, since the fault could never apply."""
+    limit = longest_run_s(coll)
+    times: list[float | None] = []
+    prev = None
+    for i, e in enumerate(entries):
+        if e.at_s is not None:
+            t, key = e.at_s, "at_s"
+        elif e.after_s is not None:
+            t, key = (prev or 0.0) + e.after_s, "after_s"
+        else:
+            t, key = None, "at_iteration"
+        if t is not None and t > limit:
+            ck.fail(f"[[faults]] #{i + 1} {key}",
+                    f"comes {t:g} s after the timed start, past the longest this run can last "
+                    f"({limit:g} s: {RUN_START_ALLOWANCE_S:g} s start-up + (warmup + iterations) "
+                    f"x [collective] timeout_s); it could never apply",
+                    ck.loc.key("faults", key, i) or e.line)
+        times.append(t)
+        prev = t
+    return times
+
+
+def _fault_target(cmd: dict):
+    return cmd.get("a") if cmd["action"].startswith("blackhole") else \
+        frozenset((cmd.get("a"), cmd.get("b")))
+
+
+def _check_clears(entries: list[FaultEntry], times: list, ck: Checker) -> None:
+    """A clear needs its fault on the same target in an entry that can come before it."""
+    for i, e in enumerate(entries):
+        for cmd in e.commands:
+            fault = CLEARED_BY.get(cmd["action"])
+            if fault is None:
+                continue
+            target = _fault_target(cmd)
+            earlier = any(c["action"] == fault and _fault_target(c) == target
+                          for j, f in enumerate(entries) if j != i and (
+                              times[i] is None or times[j] is None or times[j] <= times[i])
+                          for c in f.commands)
+            if not earlier:
+                what = cmd.get("a") if isinstance(target, str) else \
+                    f"{cmd.get('a')}~{cmd.get('b')}"
+                ck.fail(f"[[faults]] #{i + 1}", f"{cmd['action']} on {what} clears nothing: no "
+                        f"{fault} on it comes before (add one, or remove this entry)",
+                        ck.loc.key("faults", "action", i) or e.line)
 
 
 def _expand_links(selector: str, body: dict, ck: Checker, topo: Topology, switches: set,
