@@ -32,12 +32,18 @@ def check_run_dir(run_dir) -> Path:
             if seen > MAX_ENTRIES:
                 raise UnsafePath(f"{root}: more than {MAX_ENTRIES} entries; not a run directory")
             path = os.path.join(here, name)
+            mode = os.lstat(path).st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+                raise UnsafePath(f"{path} is not a regular file (a FIFO, device or socket); a "
+                                 f"run directory holds none: refusing to read this run")
             if not os.path.islink(path):
                 continue
             target = os.path.realpath(path)
             if os.path.commonpath([target, str(root)]) != str(root):
                 raise UnsafePath(f"{path} is a link to {target[:120]}, outside the run directory "
                                  f"{root}; refusing to read or write this run (remove the link)")
+            if os.path.exists(target) and not (os.path.isfile(target) or os.path.isdir(target)):
+                raise UnsafePath(f"{path} links to {target[:120]}, not a regular file")
     return root
 
 

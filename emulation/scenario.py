@@ -109,6 +109,7 @@ from emulation.scenario_schema import (
     with_defaults,
 )
 from emulation.scenario_short import apply_short
+from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 from traffic.endpoint_support import EMULATED_FABRIC_QP_DEFAULTS, ConfigError, EndpointConfig
 from traffic.qp_config import MRCConfig
@@ -203,10 +204,15 @@ class Scenario:
 # ---------------------------------------------------------------- loading
 
 
+MAX_SCENARIO_BYTES = 1 << 20      # the largest shipped scenario is a few kB
+
+
 def load(path: str | Path, short: bool = False) -> Scenario:
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_SCENARIO_BYTES)
+    except NotRegularFile as exc:
+        raise ScenarioError(f"cannot read scenario: {exc}") from None
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
     return parse(_decode(raw, str(path)), source=str(path), default_name=path.stem, path=path,
@@ -231,6 +237,9 @@ def parse(text: str, source: str = "<scenario>", default_name: str = "scenario",
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: arrays or tables nested too deeply to be a scenario") \
+            from None
     ck = Checker(source, text)
     full = _build(data, ck, default_name, path, text)
     if "short" not in data:
@@ -364,13 +373,15 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
         try:
             EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), **endpoint})
         except (ConfigError, TypeError, ValueError) as exc:
-            ck.fail("[mrc.endpoint]", str(exc), ck.loc.table("mrc.endpoint"))
+            ck.fail("[mrc.endpoint]", str(exc), _line_of_named_key(
+                ck, "mrc.endpoint", endpoint, str(exc)))
         out["endpoint"] = endpoint
     if "qp" in raw:
         try:         # the QP settings as an endpoint applies them: over its defaults
             EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), "qp": qp})
         except (ConfigError, TypeError, ValueError) as exc:
-            ck.fail("[mrc.qp]", str(exc).removeprefix("qp: "), ck.loc.table("mrc.qp"))
+            ck.fail("[mrc.qp]", str(exc).removeprefix("qp: "),
+                    _line_of_named_key(ck, "mrc.qp", qp, str(exc)))
         out["qp"] = qp
     return out
 
@@ -410,6 +421,15 @@ def _parse_host_qp(raw: dict, endpoint: dict, qp: dict, ck: Checker, spec: Fabri
             ck.fail(f"[{table}]", str(exc).removeprefix("qp: "), ck.loc.table(table))
         out[name] = own
     return out
+
+
+def _line_of_named_key(ck: Checker, table: str, keys: dict, message: str) -> int | None:
+    """The line of the first of `keys` the message names (a rule between keys, or the
+    endpoint's own check), else the table's line."""
+    for key in keys:
+        if re.search(rf"\b{re.escape(key)}\b", message):
+            return ck.loc.key(table, key)
+    return ck.loc.table(table) or ck.loc.key("mrc", table.rpartition(".")[2])
 
 
 def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,

@@ -318,7 +318,18 @@ def range_error(key: Key, value, hi=None) -> str | None:
 
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')\s*=")
+_KEY_PART = r"(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
+# a key, dotted or not: `iterations =`, `collective.iterations =`, `"a".b =`
+_KEY = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
+_INLINE_KEY = re.compile(rf"[{{,]\s*({_KEY_PART})\s*=")
+MAX_QUOTED = 80         # an error quotes at most this many characters of a value
+
+
+def clip_values(message: str) -> str:
+    """`message` with every quoted value longer than MAX_QUOTED cut (a 5 MB string must not
+    make a 5 MB one-line error)."""
+    return re.sub(r"('[^']{%d})[^']+'|(\"[^\"]{%d})[^\"]+\"" % (MAX_QUOTED, MAX_QUOTED),
+                  lambda m: (m.group(1) or m.group(2)) + "..." + m.group(0)[0], message)
 
 
 class Locator:
@@ -345,7 +356,17 @@ class Locator:
                 continue
             key = _KEY.match(line)
             if key:
-                self.keys.setdefault((table, occurrence, key.group(1).strip("\"'")), lineno)
+                # a dotted key a.b.c = v is key c of table <table>.a.b, and defines a and b
+                parts = [p.strip().strip("\"'") for p in
+                         re.findall(_KEY_PART, key.group(1))]
+                where = table
+                for part in parts:
+                    self.keys.setdefault((where, occurrence, part), lineno)
+                    where = f"{where}.{part}" if where else part
+                # keys of an inline table on this line: x = { a = 1, b = 2 }
+                rest = line[key.end():]
+                for inner in _INLINE_KEY.findall(rest):
+                    self.keys.setdefault((where, occurrence, inner.strip("\"'")), lineno)
             for quote in ('"""', "'''"):
                 if line.count(quote) % 2:
                     in_string = quote
@@ -373,7 +394,7 @@ class Checker:
 
     def fail(self, where: str, message: str, line: int | None = None):
         at = f"{self.source}:{line}" if line else self.source
-        raise ScenarioError(f"{at}: {where}: {message}")
+        raise ScenarioError(clip_values(f"{at}: {where[:120]}: {message}"))
 
     def table(self, data: dict, name: str, schema: dict, *, parent: str = "",
               reserved: dict | None = None) -> dict:

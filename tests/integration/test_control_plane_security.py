@@ -1,5 +1,5 @@
 """Only the fabric's owner drives the fabric (docs/security.md), tried on a real fabric by an
-unprivileged user that this test creates (useradd) and removes: every attack of issue 27 is
+unprivileged user that this test creates (useradd) and removes: every attack listed below is
 refused and leaves the fabric as it was.
 
 As the user: the API token cannot be read; POST /deny, /hosts, /endpoints and GET /denylist

@@ -1,4 +1,4 @@
-"""Nothing is accepted that cannot run (issue 27, point 3): the nft rule a gray loss generates is
+"""Nothing is accepted that cannot run: the nft rule a gray loss generates is
 one nft takes (checked by nft itself, `nft --check`), a path prober interval the endpoint could
 not start with is refused with its minimum, a fault due after the longest the run can last and
 a clear with no fault before it are refused at validation, with their line."""

@@ -1,5 +1,5 @@
-"""`mrclab analyze` never writes through a link (analysis/safe_write.py): each link case of issue
-27 on a hand-built run directory (tests.unit.test_runmodel_report's), through the real CLI."""
+"""`mrclab analyze` never writes through a link (analysis/safe_write.py): each link case (a report,
+a figure, the output directories, a data file) on a hand-built run directory, through the CLI."""
 from __future__ import annotations
 
 import os
