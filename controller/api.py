@@ -20,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from controller import api_auth
 from controller.faults import FaultError
+from model.clip import clip_values
 
 LOG = logging.getLogger("mrclab.api")
 # POST /hosts of a 16k-host fabric is ~0.4 MB ({"h16383": 4194304, ...}); fault commands are tiny.
@@ -54,7 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _error(self, status: int, message: str) -> None:
-        self._reply(status, {"ok": False, "error": message})
+        self._reply(status, {"ok": False, "error": clip_values(message)})
 
     def _body(self):
         text = self.headers.get("Content-Length")

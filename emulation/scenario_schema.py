@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
+from model.clip import clip_values
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 from traffic.worker_config import COLLECTIVES, ROUTINGS, TRANSPORTS
 
@@ -322,14 +323,6 @@ _KEY_PART = r"(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
 # a key, dotted or not: `iterations =`, `collective.iterations =`, `"a".b =`
 _KEY = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
 _INLINE_KEY = re.compile(rf"[{{,]\s*({_KEY_PART})\s*=")
-MAX_QUOTED = 80         # an error quotes at most this many characters of a value
-
-
-def clip_values(message: str) -> str:
-    """`message` with every quoted value longer than MAX_QUOTED cut (a 5 MB string must not
-    make a 5 MB one-line error)."""
-    return re.sub(r"('[^']{%d})[^']+'|(\"[^\"]{%d})[^\"]+\"" % (MAX_QUOTED, MAX_QUOTED),
-                  lambda m: (m.group(1) or m.group(2)) + "..." + m.group(0)[0], message)
 
 
 class Locator:
