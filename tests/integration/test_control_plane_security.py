@@ -15,6 +15,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import time
 
 import pytest
@@ -180,3 +181,21 @@ def test_a_client_without_the_token_is_told_what_it_needs(fab, monkeypatch):
     with pytest.raises(ControllerError) as err:
         ControllerClient(port=fab.api_port).health()
     assert err.value.status == 401 and "token" in err.value.detail
+
+
+def test_the_cli_as_root_drives_the_fabric_with_the_token_file(fab, monkeypatch):
+    """`mrclab link` and `mrclab deny` read the token of their --api-port's fabric (root)."""
+    monkeypatch.delenv(api_auth.TOKEN_ENV, raising=False)
+    port = str(fab.api_port)
+    mrclab = [shutil.which("mrclab") or os.path.join(os.path.dirname(sys.executable), "mrclab")]
+    down = subprocess.run(mrclab + ["link", "down", "t0p0g0", "t1p0s0", "--api-port", port],
+                          capture_output=True, text=True, timeout=60)
+    assert down.returncode == 0, down.stderr
+    assert [l["state"] for l in fab.controller.links()
+            if {l["a"], l["b"]} == {"t0p0g0", "t1p0s0"}] == ["down"]
+    up = subprocess.run(mrclab + ["link", "up", "t0p0g0", "t1p0s0", "--api-port", port],
+                        capture_output=True, text=True, timeout=60)
+    assert up.returncode == 0, up.stderr
+    shown = subprocess.run(mrclab + ["deny", "--show", "--api-port", port],
+                           capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["rules"] == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from analysis import metrics, report
+from model.events import Event
 from tests.unit.test_runmodel_report import make_run_dir
 
 
@@ -29,7 +30,7 @@ def test_the_untouched_run_is_verified(tmp_path):
 def test_unverified_records_are_not_verified_whatever_the_summary_says(tmp_path):
     run_dir, _ = make_run_dir(tmp_path)
     _rewrite(run_dir / "tcp" / "worker-h0.jsonl",
-             lambda ls: [dict(x, verified=False) if x["event"] == "iteration" else x for x in ls])
+             lambda ls: [dict(x, verified=False) if x["event"] == Event.ITERATION else x for x in ls])
     assert json.loads((run_dir / "tcp" / "summary.json").read_text())["verified"] is True
     (ok, text), _ = _status(run_dir)
     assert not ok and "NOT verified" in text
@@ -40,9 +41,9 @@ def test_a_missing_record_replaced_by_a_duplicate_is_not_complete(tmp_path):
     not one per rank."""
     run_dir, _ = make_run_dir(tmp_path)
     h1 = run_dir / "tcp" / "worker-h1.jsonl"
-    _rewrite(h1, lambda ls: [x for x in ls if not (x["event"] == "iteration" and x["iter"] == 5)])
+    _rewrite(h1, lambda ls: [x for x in ls if not (x["event"] == Event.ITERATION and x["iter"] == 5)])
     h0 = run_dir / "tcp" / "worker-h0.jsonl"
-    _rewrite(h0, lambda ls: ls + [x for x in ls if x["event"] == "iteration" and x["iter"] == 5])
+    _rewrite(h0, lambda ls: ls + [x for x in ls if x["event"] == Event.ITERATION and x["iter"] == 5])
     (ok, text), td = _status(run_dir)
     assert not ok and "NOT verified" in text
     assert "worker-h0.jsonl: iteration 5 recorded twice" in td.model.problems
@@ -52,6 +53,6 @@ def test_a_missing_record_replaced_by_a_duplicate_is_not_complete(tmp_path):
 def test_a_missing_record_alone_is_not_complete(tmp_path):
     run_dir, _ = make_run_dir(tmp_path)
     h3 = run_dir / "tcp" / "worker-h3.jsonl"
-    _rewrite(h3, lambda ls: [x for x in ls if not (x["event"] == "iteration" and x["iter"] == 29)])
+    _rewrite(h3, lambda ls: [x for x in ls if not (x["event"] == Event.ITERATION and x["iter"] == 29)])
     (ok, text), td = _status(run_dir)
     assert not ok and "29 of 30 iterations completed, NOT verified" in text

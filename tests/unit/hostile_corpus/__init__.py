@@ -17,6 +17,8 @@ import os
 import struct
 from pathlib import Path
 
+from model.events import Event
+
 HERE = Path(__file__).resolve().parent
 SCENARIO_FILES = sorted((HERE / "scenarios").glob("*.toml"))
 
@@ -97,10 +99,10 @@ RUN_DIR_CASES = {
     "summary iterations_planned is a list": (
         _set_summary("iterations_planned", [1]), "handled", "report:"),
     "goodput record at t_ns 2**62": (
-        _append_log(json.dumps({"t_ns": 2**62, "host": "h0", "event": "goodput",
+        _append_log(json.dumps({"t_ns": 2**62, "host": "h0", "event": Event.GOODPUT,
                                 "rx_bytes": 5})), "handled", "skipped"),
     "iteration record with a string iter": (
-        _append_log(json.dumps({"t_ns": 5, "host": "h0", "event": "iteration", "iter": "x",
+        _append_log(json.dumps({"t_ns": 5, "host": "h0", "event": Event.ITERATION, "iter": "x",
                                 "start_ns": 1, "end_ns": 2})), "handled", "report:"),
     "log line nested 450 deep": (_append_log("[" * 450 + "]" * 450), "handled", "report:"),
     "a cut log line": (_append_log('{"t_ns": 7, "ev'), "handled", "report:"),
