@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis import metrics, nccl_results, plots, report
+from analysis import metrics, nccl_results, plots, report, safe_write
 from analysis.logs import resolve_run
 from model.argtypes import UsageError, add_renamed, positive_float
 
@@ -22,6 +22,7 @@ NOTEBOOK = Path(__file__).with_name("notebooks") / "mrc_run.ipynb"
 def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
     """Analyse one run; returns {"report": Path, "figures": {name: Path}, "comparison": DataFrame}."""
     run_dir = resolve_run(run_dir)
+    safe_write.check_run_dir(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
     run = metrics.load_run(run_dir, bin_ms=bin_ms)
     if not run.transports:
@@ -176,7 +177,7 @@ def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
     from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
     from nbconvert import HTMLExporter
-    run_dir = resolve_run(run_dir).resolve()
+    run_dir = safe_write.check_run_dir(resolve_run(run_dir))
     nb = nbformat.read(NOTEBOOK, as_version=4)
     at, known = notebook_parameters(nb)
     values = {"RUN": str(run_dir), **(parameters or {})}
@@ -189,7 +190,7 @@ def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
         source, metadata={"tags": ["injected-parameters"]}))
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
-    out_dir.mkdir(parents=True, exist_ok=True)
+    safe_write.ensure_dir(out_dir)
     import tempfile
     with tempfile.TemporaryDirectory(prefix="mrclab-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc",
@@ -201,9 +202,9 @@ def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
     out_path = out_dir / "mrc_run.ipynb"
-    nbformat.write(nb, out_path)
+    safe_write.write_text(out_path, nbformat.writes(nb))
     html, _ = HTMLExporter().from_notebook_node(nb)
-    out_path.with_suffix(".html").write_text(html, encoding="utf-8")
+    safe_write.write_text(out_path.with_suffix(".html"), html)
     return out_path
 
 
@@ -227,7 +228,7 @@ def notebook_main(args=None) -> int:
     try:
         out = run_notebook(args.run, args.out_dir, parameters={
             name: parameter_value(value) for name, value in args.parameter})
-    except (FileNotFoundError, UsageError) as exc:
+    except (FileNotFoundError, UsageError, safe_write.UnsafePath) as exc:
         print(f"mrclab notebook: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:   # a failing cell: name it, exit non-zero

@@ -31,6 +31,36 @@ def parse_record(line: bytes | str) -> tuple[dict | None, str | None]:
     return obj, None
 
 
+MAX_TIME_SPREAD_S = 86_400   # a run lasts minutes: a record a day from the others is not its own
+
+
+def drop_far_times(per_file: dict[str, list[dict]], problems: list[str],
+                   spread_s: float = MAX_TIME_SPREAD_S) -> dict[str, list[dict]]:
+    """The records again without those whose t_ns lies more than spread_s from the median t_ns
+    of all of them; each dropped one is named in `problems` (the first few per file). The
+    analysis puts the records on time grids, so one planted t_ns = 2**62 would otherwise ask
+    for terabytes."""
+    times = sorted(r["t_ns"] for recs in per_file.values() for r in recs
+                   if isinstance(r.get("t_ns"), int) and not isinstance(r.get("t_ns"), bool))
+    if not times:
+        return per_file
+    median, spread = times[len(times) // 2], int(spread_s * 1e9)
+    out = {}
+    for name, recs in per_file.items():
+        keep, far = [], []
+        for r in recs:
+            t = r.get("t_ns")
+            (far if isinstance(t, int) and abs(t - median) > spread else keep).append(r)
+        for r in far[:3]:
+            problems.append(f"{name}: {r.get('event') or 'record'} with t_ns={r['t_ns']} is "
+                            f"{abs(r['t_ns'] - median) / 1e9:.3g} s from the run's median time "
+                            f"(more than {spread_s:g} s): skipped")
+        if len(far) > 3:
+            problems.append(f"{name}: {len(far) - 3} more records that far off skipped")
+        out[name] = keep
+    return out
+
+
 def read_jsonl(path, problems: list[str], *, check: Callable[[dict], str | None] | None = None,
                events: Iterable[str] | None = None, missing_ok: bool = True) -> list[dict]:
     """The JSON objects of one JSONL file, in order. A line that is not an object, or that

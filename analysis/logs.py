@@ -173,7 +173,7 @@ def load_events(paths_or_dir) -> pd.DataFrame:
         paths = [Path(paths_or_dir)]
     else:
         paths = [Path(p) for p in paths_or_dir]
-    records, problems = [], []
+    per_file, problems = {}, []
     have_workers = any(p.name.startswith("worker-") for p in paths)
     for p in paths:
         recs, probs = read_jsonl(p, EVENT_REQUIRED)
@@ -181,8 +181,9 @@ def load_events(paths_or_dir) -> pd.DataFrame:
             recs = [r for r in recs if r.get("event") not in ENDPOINT_EVENTS_SHADOWED_BY_WORKER]
         for r in recs:
             r.setdefault("host", p.stem)
-        records += recs
+        per_file[str(p.name) if p.name not in per_file else str(p)] = recs
         problems += probs
+    records = [r for recs in jsonl.drop_far_times(per_file, problems).values() for r in recs]
     return _frame(records, problems, ["t_ns", "host", "event"])
 
 
@@ -267,7 +268,7 @@ def load_scenario(run_dir, problems: list | None = None) -> dict:
         if cand.is_file():
             try:
                 return tomllib.loads(cand.read_bytes().decode("utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError) as exc:
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError, OSError, RecursionError) as exc:
                 _note(problems, f"{cand.name}: not readable TOML ({exc.__class__.__name__}: "
                                 f"{str(exc)[:60]})")
                 continue

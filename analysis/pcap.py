@@ -52,7 +52,9 @@ IMM_OPCODES = (0xC9, 0xCB)
 ETH, IPV6, UDP, BTH, METH, TSETH, RETH, IMMDT, ICRC = 14, 40, 8, 12, 4, 8, 16, 4, 4
 SACK_LEN, NACK_LEN, PROBE_LEN = 48, 16, 20
 
-_CAPTURE_NAME = re.compile(r"^(?P<host>h\d+)-p(?P<plane>\d+)(?:\.|$)")
+# at most 6 digits: a fabric has far fewer hosts and planes, and a longer number (a renamed or
+# planted file) would make an address that does not exist
+_CAPTURE_NAME = re.compile(r"^(?P<host>h\d{1,6})-p(?P<plane>\d{1,6})(?:\.|$)")
 
 # Link types we understand: Ethernet, Linux cooked v1/v2, raw IP.
 LINKTYPE_ETHERNET, LINKTYPE_RAW, LINKTYPE_SLL, LINKTYPE_IPV6, LINKTYPE_SLL2 = 1, 101, 113, 229, 276

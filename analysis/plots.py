@@ -20,7 +20,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from analysis import metrics as m  # noqa: E402
-from analysis import recovery  # noqa: E402
+from analysis import recovery, safe_write  # noqa: E402
 from analysis import trimming as tr
 from model.events import Event
 from model.topology import ev_plane, ev_spine, t0_name, t1_name
@@ -631,12 +631,11 @@ def figures(run: m.RunAnalysis) -> dict:
 
 def save_all(run: m.RunAnalysis, out_dir) -> dict:
     """Write every figure as <out_dir>/<name>.png; returns {name: Path}."""
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = safe_write.ensure_dir(Path(out_dir))
     paths = {}
     for name, fig in figures(run).items():
         p = out_dir / f"{name}.png"
-        fig.savefig(p, dpi=110)
+        safe_write.save_figure(fig, p, dpi=110)
         plt.close(fig)
         paths[name] = p
     return paths

@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis import cpu_usage, fidelity
 from analysis import metrics as m
-from analysis import runmodel
+from analysis import runmodel, safe_write
 from analysis import trimming as tr
 
 _STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
@@ -136,6 +136,20 @@ def _img(path: Path, alt: str) -> str:
     return f'<img alt="{_esc(alt)}" src="data:image/png;base64,{data}">'
 
 
+def _strings(value) -> list[str] | None:
+    """A summary.json list of strings as such (None if absent); any other type is one problem,
+    not a crash: summary.json is an input like any other."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        return [f"summary.json problems is a {type(value).__name__}, not a list"]
+    return [str(v)[:300] for v in value]
+
+
+def _int_or_none(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def _link(target: Path, out_dir: Path, text: str) -> str:
     rel = os.path.relpath(Path(target).resolve(), Path(out_dir).resolve())
     return f'<a href="{_esc(Path(rel).as_posix())}">{_esc(text)}</a>'
@@ -152,13 +166,16 @@ def transport_status(td: m.TransportData) -> tuple[bool, str]:
     ran = f"{done} of {planned} iterations" if planned else f"{done} iterations"
     mean = sum(model.iteration_times_ms) / done if done else None
     timing = f", mean {mean:.0f} ms per iteration" if mean else ""
-    problems = summary.get("problems")
+    problems = _strings(summary.get("problems"))
     if problems is None:        # a directory not written by this runner: judge from the logs
         problems = [] if model.data_verified else ["a collective result did not verify"]
         problems += [f"worker {e}" for e in model.worker_errors]
         problems += [runmodel.describe_not_effective(f) for f in model.not_effective]
-    verified = summary.get("verified", bool(done) and model.data_verified
-                           and (not planned or done == planned))
+    # the records decide, never summary.json: every (rank, iteration) once and verified
+    verified = model.records_verified and (not _int_or_none(planned) or done == planned)
+    if not model.records_verified and model.data_verified and done:
+        problems = problems + ["the iteration records are incomplete (a rank's record missing "
+                               "or duplicated)"]
     data = "data verified" if verified else "NOT verified"
     # faults that did not take effect get their own section; this line is about the data
     ok = bool(verified) and not [p for p in problems if "did not take effect" not in p]
@@ -226,7 +243,7 @@ def verdict_html(run: m.RunAnalysis, out_dir: Path) -> str:
              f"<p class='headline'>{_esc(headline)}</p>"]
     parts += [f"<p class='{'' if ok else 'bad-text'}'>{_esc(text)}</p>" for ok, text in statuses]
     for name, td in run.transports.items():
-        for p in (td.summary or {}).get("problems") or []:
+        for p in _strings((td.summary or {}).get("problems")) or []:
             if "did not take effect" not in p:
                 parts.append(f"<p class='bad-text'>{_esc(name)}: {_esc(p)}</p>")
     for name, td in run.transports.items():
@@ -363,7 +380,7 @@ def details_html(run: m.RunAnalysis) -> str:
 def write_report(run: m.RunAnalysis, figure_paths: dict, out_path) -> Path:
     """Write the HTML report; figure_paths from analysis.plots.save_all."""
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
+    safe_write.ensure_dir(out_path.parent)
     scenario = (run.summary or {}).get("scenario")
     short = " (short version)" if (run.summary or {}).get("short") else ""
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>MRC lab run "
@@ -380,5 +397,5 @@ def write_report(run: m.RunAnalysis, figure_paths: dict, out_path) -> Path:
                          f"{_img(p, name)}</figure>")
     parts.append(details_html(run))
     parts.append("</body></html>")
-    out_path.write_text("\n".join(parts))
+    safe_write.write_text(out_path, "\n".join(parts))
     return out_path

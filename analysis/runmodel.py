@@ -25,14 +25,13 @@ Pure data and numpy (through analysis.recovery): no pandas, so the runner can im
 """
 from __future__ import annotations
 
-import json
 import math
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analysis import flows, recovery
-from analysis.jsonl import read_jsonl
+from analysis.jsonl import drop_far_times, parse_json, read_jsonl
 from model.events import FAULT_ACTIONS, Event, Phase
 from model.topology import FabricSpec, SpecError, Topology
 
@@ -120,6 +119,16 @@ class TransportRun:
         return [it.duration_ms for it in self.iterations]
 
     @property
+    def records_verified(self) -> bool:
+        """The logs' own verdict, whatever summary.json says: every planned iteration (0 ..
+        planned - 1) has one record of every rank (a duplicate voids the data) and every
+        record verified its result."""
+        planned = self.iterations_planned
+        indices = [it.index for it in self.iterations]
+        return (bool(indices) and self.data_verified and all(it.verified for it in self.iterations)
+                and (planned is None or sorted(indices) == list(range(planned))))
+
+    @property
     def applied(self) -> list[Fault]:
         return [f for f in self.faults if f.took_effect]
 
@@ -195,7 +204,8 @@ def _topology_of(config: dict, tdir: Path):
             break
         try:
             fabric = tomllib.loads(scenario.read_text()).get("fabric")
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError,
+                AttributeError):
             continue
     if not isinstance(fabric, dict):
         return None
@@ -209,7 +219,9 @@ def _worker_logs(tdir: Path, hosts: list[str], problems: list[str]) -> dict[str,
     if not hosts:
         hosts = sorted((p.name[len("worker-"):-len(".jsonl")] for p in tdir.glob("worker-*.jsonl")),
                        key=lambda h: (len(h), h))
-    return {h: read_jsonl(tdir / f"worker-{h}.jsonl", problems) for h in hosts}
+    logs = {f"worker-{h}.jsonl": read_jsonl(tdir / f"worker-{h}.jsonl", problems) for h in hosts}
+    logs = drop_far_times(logs, problems)
+    return {h: logs[f"worker-{h}.jsonl"] for h in hosts}
 
 
 def _retransmissions(logs: dict[str, list[dict]]) -> int | None:
@@ -250,6 +262,7 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
     per_index: dict[int, list[dict]] = {}      # every host's records
     collective: dict[int, list[dict]] = {}     # the collective's ranks' records
     errors, timed_start, verified, per_rank, wrong = [], None, True, [], 0
+    seen: set[tuple[int, str]] = set()
     for host, events in logs.items():
         for e in events:
             kind = e.get("event")
@@ -258,6 +271,11 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                 if None in (idx, start, end):
                     problems.append(f"worker-{host}.jsonl: iteration event without iter/start_ns/end_ns")
                     continue
+                if (idx, host) in seen:      # a rank logs each iteration once: the log is damaged
+                    problems.append(f"worker-{host}.jsonl: iteration {idx} recorded twice")
+                    verified = False
+                    continue
+                seen.add((idx, host))
                 per_index.setdefault(idx, []).append(e)
                 if host not in side_flows:
                     collective.setdefault(idx, []).append({**e, "host": host})
@@ -275,12 +293,14 @@ def _iterations(logs: dict[str, list[dict]], hosts: list[str], problems: list[st
                 if t is not None:
                     timed_start = t if timed_start is None else min(timed_start, t)
     ranks = max(1, len([h for h in hosts if h not in side_flows]))
+    expected = {h for h in hosts if h not in side_flows}
     complete = [Iteration(i, min(e["start_ns"] for e in recs), max(e["end_ns"] for e in recs),
                           len(recs), all(e.get("verified") is True for e in recs),
                           flows.slowest_group_span_ns(
                               [(e["host"], e["start_ns"], e["end_ns"]) for e in recs], groups)
                           if groups else None)
-                for i, recs in sorted(collective.items()) if len(recs) >= ranks]
+                for i, recs in sorted(collective.items())
+                if len(recs) >= ranks and {e["host"] for e in recs} >= expected]
     traffic_end = max((e["end_ns"] for recs in per_index.values() for e in recs), default=None)
     per_rank.sort(key=lambda r: (r[0], hosts.index(r[1]) if r[1] in hosts else len(hosts), r[1]))
     return complete, timed_start, traffic_end, verified, errors, per_rank, wrong
@@ -387,7 +407,7 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
     tdir = Path(tdir)
     problems: list[str] = []
     try:
-        config = json.loads((tdir / "worker.json").read_text())
+        config = parse_json((tdir / "worker.json").read_bytes())
         if not isinstance(config, dict):
             raise ValueError("not a JSON object")
     except FileNotFoundError:

@@ -1,5 +1,8 @@
 """HTTP/JSON command API of the controller (stdlib only, 127.0.0.1 only).
 
+Every request must carry the fabric's token (controller.api_auth; else 401, nothing done) and
+every POST must say `Content-Type: application/json` (else 415: a browser's form post cannot
+say that without a CORS preflight this server never answers).
 The server knows nothing about OpenFlow: it parses requests, calls a backend object
 (controller.service.FabricController) and maps its exceptions to HTTP codes:
   FaultError / ValueError / KeyError (bad input, nothing changed) -> 400
@@ -15,7 +18,9 @@ import logging
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from controller import api_auth
 from controller.faults import FaultError
+from model.clip import clip_values
 
 LOG = logging.getLogger("mrclab.api")
 # POST /hosts of a 16k-host fabric is ~0.4 MB ({"h16383": 4194304, ...}); fault commands are tiny.
@@ -35,6 +40,7 @@ def _json_bytes(obj) -> bytes:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "mrclab-controller/1"
     backend = None  # set per server class
+    token = ""      # set per server class: the fabric's API secret
     timeout = REQUEST_TIMEOUT_S   # socket timeout of every read (StreamRequestHandler applies it)
 
     def log_message(self, fmt, *args):  # quiet: requests are frequent in tests
@@ -49,7 +55,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def _error(self, status: int, message: str) -> None:
-        self._reply(status, {"ok": False, "error": message})
+        self._reply(status, {"ok": False, "error": clip_values(message)})
 
     def _body(self):
         text = self.headers.get("Content-Length")
@@ -79,7 +85,25 @@ class _Handler(BaseHTTPRequestHandler):
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as err:
             raise ValueError(f"request body is not valid JSON: {err}") from None
 
+    def _refused(self, method: str) -> bool:
+        """Answer 401 / 415 and return True unless the request is authenticated JSON."""
+        if not api_auth.authorized(self.headers.get(api_auth.HEADER), self.token):
+            self.close_connection = True
+            self._error(401, "unauthenticated: send the fabric's API token as "
+                             f"'{api_auth.HEADER}: {api_auth.SCHEME}<token>' (root reads it from "
+                             f"{api_auth.RUN_DIR}/api-token-<port>; see docs/security.md)")
+            return True
+        ctype = (self.headers.get("Content-Type") or "").split(";", 1)[0].strip().lower()
+        if method == "POST" and ctype != "application/json":
+            self.close_connection = True
+            self._error(415, f"Content-Type must be application/json, got "
+                             f"{ctype[:80] or 'none'}")
+            return True
+        return False
+
     def _dispatch(self, method: str) -> None:
+        if self._refused(method):
+            return
         path = self.path.split("?", 1)[0].rstrip("/") or "/"
         b = self.backend
         routes = {
@@ -124,11 +148,15 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class ApiServer:
-    """ThreadingHTTPServer on 127.0.0.1:port serving `backend`, in a daemon thread."""
+    """ThreadingHTTPServer on 127.0.0.1:port serving `backend` to holders of `token`, in a
+    daemon thread."""
 
-    def __init__(self, backend, port: int, host: str = "127.0.0.1",
+    def __init__(self, backend, port: int, token: str, host: str = "127.0.0.1",
                  request_timeout_s: float = REQUEST_TIMEOUT_S):
-        handler = type("Handler", (_Handler,), {"backend": backend, "timeout": request_timeout_s})
+        if not token or len(token) < 16:
+            raise ValueError("the API needs a token of at least 16 characters")
+        handler = type("Handler", (_Handler,), {"backend": backend, "timeout": request_timeout_s,
+                                                "token": token})
         ThreadingHTTPServer.allow_reuse_address = True
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True

@@ -1,7 +1,9 @@
-"""The controller process: OpenFlow (os-ken) + fault executor + HTTP API on 127.0.0.1.
+"""The controller process: OpenFlow over TLS (os-ken) + fault executor + HTTP API on 127.0.0.1,
+both open to the fabric's owner only (docs/security.md).
 
   python -m controller.app --spec-json FILE --routing srv6|ecmp [--dynamic-convergence-s X]
                            --of-port 6653 --api-port 8787 --fault-log FILE [--buckets N]
+                           --token-file F --of-ca F --of-key F --of-cert F --endpoint-dir D
 
 This module only wires the pieces and runs them:
   controller.service.FabricController   state + API backend, built from the command line
@@ -22,7 +24,7 @@ import threading
 
 from os_ken import cfg
 
-from controller import openflow_app
+from controller import api_auth, openflow_app
 from controller import routing as R
 from controller.api import ApiServer
 from controller.service import FabricController
@@ -51,6 +53,13 @@ def main(argv=None) -> int:
     parser.add_argument("--of-port", type=int, default=6653)
     parser.add_argument("--api-port", type=int, default=8787)
     parser.add_argument("--fault-log", default=None)
+    parser.add_argument("--token-file", required=True,
+                        help="root-only file holding the API token (controller.api_auth)")
+    parser.add_argument("--of-ca", required=True, help="CA certificate of the switches (PEM)")
+    parser.add_argument("--of-key", required=True, help="the controller's TLS key (PEM)")
+    parser.add_argument("--of-cert", required=True, help="the controller's certificate (PEM)")
+    parser.add_argument("--endpoint-dir", required=True,
+                        help="the only directory whose control sockets POST /endpoints takes")
     parser.add_argument("--buckets", type=int, default=None, help="ECMP buckets (power of two)")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
@@ -59,8 +68,10 @@ def main(argv=None) -> int:
     try:
         spec = _load_spec(args.spec_json)
         controller = FabricController(Topology(spec), args.routing, args.dynamic_convergence_s,
-                                      args.fault_log, args.buckets)
-    except (OSError, ValueError) as err:
+                                      args.fault_log, args.buckets,
+                                      endpoint_dir=args.endpoint_dir)
+        token = api_auth.read_token(args.token_file)
+    except (OSError, ValueError, api_auth.TokenError) as err:
         print(f"controller: {err}", file=sys.stderr)
         return 2
     if args.fault_log:
@@ -68,11 +79,16 @@ def main(argv=None) -> int:
 
     cfg.CONF(args=[], project="os_ken")
     cfg.CONF.set_override("ofp_listen_host", "127.0.0.1")
-    cfg.CONF.set_override("ofp_tcp_listen_port", args.of_port)
-    cfg.CONF.set_override("ofp_ssl_listen_port", args.of_port + 10000 if args.of_port < 55535
+    # TLS only, client certificates required: os-ken then listens on the SSL port alone, and a
+    # peer without a switch certificate signed by this fabric's CA never gets to say its dpid.
+    cfg.CONF.set_override("ofp_ssl_listen_port", args.of_port)
+    cfg.CONF.set_override("ofp_tcp_listen_port", args.of_port + 10000 if args.of_port < 55535
                           else args.of_port - 10000)
+    cfg.CONF.set_override("ctl_privkey", args.of_key)
+    cfg.CONF.set_override("ctl_cert", args.of_cert)
+    cfg.CONF.set_override("ca_certs", args.of_ca)
 
-    api = ApiServer(controller, args.api_port).start()
+    api = ApiServer(controller, args.api_port, token).start()
     LOG.info("API on 127.0.0.1:%d, OpenFlow on 127.0.0.1:%d, routing %s",
              api.port, args.of_port, args.routing)
 

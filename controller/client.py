@@ -6,6 +6,8 @@ import time
 import urllib.error
 import urllib.request
 
+from controller import api_auth
+
 
 class ControllerError(RuntimeError):
     """The controller refused a request (status 400) or failed (5xx), or is unreachable."""
@@ -17,14 +19,29 @@ class ControllerError(RuntimeError):
 
 
 class ControllerClient:
-    def __init__(self, port: int = 8787, host: str = "127.0.0.1", timeout_s: float = 15.0):
+    """`token`: the fabric's API secret; None reads it (MRCLAB_API_TOKEN, else the root-only
+    file of this port, controller.api_auth) at the first request."""
+
+    def __init__(self, port: int = 8787, host: str = "127.0.0.1", timeout_s: float = 15.0,
+                 token: str | None = None):
         self.base = f"http://{host}:{port}"
+        self.port = port
         self.timeout_s = timeout_s
+        self.token = token
+
+    def _auth_header(self) -> str:
+        if self.token is None:
+            try:
+                self.token = api_auth.read_token(api_auth.token_path(self.port))
+            except api_auth.TokenError as err:
+                raise ControllerError(str(err)) from None
+        return api_auth.header_value(self.token)
 
     def _request(self, method: str, path: str, body=None):
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
+                                     headers={"Content-Type": "application/json",
+                                              api_auth.HEADER: self._auth_header()})
         try:
             with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
                 return json.loads(resp.read() or b"null")

@@ -6,30 +6,55 @@ the whole rule set ({"op": "denylist", "rules": [...]}, traffic/control.py) so a
 late push converges to the same state, and an endpoint that registers later gets the current set.
 A push to an endpoint that is gone or not up yet is reported per host, never raised: the rule
 stays in force and reaches it with the next push.
+
+A slow or dead endpoint costs at most one PUSH_TIMEOUT_S: every push goes to all endpoints at
+once (a thread each), outside the lock that guards the rules, so GET /denylist never waits for
+an endpoint. Pushes are serialized among themselves and each sends the rule set current when it
+starts, so the last push delivers the newest rules whatever the order the calls came in.
+Sockets are taken only inside the fabric's own endpoint directory (root-only, made by the
+fabric), so no caller can make the controller connect to a socket of its choosing.
 """
 from __future__ import annotations
 
 import os
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from model.topology import Topology
 from traffic.control import ControlClient, ControlError
 from traffic.denylist import Denylist, DenyRuleError, parse_rule
 
-PUSH_TIMEOUT_S = 5.0
+PUSH_TIMEOUT_S = 2.0
+MAX_PUSH_THREADS = 64
+
+
+def inside_dir(path: str, directory: str) -> bool:
+    """True when `path` names an entry below `directory` with no link and no '..' on the way."""
+    if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
+        return False
+    norm = os.path.normpath(path)
+    if norm != path.rstrip("/") or os.path.realpath(os.path.dirname(norm)) != os.path.dirname(norm):
+        return False
+    root = os.path.realpath(directory)
+    return os.path.commonpath([norm, root]) == root and norm != root
 
 
 class DenylistService:
+    """`socket_dir`: the only directory whose sockets are taken (None: any absolute path, for
+    tests without a fabric)."""
+
     def __init__(self, topo: Topology, clock=time.monotonic_ns,
-                 push_timeout_s: float = PUSH_TIMEOUT_S):
+                 push_timeout_s: float = PUSH_TIMEOUT_S, socket_dir: str | None = None):
         self.topo = topo
         self.clock = clock
         self.push_timeout_s = push_timeout_s
+        self.socket_dir = socket_dir
         self.rules = Denylist(topo)
         self.endpoints: dict[str, str] = {}        # host name -> control socket path
         self.history: list[dict] = []
-        self.lock = threading.Lock()
+        self.lock = threading.Lock()               # the rules, endpoints and history
+        self.push_lock = threading.Lock()          # one push at a time (never held with lock)
 
     def register(self, sockets) -> dict:
         """{"h0": "/path/h0.sock", ...}: the endpoints' control sockets. Registered endpoints
@@ -44,12 +69,19 @@ class DenylistService:
             except KeyError as err:
                 raise ValueError(err.args[0]) from None
             if not isinstance(path, str) or not path.startswith("/"):
-                raise ValueError(f"control socket of {name} must be an absolute path, got {path!r}")
+                raise ValueError(f"control socket of {name} must be an absolute path, got "
+                                 f"{repr(path)[:80]}")
+            if self.socket_dir is not None and not inside_dir(path, self.socket_dir):
+                raise ValueError(f"control socket of {name} must be inside the fabric's endpoint "
+                                 f"directory {self.socket_dir}, got {repr(path)[:80]}")
             clean[name] = path
         with self.lock:
             self.endpoints.update(clean)
-            pushed = self._push(sorted(clean)) if self.rules.rules else {}
-        return {"ok": True, "endpoints": sorted(self.endpoints), "pushed": pushed}
+            any_rules = bool(self.rules.rules)
+        pushed = self._push(sorted(clean)) if any_rules else {}
+        with self.lock:
+            endpoints = sorted(self.endpoints)
+        return {"ok": True, "endpoints": endpoints, "pushed": pushed}
 
     def deny(self, command) -> dict:
         return self._change(command, add=True)
@@ -81,34 +113,45 @@ class DenylistService:
             else:
                 _, changed = self.rules.remove(rule)
             t_ns = self.clock()
-            pushed = self._push(sorted(self.endpoints))
-            entry = {"t_ns": t_ns, "action": action, "rule": rule.to_dict(),
-                     "what": rule.describe(), "changed": changed, "reason": reason,
-                     "pushed": pushed}
+            hosts = sorted(self.endpoints)
+        pushed = self._push(hosts)
+        entry = {"t_ns": t_ns, "action": action, "rule": rule.to_dict(),
+                 "what": rule.describe(), "changed": changed, "reason": reason,
+                 "pushed": pushed}
+        with self.lock:
             self.history.append(entry)
-        return {"ok": True, **entry, "rules": self.rules.to_list()}
+            rules = self.rules.to_list()
+        return {"ok": True, **entry, "rules": rules}
 
     def _push(self, hosts) -> dict:
-        """Send the whole rule set to `hosts`; {host: evs denied there, or the error}."""
-        rules = self.rules.to_list()
-        out = {}
-        for host in hosts:
-            path = self.endpoints[host]
-            if not os.path.exists(path):
-                out[host] = {"ok": False, "error": f"no control socket at {path} (endpoint not up)"}
-                continue
+        """Send the current rule set to `hosts`, all at once; {host: evs denied there, or the
+        error}. Call without self.lock held."""
+        with self.push_lock:
+            with self.lock:
+                rules = self.rules.to_list()
+                paths = {host: self.endpoints[host] for host in hosts}
+            if not paths:
+                return {}
+            with ThreadPoolExecutor(min(MAX_PUSH_THREADS, len(paths)),
+                                    thread_name_prefix="denylist-push") as pool:
+                futures = {host: pool.submit(self._push_one, path, rules)
+                           for host, path in paths.items()}
+                return {host: futures[host].result() for host in sorted(futures)}
+
+    def _push_one(self, path: str, rules: list) -> dict:
+        if not os.path.exists(path):
+            return {"ok": False, "error": f"no control socket at {path} (endpoint not up)"}
+        try:
+            client = ControlClient(path, timeout_s=self.push_timeout_s)
             try:
-                client = ControlClient(path, timeout_s=self.push_timeout_s)
-                try:
-                    reply = client.call("denylist", rules=rules)
-                finally:
-                    client.close()
-                out[host] = {"ok": True, "evs_denied": reply.get("evs_denied"),
-                             "newly_denied": reply.get("newly_denied"),
-                             "newly_allowed": reply.get("newly_allowed")}
-            except (OSError, ControlError, ConnectionError, ValueError) as err:
-                out[host] = {"ok": False, "error": f"{type(err).__name__}: {err}"}
-        return out
+                reply = client.call("denylist", rules=rules)
+            finally:
+                client.close()
+            return {"ok": True, "evs_denied": reply.get("evs_denied"),
+                    "newly_denied": reply.get("newly_denied"),
+                    "newly_allowed": reply.get("newly_allowed")}
+        except (OSError, ControlError, ConnectionError, ValueError) as err:
+            return {"ok": False, "error": f"{type(err).__name__}: {str(err)[:200]}"}
 
 
 __all__ = ["DenylistService"]

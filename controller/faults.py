@@ -172,6 +172,8 @@ def netns_prefix(topo: Topology, node: str, host_pids: dict) -> list[str]:
     if pid is None:
         raise FaultError(f"{node} is a host and its namespace is unknown: register host shell "
                          f"PIDs with POST /hosts first")
+    if isinstance(pid, str):          # an open namespace handle (controller.host_namespaces)
+        return ["nsenter", f"--net={pid}"]
     return ["nsenter", "-t", str(int(pid)), "-n"]
 
 
@@ -222,15 +224,27 @@ def _nft_egress_script(table: str, intf: str, rule: str) -> str:
             f"add rule netdev {table} egress {rule}")
 
 
+LOSS_RESOLUTION = 10000      # numgen random mod this: 0.01 % steps
+
+
 def loss_threshold(percent: float) -> int:
     """Packets with numgen random mod 10000 below this are dropped (0.01 % resolution)."""
     return int(round(percent * 100))
 
 
+def gray_loss_rule(percent: float) -> str:
+    """The nft rule for `percent` loss. numgen's values are 0..9999, and nft refuses a constant
+    past that range ("Value 10000 exceeds valid range 0-9999"), so a threshold that rounds to
+    every value (100 %, 99.995 %) is a plain drop."""
+    threshold = loss_threshold(percent)
+    if threshold >= LOSS_RESOLUTION:
+        return "counter drop"
+    return f"numgen random mod {LOSS_RESOLUTION} < {threshold} counter drop"
+
+
 def gray_loss_commands(ns: list[str], intf: str, percent: float) -> list[list[str]]:
     table = nft_table_name("loss", intf)
-    rule = f"numgen random mod 10000 < {loss_threshold(percent)} counter drop"
-    return [ns + ["nft", _nft_egress_script(table, intf, rule)]]
+    return [ns + ["nft", _nft_egress_script(table, intf, gray_loss_rule(percent))]]
 
 
 def ecn_rate_bytes(rate_mbit: float) -> int:

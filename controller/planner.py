@@ -67,7 +67,7 @@ class FaultState:
 @dataclass(frozen=True)
 class PlanContext:
     topo: Topology
-    host_pids: Mapping = field(default_factory=dict)      # host name -> pid in its namespace
+    host_pids: Mapping = field(default_factory=dict)  # host -> pid, or path of its open netns
     # switches with an OpenFlow connection; None when the OpenFlow side is not running (the
     # executor reports that when it has to send a flow mod)
     connected: frozenset | None = None

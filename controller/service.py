@@ -23,7 +23,7 @@ from controller.commands import CancelFlap, InstallRules, StartFlap
 from controller.denylist import DenylistService
 from controller.executor import Executor, run_checked
 from controller.fault_log import FaultLog
-from controller.host_namespaces import checked_host_pids
+from controller.host_namespaces import checked_host_namespaces
 from controller.routing_state import RoutingState
 from controller.scheduler import Scheduler
 from model.events import ControllerLog
@@ -34,11 +34,13 @@ LOG = logging.getLogger("mrclab.controller")
 
 class FabricController:
     """`run` runs one external command and raises CommandError if it fails (tests pass a
-    recorder); `openflow` is set by the os-ken adapter once it runs (install, delete_cookie,
+    recorder); `endpoint_dir` is the only directory whose sockets POST /endpoints takes (None:
+    any absolute path, for tests without a fabric); `openflow` is set by the os-ken adapter once it runs (install, delete_cookie,
     is_connected, connected_count, ready_count, port_stats, flow_stats)."""
 
     def __init__(self, topo: Topology, routing_mode: str, dynamic_convergence_s: float | None,
-                 fault_log_path: str | None, buckets: int | None = None, run=run_checked):
+                 fault_log_path: str | None, buckets: int | None = None, run=run_checked,
+                 endpoint_dir: str | None = None):
         if routing_mode not in R.ROUTING_MODES:
             raise ValueError(f"routing must be one of {R.ROUTING_MODES}, got {routing_mode!r}")
         if dynamic_convergence_s is not None and routing_mode != "ecmp":
@@ -51,7 +53,7 @@ class FabricController:
         self.routing = RoutingState(topo, routing_mode, buckets if buckets is not None
                                     else R.default_buckets(topo.spec.spines))
         self.state = P.FaultState()
-        self.host_pids: dict[str, int] = {}
+        self.host_namespaces: dict = {}     # host name -> HostNamespace (an open handle)
         self.run = run
         self.openflow = None
         self.lock = threading.RLock()
@@ -59,7 +61,7 @@ class FabricController:
         self.scheduler = Scheduler()
         self.executor = Executor(run, lambda: self.openflow, self._start_flap, self._cancel_flap)
         self.dpid_to_switch = {sw.dpid: name for name, sw in topo.switches.items()}
-        self.denylist = DenylistService(topo)
+        self.denylist = DenylistService(topo, socket_dir=endpoint_dir)
 
     # ------------------------------------------------------------ views
 
@@ -139,7 +141,8 @@ class FabricController:
         of = self.openflow
         connected = None if of is None else frozenset(
             name for name in self.topo.switches if of.is_connected(name))
-        ctx = P.PlanContext(self.topo, dict(self.host_pids), connected)
+        ctx = P.PlanContext(self.topo, {name: ns.path for name, ns in self.host_namespaces.items()},
+                            connected)
         leaves = {pair: F.htb_leaf_classes(self.run(argv))
                   for pair, argv in P.degrade_queries(action, self.state, ctx).items()}
         markers = frozenset()
@@ -205,10 +208,14 @@ class FabricController:
                 "dynamic_convergence_s": self.convergence_s, "ecmp_buckets": self.buckets}
 
     def register_hosts(self, pids) -> dict:
-        clean = checked_host_pids(self.topo, pids)
+        clean = checked_host_namespaces(self.topo, pids)
         with self.lock:
-            self.host_pids.update(clean)
-            return {"ok": True, "hosts": sorted(self.host_pids)}
+            for name, ns in clean.items():
+                old = self.host_namespaces.get(name)
+                if old is not None:
+                    old.close()
+                self.host_namespaces[name] = ns
+            return {"ok": True, "hosts": sorted(self.host_namespaces)}
 
     def links(self) -> list:
         with self.lock:

@@ -261,12 +261,33 @@ def clean(verbose: bool = False) -> Leftovers:
         os.unlink(CONTROLLER_PID_FILE)
     except FileNotFoundError:
         pass
+    remove_control_secrets()
     after = find_leftovers()
     if not after.empty():
         raise RuntimeError(f"cleanup could not remove: {after.describe()}")
     if verbose:
         print(f"mrclab clean: removed {found.describe()}")
     return found
+
+
+def remove_control_secrets() -> None:
+    """A crashed fabric's API tokens and OpenFlow certificates (emulation/control_secrets.py):
+    they open nothing once the controller is gone, but they are ours to remove."""
+    try:
+        names = os.listdir(RUN_DIR)
+    except FileNotFoundError:
+        return
+    for name in names:
+        if re.fullmatch(r"api-token-\d+", name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(RUN_DIR, name))
+    pki = os.path.join(RUN_DIR, "of-pki")
+    if os.path.isdir(pki) and not os.path.islink(pki):
+        for name in os.listdir(pki):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(os.path.join(pki, name))
+        with contextlib.suppress(OSError):
+            os.rmdir(pki)
 
 
 def detach_trim_programs(intfs: list[str]) -> list[str]:

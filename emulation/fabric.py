@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 from controller.client import ControllerClient, ControllerError
-from emulation import cleanup, hostnet, ovs_service, ovs_sndbuf, switchqueue
+from controller import api_auth
+from emulation import cleanup, control_secrets, hostnet, ovs_service, ovs_sndbuf, switchqueue
 from emulation import trimming as trim_mod
 from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
@@ -171,6 +172,8 @@ class Fabric:
         self._tmpdir = None
         self._trim_attached = False
         self._shaped = False
+        self._token: str | None = None
+        self._pki = None
 
     # ------------------------------------------------------------ public helpers
 
@@ -295,8 +298,10 @@ class Fabric:
             self._shaped = True      # from here on teardown snapshots the queue counters
             self._shape_links()
         self._attach_trimming()
+        run_checked(control_secrets.ovs_ssl_argv(self._pki),
+                    what="giving the switches their OpenFlow TLS key")
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
-                                                f"tcp:127.0.0.1:{self.of_port}"),
+                                                control_secrets.controller_target(self.of_port)),
                     what="pointing bridges at the controller")
         self._wait_controller_ready()
         self.controller.register_hosts({h.name: self.host(h.index).pid for h in self.topo.hosts})
@@ -305,9 +310,20 @@ class Fabric:
         spec_file = self.run_dir / "spec.json"
         spec_file.write_text(json.dumps(self.spec.to_dict()))
         log = self.run_dir / "controller.log"
+        # The secrets only this fabric's owner holds (emulation/control_secrets.py).
+        token_file = api_auth.token_path(self.api_port)
+        try:
+            self._token = api_auth.write_new_token(token_file)
+            self._pki = control_secrets.make_pki()
+            control_secrets.ensure_private_dir(control_secrets.ENDPOINT_DIR)
+        except (OSError, control_secrets.SecretsError) as err:
+            raise FabricError(f"making the control plane's secrets: {err}") from None
+        pki = self._pki
         argv = [sys.executable, "-m", "controller.app", "--spec-json", str(spec_file),
                 "--routing", self.routing, "--of-port", str(self.of_port),
-                "--api-port", str(self.api_port),
+                "--api-port", str(self.api_port), "--token-file", token_file,
+                "--of-ca", pki.ca_cert, "--of-key", pki.controller_key,
+                "--of-cert", pki.controller_cert, "--endpoint-dir", control_secrets.ENDPOINT_DIR,
                 "--fault-log", str(self.run_dir / "faults.jsonl")]
         if self.dynamic_convergence_s is not None:
             argv += ["--dynamic-convergence-s", str(self.dynamic_convergence_s)]
@@ -318,12 +334,13 @@ class Fabric:
                                                     stdin=subprocess.DEVNULL,
                                                     start_new_session=True)
         Path(cleanup.CONTROLLER_PID_FILE).write_text(f"{self.controller_proc.pid}\n")
-        self.controller = ControllerClient(port=self.api_port)
+        self.controller = ControllerClient(port=self.api_port, token=self._token)
 
     def _wait_controller_ready(self) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         last = "no answer"
-        probe = ControllerClient(port=self.api_port, timeout_s=2.0)   # a start-up poll: short
+        probe = ControllerClient(port=self.api_port, timeout_s=2.0,   # a start-up poll: short
+                                 token=self._token)
         while time.monotonic() < deadline:
             if self.controller_proc.poll() is not None:
                 raise FabricError(f"controller exited with code {self.controller_proc.returncode} "
@@ -505,6 +522,12 @@ class Fabric:
                 except Exception as e:  # keep going: the sweep below removes the rest
                     errors.append(f"net.stop failed: {e!r}")
                 self.net = None
+            if self._pki is not None:
+                try:
+                    run_checked(control_secrets.ovs_del_ssl_argv(), what="teardown")
+                except FabricError as e:
+                    errors.append(str(e))
+            control_secrets.remove(self.api_port)
             try:
                 for family, name in cleanup.nft_tables():
                     if cleanup.is_our_nft_table(name):

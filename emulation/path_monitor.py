@@ -22,6 +22,7 @@ from pathlib import Path
 from analysis.jsonl import read_jsonl
 from controller.client import ControllerClient, ControllerError
 from controller.localize import locate
+from emulation import control_secrets
 from model.events import ControllerLog
 from model.topology import Topology
 from traffic.control import ControlClient
@@ -159,7 +160,9 @@ class RunControlPlane:
         self.dir = None
         self.monitor: PathMonitor | None = None
         if self.enabled:
-            self.dir = Path(tempfile.mkdtemp(prefix="mrclab-ctl-"))
+            # inside the fabric's endpoint directory: the only sockets the controller takes
+            self.dir = Path(tempfile.mkdtemp(prefix="run-", dir=control_secrets.ensure_private_dir(
+                control_secrets.ENDPOINT_DIR)))
             worker_config.control_dir = str(self.dir)
 
     def sockets(self) -> dict[str, str]:

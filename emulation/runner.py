@@ -77,7 +77,7 @@ from emulation.run_summary import (
     summarize,
     top_summary,
 )
-from emulation.scenario import Scenario, ScenarioError, TRANSPORTS
+from emulation.scenario import TRANSPORTS, Scenario, ScenarioError, longest_run_s
 from traffic import codec
 from traffic.worker_config import MRCSettings, TcpSettings, WorkerConfig
 from model.argtypes import add_renamed
@@ -250,7 +250,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
 
 def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
     coll = scn.collective
-    deadline = time.monotonic() + 60 + (coll.warmup + coll.iterations) * coll.timeout_s
+    deadline = time.monotonic() + longest_run_s(coll)
     progress = Progress(transport, coll.iterations)
     total_faults = len(scn.faults)
     first_failure = None

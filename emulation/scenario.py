@@ -110,6 +110,7 @@ from emulation.scenario_schema import (
     with_defaults,
 )
 from emulation.scenario_short import apply_short
+from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 from traffic.endpoint_support import EMULATED_FABRIC_QP_DEFAULTS, ConfigError, EndpointConfig
 from traffic.qp_config import MRCConfig
@@ -224,10 +225,15 @@ def find(name: str | Path) -> Path:
                         f"experiments/{file}; shipped scenarios: {shipped}")
 
 
+MAX_SCENARIO_BYTES = 1 << 20      # the largest shipped scenario is a few kB
+
+
 def load(path: str | Path, short: bool = False) -> Scenario:
     path = find(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_SCENARIO_BYTES)
+    except NotRegularFile as exc:
+        raise ScenarioError(f"cannot read scenario: {exc}") from None
     except OSError as exc:
         raise ScenarioError(f"cannot read scenario {path}: {exc.strerror}") from None
     return parse(_decode(raw, str(path)), source=str(path), default_name=path.stem, path=path,
@@ -252,6 +258,9 @@ def parse(text: str, source: str = "<scenario>", default_name: str = "scenario",
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ScenarioError(f"{source}: not valid TOML: {exc}") from None
+    except RecursionError:
+        raise ScenarioError(f"{source}: arrays or tables nested too deeply to be a scenario") \
+            from None
     ck = Checker(source, text)
     full = _build(data, ck, default_name, path, text)
     if "short" not in data:
@@ -388,13 +397,15 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
         try:
             EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), **endpoint})
         except (ConfigError, TypeError, ValueError) as exc:
-            ck.fail("[mrc.endpoint]", str(exc), ck.loc.table("mrc.endpoint"))
+            ck.fail("[mrc.endpoint]", str(exc), _line_of_named_key(
+                ck, "mrc.endpoint", endpoint, str(exc)))
         out["endpoint"] = endpoint
     if "qp" in raw:
         try:         # the QP settings as an endpoint applies them: over its defaults
             EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), "qp": qp})
         except (ConfigError, TypeError, ValueError) as exc:
-            ck.fail("[mrc.qp]", str(exc).removeprefix("qp: "), ck.loc.table("mrc.qp"))
+            ck.fail("[mrc.qp]", str(exc).removeprefix("qp: "),
+                    _line_of_named_key(ck, "mrc.qp", qp, str(exc)))
         out["qp"] = qp
     return out
 
@@ -434,6 +445,15 @@ def _parse_host_qp(raw: dict, endpoint: dict, qp: dict, ck: Checker, spec: Fabri
             ck.fail(f"[{table}]", str(exc).removeprefix("qp: "), ck.loc.table(table))
         out[name] = own
     return out
+
+
+def _line_of_named_key(ck: Checker, table: str, keys: dict, message: str) -> int | None:
+    """The line of the first of `keys` the message names (a rule between keys, or the
+    endpoint's own check), else the table's line."""
+    for key in keys:
+        if re.search(rf"\b{re.escape(key)}\b", message):
+            return ck.loc.key(table, key)
+    return ck.loc.table(table) or ck.loc.key("mrc", table.rpartition(".")[2])
 
 
 def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
@@ -507,6 +527,9 @@ def _parse_faults(entries: list, ck: Checker, topo: Topology,
                                     switches))
         except ScenarioError:
             continue            # recorded in ck.errors; check the next entry too
+    if len(out) == len(entries):    # the checks across entries need every entry parsed
+        times = _check_fault_times(out, ck, coll)
+        _check_clears(out, times, ck)
     return out
 
 
@@ -547,6 +570,67 @@ def _parse_fault(i: int, entry: dict, ck: Checker, topo: Topology, coll: Collect
         commands = [_validated(validate, body, topo, ck, where, key_line)]
     return FaultEntry(at_s=entry.get("at_s"), at_iteration=entry.get("at_iteration"),
                       commands=commands, line=line, after_s=entry.get("after_s"))
+
+
+RUN_START_ALLOWANCE_S = 60.0     # fabric and endpoints start within this (emulation.runner)
+CLEARED_BY = {"gray_loss_clear": "gray_loss", "degrade_clear": "degrade",
+              "ecn_clear": "ecn_mark", "blackhole_clear": "blackhole"}
+
+
+def longest_run_s(coll: CollectiveSpec) -> float:
+    """The longest a run can last: the runner stops the workers then (each iteration, warm-up
+    included, waits at most timeout_s)."""
+    return RUN_START_ALLOWANCE_S + (coll.warmup + coll.iterations) * coll.timeout_s
+
+
+def _check_fault_times(entries: list[FaultEntry], ck: Checker,
+                       coll: CollectiveSpec) -> list[float | None]:
+    """Each entry's time after the timed start (None: known only at run time, at_iteration);
+    a time past the longest the run can last is refused, since the fault could never apply."""
+    limit = longest_run_s(coll)
+    times: list[float | None] = []
+    prev = None
+    for i, e in enumerate(entries):
+        if e.at_s is not None:
+            t, key = e.at_s, "at_s"
+        elif e.after_s is not None:
+            t, key = (prev or 0.0) + e.after_s, "after_s"
+        else:
+            t, key = None, "at_iteration"
+        if t is not None and t > limit:
+            ck.fail(f"[[faults]] #{i + 1} {key}",
+                    f"comes {t:g} s after the timed start, past the longest this run can last "
+                    f"({limit:g} s: {RUN_START_ALLOWANCE_S:g} s start-up + (warmup + iterations) "
+                    f"x [collective] timeout_s); it could never apply",
+                    ck.loc.key("faults", key, i) or e.line)
+        times.append(t)
+        prev = t
+    return times
+
+
+def _fault_target(cmd: dict):
+    return cmd.get("a") if cmd["action"].startswith("blackhole") else \
+        frozenset((cmd.get("a"), cmd.get("b")))
+
+
+def _check_clears(entries: list[FaultEntry], times: list, ck: Checker) -> None:
+    """A clear needs its fault on the same target in an entry that can come before it."""
+    for i, e in enumerate(entries):
+        for cmd in e.commands:
+            fault = CLEARED_BY.get(cmd["action"])
+            if fault is None:
+                continue
+            target = _fault_target(cmd)
+            earlier = any(c["action"] == fault and _fault_target(c) == target
+                          for j, f in enumerate(entries) if j != i and (
+                              times[i] is None or times[j] is None or times[j] <= times[i])
+                          for c in f.commands)
+            if not earlier:
+                what = cmd.get("a") if isinstance(target, str) else \
+                    f"{cmd.get('a')}~{cmd.get('b')}"
+                ck.fail(f"[[faults]] #{i + 1}", f"{cmd['action']} on {what} clears nothing: no "
+                        f"{fault} on it comes before (add one, or remove this entry)",
+                        ck.loc.key("faults", "action", i) or e.line)
 
 
 def _expand_links(selector: str, body: dict, ck: Checker, topo: Topology, switches: set,

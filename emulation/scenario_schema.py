@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from emulation.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.argtypes import print_to_pipe
+from model.clip import clip_values
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 from traffic.worker_config import COLLECTIVES, ROUTINGS, TRANSPORTS
 
@@ -321,7 +322,10 @@ def range_error(key: Key, value, hi=None) -> str | None:
 
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\[\]]+?)\s*\]\]?\s*(#.*)?$")
-_KEY = re.compile(r"^\s*([A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')\s*=")
+_KEY_PART = r"(?:[A-Za-z0-9_-]+|\"[^\"]*\"|'[^']*')"
+# a key, dotted or not: `iterations =`, `collective.iterations =`, `"a".b =`
+_KEY = re.compile(rf"^\s*({_KEY_PART}(?:\s*\.\s*{_KEY_PART})*)\s*=")
+_INLINE_KEY = re.compile(rf"[{{,]\s*({_KEY_PART})\s*=")
 
 
 class Locator:
@@ -348,7 +352,17 @@ class Locator:
                 continue
             key = _KEY.match(line)
             if key:
-                self.keys.setdefault((table, occurrence, key.group(1).strip("\"'")), lineno)
+                # a dotted key a.b.c = v is key c of table <table>.a.b, and defines a and b
+                parts = [p.strip().strip("\"'") for p in
+                         re.findall(_KEY_PART, key.group(1))]
+                where = table
+                for part in parts:
+                    self.keys.setdefault((where, occurrence, part), lineno)
+                    where = f"{where}.{part}" if where else part
+                # keys of an inline table on this line: x = { a = 1, b = 2 }
+                rest = line[key.end():]
+                for inner in _INLINE_KEY.findall(rest):
+                    self.keys.setdefault((where, occurrence, inner.strip("\"'")), lineno)
             for quote in ('"""', "'''"):
                 if line.count(quote) % 2:
                     in_string = quote
@@ -379,7 +393,7 @@ class Checker:
 
     def note(self, where: str, message: str, line: int | None = None) -> None:
         at = f"{self.source}:{line}" if line else self.source
-        self.errors.append(f"{at}: {where}: {message}")
+        self.errors.append(clip_values(f"{at}: {where[:120]}: {message}"))
 
     def fail(self, where: str, message: str, line: int | None = None):
         self.note(where, message, line)

@@ -15,7 +15,8 @@ need_root() {
 need_root
 
 APT_PACKAGES="mininet openvswitch-switch openvswitch-common nftables tcpdump tshark iproute2 ethtool
-iputils-ping python3-venv python3-dev python3-pip clang llvm libbpf-dev gcc-multilib make procps psmisc"
+iputils-ping python3-venv python3-dev python3-pip clang llvm libbpf-dev gcc-multilib make procps psmisc
+openssl passwd util-linux"
 
 missing=""
 for p in $APT_PACKAGES; do

@@ -33,3 +33,20 @@ def pytest_collection_modifyitems(config, items):
                 item.get_closest_marker("needs_tshark") is not None:
             item.add_marker(pytest.mark.skip(
                 reason="tshark is not installed (`sudo make setup` installs it)"))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line counting the hostile corpus's outcomes (tests/unit/test_hostile_corpus.py),
+    when it ran: how many inputs, how many ended in a clear error or were handled."""
+    import sys
+    module = sys.modules.get("tests.unit.test_hostile_corpus")
+    outcomes = getattr(module, "OUTCOMES", None)
+    if not outcomes:
+        return
+    errors = sum(o == "clear error" for _, _, o in outcomes)
+    handled = sum(o.startswith("handled") for _, _, o in outcomes)
+    kinds = sorted({k for k, _, _ in outcomes})
+    terminalreporter.write_line(
+        f"hostile corpus: {len(outcomes)} inputs ({', '.join(kinds)}), {errors} clear errors, "
+        f"{handled} handled (the sound part read, the rest named), "
+        f"{len(outcomes) - errors - handled} other")

@@ -113,6 +113,9 @@ QP_SETTINGS_FROM_THE_ENDPOINT = {
 }
 
 
+MIN_PATH_PROBE_MS = 1.0     # path prober interval / timeout floor (when on)
+
+
 @dataclass
 class EndpointConfig:
     """Everything an endpoint process needs; loaded from JSON (or TOML) by `load`.
@@ -194,6 +197,11 @@ class EndpointConfig:
                     0 <= value <= 60_000) or (name == "path_probe_timeout_ms" and value == 0):
                 raise ConfigError(f"{name} must be a number of ms in "
                                   f"{'(0' if name.endswith('timeout_ms') else '[0'}..60000], "
+                                  f"got {value!r}")
+            # the prober works in whole ns and one loop turn takes far longer than a
+            # microsecond: below the minimum it would spin (or, at < 1 ns, not start at all)
+            if value and value < MIN_PATH_PROBE_MS:
+                raise ConfigError(f"{name} must be 0 (off) or at least {MIN_PATH_PROBE_MS:g} ms, "
                                   f"got {value!r}")
         if self.base_rtt_ns is not None and (isinstance(self.base_rtt_ns, bool)
                                              or not isinstance(self.base_rtt_ns, int)

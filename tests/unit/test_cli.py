@@ -155,7 +155,8 @@ def test_directions_survive_a_shell():
 @pytest.mark.parametrize("direction, egress", [("forward", ["t0p0g0-e2"]),
                                                ("reverse", ["t1p0s0-e1"]),
                                                ("both", ["t0p0g0-e2", "t1p0s0-e1"])])
-def test_link_loss_direction_reaches_the_controller(capsys, tmp_path, direction, egress):
+def test_link_loss_direction_reaches_the_controller(capsys, tmp_path, monkeypatch, direction,
+                                                   egress):
     """Through the real API server: forward = packets from A (t0p0g0, whose port 2 faces spine
     0) to B (t1p0s0, whose port 1 faces group 0) are dropped at A's egress; reverse at B's."""
     from controller.api import ApiServer
@@ -165,7 +166,8 @@ def test_link_loss_direction_reaches_the_controller(capsys, tmp_path, direction,
     ctl = FabricController(Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=1)),
                            "ecmp", None, str(tmp_path / "faults.jsonl"),
                            run=lambda argv: argvs.append(argv) or "")
-    server = ApiServer(ctl, 0).start()
+    from tests.unit.api_token import use_token
+    server = ApiServer(ctl, 0, use_token(monkeypatch)).start()
     try:      # --api-port after the action's arguments works as well as before them
         rc, out, err = run(capsys, "link", "loss", "t0p0g0", "t1p0s0", "5", "--direction",
                            direction, "--api-port", str(server.port))

@@ -11,6 +11,7 @@ from controller.app import FabricController
 from controller.client import ControllerClient, ControllerError
 from model.events import ControllerLog
 from model.topology import FabricSpec, Topology
+from tests.unit.api_token import TOKEN
 
 TOPO = Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=1))
 
@@ -31,8 +32,8 @@ class Recorder:
 def api(tmp_path):
     run = Recorder()
     ctl = FabricController(TOPO, "ecmp", 0.05, str(tmp_path / "faults.jsonl"), run=run)
-    server = ApiServer(ctl, 0).start()
-    yield ControllerClient(port=server.port, timeout_s=5), ctl, run, tmp_path / "faults.jsonl"
+    server = ApiServer(ctl, 0, TOKEN).start()
+    yield ControllerClient(port=server.port, timeout_s=5, token=TOKEN), ctl, run, tmp_path / "faults.jsonl"
     server.stop()
 
 
@@ -68,7 +69,9 @@ def test_bad_command_400_changes_nothing(api):
             client.fault(cmd)
         assert err.value.status == 400
     assert run.argvs == [] and client.faults() == [] and not log_path.exists()
-    req = urllib.request.Request(client.base + "/fault", data=b"{nope", method="POST")
+    req = urllib.request.Request(client.base + "/fault", data=b"{nope", method="POST",
+                                 headers={"Content-Type": "application/json",
+                                          "Authorization": "Bearer " + TOKEN})
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(req)
     assert err.value.code == 400 and "not valid JSON" in json.loads(err.value.read())["error"]
@@ -104,7 +107,8 @@ def test_host_faults_need_registered_namespace(api):
         h0.wait()
     client.fault({"action": "gray_loss", "a": "h0", "b": "t0p0g0", "percent": 5,
                   "direction": "a->b"})
-    assert run.argvs[-1][:5] == ["nsenter", "-t", str(h0.pid), "-n", "nft"]
+    assert run.argvs[-1][0] == "nsenter" and run.argvs[-1][1].startswith("--net=/proc/")
+    assert run.argvs[-1][2] == "nft"
     [link] = [l for l in client.links() if l["a"] == "h0"]
     assert link["faults"] == [{"action": "gray_loss", "from": "h0", "to": "t0p0g0", "percent": 5.0}]
     client.fault({"action": "gray_loss_clear", "a": "h0", "b": "t0p0g0"})

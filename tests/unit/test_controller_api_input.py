@@ -17,6 +17,7 @@ from controller.api import MAX_BODY, ApiServer
 from controller.app import FabricController
 from controller.client import ControllerClient, ControllerError
 from model.topology import FabricSpec, Topology
+from tests.unit.api_token import TOKEN
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=1, hosts_per_group=1))
 REQUEST_TIMEOUT_S = 0.5
@@ -35,8 +36,8 @@ class Recorder:
 def api(tmp_path):
     run = Recorder()
     ctl = FabricController(TOPO, "ecmp", None, str(tmp_path / "faults.jsonl"), run=run)
-    server = ApiServer(ctl, 0, request_timeout_s=REQUEST_TIMEOUT_S).start()
-    yield ControllerClient(port=server.port, timeout_s=5), server.port, run
+    server = ApiServer(ctl, 0, TOKEN, request_timeout_s=REQUEST_TIMEOUT_S).start()
+    yield ControllerClient(port=server.port, timeout_s=5, token=TOKEN), server.port, run
     server.stop()
 
 
@@ -99,7 +100,26 @@ def test_host_namespace_is_accepted_and_used(api, namespaces):
     assert client.register_hosts({"h0": h0})["hosts"] == ["h0"]
     client.fault({"action": "gray_loss", "a": "h0", "b": "t0p0g0", "percent": 5,
                   "direction": "a->b"})
-    assert run.argvs[-1][:5] == ["nsenter", "-t", str(h0), "-n", "nft"]
+    nsenter, net, nft = run.argvs[-1][:3]
+    assert (nsenter, nft) == ("nsenter", "nft") and net.startswith(f"--net=/proc/{os.getpid()}/fd/")
+    held, real = os.stat(net.split("=", 1)[1]), os.stat(f"/proc/{h0}/ns/net")
+    assert (held.st_dev, held.st_ino) == (real.st_dev, real.st_ino)
+
+
+def test_faults_enter_the_registered_namespace_not_the_pid(api, namespaces):
+    """The namespace is held open at registration: once the pid is gone (and could be reused by
+    any process), a fault still enters the namespace that was checked, never the pid's."""
+    client, _, run = api
+    h0 = namespaces("h0-p0", "h0-p1")
+    inode = os.stat(f"/proc/{h0}/ns/net").st_ino
+    client.register_hosts({"h0": h0})
+    os.kill(h0, 9)
+    time.sleep(0.2)
+    client.fault({"action": "gray_loss", "a": "h0", "b": "t0p0g0", "percent": 5,
+                  "direction": "a->b"})
+    net = run.argvs[-1][1]
+    assert str(h0) not in net.split("/fd/")[0].replace(f"/proc/{os.getpid()}", "")
+    assert os.stat(net.split("=", 1)[1]).st_ino == inode
 
 
 def test_process_that_is_gone_is_refused(api):
@@ -134,7 +154,8 @@ def _length(data: bytes) -> int:
 
 
 def post_head(length: str | None) -> bytes:
-    head = b"POST /fault HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+    head = (b"POST /fault HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            b"Authorization: Bearer " + TOKEN.encode() + b"\r\n")
     if length is not None:
         head += b"Content-Length: " + length.encode() + b"\r\n"
     return head

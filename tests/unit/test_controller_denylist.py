@@ -8,6 +8,7 @@ import pytest
 from controller.api import ApiServer
 from controller.app import FabricController
 from model.topology import FabricSpec, Topology, ev_plane
+from tests.unit.api_token import TOKEN, use_token
 from tests.unit.cli_helpers import run_mrclab as run
 from tests.unit.endpoint_fakes import FakePort
 from traffic.control import ControlServer
@@ -18,11 +19,12 @@ SPEC = FabricSpec()
 
 
 @pytest.fixture
-def live(tmp_path):
+def live(tmp_path, monkeypatch):
     """Controller API + endpoint h0 (one QP to h2) serving its control socket in a thread."""
     ctl = FabricController(Topology(SPEC), "srv6", None, str(tmp_path / "faults.jsonl"),
                            run=lambda argv: "")
-    server = ApiServer(ctl, 0).start()
+    use_token(monkeypatch)
+    server = ApiServer(ctl, 0, TOKEN).start()
     ep = Endpoint(EndpointConfig.from_dict({"host": 0, "fabric": SPEC.to_dict(), "seed": 1}),
                   ports={p: FakePort(p) for p in range(SPEC.planes)})
     qp = ep.create_qp(0x100, 2, 0x200, base_rtt_ns=1_000_000)

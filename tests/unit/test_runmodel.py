@@ -16,12 +16,15 @@ from tests.unit.scenario_texts import link_fault
 from tests.unit.synthetic_run import MS, TCP_RUN, write_worker_logs
 
 T0 = 10_000 * MS
-# entry 2 clears a gray loss never applied (refused); entry 4 is due after the traffic
+# entry 2 clears a gray loss not applied yet (refused: entry 5, due at an iteration, was not
+# reached); entry 4 is due after the traffic
 TEXT = TCP_RUN + "".join([link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0),
                           link_fault("link_up", "t0p0g0", "t1p0s0", at_s=2.7),
                           link_fault("gray_loss_clear", "t0p0g0", "t1p0s1", at_s=2.8),
                           link_fault("link_down", "t0p1g0", "t1p1s0", at_s=3.5),
-                          link_fault("link_down", "t0p1g0", "t1p1s1", at_s=9.0)])
+                          link_fault("link_down", "t0p1g0", "t1p1s1", at_s=9.0),
+                          link_fault("gray_loss", "t0p0g0", "t1p0s1", at_iteration=29)
+                          .replace('action = "gray_loss"', 'action = "gray_loss"\npercent = 5')])
 
 
 def write_run(tdir, records):
@@ -47,7 +50,10 @@ def records(scn):
             sent(2, "at_s=2.8", 2800, c[2], ok=False, error="no gray_loss on t0p0g0~t1p1s0"),
             sent(3, "at_s=3.5", 3500, c[3]),
             {"entry": 4, "when": "at_s=9.0", "reached": False, "ok": False, "action": "link_down",
-             "a": "t0p1g0", "b": "t1p1s1", "reason": "the traffic ended before it was due"}]
+             "a": "t0p1g0", "b": "t1p1s1", "reason": "the traffic ended before it was due"},
+            {"entry": 5, "when": "at_iteration=29", "reached": False, "ok": False,
+             "action": "gray_loss", "a": "t0p0g0", "b": "t1p0s1",
+             "reason": "the traffic ended before it was due"}]
 
 
 def test_recovery_inputs_start_at_the_timed_start_and_end_with_the_traffic(tmp_path):
@@ -76,18 +82,18 @@ def test_every_fault_that_did_not_take_effect_is_named_with_its_reason(tmp_path)
     model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
     status = {f.entry: f.status for f in model.faults}
     assert status == {0: "applied", 1: "applied", 2: "failed", 3: "after_traffic",
-                      4: "not_reached"}
+                      4: "not_reached", 5: "not_reached"}
     lines = [runmodel.describe_not_effective(f) for f in model.not_effective]
-    assert len(lines) == 3
+    assert len(lines) == 4
     assert "gray_loss_clear t0p0g0~t1p0s1" in lines[0] and "no gray_loss on" in lines[0]
     assert "link_down t0p1g0~t1p1s0 (at_s=3.5)" in lines[1] and "after the traffic" in lines[1]
     assert "0.50 s after" in lines[1]           # sent at 3500 ms, traffic ended at 3000 ms
     assert "link_down t0p1g0~t1p1s1 (at_s=9)" in lines[2] and "traffic ended" in lines[2]
     fields = model.summary_fields()
     assert fields["faults_ok"] is False
-    assert fields["faults_scheduled"] == 5 and fields["faults_applied"] == 2
+    assert fields["faults_scheduled"] == 6 and fields["faults_applied"] == 2
     assert [f["entry"] for f in fields["faults_failed"]] == [2]
-    assert [f["entry"] for f in fields["faults_not_reached"]] == [3, 4]
+    assert [f["entry"] for f in fields["faults_not_reached"]] == [3, 4, 5]
     # recovery is listed for the faults the traffic met: not the refused or the late ones
     assert fields["recovery_ms"] == [360.0, 0.0]
     assert fields["fault_times_ns"] == [T0 + 1000 * MS, T0 + 2700 * MS]
@@ -98,7 +104,7 @@ def test_an_entry_without_any_record_is_not_reached(tmp_path):
     write_run(tmp_path, records(scn)[:2])
     assert runmodel.load_transport(tmp_path).summary_fields()["faults_ok"] is True
     model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
-    assert [f.entry for f in model.not_effective] == [2, 3, 4]
+    assert [f.entry for f in model.not_effective] == [2, 3, 4, 5]
     assert all(f.status == "not_reached" and "ended before" in f.reason for f in model.not_effective)
 
 

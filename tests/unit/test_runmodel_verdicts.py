@@ -23,7 +23,7 @@ def test_a_refused_clear_and_a_late_fault_fail_the_run_with_their_names(tmp_path
     assert s["faults_ok"] is False                                   # ... the schedule is not
     assert [f["entry"] for f in s["faults_failed"]] == [2]
     assert "no gray_loss on" in s["faults_failed"][0]["reason"]
-    assert [f["entry"] for f in s["faults_not_reached"]] == [3, 4]
+    assert [f["entry"] for f in s["faults_not_reached"]] == [3, 4, 5]
     top = run_summary.top_summary(scn, tmp_path, [s], interrupted=False)
     assert top["exit_code"] == runner.EXIT_FAULT_NOT_EFFECTIVE == 3
     assert top["faults_ok"] is False and top["verified"] is True
@@ -31,9 +31,9 @@ def test_a_refused_clear_and_a_late_fault_fail_the_run_with_their_names(tmp_path
     assert any("gray_loss_clear t0p0g0~t1p0s1" in p for p in top["problems"])
     table = run_output.comparison_table([s]).splitlines()
     assert table[0].split()[:4] == ["transport", "verified", "fidelity", "faults"]
-    assert table[2].split()[:5] == ["tcp", "yes", s["fidelity"]["verdict"], "2/5", "!"]
+    assert table[2].split()[:5] == ["tcp", "yes", s["fidelity"]["verdict"], "2/6", "!"]
     named = [line for line in table[3:] if line.startswith("tcp: fault #")]
-    assert len(named) == 3 and all("did not take effect" in line for line in named)
+    assert len(named) == 4 and all("did not take effect" in line for line in named)
 
 
 def test_all_faults_applied_in_time_exit_zero(tmp_path):
@@ -76,7 +76,7 @@ def test_a_scheduler_that_dies_leaves_its_entries_named_as_not_reached(tmp_path)
     assert sched.sent == set()           # died on the first POST, before any answer
     reason = run_faults.unreached_reason({}, sched.error, tail.timed_start_ns, time.monotonic_ns())
     recs = run_faults.unreached_records(scn, sched.sent, reason)
-    assert [r["entry"] for r in recs] == [0, 1, 2, 3, 4]
+    assert [r["entry"] for r in recs] == [0, 1, 2, 3, 4, 5]
     assert all(r["reached"] is False and "scheduler died" in r["reason"] for r in recs)
     assert recs[2]["action"] == "gray_loss_clear" and recs[2]["when"] == "at_s=2.8"
 
