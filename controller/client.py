@@ -56,6 +56,10 @@ class ControllerClient:
             raise ControllerError(f"controller at {self.base} unreachable ({method} {path}): "
                                   f"{getattr(err, 'reason', err)}") from None
 
+    def get(self, path: str):
+        """GET any path of the API as parsed JSON (live views read several)."""
+        return self._request("GET", path)
+
     # -- endpoints
 
     def health(self) -> dict:

@@ -5,12 +5,11 @@ Bound to loopback only (like Faucet's controller metrics): the counters are for 
 A port already in use is a clear error when the run starts (MetricsPortError), never later."""
 from __future__ import annotations
 
-import json
 import threading
-import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from controller.client import ControllerClient
 from emulation.live_state import Watcher
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -21,11 +20,11 @@ class MetricsPortError(RuntimeError):
 
 
 def controller_getter(api_port: int, timeout_s: float = 1.0):
-    """GET <path> of the controller's API on 127.0.0.1 as parsed JSON."""
-    def get(path: str):
-        with urllib.request.urlopen(f"http://127.0.0.1:{api_port}{path}", timeout=timeout_s) as r:
-            return json.loads(r.read())
-    return get
+    """GET <path> of the controller's API on 127.0.0.1 as parsed JSON, with the fabric's token
+    (controller/client.py reads it; the API answers nobody without it)."""
+    client = ControllerClient(port=api_port, timeout_s=timeout_s)
+
+    return client.get
 
 
 class MetricsServer:
