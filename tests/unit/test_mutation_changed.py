@@ -85,6 +85,8 @@ def test_changed_lines_against_a_ref_include_uncommitted_edits_and_deletions(tmp
     assert mutation.changed_functions("".join(lines), [(10, 11), (17, 17)]) == [
         f"x{SEP}Box{SEP}grow"]
     assert mutation.resolve_ref("base") == "base"
+    git(tmp_path, "update-ref", "refs/remotes/origin/trunk", "HEAD")    # a fresh clone's main
+    assert mutation.resolve_ref("trunk") == "origin/trunk"
     with pytest.raises(SystemExit, match="no ref 'nosuch'"):
         mutation.resolve_ref("nosuch")
 
