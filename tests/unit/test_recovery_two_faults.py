@@ -37,12 +37,13 @@ def test_a_first_recovery_cut_off_by_the_second_fault_is_none_and_the_second_is_
     assert second == 300.0
 
 
-def test_a_first_recovery_inside_its_span_is_kept_and_not_stretched_by_the_second():
-    # outage 2000-2105 ms: the window starting at 2100 holds 95 ms (good) and those after it
-    # too, up to the last one the next fault allows (starting at 3000 - 100 = 2900) -> 100 ms.
-    # Fault 2 at 3000 with no outage: recovered at once -> 0 ms.
+def test_a_first_recovery_whose_hold_the_second_fault_cuts_short_is_kept():
+    # outage 2000-2105 ms: the window starting at 2100 holds 95 ms (good) and so do those
+    # after it, up to the last one the next fault at 2400 allows (starting at 2300): the hold
+    # (500 ms) is cut short by the next fault, which the definition allows -> 100 ms.
+    # Fault 2 at 2400 with no outage: recovered at once -> 0 ms.
     samples = trace([(2000, 2105)], 5000)
-    faults = [(2000 * MS, []), (3000 * MS, [])]
+    faults = [(2000 * MS, []), (2400 * MS, [])]
     _, _, per_fault = measure_recoveries(samples, [], 0, 5000 * MS, faults)
     assert [rec for _, _, rec in per_fault] == [100.0, 0.0]
 
