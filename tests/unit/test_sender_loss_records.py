@@ -11,7 +11,8 @@ the loss policy of traffic/loss_policy.py), packet by packet with a fake clock.
   coalesces it into a later SACK.
 
 Numbers by hand: base RTT 1 ms, reorder window 0.5 base RTT = 0.5 ms (no RTT sample is taken:
-the SACKs below echo no send time unless said), RTO fixed at 100 ms.
+the SACKs below echo no send time unless said), RTO fixed (100 ms unless said), the default
+(tolerant) loss policy.
 """
 from __future__ import annotations
 
