@@ -56,6 +56,8 @@ venv-ready:
 
 # Mutation score of the pure core (mutmut, niced, 2 workers; hours on a loaded 2-core machine): per-module
 # table, last line `mutation score: N%`. Reviewed equivalent mutants: tests/mutation_equivalents.toml.
+# ARGS=--changed (or "--changed REF"): only the functions changed against main (REF), in minutes.
+# docs/testing.md says how the sampled estimate (ARGS="--sample N") is drawn.
 mutation: setup
 	$(PY) scripts/mutation.py $(ARGS)
 
