@@ -63,6 +63,8 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     [mrc.qp]                            # every QP setting, named as traffic.qp_config.MRCConfig
     ev_count = 32                       #   names it, over the endpoint's defaults for the
     rto_rtts = 25.0                     #   emulated fabric (EMULATED_FABRIC_QP_DEFAULTS)
+    [mrc.nscc]                          # NSCC, named as OCP mrc_ctl.h mrc_ctl_cc_nscc_cfg
+    qa_gate = 3                         #   (traffic/nscc.py: rules and uet-htsim defaults)
     [mrc.host_qp.h1]                    # [mrc.qp] keys for the QPs host h1 opens, over [mrc.qp]
     ev_pin_spine = 0                    #   (an experiment's per-flow setting)
 
@@ -95,6 +97,8 @@ from emulation.scenario_schema import (
     MRC,
     MRC_ENDPOINT,
     MRC_ENDPOINT_RESERVED,
+    MRC_NSCC,
+    MRC_NSCC_RESERVED,
     MRC_QP,
     MRC_QP_RESERVED,
     MRC_RESERVED,
@@ -355,6 +359,9 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
     endpoint = ck.table(raw, "endpoint", MRC_ENDPOINT, parent="mrc",
                         reserved=MRC_ENDPOINT_RESERVED)
     qp = ck.table(raw, "qp", MRC_QP, parent="mrc", reserved=MRC_QP_RESERVED)
+    nscc = ck.table(raw, "nscc", MRC_NSCC, parent="mrc", reserved=MRC_NSCC_RESERVED)
+    out.pop("nscc", None)           # reaches the QPs as [mrc.qp] nscc_<key>
+    qp.update({f"nscc_{key}": value for key, value in nscc.items()})
     _check_mrc_rules(endpoint, qp, ck, spec)
     host_qp = _parse_host_qp(raw, endpoint, qp, ck, spec)
     if host_qp:
@@ -366,11 +373,12 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
         except (ConfigError, TypeError, ValueError) as exc:
             ck.fail("[mrc.endpoint]", str(exc), ck.loc.table("mrc.endpoint"))
         out["endpoint"] = endpoint
-    if "qp" in raw:
+    if "qp" in raw or "nscc" in raw:
         try:         # the QP settings as an endpoint applies them: over its defaults
             EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), "qp": qp})
         except (ConfigError, TypeError, ValueError) as exc:
-            ck.fail("[mrc.qp]", str(exc).removeprefix("qp: "), ck.loc.table("mrc.qp"))
+            table = "mrc.qp" if "qp" in raw else "mrc.nscc"
+            ck.fail(f"[{table}]", str(exc).removeprefix("qp: "), ck.loc.table(table))
         out["qp"] = qp
     return out
 

@@ -184,12 +184,19 @@ class SenderQP(PostedWrites):
                                     if config.nscc_frame_rtt_ns else 0)
         self.nscc = Nscc(base_rtt_ns=max(self.rtt.base_rtt_ns, self._nscc_base_floor),
                          link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.max_payload,
-                         gamma=config.nscc_gamma, max_md=config.nscc_max_md,
-                         fair_increase_mss=config.nscc_fair_increase_mss,
+                         gamma=config.nscc_gamma, max_md_jump=config.nscc_max_md_jump,
+                         fi=config.nscc_fi, fi_scale=config.nscc_fi_scale, eta=config.nscc_eta,
                          prop_gain=config.nscc_prop_gain,
                          max_window_bdp=config.nscc_max_window_bdp,
+                         max_cwnd=config.nscc_max_cwnd,
                          initial_window_bdp=config.nscc_initial_window_bdp,
-                         target_frac=0.75 if config.trimming else 1.0)
+                         target_frac=0.75 if config.trimming else 1.0,
+                         target_delay_ns=config.nscc_target_delay,
+                         qa_threshold_ns=config.nscc_qa_threshold, qa_gate=config.nscc_qa_gate,
+                         disable_qa=config.nscc_disable_qa,
+                         adjust_bytes_threshold=config.nscc_adjust_bytes_threshold,
+                         adjust_period_ns=config.nscc_adjust_period_threshold,
+                         delay_alpha=config.nscc_delay_alpha)
         self._mpr_window = config.mpr_window  # read per packet; the config never changes
         self.snd_una = config.start_psn     # absolute sequence numbers; wire PSN = seq & mask
         self.snd_nxt = config.start_psn
@@ -491,7 +498,8 @@ class SenderQP(PostedWrites):
                                             later_delivered=later_delivered, path=path)
         self._apply(rec.ev, decision, now_ns)
         if self.cfg.nscc_enabled:
-            self.nscc.on_loss(now_ns)
+            self.nscc.on_loss(now_ns, rec.length, self.inflight_bytes,
+                              timeout=cause == lp.TIMEOUT)
         self._wake_ns = -1
 
     def _apply(self, ev: int, decision: lp.Decision, now_ns: int) -> None:
@@ -619,7 +627,7 @@ class SenderQP(PostedWrites):
                 self.evs.skip(sack.ev, now_ns + skip_ns, now_ns, self.cfg.skip_backoff_max,
                               int(2 * (self.rtt.srtt_ns or 0)))
         if self.cfg.nscc_enabled:
-            self.nscc.on_ack(newly, rtt, ecn, now_ns)
+            self.nscc.on_ack(newly, rtt, ecn, now_ns, self.inflight_bytes)
         self._detect_gaps(now_ns)
         if self.siblings is not None and self.siblings.paths:
             self.siblings.clear_delivered(now_ns, self.loss_policy.pending)
