@@ -114,7 +114,7 @@ from emulation.scenario_schema import (
 )
 from emulation.scenario_short import apply_short
 from model.topology import FabricSpec, SpecError, Topology
-from traffic.endpoint_support import EMULATED_FABRIC_QP_DEFAULTS, ConfigError, EndpointConfig
+from traffic.endpoint_support import ConfigError, EndpointConfig
 from traffic.qp_config import MRCConfig
 
 __all__ = ["COLLECTIVES", "CollectiveSpec", "FaultEntry", "LINK_SELECTORS", "ROUTINGS",
@@ -433,7 +433,8 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
             ck.fail("[mrc.endpoint] planes", f"must list plane numbers 0..{spec.planes - 1}, "
                     f"each once, at least one, got {planes!r}", ck.loc.key("mrc.endpoint", "planes"))
     used_planes = len(planes) if planes else spec.planes
-    ev_count = qp.get("ev_count", EMULATED_FABRIC_QP_DEFAULTS["ev_count"])
+    # default: one EV per distinct path, planes x spines (traffic/evs.py)
+    ev_count = qp.get("ev_count") or spec.spines * used_planes
     if ev_count < used_planes:
         ck.fail(f"[{table}] ev_count", f"must be at least the number of planes in use "
                 f"({used_planes}): EVs are split equally over the planes, got {ev_count}",

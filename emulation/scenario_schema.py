@@ -189,6 +189,7 @@ MRC_QP = {
     "rto_rtts": _pos(None, "retransmission timeout, base RTTs"),
     "rto_min_ns": _i(None, 1, NS_MAX, "RTO floor"),
     "rto_max_ns": _i(None, 1, NS_MAX, "RTO ceiling (>= rto_min_ns)"),
+    "max_wimm": _i(None, 1, 0xFFFF, "OCP max_wimm: WRITE-with-IMM messages in flight per QP"),
     "ack_timeout": _i(None, 0, 24, "OCP local ACK timeout, 1.024 us x 2^n (omit: from the RTT)"),
     "retry_linear_count": _i(None, 0, 7, "OCP linear (fixed interval) retries of one PSN"),
     "retry_exp_count": _i(None, 0, 25, "OCP exponential backoff retries after them; 25 = infinite"),

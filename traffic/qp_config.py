@@ -28,9 +28,11 @@ class MRCConfig:
     (traffic/endpoint_support.py) instead where the userspace fabric needs other values, and
     derives base_rtt_ns, max_payload, port_rate_Bps and pacing_burst_packets itself."""
 
-    # EV set (OCP examples: 128-256 EVs, ev_min_active = ev_count/4)
-    ev_count: int = 128                  # active EVs, equal per plane
-    ev_backup_count: int = 64            # backup EVs, equal per plane (state UNKNOWN until used)
+    # EV set (traffic/evs.py; OCP examples: 128-256 EVs, ev_min_active = ev_count/4). None:
+    # one EV per distinct path to the peer (planes x spines), as the paper's EVs each name a
+    # path, and one backup per path.
+    ev_count: int | None = None          # active EVs, equal per plane
+    ev_backup_count: int | None = None   # backup EVs, equal per plane (state UNKNOWN until used)
     ev_min_active: int | None = None     # None -> ev_count // 4
     probe_k: int = 3                     # consecutive probe successes to return to GOOD
     probe_period_rtts: float = 5.0       # probe period of an ASSUMED_BAD EV, in base RTTs
@@ -64,6 +66,9 @@ class MRCConfig:
     # holding packets for up to 250 ms; a peer that never answers fails the collective's
     # timeout_s instead of the QP. retry_fixed_interval False: the linear phase waits one more
     # base interval per retry (1x .. 8x) instead (the emulator's former default).
+    # OCP mrc.h struct mrc_qp_attr wimm.max_wimm: WRITE-with-IMM messages in flight as
+    # requestor (examples/mrc_qp.md: 128); a message starts only while fewer are incomplete.
+    max_wimm: int = 128
     ack_timeout: int | None = None
     retry_linear_count: int = 7
     retry_exp_count: int = 25
@@ -183,7 +188,13 @@ class MRCConfig:
     roce_retry_limit: int = 7            # RoCE retry_cnt maximum
 
     def __post_init__(self) -> None:
-        positive = ("ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns",
+        if self.ev_count is not None and (isinstance(self.ev_count, bool)
+                                          or not self.ev_count > 0):
+            raise ValueError(f"MRCConfig.ev_count must be positive, got {self.ev_count!r}")
+        if isinstance(self.max_wimm, bool) or not 1 <= self.max_wimm <= 0xFFFF:
+            raise ValueError(f"MRCConfig.max_wimm must be an integer in 1..65535 (OCP mrc.h "
+                             f"uint16_t), got {self.max_wimm!r}")
+        positive = ("probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns",
                     "rto_max_ns", "ack_every", "port_rate_Bps",
                     "pacing_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
@@ -206,10 +217,13 @@ class MRCConfig:
                              f"got {self.ev_pin_spine!r}")
         if self.ev_pin_count and self.ev_pin_spine is None:
             raise ValueError("MRCConfig.ev_pin_count needs ev_pin_spine (which spine to pin to)")
-        if self.ev_pin_spine is not None and not 1 <= self.ev_pin_count <= self.ev_count:
+        if self.ev_pin_spine is not None and not 1 <= self.ev_pin_count <= (
+                self.ev_count or self.ev_pin_count):
             raise ValueError(f"MRCConfig.ev_pin_count must be in 1..ev_count with ev_pin_spine "
                              f"set, got {self.ev_pin_count!r}")
-        for name in ("ev_backup_count", "skip_rtts", "header_overhead",
+        if self.ev_backup_count is not None and self.ev_backup_count < 0:
+            raise ValueError(f"MRCConfig.ev_backup_count must be >= 0, got {self.ev_backup_count!r}")
+        for name in ("skip_rtts", "header_overhead",
                      "reorder_rtts", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns",
                      "nscc_frame_rtt_ns", "stall_burst_rtts"):
@@ -219,7 +233,8 @@ class MRCConfig:
             raise ValueError(f"MRCConfig.mpr {self.mpr} too large for 24-bit PSNs")
         if not 0 <= self.start_psn <= PSN_MASK:
             raise ValueError(f"MRCConfig.start_psn must fit 24 bits, got {self.start_psn}")
-        if self.ev_min_active is not None and not 0 <= self.ev_min_active <= self.ev_count:
+        if self.ev_min_active is not None and not 0 <= self.ev_min_active <= (
+                self.ev_count or self.ev_min_active):
             raise ValueError(f"MRCConfig.ev_min_active must be in 0..ev_count, got {self.ev_min_active}")
         for name, hi in (("retry_linear_count", RETRY_LINEAR_MAX),
                          ("retry_exp_count", RETRY_EXP_MAX)):

@@ -205,6 +205,7 @@ class SenderQP(PostedWrites):
         self.messages: deque[_OutMessage] = deque()     # posted, not yet complete
         self.send_queue: deque[_OutMessage] = deque()   # not yet fully segmented
         self._seg_offset = 0
+        self.wimm_inflight = 0      # WRITE-with-IMM messages started, not yet completed
         self._seg_index = 0
         self.inflight_bytes = 0
         self._timers: list[tuple[int, int, int]] = []   # (deadline, seq, tx_count)
@@ -379,10 +380,15 @@ class SenderQP(PostedWrites):
                 break
             if not self._window_allows(self._next_segment_length()):
                 break
+            starts_wimm = self._seg_offset == 0 and self.send_queue[0].imm is not None
+            if starts_wimm and self.wimm_inflight >= self.cfg.max_wimm:
+                break            # OCP max_wimm: a completion frees the next one
             ev = self.evs.pick(now_ns, plane_ok=plane_ok)
             if ev is None:
                 self._note_blocked(now_ns)
                 break
+            if starts_wimm:
+                self.wimm_inflight += 1
             rec = self._cut_segment(_TxRecord)
             out.append(self._transmit(rec, ev, now_ns, retransmit=False))
         return out
@@ -638,6 +644,8 @@ class SenderQP(PostedWrites):
         while self.messages and self.messages[0].last_seq is not None \
                 and self.messages[0].last_seq < self.snd_una:
             msg = self.messages.popleft()
+            if msg.imm is not None:
+                self.wimm_inflight -= 1
             comp = Completion(self.qp_num, msg.msn & PSN_MASK, msg.length, msg.imm)
             self.completions.append(comp)
             self.emit({"t_ns": now_ns, "event": Event.COMPLETION, "qp": self.qp_num,

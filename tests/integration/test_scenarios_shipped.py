@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
            "random-loss", "incast", "incast-shallow", "flap", "switch-down", "lossy-nic-link",
-           "ecn-collision", "scale")
+           "ecn-collision", "wide-spines", "scale")
 # scale's two short runs are shared by its tests (scale_runs below)
 RUNS = [(name, "mrc") for name in SHIPPED if name != "scale"] + [("fabric-links-down", "tcp")]
 

@@ -127,7 +127,7 @@ READERS = {
         "probe_period_rtts": 7.0, "probe_timeout_rtts": 9.0, "probe_backoff_max": 4,
         "skip_rtts": 2.5, "skip_backoff_max": 6, "mpr": 4, "start_psn": 1000,
         "rto_ns": 8_000_000, "rto_rtts": 5.0, "rto_min_ns": 2_000_000,
-        "rto_max_ns": 900_000_000, "retry_linear_count": 5, "retry_exp_count": 9,
+        "rto_max_ns": 900_000_000, "max_wimm": 7, "retry_linear_count": 5, "retry_exp_count": 9,
         "retry_fixed_interval": False, "suspend_siblings": True, "ack_timeout": 12,
         "reorder_rtts": 0.75, "adaptive_reorder": False, "congestion_grace_rtts": 6.0,
         "congestion_delay_rtts": 1.5, "congestion_forgive_rtts": 50.0, "ack_every": 3,

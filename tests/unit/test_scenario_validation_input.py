@@ -256,6 +256,6 @@ def test_reference_lists_every_key_with_its_range():
 
 
 def test_ev_min_active_is_checked_against_the_endpoints_ev_count():
-    # the endpoint gives every QP 32 EVs; MRCConfig alone would compare with its own 128
-    text = BASE + "[mrc.qp]\nev_min_active = 33\n"
-    assert "[mrc.qp] ev_min_active: must be at most ev_count (32), got 33" in error_of(text)
+    # by default a QP has one EV per path of the fabric: 2 planes x 2 spines = 4
+    text = BASE + "[mrc.qp]\nev_min_active = 5\n"
+    assert "[mrc.qp] ev_min_active: must be at most ev_count (4), got 5" in error_of(text)
