@@ -40,7 +40,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   the QP therefore keeps trying until its retry budget ends in a QP error (never a hang).
 * ASSUMED_BAD EVs are probed every `probe_period_ns`; `probe_k` consecutive successes make the EV
   GOOD again (a failure resets the count). A resurrected EV refills its plane's rotation if the
-  plane is below quota, else replaces a floor-kept bad EV of its plane, else joins the backups.
+  plane is below quota, else replaces a floor-kept bad EV of its plane, else, if no EV of the
+  rotation is on its path while another path carries two, takes one of those two slots (the
+  displaced EV becomes a backup), else joins the backups.
 * Plane availability: local NIC port down, or the peer's port-status bitmap lacking plane p, takes
   every EV of that plane out of use (states unchanged, they return when the plane comes back).
 * DENIED is set only from outside (controller denylist: `deny`/`allow`, or `apply_denylist`
@@ -479,6 +481,17 @@ class EVSet:
                 self._put_in_slot(slot, info.ev, now_ns, reason="probe_ok",
                                   replaces=self.rotation[slot])
                 return
+        # Its path carries no EV of the rotation while another path carries two (a replacement
+        # doubled up there): it takes that slot back, the displaced EV becomes a backup again.
+        spines = [self.evs[self.rotation[slot]].spine for slot in in_plane]
+        if info.spine not in spines:
+            for slot, spine in zip(in_plane, spines):
+                if spines.count(spine) > 1:
+                    displaced = self.evs[self.rotation[slot]]
+                    self._put_in_slot(slot, info.ev, now_ns, reason="probe_ok",
+                                      replaces=displaced.ev)
+                    self.backups[info.plane].append(displaced.ev)
+                    return
         if info.ev not in self.backups[info.plane]:
             self.backups[info.plane].append(info.ev)
 

@@ -53,3 +53,18 @@ def test_a_dead_path_costs_one_ev_and_the_backup_comes_from_another_path():
     slot = evs.rotation.index(second)
     evs.suspend(second, "sack_gap", 20)
     assert evs.evs[evs.rotation[slot]].spine not in (s, t)
+
+
+def test_a_path_probed_back_takes_its_slot_back_from_a_doubled_up_replacement():
+    """Default set over 1 plane x 2 spines: EVs on spines a and b, backups on a and b. The EV
+    on a is lost: its replacement is the backup on b (b now carries two). Probed back, the
+    EV on a takes the slot back and the replacement returns to the backups."""
+    evs = EVSet(PathInfo((0,), 2), random.Random(3), probe_k=1, probe_period_ns=10)
+    lost = evs.rotation[0]
+    replacement = evs.mark_lost(lost, "timeout", 0)
+    assert evs.evs[replacement].spine != evs.evs[lost].spine
+    (ev, seq), = evs.due_probes(10)
+    evs.probe_response(seq, ev, 11)
+    assert evs.rotation[0] == lost and evs.state(lost) == "GOOD"
+    assert sorted(evs.evs[e].spine for e in evs.rotation) == [0, 1]
+    assert replacement in evs.backups[0]
