@@ -222,10 +222,12 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         in_hole = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
         assert len(in_hole) >= 4, f"only {len(in_hole)} forward EVs of plane 0 spine 0 retired " \
                                   f"during the black hole ({len(retired)} retired in all)"
+        # one EV per path (traffic/evs.py): each QP crossing the hole (2 cross-group ring hops x
+        # 4 QPs) loses at least one packet into it
         lost = [e for e in _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first)
-                if e["t_ns"] <= t_clear and e["reason"] == "timeout"]
+                if e["t_ns"] <= t_clear and e["reason"] in ("timeout", "sack_gap")]
         through_hole = [e for e in lost if (ev_plane(e["old_ev"]), ev_spine(e["old_ev"])) == (0, 0)]
-        assert len(through_hole) >= 10 and len(through_hole) > len(lost) / 2, (len(through_hole), len(lost))
+        assert len(through_hole) >= 8 and len(through_hole) > len(lost) / 2, (len(through_hole), len(lost))
         moved = [e for e in through_hole if (ev_plane(e["new_ev"]), ev_spine(e["new_ev"])) != (0, 0)]
         assert len(moved) > len(through_hole) / 2, (len(moved), len(through_hole))
     elif name in ("demo", "fabric-links-down", "gray-failure", "flap", "scale"):

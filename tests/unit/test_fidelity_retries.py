@@ -106,6 +106,9 @@ def test_infinite_exponential_retries_never_fail_the_qp():
 def test_remote_access_error_completes_the_refused_write_with_its_own_status():
     h = Harness(SimNet(seed=4), cfg=MRCConfig(ev_count=8, ev_backup_count=8))
     _, region = h.post([3000])
+    # delivered before the refused WRITE is sent: over several paths a later packet can
+    # overtake it, and the QP's error would flush it
+    h.run_until_idle(until_ns=2_000_000_000)
     h.sender.post_write(b"z" * 100, region.va, region.rkey ^ 0xFFFF)     # unknown rkey
     h.sender.post_write(b"w" * 100, region.va, region.rkey)
     h.run_until_idle(until_ns=2_000_000_000)
