@@ -230,7 +230,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert len(through_hole) >= 8 and len(through_hole) > len(lost) / 2, (len(through_hole), len(lost))
         moved = [e for e in through_hole if (ev_plane(e["new_ev"]), ev_spine(e["new_ev"])) != (0, 0)]
         assert len(moved) > len(through_hole) / 2, (len(moved), len(through_hole))
-    elif name in ("demo", "fabric-links-down", "gray-failure", "flap", "scale"):
+    elif name in ("demo", "fabric-links-down", "gray-failure", "flap", "scale", "wide-spines"):
         # the first fault's EVs (plane 0, spine 0 in all of these) are retired after it
         retired = [e for e in _endpoint_events(tdir, scn, Event.EV_STATE, t_first)
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"]
