@@ -15,7 +15,7 @@ from model.events import ControllerLog
 from model.topology import FabricSpec, Topology
 from tests.unit.test_controller_api import Recorder
 from tests.unit.test_endpoint_loop import endpoints
-from traffic.control import ControlClient, ControlServer
+from traffic.control import ControlServer
 
 
 def test_an_ev_retirement_is_served_on_the_control_socket_once(tmp_path):
