@@ -119,6 +119,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("POST", "/deny"): lambda: b.deny(self._body()),
             ("POST", "/allow"): lambda: b.allow(self._body()),
             ("GET", "/denylist"): lambda: b.denylist_state(),
+            ("POST", "/ev_events"): lambda: b.ev_events(self._body()),
         }
         handler = routes.get((method, path))
         if handler is None:

@@ -267,6 +267,27 @@ class FabricController:
     def denylist_state(self) -> dict:
         return self.denylist.state()
 
+    def ev_events(self, body) -> dict:
+        """{"host": "h0", "events": [EV events as traffic/ev_events.py delivers them]}: each is
+        logged on the run's time line (action ev_event), as mrc_ctl.h's EV event queue hands
+        them to a controller."""
+        if not isinstance(body, dict) or not isinstance(body.get("host"), str) \
+                or not isinstance(body.get("events"), list):
+            raise ValueError('ev_events needs {"host": "<name>", "events": [...]}')
+        host = body["host"]
+        if host not in {h.name for h in self.topo.hosts}:
+            raise ValueError(f"ev_events: unknown host {host!r}")
+        fields = ("t_ns", "qp", "ev", "plane", "old", "new", "reason", "drop_count")
+        for event in body["events"]:
+            if not isinstance(event, dict) or "ev" not in event or "new" not in event:
+                raise ValueError(f"ev_events: an event needs at least ev and new, got {event!r}")
+        for event in body["events"]:
+            entry = {"action": ControllerLog.EV_EVENT, "host": host,
+                     **{("endpoint_t_ns" if k == "t_ns" else k): event[k]
+                        for k in fields if k in event}}
+            self.log(entry)
+        return {"ok": True, "logged": len(body["events"])}
+
     def _denylist_change(self, change, command) -> dict:
         """Apply, then record in the fault log: a denial is a control-plane action on the run's
         time line, like a fault (the runner's summary reads it from there)."""

@@ -5,7 +5,9 @@ Clustermapper runs an agent per node and localises centrally; here the agents ar
 path probers (traffic/path_prober.py, counts served on each endpoint's control socket as
 "path_stats") and this thread, started by the runner, is the central part: every `period_s` it
 reads all counts, localises, and POSTs /deny {"link": ...} for each link it names (once). Every
-decision is appended to `record_path` (JSONL) with the evidence behind it.
+decision is appended to `record_path` (JSONL) with the evidence behind it. Each period it also
+forwards every endpoint's EV state changes ("ev_events", rate-limited at the endpoint:
+traffic/ev_events.py) to the controller (POST /ev_events), as mrc_ctl.h's EV event queue does.
 
 `denial_summary` turns the controller's log of the run into the summary keys `denied` (what the
 control plane denied) and `detection_ms` (from the first fault to the first denial).
@@ -53,6 +55,8 @@ class PathMonitor(threading.Thread):
         self.stop_event = threading.Event()
         self._clients: dict = {}
         self._links: dict[str, frozenset] = {}
+        self.ev_events_forwarded = 0
+        self.ev_event_errors: list[str] = []
 
     def links_of(self, key: str) -> frozenset:
         links = self._links.get(key)
@@ -63,7 +67,8 @@ class PathMonitor(threading.Thread):
         return links
 
     def gather(self) -> dict[str, dict]:
-        """Every reachable endpoint's counts; an endpoint not up (yet, or any more) is skipped."""
+        """Every reachable endpoint's counts; an endpoint not up (yet, or any more) is skipped.
+        Its EV events are forwarded to the controller on the way."""
         stats = {}
         for host, path in self.sockets.items():
             client = self._clients.get(host)
@@ -71,11 +76,22 @@ class PathMonitor(threading.Thread):
                 if client is None:
                     client = self._clients[host] = ControlClient(path, timeout_s=5.0)
                 stats.update(client.call("path_stats")["paths"])
+                events = client.call("ev_events").get("events", [])
             except (OSError, ValueError, ConnectionError):
                 if client is not None:
                     client.close()
                 self._clients.pop(host, None)
+                continue
+            if events:
+                self.forward_ev_events(host, events)
         return stats
+
+    def forward_ev_events(self, host: str, events: list) -> None:
+        try:
+            ControllerClient(port=self.api_port).ev_events(host, events)
+            self.ev_events_forwarded += len(events)
+        except ControllerError as err:
+            self.ev_event_errors.append(str(err))
 
     def step(self) -> None:
         stats = self.gather()

@@ -64,6 +64,8 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     [mrc.qp]                            # every QP setting, named as traffic.qp_config.MRCConfig
     ev_count = 32                       #   names it, over the endpoint's defaults for the
     rto_rtts = 25.0                     #   emulated fabric (EMULATED_FABRIC_QP_DEFAULTS)
+    [mrc.nscc]                          # NSCC, named as OCP mrc_ctl.h mrc_ctl_cc_nscc_cfg
+    qa_gate = 3                         #   (traffic/nscc.py: rules and uet-htsim defaults)
     [mrc.host_qp.h1]                    # [mrc.qp] keys for the QPs host h1 opens, over [mrc.qp]
     ev_pin_spine = 0                    #   (an experiment's per-flow setting)
 
@@ -96,6 +98,8 @@ from emulation.scenario_schema import (
     MRC,
     MRC_ENDPOINT,
     MRC_ENDPOINT_RESERVED,
+    MRC_NSCC,
+    MRC_NSCC_RESERVED,
     MRC_QP,
     MRC_QP_RESERVED,
     MRC_RESERVED,
@@ -112,7 +116,7 @@ from emulation.scenario_schema import (
 from emulation.scenario_short import apply_short
 from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
-from traffic.endpoint_support import EMULATED_FABRIC_QP_DEFAULTS, ConfigError, EndpointConfig
+from traffic.endpoint_support import ConfigError, EndpointConfig
 from traffic.qp_config import MRCConfig
 
 __all__ = ["COLLECTIVES", "CollectiveSpec", "FaultEntry", "LINK_SELECTORS", "ROUTINGS",
@@ -388,6 +392,9 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
     endpoint = ck.table(raw, "endpoint", MRC_ENDPOINT, parent="mrc",
                         reserved=MRC_ENDPOINT_RESERVED)
     qp = ck.table(raw, "qp", MRC_QP, parent="mrc", reserved=MRC_QP_RESERVED)
+    nscc = ck.table(raw, "nscc", MRC_NSCC, parent="mrc", reserved=MRC_NSCC_RESERVED)
+    out.pop("nscc", None)           # reaches the QPs as [mrc.qp] nscc_<key>
+    qp.update({f"nscc_{key}": value for key, value in nscc.items()})
     _check_mrc_rules(endpoint, qp, ck, spec)
     host_qp = _parse_host_qp(raw, endpoint, qp, ck, spec)
     if host_qp:
@@ -400,12 +407,13 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
             ck.fail("[mrc.endpoint]", str(exc), _line_of_named_key(
                 ck, "mrc.endpoint", endpoint, str(exc)))
         out["endpoint"] = endpoint
-    if "qp" in raw:
+    if "qp" in raw or "nscc" in raw:
         try:         # the QP settings as an endpoint applies them: over its defaults
             EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), "qp": qp})
         except (ConfigError, TypeError, ValueError) as exc:
-            ck.fail("[mrc.qp]", str(exc).removeprefix("qp: "),
-                    _line_of_named_key(ck, "mrc.qp", qp, str(exc)))
+            table = "mrc.qp" if "qp" in raw else "mrc.nscc"
+            ck.fail(f"[{table}]", str(exc).removeprefix("qp: "),
+                    _line_of_named_key(ck, table, qp, str(exc)))
         out["qp"] = qp
     return out
 
@@ -469,7 +477,8 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
             ck.note("[mrc.endpoint] planes", f"must list plane numbers 0..{spec.planes - 1}, "
                     f"each once, at least one, got {planes!r}", ck.loc.key("mrc.endpoint", "planes"))
     used_planes = len(planes) if planes else spec.planes
-    ev_count = qp.get("ev_count", EMULATED_FABRIC_QP_DEFAULTS["ev_count"])
+    # default: one EV per distinct path, planes x spines (traffic/evs.py)
+    ev_count = qp.get("ev_count") or spec.spines * used_planes
     if ev_count < used_planes:
         ck.note(f"[{table}] ev_count", f"must be at least the number of planes in use "
                 f"({used_planes}): EVs are split equally over the planes, got {ev_count}",

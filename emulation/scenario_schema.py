@@ -127,7 +127,7 @@ MRC = {
     "fragment_bytes": _i(None, 64, 1 << 29, "WRITE-with-IMM fragment, <= ring_bytes / 2"),
     "linger_s": _n(None, 0.0, 60.0, "keep answering peers this long after the last iteration"),
     "connect_timeout_s": _n(None, 0.1, 3600.0, "QP connection set-up limit"),
-    "endpoint": Key("table"), "qp": Key("table"),
+    "endpoint": Key("table"), "qp": Key("table"), "nscc": Key("table"),
     "host_qp": Key("table"),    # [mrc.host_qp.<host>]: [mrc.qp] keys for one host's QPs
 }
 MRC_RESERVED = {"base_rtt_ns": "moved: use [mrc.endpoint] base_rtt_ns, the endpoint's fixed "
@@ -193,6 +193,7 @@ MRC_QP = {
     "rto_rtts": _pos(None, "retransmission timeout, base RTTs"),
     "rto_min_ns": _i(None, 1, NS_MAX, "RTO floor"),
     "rto_max_ns": _i(None, 1, NS_MAX, "RTO ceiling (>= rto_min_ns)"),
+    "max_wimm": _i(None, 1, 0xFFFF, "OCP max_wimm: WRITE-with-IMM messages in flight per QP"),
     "ack_timeout": _i(None, 0, 24, "OCP local ACK timeout, 1.024 us x 2^n (omit: from the RTT)"),
     "retry_linear_count": _i(None, 0, 7, "OCP linear (fixed interval) retries of one PSN"),
     "retry_exp_count": _i(None, 0, 25, "OCP exponential backoff retries after them; 25 = infinite"),
@@ -206,9 +207,6 @@ MRC_QP = {
     "ack_delay_ns": _i(None, 1, NS_MAX, "delayed-SACK limit (wins over ack_delay_rtts)"),
     "ack_delay_rtts": _pos(None, "delayed-SACK limit, base RTTs"),
     "nscc_enabled": _b(None, "NSCC congestion control"),
-    "nscc_gamma": _n(None, 0.0, 1.0, "NSCC multiplicative-decrease gain", above=True),
-    "nscc_max_md": _n(None, 0.0, 0.5, "largest NSCC decrease", above=True),
-    "nscc_fair_increase_mss": _pos(None, "NSCC fair increase, MSS", hi=1000.0),
     "nscc_prop_gain": _pos(None, "NSCC proportional increase gain", hi=100.0),
     "nscc_max_window_bdp": _pos(None, "NSCC window ceiling, BDPs", hi=100.0),
     "nscc_initial_window_bdp": _pos(None, "NSCC initial window, BDPs", hi=100.0),
@@ -236,7 +234,37 @@ MRC_QP = {
     "roce_window_psns": _i(None, 1, PSN_SPACE // 2 - 1, "RoCE RC window, PSNs"),
     "roce_retry_limit": _i(None, 1, 7, "RoCE retry_cnt (3 bits)"),
 }
+# [mrc.nscc]: OCP mrc_ctl.h struct mrc_ctl_cc_nscc_cfg, each key under its name there; it
+# reaches MRCConfig as nscc_<key> (traffic/qp_config.py, traffic/nscc.py for the rules and the
+# uet-htsim defaults an omitted key takes).
+MRC_NSCC = {
+    "disable_qa": _b(None, "turn quick adapt off"),
+    "adjust_bytes_threshold": _i(None, 0, 1 << 31, "apply the batched increase after this "
+                                 "many bytes acked (default 8 MSS)"),
+    "adjust_period_threshold": _i(None, 0, NS_MAX, "... or after this long, ns; eta is added "
+                                  "once per period (default: base RTT)"),
+    "eta": _n(None, 0.0, 1e9, "bytes added once per adjust period (default 0.15 MSS x a)"),
+    "fi": _n(None, 0.0, 1e9, "fair increase, bytes per window acked (default 5 MSS x a)"),
+    "fi_scale": _n(None, 0.0, 100.0, "fast increase per byte acked at near-zero delay "
+                   "(default 0.25 x a)"),
+    "gamma": _n(None, 0.0, 1.0, "multiplicative-decrease gain", above=True),
+    "max_md_jump": _n(None, 0.0, 0.5, "largest decrease (factor >= 1 - this)", above=True),
+    "max_cwnd": _i(None, 1, 1 << 31, "window ceiling, bytes (default 1.5 BDP)"),
+    "qa_gate": _i(None, 0, 31, "quick adapt only if a window achieved < max_cwnd >> qa_gate"),
+    "qa_threshold": _i(None, 0, NS_MAX, "queueing delay that triggers quick adapt, ns "
+                       "(default 4 x target_delay)"),
+    "target_delay": _i(None, 0, NS_MAX, "target queueing delay, ns (default: base RTT, "
+                       "0.75 base RTT with trimming)"),
+    "delay_alpha": _n(None, 0.0, 1.0, "EWMA gain of the averaged delay (uet-htsim; not in "
+                      "mrc_ctl.h)", above=True),
+}
+MRC_NSCC_RESERVED = {"base_rtt": "measured by the endpoint; fix it with [mrc.endpoint] "
+                                 "base_rtt_ns"}
+
 MRC_QP_RESERVED = {
+    **{old: f"moved: use [mrc.nscc] {new} (mrc_ctl_cc_nscc_cfg's name)" for old, new in (
+        ("nscc_gamma", "gamma"), ("nscc_max_md", "max_md_jump"),
+        ("nscc_fair_increase_mss", "fi (in bytes)"))},
     "base_rtt_ns": "measured by the endpoint; fix it with [mrc.endpoint] base_rtt_ns",
     "mtu": "renamed max_payload, set by the endpoint: use [mrc.endpoint] max_payload",
     "max_payload": "set by the endpoint from its ports' MTU: use [mrc.endpoint] max_payload",
@@ -263,7 +291,8 @@ FAULT = {
 }
 
 SCHEMA = {"": TOP, "fabric": FABRIC, "transport": TRANSPORT, "collective": COLLECTIVE,
-          "options": OPTIONS, "mrc": MRC, "mrc.endpoint": MRC_ENDPOINT, "mrc.qp": MRC_QP}
+          "options": OPTIONS, "mrc": MRC, "mrc.endpoint": MRC_ENDPOINT, "mrc.qp": MRC_QP,
+          "mrc.nscc": MRC_NSCC}
 
 _TYPE_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
                "str": "a string", "strings": "a list of strings", "ints": "a list of integers",

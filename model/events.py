@@ -73,5 +73,6 @@ class ControllerLog:
     FLAP_ERROR = "flap_error"
     DENY = "deny"                  # a path denied to the endpoints (controller/denylist.py)
     ALLOW = "allow"
+    EV_EVENT = "ev_event"          # an endpoint's EV state change (traffic/ev_events.py)
 
-    ALL = frozenset({PORT_STATUS, RECONVERGE, FLAP_STEP, FLAP_ERROR, DENY, ALLOW})
+    ALL = frozenset({PORT_STATUS, RECONVERGE, FLAP_STEP, FLAP_ERROR, DENY, ALLOW, EV_EVENT})

@@ -18,6 +18,8 @@ Requests (one JSON object per line; every reply has "ok", errors carry "error"):
         "newly_denied", "newly_allowed", "evs_denied"}; rules as traffic/denylist.py
   {"op":"path_stats"}                                 -> {"paths": {path: {"sent","lost"}}} of
         the path prober (traffic/path_prober.py; {} when it is off)
+  {"op":"ev_events"}                                  -> {"events": [...]} the EV state changes
+        not yet delivered, with drop counts (traffic/ev_events.py), removed from the queue
   {"op":"shutdown"}
 """
 from __future__ import annotations
@@ -179,6 +181,8 @@ class ControlServer:
                 return {"ok": True, **ep.set_denylist(req.get("rules", []))}
             if op == "path_stats":
                 return {"ok": True, "host": ep.host, "paths": ep.path_stats()}
+            if op == "ev_events":
+                return {"ok": True, "host": ep.host, "events": ep.ev_events.poll()}
             if op == "shutdown":
                 self.shutdown_requested = True
                 return {"ok": True}

@@ -54,6 +54,7 @@ from traffic.endpoint_support import (
     qp_timers,
     trimming_delay_bound_ns,
 )
+from traffic.ev_events import EvEventQueue
 from traffic.evs import PathInfo
 from traffic.messages import PROBE_ID_MASK, DataPacket, Nack, Probe, Sack
 from traffic.nscc import PlanePacer
@@ -208,6 +209,8 @@ class Endpoint:
         self.topo = Topology(config.spec)
         self.codec = Codec(self.topo)
         self.log = EventLog(config.event_log, f"h{self.host}", clock)
+        # forward EV state changes for the controller (control socket "ev_events")
+        self.ev_events = EvEventQueue()
         self.counters = Counters()
         if ports is None and open_ports:
             port_class = port_class_for(config)
@@ -335,6 +338,8 @@ class Endpoint:
             t = event.pop("t_ns", None)
             name = event.pop("event")
             self.log.emit(name, t_ns=t, **event)
+            if name == Event.EV_STATE and event.get("direction") != "reverse":
+                self.ev_events.push({"t_ns": t, **event}, self.clock() if t is None else t)
 
         if transport == "mrc":
             sender = SenderQP(qpn, peer_qpn, qcfg, paths, rng, emit)

@@ -84,10 +84,6 @@ EMULATED_FABRIC_QP_DEFAULTS = {
     # resulting storm of re-probes of "bad" EVs eats the CPU.
     "probe_timeout_rtts": 16.0,
     "reverse_probe_rtts": 8.0,
-    # 128 EVs x several QPs x probes costs more CPU than the emulated fabric has; the backups
-    # stay at 16 whatever ev_count a scenario sets.
-    "ev_count": 32,
-    "ev_backup_count": 16,
     # SACK coalescing: one SACK per ack_every data packets (immediate on ECN, AckReq = last
     # packet of a message or a retransmission, or a bitmap half full), else after ack_delay_rtts.
     # Every SACK costs a packet through three userspace switches and ~60 us of Python at each

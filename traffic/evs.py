@@ -5,8 +5,13 @@ MRC sprays every packet on the next active EV and retires a path the moment it l
 so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP MRC 1.0):
 
 * The set is built at QP start: `ev_count` active EVs, the same number per plane
-  (ev_count // planes, remainder dropped), spine chosen at random inside the plane, entropy random
-  and unique; plus `backup_count` backup EVs (same split per plane, state UNKNOWN until used).
+  (ev_count // planes, remainder dropped), entropy random and unique; plus `backup_count` backup
+  EVs (same split per plane, state UNKNOWN until used). A plane's EVs take its spines in turn
+  from a random one, so a path carries as few of them as the count allows. By default
+  (ev_count None) there is one active EV per distinct path, planes x spines (the paper's EVs
+  each name one path, so a dead path costs one EV), and one backup per path (backup_count
+  None). A replacement is a backup on another path of the same plane, one with no EV awaiting
+  a verdict or assumed bad if there is one.
 * Pinning (an experiment's knob, off by default): `pin_spine` and `pin_count` start
   `pin_count` of each plane's active EVs on that spine (T1) and the rest on the plane's other
   spines in turn, so the EV sets of several QPs are forced to overlap on one path (the paper's
@@ -35,7 +40,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   the QP therefore keeps trying until its retry budget ends in a QP error (never a hang).
 * ASSUMED_BAD EVs are probed every `probe_period_ns`; `probe_k` consecutive successes make the EV
   GOOD again (a failure resets the count). A resurrected EV refills its plane's rotation if the
-  plane is below quota, else replaces a floor-kept bad EV of its plane, else joins the backups.
+  plane is below quota, else replaces a floor-kept bad EV of its plane, else, if no EV of the
+  rotation is on its path while another path carries two, takes one of those two slots (the
+  displaced EV becomes a backup), else joins the backups.
 * Plane availability: local NIC port down, or the peer's port-status bitmap lacking plane p, takes
   every EV of that plane out of use (states unchanged, they return when the plane comes back).
 * DENIED is set only from outside (controller denylist: `deny`/`allow`, or `apply_denylist`
@@ -113,12 +120,17 @@ class EVSet:
     """The EVs of one sender QP, their states, the round robin and the probe schedule."""
 
     def __init__(self, paths: PathInfo, rng: random.Random, *, qp: int = 0,
-                 ev_count: int = 128, backup_count: int = 64, min_active: int | None = None,
+                 ev_count: int | None = None, backup_count: int | None = None,
+                 min_active: int | None = None,
                  probe_period_ns: int = 5_000_000, probe_timeout_ns: int = 4_000_000,
                  probe_k: int = 3, probe_backoff_max: int = 8,
                  pin_spine: int | None = None, pin_count: int = 0,
                  emit: Callable[[dict], None] | None = None):
         planes = list(paths.planes)
+        if ev_count is None:
+            ev_count = paths.spines * len(planes)
+        if backup_count is None:
+            backup_count = paths.spines * len(planes)
         per_plane = ev_count // len(planes)
         if per_plane < 1:
             raise ValueError(f"ev_count {ev_count} is smaller than the number of planes {len(planes)}")
@@ -151,9 +163,14 @@ class EVSet:
         self._used_entropy: set[int] = set()
         per_plane_lists = {}
         for p in planes:
-            per_plane_lists[p] = [self._new_ev(p, GOOD, spine) for spine in start_spines]
-            for _ in range(backup_count // len(planes)):
-                self.backups[p].append(self._new_ev(p, UNKNOWN))
+            first = rng.randrange(paths.spines)
+            per_plane_lists[p] = [
+                self._new_ev(p, GOOD, (first + i) % paths.spines if spine is None else spine)
+                for i, spine in enumerate(start_spines)]
+            # backups start on the spines after the actives', in the same turn
+            for i in range(backup_count // len(planes)):
+                self.backups[p].append(
+                    self._new_ev(p, UNKNOWN, (first + per_plane + i) % paths.spines))
         # Interleave planes so consecutive packets alternate planes.
         self.rotation: list[int] = []
         for i in range(per_plane):
@@ -371,7 +388,7 @@ class EVSet:
         self.emit({"t_ns": now_ns, "event": Event.EV_SUSPECT, "qp": self.qp, "ev": ev,
                    "plane": info.plane, "reason": reason})
         if info.in_rotation:
-            backup = self._take_backup(info.plane)
+            backup = self._take_backup(info.plane, info.spine)
             if backup is not None:
                 self._put_in_slot(self.rotation.index(ev), backup, now_ns, reason="replacement",
                                   replaces=ev)
@@ -401,7 +418,7 @@ class EVSet:
         if not info.in_rotation:
             return None
         slot = self.rotation.index(ev)
-        backup = self._take_backup(info.plane)
+        backup = self._take_backup(info.plane, info.spine)
         if backup is not None:
             self._put_in_slot(slot, backup, now_ns, reason="replacement", replaces=ev)
             return backup
@@ -414,12 +431,20 @@ class EVSet:
         # else: floor reached: the EV stays in the rotation (see module docstring).
         return None
 
-    def _take_backup(self, plane: int) -> int | None:
+    def _take_backup(self, plane: int, lost_spine: int | None = None) -> int | None:
+        """The first usable backup of `plane` on a path (spine) with no EV suspended or assumed
+        bad, else the first not on `lost_spine`, else the first."""
         pool = self.backups.get(plane, [])
-        while pool:
-            ev = pool.pop(0)
-            if self.evs[ev].state in (GOOD, UNKNOWN):
-                return ev
+        pool[:] = [ev for ev in pool if self.evs[ev].state in (GOOD, UNKNOWN)]
+        if not pool:
+            return None
+        doubtful = {i.spine for i in self.evs.values()
+                    if i.plane == plane and (i.suspended or i.state == ASSUMED_BAD)}
+        doubtful.add(lost_spine)
+        for avoid in (doubtful, {lost_spine}, set()):
+            for k, ev in enumerate(pool):
+                if self.evs[ev].spine not in avoid:
+                    return pool.pop(k)
         return None
 
     def _put_in_slot(self, slot: int, ev: int, now_ns: int, reason: str, replaces: int) -> None:
@@ -454,6 +479,17 @@ class EVSet:
                 self._put_in_slot(slot, info.ev, now_ns, reason="probe_ok",
                                   replaces=self.rotation[slot])
                 return
+        # Its path carries no EV of the rotation while another path carries two (a replacement
+        # doubled up there): it takes that slot back, the displaced EV becomes a backup again.
+        spines = [self.evs[self.rotation[slot]].spine for slot in in_plane]
+        if info.spine not in spines:
+            for slot, spine in zip(in_plane, spines):
+                if spines.count(spine) > 1:
+                    displaced = self.evs[self.rotation[slot]]
+                    self._put_in_slot(slot, info.ev, now_ns, reason="probe_ok",
+                                      replaces=displaced.ev)
+                    self.backups[info.plane].append(displaced.ev)
+                    return
         if info.ev not in self.backups[info.plane]:
             self.backups[info.plane].append(info.ev)
 

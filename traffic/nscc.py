@@ -1,154 +1,302 @@
 """NSCC congestion window and a per-plane pacer (pure: time is passed in).
 
 NSCC is the Ultra Ethernet sender-side congestion control (UET 1.0, "Network Signal-based
-Congestion Control"; reference model: ultraethernet/uet-htsim, UecSrc). Per ACK it looks at two
-signals, ECN (the SACK's echo) and queueing delay = rtt - base_rtt compared with a target, and
-picks one of four responses:
+Congestion Control"). The rules below follow UEC's reference model, ultraethernet/uet-htsim
+htsim/sim/uec.cpp (UecSrc: updateCwndOnAck_NSCC, quick_adapt, fair_increase,
+proportional_increase, fast_increase, multiplicative_decrease, fulfill_adjustment,
+updateCwndOnNack_NSCC, update_delay, initNsccParams); the knobs carry the names of OCP's
+mrc_ctl.h struct mrc_ctl_cc_nscc_cfg.
 
-  no ECN, delay >= target : FAIR_INCREASE         cwnd += fi * mss * acked / cwnd
-  no ECN, delay <  target : PROPORTIONAL_INCREASE cwnd += alpha * acked * (target - delay) / target
-  ECN,    delay >= target : MULTIPLICATIVE_DECREASE, at most once per base RTT:
-                            cwnd *= max(1 - gamma * (delay - target) / delay, 1 - max_md)
-  ECN,    delay <  target : NO_CHANGE (the sender moves off that path: EV skip)
+Per ACK, with delay = rtt - base_rtt (the averaged delay when the ACK has no RTT sample):
+  quick adapt first (below); if it ran, nothing else.
+  no ECN, delay >= target : fair increase          inc += fi * acked
+  no ECN, delay <  target : fast increase when delay < fast_delay for a whole window of
+                            acked bytes: cwnd += fi_scale * acked at once; else
+                            proportional increase   inc += alpha * acked * (target - delay) / target
+  ECN,    delay >= target : multiplicative decrease on the AVERAGED delay d, at most once per
+                            base RTT and only if d > target:
+                            cwnd *= max(1 - gamma * (d - target) / d, 1 - max_md_jump)
+  ECN,    delay <  target : no change (the sender moves off that EV: skip)
+Increases are batched: cwnd += inc / cwnd once more than adjust_bytes_threshold bytes were
+acked or adjust_period_threshold passed since the last eta; eta bytes are added at most once per
+adjust_period_threshold.
 
-plus QUICK_ADAPT on loss/NACK (or delay above qa_threshold = 4 x target): at most once per base
-RTT, cwnd falls to what was actually acknowledged during the last base RTT.
+Quick adapt (QA) measures the bytes acked over windows of base_rtt + target. At the first ACK
+or loss after a window ends, it cuts cwnd to the bytes that window achieved, but only if a loss
+(NACK or SACK gap; a timeout only takes its bytes off cwnd) was seen or the delay exceeds qa_threshold, AND the window achieved less
+than max_cwnd >> qa_gate: a flow that still delivers more than an eighth of its ceiling keeps
+its window and the loss only takes the lost bytes off it. After a QA, ECN-marked ACKs and
+losses of the bytes then in flight change nothing (they describe the window just cut).
 
-Constants (uet-htsim defaults): gamma = 0.8, MD bounded to factor 0.5, qa threshold = 4 x target,
-fair-increase constant fi = 1 (htsim scales it by 0.25 at 400G; here fi is in MSS per RTT),
-max window 1.5 x BDP, target = base RTT (0.75 x base RTT when the fabric trims). htsim's
-proportional gain alpha is tied to 6 us / 4 KB MTU; here the emulated RTT is ~1 ms, so alpha is
-expressed dimensionless (1.0: at zero queueing the window grows by the acked bytes, i.e. it can
-double per RTT) and is configurable.
+The averaged delay is htsim's EWMA (delay_alpha 0.0125): an unmarked sample above the target
+counts as base_rtt / 4 (delay without ECN is not this flow's queue); losses count as one base
+RTT of delay.
+
+Defaults (uet-htsim initNsccParams, main_uec.cpp): target = base RTT (0.75 base RTT with
+trimming), qa_threshold = 4 x target, qa_gate = 3, gamma = 0.8, max_md_jump = 0.5,
+delay_alpha = 0.0125, adjust_period_threshold = base RTT, adjust_bytes_threshold = 8 MSS,
+max_cwnd = 1.5 BDP; fi = 5 MSS x a, eta = 0.15 MSS x a, fi_scale = 0.25 x a with
+a = BDP / (100 Gbit/s x 12 us), htsim's reference network. Two deviations, both because the
+emulated RTT is ~1000x htsim's (ms, not us): htsim's proportional gain is 4 MSS x a x b / target
+(b = target / 12 us), which at ms RTTs asks for megabytes per RTT; here alpha is dimensionless
+(prop_gain 1.0: at zero delay a window of ACKs adds one window, i.e. it can double per RTT).
+htsim's fast increase reads delay < 1 us, i.e. 1/12 of its reference target; here
+fast_delay = target / 12.
 """
 from __future__ import annotations
 
 from enum import Enum
 
+# htsim's reference network for scaling factor a: 100 Gbit/s x 12 us (initNsccParams).
+REFERENCE_BDP_BYTES = 100e9 / 8 * 12e-6
+FI_MSS = 5.0                 # fi = 5 MSS x a
+ETA_MSS = 0.15               # eta = 0.15 MSS x a
+FI_SCALE = 0.25              # fi_scale = 0.25 x a
+QA_GATE = 3                  # main_uec.cpp: qa_gate -1 -> 3
+DELAY_ALPHA = 0.0125
+ADJUST_BYTES_MSS = 8         # adjust_bytes_threshold = 8 MTU
+FAST_DELAY_TARGETS = 1 / 12  # htsim: 1 us at its 12 us reference target
+
 
 class NsccResponse(str, Enum):
     FAIR_INCREASE = "fair_increase"
     PROPORTIONAL_INCREASE = "proportional_increase"
+    FAST_INCREASE = "fast_increase"
     MULTIPLICATIVE_DECREASE = "multiplicative_decrease"
     NO_CHANGE = "no_change"
     QUICK_ADAPT = "quick_adapt"
+    IGNORED = "ignored_after_quick_adapt"
 
 
 class Nscc:
-    """Congestion window in bytes for one QP (all planes together)."""
+    """Congestion window in bytes for one QP (all planes together).
+
+    Knobs left None are derived from the BDP as htsim does (module docstring); byte and ns
+    knobs are mrc_ctl_cc_nscc_cfg's units.
+    """
 
     def __init__(self, *, base_rtt_ns: int, link_rate_Bps: float, mss: int,
-                 gamma: float = 0.8, max_md: float = 0.5, fair_increase_mss: float = 1.0,
+                 gamma: float = 0.8, max_md_jump: float = 0.5, fi: float | None = None,
+                 fi_scale: float | None = None, eta: float | None = None,
                  prop_gain: float = 1.0, max_window_bdp: float = 1.5,
-                 initial_window_bdp: float = 1.0, target_frac: float = 1.0,
-                 qa_threshold_targets: float = 4.0, min_window: int | None = None):
-        if not 0 < max_md <= 0.5:
-            raise ValueError(f"max_md must be in (0, 0.5] (decrease factor >= 0.5), got {max_md}")
+                 max_cwnd: int | None = None, initial_window_bdp: float = 1.0,
+                 target_frac: float = 1.0, target_delay_ns: int | None = None,
+                 qa_threshold_ns: int | None = None, qa_gate: int = QA_GATE,
+                 disable_qa: bool = False, adjust_bytes_threshold: int | None = None,
+                 adjust_period_ns: int | None = None, delay_alpha: float = DELAY_ALPHA,
+                 min_window: int | None = None):
+        if not 0 < max_md_jump <= 0.5:
+            raise ValueError(f"max_md_jump must be in (0, 0.5] (decrease factor >= 0.5), "
+                             f"got {max_md_jump}")
         if base_rtt_ns <= 0 or link_rate_Bps <= 0 or mss <= 0:
             raise ValueError("base_rtt_ns, link_rate_Bps and mss must be positive")
+        if not 0 <= qa_gate <= 31:
+            raise ValueError(f"qa_gate must be in 0..31 (a shift of max_cwnd), got {qa_gate}")
         self.link_rate_Bps = float(link_rate_Bps)
         self.mss = mss
         self.gamma = gamma
-        self.max_md = max_md
-        self.fair_increase_mss = fair_increase_mss
+        self.max_md_jump = max_md_jump
         self.prop_gain = prop_gain
         self.max_window_bdp = max_window_bdp
         self.target_frac = target_frac
-        self.qa_threshold_targets = qa_threshold_targets
+        self.qa_gate = qa_gate
+        self.disable_qa = disable_qa
+        self.delay_alpha = delay_alpha
         self.min_window = min_window if min_window is not None else mss
+        # the configured values (None: derived from the current BDP / base RTT)
+        self._fi, self._fi_scale, self._eta = fi, fi_scale, eta
+        self._max_cwnd, self._target, self._qa_threshold = max_cwnd, target_delay_ns, qa_threshold_ns
+        self._adjust_bytes, self._adjust_period = adjust_bytes_threshold, adjust_period_ns
         self.base_rtt_ns = int(base_rtt_ns)
+        self._derive()
         self.cwnd = max(self.min_window, min(self.max_window, initial_window_bdp * self.bdp))
+        self.avg_delay_ns = 0.0
+        self.inc_bytes = 0.0          # batched increase, in bytes x bytes (applied / cwnd)
+        self.received_bytes = 0       # acked since the last adjustment
+        self.last_adjust_ns: int | None = None
         self.last_md_ns: int | None = None
-        self.qa_window_start: int | None = None
-        self.acked_in_window = 0
-        self.acked_prev_window = 0
-        self._qa_until: int | None = None
+        self.fi_count = 0             # bytes acked at near-zero delay in a row (fast increase)
+        self.fast = False
+        self.achieved_bytes = 0       # acked in the current quick-adapt window
+        self.qa_end_ns: int | None = None
+        self.trigger_qa = False
+        self.bytes_to_ignore = 0
+        self.bytes_ignored = 0
         self.last_response: NsccResponse | None = None
         # How often each response was applied, and what triggered each quick adapt: the
         # counters event shows whether the window was cut by losses or by delay alone.
         self.counts = dict.fromkeys([r.value for r in NsccResponse]
-                                    + ["quick_adapt_on_delay", "quick_adapt_on_loss"], 0)
+                                    + ["quick_adapt_on_delay", "quick_adapt_on_loss",
+                                       "loss_bytes_off_cwnd"], 0)
 
     # ---------------------------------------------------------------- derived
 
-    @property
-    def bdp(self) -> float:
-        return self.link_rate_Bps * self.base_rtt_ns / 1e9
-
-    @property
-    def max_window(self) -> float:
-        return max(self.min_window, self.max_window_bdp * self.bdp)
-
-    @property
-    def target_ns(self) -> float:
-        return self.target_frac * self.base_rtt_ns
+    def _derive(self) -> None:
+        """The knobs htsim derives from the BDP and the base RTT, for the current base RTT."""
+        bdp = self.link_rate_Bps * self.base_rtt_ns / 1e9
+        self.bdp = bdp
+        a = bdp / REFERENCE_BDP_BYTES
+        self.fi = self._fi if self._fi is not None else FI_MSS * self.mss * a
+        self.fi_scale = self._fi_scale if self._fi_scale is not None else FI_SCALE * a
+        self.eta = self._eta if self._eta is not None else ETA_MSS * self.mss * a
+        self.max_window = max(self.min_window, self._max_cwnd if self._max_cwnd is not None
+                              else self.max_window_bdp * bdp)
+        self.target_ns = (self._target if self._target is not None
+                          else self.target_frac * self.base_rtt_ns)
+        self.qa_threshold_ns = (self._qa_threshold if self._qa_threshold is not None
+                                else 4 * self.target_ns)
+        self.adjust_bytes_threshold = (self._adjust_bytes if self._adjust_bytes is not None
+                                       else ADJUST_BYTES_MSS * self.mss)
+        self.adjust_period_ns = (self._adjust_period if self._adjust_period is not None
+                                 else self.base_rtt_ns)
+        self.fast_delay_ns = FAST_DELAY_TARGETS * self.target_ns
+        self.qa_gate_bytes = int(self.max_window) >> self.qa_gate
 
     def set_base_rtt(self, base_rtt_ns: int) -> None:
         self.base_rtt_ns = max(1, int(base_rtt_ns))
+        self._derive()
         self.cwnd = min(self.cwnd, self.max_window)
 
     # ---------------------------------------------------------------- signals
 
-    def on_ack(self, acked_bytes: int, rtt_ns: int | None, ecn: bool, now_ns: int) -> NsccResponse:
-        """One SACK: `acked_bytes` newly acknowledged, its RTT sample (None if none), ECN echo."""
-        self._account(acked_bytes, now_ns)
-        delay = max(0, (rtt_ns - self.base_rtt_ns)) if rtt_ns is not None else 0
+    def on_ack(self, acked_bytes: int, rtt_ns: int | None, ecn: bool, now_ns: int,
+               inflight_bytes: int = 0) -> NsccResponse:
+        """One SACK: `acked_bytes` newly acknowledged, its RTT sample (None if none), ECN echo,
+        and the bytes in flight after it (what a quick adapt now leaves to ignore)."""
+        self.achieved_bytes += acked_bytes
+        self.received_bytes += acked_bytes
+        self.bytes_ignored += acked_bytes
+        if self.last_adjust_ns is None:
+            self.last_adjust_ns = now_ns
+        if rtt_ns is not None and rtt_ns >= self.base_rtt_ns:
+            delay = rtt_ns - self.base_rtt_ns
+            self._average(delay, ecn)
+        else:
+            delay = self.avg_delay_ns
+        resp = self._quick_adapt(False, ecn, delay, now_ns, inflight_bytes)
+        if resp is not None:
+            return self._done(resp)
         target = self.target_ns
-        if rtt_ns is not None and delay > self.qa_threshold_targets * target:
-            if self._quick_adapt(now_ns):
-                self.counts["quick_adapt_on_delay"] += 1
-                return self._done(NsccResponse.QUICK_ADAPT)
         if not ecn:
             if delay >= target:
-                self.cwnd += self.fair_increase_mss * self.mss * acked_bytes / self.cwnd
+                self.inc_bytes += self.fi * acked_bytes
                 resp = NsccResponse.FAIR_INCREASE
+            elif self._fast_increase(acked_bytes, delay):
+                resp = NsccResponse.FAST_INCREASE
             else:
-                self.cwnd += self.prop_gain * acked_bytes * (target - delay) / target
+                self.inc_bytes += (self.prop_gain * acked_bytes * (target - delay) / target
+                                   * self.cwnd)
                 resp = NsccResponse.PROPORTIONAL_INCREASE
         elif delay >= target:
+            self._multiplicative_decrease(now_ns)
             resp = NsccResponse.MULTIPLICATIVE_DECREASE
-            if self.last_md_ns is None or now_ns - self.last_md_ns >= self.base_rtt_ns:
-                factor = max(1.0 - self.gamma * (delay - target) / delay, 1.0 - self.max_md)
-                self.cwnd *= factor
-                self.last_md_ns = now_ns
         else:
             resp = NsccResponse.NO_CHANGE
+        self._bound()
+        if (self.received_bytes > self.adjust_bytes_threshold
+                or now_ns - self.last_adjust_ns > self.adjust_period_ns):
+            self._fulfill(now_ns)
         return self._done(resp)
 
-    def on_loss(self, now_ns: int) -> bool:
-        """Loss or NACK: quick adapt (at most once per base RTT). Returns True if applied."""
-        applied = self._quick_adapt(now_ns)
-        if applied:
-            self.last_response = NsccResponse.QUICK_ADAPT
-            self.counts[NsccResponse.QUICK_ADAPT.value] += 1
-            self.counts["quick_adapt_on_loss"] += 1
-        return applied
+    def on_loss(self, now_ns: int, lost_bytes: int = 0, inflight_bytes: int = 0,
+                timeout: bool = False) -> bool:
+        """A NACK or a SACK-gap loss of `lost_bytes` (htsim updateCwndOnNack_NSCC): it counts
+        as one base RTT of delay in the average and arms quick adapt; unless quick adapt runs
+        (or ignores it), the lost bytes come off cwnd. A timeout only takes the bytes off
+        (htsim mark_packet_for_retransmission). Returns True if quick adapt ran."""
+        if timeout:
+            self.cwnd -= lost_bytes
+            self.counts["loss_bytes_off_cwnd"] += lost_bytes
+            self._bound()
+            return False
+        self.bytes_ignored += lost_bytes
+        self._average(self.base_rtt_ns, True)
+        self.trigger_qa = True
+        resp = self._quick_adapt(True, True, 0.0, now_ns, inflight_bytes)
+        if resp is NsccResponse.QUICK_ADAPT:
+            self.last_response = resp
+            self.counts[resp.value] += 1
+            return True
+        if resp is None:
+            self.cwnd -= lost_bytes
+            self.counts["loss_bytes_off_cwnd"] += lost_bytes
+            self._bound()
+        else:
+            self.last_response = resp
+            self.counts[resp.value] += 1
+        return False
 
     # ---------------------------------------------------------------- internals
 
-    def _account(self, acked_bytes: int, now_ns: int) -> None:
-        if self.qa_window_start is None or now_ns - self.qa_window_start >= self.base_rtt_ns:
-            self.qa_window_start = now_ns
-            self.acked_prev_window = self.acked_in_window
-            self.acked_in_window = 0
-        self.acked_in_window += acked_bytes
+    def _average(self, delay: float, ecn: bool) -> None:
+        """htsim update_delay: EWMA of the queueing delay (see the module docstring)."""
+        if not ecn and delay > self.target_ns:
+            delay = self.base_rtt_ns * 0.25
+        self.avg_delay_ns += self.delay_alpha * (delay - self.avg_delay_ns)
 
-    def _quick_adapt(self, now_ns: int) -> bool:
-        if self.qa_window_start is None:
-            self.qa_window_start = now_ns
-            self.acked_in_window = 0
-        if self._qa_until is not None and now_ns < self._qa_until:
-            return False
-        # What the path delivered in one base RTT: the last complete interval, or the current
-        # one if it already did better (a partial interval alone would understate it).
-        achieved = max(self.acked_prev_window, self.acked_in_window)
-        self._qa_until = now_ns + self.base_rtt_ns
-        if achieved < self.cwnd:
-            self.cwnd = max(self.min_window, float(achieved))
-        return True
+    def _quick_adapt(self, is_loss: bool, ecn: bool, delay: float, now_ns: int,
+                     inflight_bytes: int) -> NsccResponse | None:
+        """QUICK_ADAPT if it cut the window, IGNORED if the signal falls in the bytes a
+        quick adapt already answered, None otherwise (the caller's rule applies)."""
+        if self.disable_qa:
+            return None
+        resp = None
+        if self.bytes_ignored < self.bytes_to_ignore and ecn:
+            resp = NsccResponse.IGNORED
+        elif self.qa_end_ns is None or now_ns > self.qa_end_ns:
+            if (self.qa_end_ns is not None
+                    and (self.trigger_qa or is_loss or delay > self.qa_threshold_ns)
+                    and self.achieved_bytes < self.qa_gate_bytes):
+                self.counts["quick_adapt_on_loss" if self.trigger_qa or is_loss
+                            else "quick_adapt_on_delay"] += 1
+                self.cwnd = max(float(self.achieved_bytes), float(self.min_window))
+                self.bytes_to_ignore = inflight_bytes
+                self.bytes_ignored = 0
+                self.trigger_qa = False
+                resp = NsccResponse.QUICK_ADAPT
+            self.achieved_bytes = 0
+            self.qa_end_ns = now_ns + self.base_rtt_ns + int(self.target_ns)
+        if resp is not None:
+            self.inc_bytes = 0.0
+            self.received_bytes = 0
+        return resp
+
+    def _fast_increase(self, acked_bytes: int, delay: float) -> bool:
+        if delay < self.fast_delay_ns:
+            self.fi_count += acked_bytes
+            if self.fi_count > self.cwnd or self.fast:
+                self.cwnd += acked_bytes * self.fi_scale
+                self.fast = True
+                return True
+        else:
+            self.fi_count = 0
+        self.fast = False
+        return False
+
+    def _multiplicative_decrease(self, now_ns: int) -> None:
+        self.fast = False
+        self.fi_count = 0
+        avg = self.avg_delay_ns
+        target = self.target_ns
+        if avg > target and (self.last_md_ns is None
+                             or now_ns - self.last_md_ns >= self.base_rtt_ns):
+            self.cwnd *= max(1.0 - self.gamma * (avg - target) / avg, 1.0 - self.max_md_jump)
+            self.last_md_ns = now_ns
+
+    def _fulfill(self, now_ns: int) -> None:
+        self.cwnd += self.inc_bytes / self.cwnd
+        if now_ns - self.last_adjust_ns >= self.adjust_period_ns:
+            self.cwnd += self.eta
+            self.last_adjust_ns = now_ns
+        self.inc_bytes = 0.0
+        self.received_bytes = 0
+        self._bound()
+
+    def _bound(self) -> None:
+        self.cwnd = min(max(self.cwnd, float(self.min_window)), self.max_window)
 
     def _done(self, resp: NsccResponse) -> NsccResponse:
-        self.cwnd = min(max(self.cwnd, self.min_window), self.max_window)
+        self._bound()
         self.last_response = resp
         self.counts[resp.value] += 1
         return resp

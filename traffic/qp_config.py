@@ -28,9 +28,11 @@ class MRCConfig:
     (traffic/endpoint_support.py) instead where the userspace fabric needs other values, and
     derives base_rtt_ns, max_payload, port_rate_Bps and pacing_burst_packets itself."""
 
-    # EV set (OCP examples: 128-256 EVs, ev_min_active = ev_count/4)
-    ev_count: int = 128                  # active EVs, equal per plane
-    ev_backup_count: int = 64            # backup EVs, equal per plane (state UNKNOWN until used)
+    # EV set (traffic/evs.py; OCP examples: 128-256 EVs, ev_min_active = ev_count/4). None:
+    # one EV per distinct path to the peer (planes x spines), as the paper's EVs each name a
+    # path, and one backup per path.
+    ev_count: int | None = None          # active EVs, equal per plane
+    ev_backup_count: int | None = None   # backup EVs, equal per plane (state UNKNOWN until used)
     ev_min_active: int | None = None     # None -> ev_count // 4
     probe_k: int = 3                     # consecutive probe successes to return to GOOD
     probe_period_rtts: float = 5.0       # probe period of an ASSUMED_BAD EV, in base RTTs
@@ -59,14 +61,18 @@ class MRCConfig:
     # both are spent the next timeout puts the QP in error, which flushes its work requests.
     # ack_timeout None: the base interval is the RTO derived from the measured RTT (OCP's
     # timeouts are sized for NIC RTTs of microseconds, the emulated fabric's RTT is ~1 ms).
-    # retry_fixed_interval False (the default): the linear phase waits one more base interval
-    # per retry (1x, 2x, ... 7x) instead of a fixed one, so the QP rides out the emulated
-    # fabric's userspace switches holding packets for up to 250 ms (7 fixed intervals of a
-    # 4 ms RTO would not); True is OCP's fixed interval.
+    # Defaults: OCP's examples/mrc_qp.md (linear_cnt 7, exp_cnt 25 = infinite), fixed linear
+    # interval. The doubling phase (capped at rto_max_ns) rides out the userspace switches
+    # holding packets for up to 250 ms; a peer that never answers fails the collective's
+    # timeout_s instead of the QP. retry_fixed_interval False: the linear phase waits one more
+    # base interval per retry (1x .. 8x) instead (the emulator's former default).
+    # OCP mrc.h struct mrc_qp_attr wimm.max_wimm: WRITE-with-IMM messages in flight as
+    # requestor (examples/mrc_qp.md: 128); a message starts only while fewer are incomplete.
+    max_wimm: int = 128
     ack_timeout: int | None = None
     retry_linear_count: int = 7
-    retry_exp_count: int = 3
-    retry_fixed_interval: bool = False
+    retry_exp_count: int = 25
+    retry_fixed_interval: bool = True
     reorder_rtts: float = 0.5            # SACK-gap loss: sent this many base RTTs later arrived
     # Under load the per-path queueing delay differs by far more than a base RTT; the reorder
     # window also grows to srtt + 4 rttvar - base RTT (RACK-like), measured, so a slower queue
@@ -88,12 +94,24 @@ class MRCConfig:
     # packet arrived (None -> ack_delay_rtts x base RTT).
     ack_delay_ns: int | None = None
     ack_delay_rtts: float = 0.25
-    # congestion control (UET NSCC, uet-htsim defaults)
+    # congestion control (UET NSCC, traffic/nscc.py). nscc_<name>: OCP mrc_ctl.h struct
+    # mrc_ctl_cc_nscc_cfg's <name> (a scenario's [mrc.nscc] <name>); None -> uet-htsim's value
+    # derived from the BDP and base RTT (traffic/nscc.py says how).
     nscc_enabled: bool = True
+    nscc_disable_qa: bool = False
+    nscc_adjust_bytes_threshold: int | None = None     # bytes (htsim: 8 MTU)
+    nscc_adjust_period_threshold: int | None = None    # ns (htsim: base RTT)
+    nscc_eta: float | None = None                      # bytes (htsim: 0.15 MSS x a)
+    nscc_fi: float | None = None                       # bytes (htsim: 5 MSS x a)
+    nscc_fi_scale: float | None = None                 # htsim: 0.25 x a
     nscc_gamma: float = 0.8
-    nscc_max_md: float = 0.5             # decrease factor never below 0.5
-    nscc_fair_increase_mss: float = 1.0
-    nscc_prop_gain: float = 1.0
+    nscc_max_md_jump: float = 0.5        # decrease factor never below 1 - 0.5
+    nscc_max_cwnd: int | None = None                   # bytes (htsim: 1.5 BDP)
+    nscc_qa_gate: int = 3                              # htsim main_uec.cpp: -1 -> 3
+    nscc_qa_threshold: int | None = None               # ns (htsim: 4 x target)
+    nscc_target_delay: int | None = None               # ns (htsim: base RTT; 0.75 trimming)
+    nscc_delay_alpha: float = 0.0125     # htsim's EWMA gain of the averaged delay
+    nscc_prop_gain: float = 1.0          # the emulator's proportional gain (traffic/nscc.py)
     nscc_max_window_bdp: float = 1.5
     nscc_initial_window_bdp: float = 1.0
     trimming: bool = False               # fabric trims -> target 0.75 x base RTT
@@ -169,7 +187,13 @@ class MRCConfig:
     roce_retry_limit: int = 7            # RoCE retry_cnt maximum
 
     def __post_init__(self) -> None:
-        positive = ("ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns",
+        if self.ev_count is not None and (isinstance(self.ev_count, bool)
+                                          or not self.ev_count > 0):
+            raise ValueError(f"MRCConfig.ev_count must be positive, got {self.ev_count!r}")
+        if isinstance(self.max_wimm, bool) or not 1 <= self.max_wimm <= 0xFFFF:
+            raise ValueError(f"MRCConfig.max_wimm must be an integer in 1..65535 (OCP mrc.h "
+                             f"uint16_t), got {self.max_wimm!r}")
+        positive = ("probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns",
                     "rto_max_ns", "ack_every", "port_rate_Bps",
                     "pacing_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
@@ -192,10 +216,13 @@ class MRCConfig:
                              f"got {self.ev_pin_spine!r}")
         if self.ev_pin_count and self.ev_pin_spine is None:
             raise ValueError("MRCConfig.ev_pin_count needs ev_pin_spine (which spine to pin to)")
-        if self.ev_pin_spine is not None and not 1 <= self.ev_pin_count <= self.ev_count:
+        if self.ev_pin_spine is not None and not 1 <= self.ev_pin_count <= (
+                self.ev_count or self.ev_pin_count):
             raise ValueError(f"MRCConfig.ev_pin_count must be in 1..ev_count with ev_pin_spine "
                              f"set, got {self.ev_pin_count!r}")
-        for name in ("ev_backup_count", "skip_rtts", "header_overhead",
+        if self.ev_backup_count is not None and self.ev_backup_count < 0:
+            raise ValueError(f"MRCConfig.ev_backup_count must be >= 0, got {self.ev_backup_count!r}")
+        for name in ("skip_rtts", "header_overhead",
                      "reorder_rtts", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns",
                      "nscc_frame_rtt_ns", "stall_burst_rtts"):
@@ -205,7 +232,8 @@ class MRCConfig:
             raise ValueError(f"MRCConfig.mpr {self.mpr} too large for 24-bit PSNs")
         if not 0 <= self.start_psn <= PSN_MASK:
             raise ValueError(f"MRCConfig.start_psn must fit 24 bits, got {self.start_psn}")
-        if self.ev_min_active is not None and not 0 <= self.ev_min_active <= self.ev_count:
+        if self.ev_min_active is not None and not 0 <= self.ev_min_active <= (
+                self.ev_count or self.ev_min_active):
             raise ValueError(f"MRCConfig.ev_min_active must be in 0..ev_count, got {self.ev_min_active}")
         for name, hi in (("retry_linear_count", RETRY_LINEAR_MAX),
                          ("retry_exp_count", RETRY_EXP_MAX)):
@@ -225,8 +253,20 @@ class MRCConfig:
         if self.loss_policy not in LOSS_POLICIES:
             raise ValueError(f"MRCConfig.loss_policy must be one of {', '.join(LOSS_POLICIES)}, "
                              f"got {self.loss_policy!r}")
-        if not 0 < self.nscc_max_md <= 0.5:
-            raise ValueError("MRCConfig.nscc_max_md must be in (0, 0.5] (MD factor >= 0.5)")
+        if not 0 < self.nscc_max_md_jump <= 0.5:
+            raise ValueError("MRCConfig.nscc_max_md_jump must be in (0, 0.5] (MD factor >= 0.5)")
+        if isinstance(self.nscc_qa_gate, bool) or not 0 <= self.nscc_qa_gate <= 31:
+            raise ValueError(f"MRCConfig.nscc_qa_gate must be an integer in 0..31 (a shift of "
+                             f"max_cwnd), got {self.nscc_qa_gate!r}")
+        if not 0 < self.nscc_delay_alpha <= 1:
+            raise ValueError(f"MRCConfig.nscc_delay_alpha must be in (0, 1], "
+                             f"got {self.nscc_delay_alpha!r}")
+        for name in ("nscc_adjust_bytes_threshold", "nscc_adjust_period_threshold", "nscc_eta",
+                     "nscc_fi", "nscc_fi_scale", "nscc_max_cwnd", "nscc_qa_threshold",
+                     "nscc_target_delay"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not value >= 0):
+                raise ValueError(f"MRCConfig.{name} must be >= 0 or None, got {value!r}")
 
     @property
     def mpr_window(self) -> int:

@@ -2,11 +2,11 @@
 
 base RTT = the smallest RTT sample seen (MRCConfig.base_rtt_ns until the first sample);
 srtt / rttvar as RFC 6298 (gains 1/8 and 1/4). From them:
-  * RTO(t), t = timeouts the PSN already had (OCP mrc.h retry scheme, MRCConfig): the first
-    retry_linear_count retries are the linear phase, the next retry_exp_count the exponential
-    one. Linear: base_rto for every t <= retry_linear_count with retry_fixed_interval (OCP's
-    fixed interval), else base_rto * (t + 1). Exponential, i = t - retry_linear_count >= 1:
-    the last linear interval * 2^i. Capped at max(rto_max_ns, base_rto).
+  * RTO(t), t = timeouts the PSN already had (OCP mrc.h retry scheme, MRCConfig): retries
+    1..retry_linear_count are the linear phase, the next retry_exp_count the exponential one.
+    Linear, t <= retry_linear_count: base_rto with retry_fixed_interval (OCP's fixed interval),
+    else base_rto * (t + 1). Exponential, i = t - retry_linear_count >= 1: the last linear
+    interval * 2^i. Capped at max(rto_max_ns, base_rto).
     base_rto = OCP's 1.024 us x 2^ack_timeout when ack_timeout is set, else rto_ns if set, else
     max(rto_min_ns, rto_rtts x base RTT, srtt + 4 rttvar): OCP's timeouts are sized
     for NIC RTTs of microseconds, the emulated fabric has RTTs around 1 ms.
@@ -86,12 +86,8 @@ class RttEstimator:
         base = self.rto_base_ns()
         cfg = self.cfg
         lin = cfg.retry_linear_count
-        if cfg.retry_fixed_interval:
-            rto = base if timeouts <= lin else base * 2 ** (timeouts - lin)
-        elif timeouts < lin:
-            rto = base * (timeouts + 1)
-        else:
-            rto = base * max(lin, 1) * 2 ** (timeouts - lin + 1)
+        last_linear = base if cfg.retry_fixed_interval else base * (min(timeouts, lin) + 1)
+        rto = last_linear if timeouts <= lin else last_linear * 2 ** (timeouts - lin)
         return int(min(rto, max(cfg.rto_max_ns, base)))
 
     def reorder_window_ns(self) -> int:

@@ -184,12 +184,19 @@ class SenderQP(PostedWrites):
                                     if config.nscc_frame_rtt_ns else 0)
         self.nscc = Nscc(base_rtt_ns=max(self.rtt.base_rtt_ns, self._nscc_base_floor),
                          link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.max_payload,
-                         gamma=config.nscc_gamma, max_md=config.nscc_max_md,
-                         fair_increase_mss=config.nscc_fair_increase_mss,
+                         gamma=config.nscc_gamma, max_md_jump=config.nscc_max_md_jump,
+                         fi=config.nscc_fi, fi_scale=config.nscc_fi_scale, eta=config.nscc_eta,
                          prop_gain=config.nscc_prop_gain,
                          max_window_bdp=config.nscc_max_window_bdp,
+                         max_cwnd=config.nscc_max_cwnd,
                          initial_window_bdp=config.nscc_initial_window_bdp,
-                         target_frac=0.75 if config.trimming else 1.0)
+                         target_frac=0.75 if config.trimming else 1.0,
+                         target_delay_ns=config.nscc_target_delay,
+                         qa_threshold_ns=config.nscc_qa_threshold, qa_gate=config.nscc_qa_gate,
+                         disable_qa=config.nscc_disable_qa,
+                         adjust_bytes_threshold=config.nscc_adjust_bytes_threshold,
+                         adjust_period_ns=config.nscc_adjust_period_threshold,
+                         delay_alpha=config.nscc_delay_alpha)
         self._mpr_window = config.mpr_window  # read per packet; the config never changes
         self.snd_una = config.start_psn     # absolute sequence numbers; wire PSN = seq & mask
         self.snd_nxt = config.start_psn
@@ -198,6 +205,7 @@ class SenderQP(PostedWrites):
         self.messages: deque[_OutMessage] = deque()     # posted, not yet complete
         self.send_queue: deque[_OutMessage] = deque()   # not yet fully segmented
         self._seg_offset = 0
+        self.wimm_inflight = 0      # WRITE-with-IMM messages started, not yet completed
         self._seg_index = 0
         self.inflight_bytes = 0
         self._timers: list[tuple[int, int, int]] = []   # (deadline, seq, tx_count)
@@ -372,10 +380,15 @@ class SenderQP(PostedWrites):
                 break
             if not self._window_allows(self._next_segment_length()):
                 break
+            starts_wimm = self._seg_offset == 0 and self.send_queue[0].imm is not None
+            if starts_wimm and self.wimm_inflight >= self.cfg.max_wimm:
+                break            # OCP max_wimm: a completion frees the next one
             ev = self.evs.pick(now_ns, plane_ok=plane_ok)
             if ev is None:
                 self._note_blocked(now_ns)
                 break
+            if starts_wimm:
+                self.wimm_inflight += 1
             rec = self._cut_segment(_TxRecord)
             out.append(self._transmit(rec, ev, now_ns, retransmit=False))
         return out
@@ -491,7 +504,8 @@ class SenderQP(PostedWrites):
                                             later_delivered=later_delivered, path=path)
         self._apply(rec.ev, decision, now_ns)
         if self.cfg.nscc_enabled:
-            self.nscc.on_loss(now_ns)
+            self.nscc.on_loss(now_ns, rec.length, self.inflight_bytes,
+                              timeout=cause == lp.TIMEOUT)
         self._wake_ns = -1
 
     def _apply(self, ev: int, decision: lp.Decision, now_ns: int) -> None:
@@ -619,7 +633,7 @@ class SenderQP(PostedWrites):
                 self.evs.skip(sack.ev, now_ns + skip_ns, now_ns, self.cfg.skip_backoff_max,
                               int(2 * (self.rtt.srtt_ns or 0)))
         if self.cfg.nscc_enabled:
-            self.nscc.on_ack(newly, rtt, ecn, now_ns)
+            self.nscc.on_ack(newly, rtt, ecn, now_ns, self.inflight_bytes)
         self._detect_gaps(now_ns)
         if self.siblings is not None and self.siblings.paths:
             self.siblings.clear_delivered(now_ns, self.loss_policy.pending)
@@ -630,6 +644,8 @@ class SenderQP(PostedWrites):
         while self.messages and self.messages[0].last_seq is not None \
                 and self.messages[0].last_seq < self.snd_una:
             msg = self.messages.popleft()
+            if msg.imm is not None:
+                self.wimm_inflight -= 1
             comp = Completion(self.qp_num, msg.msn & PSN_MASK, msg.length, msg.imm)
             self.completions.append(comp)
             self.emit({"t_ns": now_ns, "event": Event.COMPLETION, "qp": self.qp_num,

@@ -21,9 +21,8 @@ def test_unknown_qp_setting_is_named():
 def test_a_bad_qp_value_is_refused_at_validation_naming_the_key():
     with pytest.raises(ConfigError, match="qp: MRCConfig.retry_linear_count must be an integer"):
         EndpointConfig.from_dict({"host": 0, "qp": {"retry_linear_count": 9}})
-    # judged over the endpoint's defaults: 40 EVs kept active are more than its 32
     with pytest.raises(ConfigError, match="ev_min_active must be in 0..ev_count"):
-        EndpointConfig.from_dict({"host": 0, "qp": {"ev_min_active": 40}})
+        EndpointConfig.from_dict({"host": 0, "qp": {"ev_count": 32, "ev_min_active": 40}})
 
 
 @pytest.mark.parametrize("name", sorted(QP_SETTINGS_FROM_THE_ENDPOINT))
@@ -47,7 +46,8 @@ def test_qp_settings_apply_over_the_emulated_fabric_defaults():
     qcfg = ep.qp_config(2_500_000)
     assert qcfg.rto_rtts == 7.0 and qcfg.ack_every == 2
     # values written by hand from the emulated fabric's table, not read from it
-    assert (qcfg.ev_count, qcfg.ev_backup_count, qcfg.ack_delay_rtts) == (32, 16, 0.25)
+    # EV counts: None, one EV (and one backup) per path of the fabric (traffic/evs.py)
+    assert (qcfg.ev_count, qcfg.ev_backup_count, qcfg.ack_delay_rtts) == (None, None, 0.25)
     assert qcfg.loss_verdict_ns == 300 * 10**6        # 300 ms, in the QP's unit
     assert (qcfg.reorder_rtts, qcfg.probe_timeout_rtts, qcfg.first_packet_grace) == (1.0, 16.0, True)
     assert qcfg.nscc_min_base_rtt_ns == 3_000_000 and qcfg.base_rtt_ns == 2_500_000

@@ -21,6 +21,12 @@ def make(ev_count=8, **kwargs):
     return make_evset(ev_count=ev_count, **kwargs)
 
 
+def backup_elsewhere(evs, ev):
+    """The backup that replaces `ev`: the first of its plane's on another spine (path)."""
+    info = evs.evs[ev]
+    return next(b for b in evs.backups[info.plane] if evs.evs[b].spine != info.spine)
+
+
 def state_events(events, ev):
     return [e for e in events if e["event"] == Event.EV_STATE and e["ev"] == ev]
 
@@ -48,7 +54,7 @@ def test_skip_event_names_qp_ev_plane_and_end_of_skip():
 def test_a_suspension_logs_the_backup_that_replaces_the_ev_at_that_time():
     evs, events = make()
     ev = evs.rotation[0]
-    backup = evs.backups[0][0]
+    backup = backup_elsewhere(evs, ev)
     evs.suspend(ev, "sack_gap", 50)
     assert state_events(events, backup) == [
         {"t_ns": 50, "event": Event.EV_STATE, "qp": 9, "ev": backup, "plane": 0, "old": UNKNOWN,
@@ -211,12 +217,15 @@ def test_a_resurrected_ev_takes_the_slot_of_a_floor_kept_bad_ev_of_its_plane():
         "new": GOOD, "reason": "probe_ok"}
 
 
-def test_defaults_are_the_papers_set_size_and_the_ocp_floor():
-    """128 active EVs (the MRC paper: 128-256 per QP), 64 backups, floor ev_count/4 (OCP examples)."""
+def test_defaults_are_one_ev_per_path_and_the_ocp_floor():
+    """2 planes x 4 spines: 8 active EVs, one per path (the paper's EVs each name a path), 8
+    backups (one per path), floor ev_count / 4 = 2 (OCP examples)."""
     events = []
     evs = EVSet(PathInfo((0, 1), 4), random.Random(2), emit=events.append)
-    assert len(evs.rotation) == 128
-    assert sum(len(b) for b in evs.backups.values()) == 64 and evs.min_active == 32
+    assert len(evs.rotation) == 8
+    assert sorted((evs.evs[e].plane, evs.evs[e].spine) for e in evs.rotation) == [
+        (p, s) for p in (0, 1) for s in range(4)]
+    assert sum(len(b) for b in evs.backups.values()) == 8 and evs.min_active == 2
     evs.mark_lost(evs.rotation[0], "timeout", 5)
     assert {e["qp"] for e in events} == {0}
 
@@ -335,7 +344,7 @@ def test_a_lost_ev_is_first_probed_one_period_later():
 def test_replacement_on_loss_is_logged_at_the_time_of_the_loss():
     evs, events = make()
     ev = evs.rotation[1]
-    backup = evs.backups[1][0]
+    backup = backup_elsewhere(evs, ev)
     evs.mark_lost(ev, "sack_gap", 777)
     assert state_events(events, backup) == [
         {"t_ns": 777, "event": Event.EV_STATE, "qp": 9, "ev": backup, "plane": 1, "old": UNKNOWN,

@@ -6,7 +6,7 @@ from traffic.nscc import Nscc
 
 def test_nscc_counts_every_response_it_applies():
     n = Nscc(base_rtt_ns=1000, link_rate_Bps=1e9, mss=1000)
-    first = n.on_ack(1000, 1000, False, 0)
-    n.on_ack(1000, 1000, False, 10)
-    n.on_ack(1000, 1000, False, 20)
-    assert n.counts[first.value] == 3
+    first = n.on_ack(1000, 3000, False, 0)         # 2 targets of delay, no ECN: fair increase
+    n.on_ack(1000, 3000, False, 10)
+    n.on_ack(1000, 3000, False, 20)
+    assert first.value == "fair_increase" and n.counts[first.value] == 3

@@ -3,8 +3,8 @@
 In the emulated fabric the userspace switches and the Python endpoints share two cores, so a
 packet's RTT varies by several ms with CPU scheduling while no switch queue holds it: idle
 probes see ~1 ms, loaded SACKs 6-15 ms (demo at 100 Mbit/s). NSCC reads RTT - base RTT as
-queueing; with the base RTT at the minimum sample, that delay exceeds 4 targets and quick adapt
-cuts the window to what one base RTT acknowledged. The NSCC base-RTT floor
+queueing; with the base RTT at the minimum sample, a window of 1.5 BDP of that minimum cannot
+cover the jittered RTT. The NSCC base-RTT floor
 (MRCConfig.nscc_min_base_rtt_ns) is how a scenario tells NSCC the fabric's unloaded RTT.
 Simulated network (tests/unit/simnet.py), fake clock: 2 planes paced at 12 MB/s each, no loss,
 no ECN, one-way delay 0.5 ms + uniform jitter."""
@@ -46,8 +46,12 @@ def test_jitter_below_the_floor_is_not_taken_for_queueing():
     assert fraction > 0.95 * off
 
 
-def test_jitter_above_four_targets_quick_adapts_and_halves_the_rate():
-    # Base RTT 2 ms: target 1.5 ms, quick adapt above 6 ms of delay, which the jitter reaches.
+def test_jitter_above_four_targets_is_window_limited_but_does_not_quick_adapt():
+    # Base RTT 2 ms: target 1.5 ms, delay above the 6 ms quick-adapt threshold, which the
+    # jitter reaches; but every 3.5 ms window acks far more than the gate (1.5 x 24 MB/s x 2 ms
+    # = 72 kB >> 3 = 9 kB), so quick adapt never cuts the window (UEC's qa_gate). The window
+    # itself, 72 kB against RTTs of 1-9 ms, still holds the rate well below the line rate:
+    # why the floor is there.
     fraction, counts = transfer(4_000_000, 2_000_000)
-    assert counts["quick_adapt_on_delay"] > 5
-    assert fraction < 0.6
+    assert counts["quick_adapt_on_delay"] == 0
+    assert fraction < 0.8

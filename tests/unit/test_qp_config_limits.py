@@ -110,6 +110,7 @@ def test_ocp_retry_and_timeout_fields_take_their_whole_range_and_no_bools():
 def test_loss_policy_and_md_bound_messages():
     assert error(loss_policy="lenient") == \
         "MRCConfig.loss_policy must be one of ocp, tolerant, got 'lenient'"
-    assert MRCConfig(nscc_max_md=0.5).nscc_max_md == 0.5
+    assert MRCConfig(nscc_max_md_jump=0.5).nscc_max_md_jump == 0.5
     for bad in (0, 0.6, 1.0):
-        assert error(nscc_max_md=bad) == "MRCConfig.nscc_max_md must be in (0, 0.5] (MD factor >= 0.5)"
+        assert error(nscc_max_md_jump=bad) == ("MRCConfig.nscc_max_md_jump must be in (0, 0.5] "
+                                               "(MD factor >= 0.5)")

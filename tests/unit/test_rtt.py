@@ -7,11 +7,14 @@ MS = 1_000_000
 
 
 def test_rto_before_any_sample_is_linear_then_exponential_and_capped():
+    """Growing linear phase: 4 ms x (t + 1) for t <= 7, then the last linear interval (32 ms)
+    doubled per exponential retry: 64, 128, then the 200 ms cap. No jump at the phase change."""
     est = RttEstimator(MRCConfig(base_rtt_ns=MS, rto_min_ns=MS, rto_rtts=4.0,
-                                 retry_linear_count=7, rto_max_ns=200 * MS))
+                                 retry_linear_count=7, rto_max_ns=200 * MS,
+                                 retry_fixed_interval=False))
     assert est.rto_base_ns() == 4 * MS                 # max(1 ms, 4 x 1 ms)
-    assert [est.rto_ns(t) // MS for t in range(10)] == [4, 8, 12, 16, 20, 24, 28,
-                                                        56, 112, 200]   # 4x7x2, 4x7x4, cap
+    assert [est.rto_ns(t) // MS for t in range(11)] == [4, 8, 12, 16, 20, 24, 28, 32,
+                                                        64, 128, 200]
 
 
 def test_samples_set_base_srtt_and_rttvar():
@@ -49,7 +52,8 @@ def test_reorder_window_follows_srtt_and_the_trim_bound():
 def test_a_fixed_rto_overrides_the_estimate():
     est = RttEstimator(MRCConfig(rto_ns=9 * MS))
     est.update(50 * MS)
-    assert est.rto_base_ns() == 9 * MS and est.rto_ns(1) == 18 * MS
+    assert est.rto_base_ns() == 9 * MS and est.rto_ns(1) == 9 * MS    # fixed interval
+    assert est.rto_ns(8) == 18 * MS                    # the first exponential retry
 
 
 def test_timers_asked_for_before_a_sample_follow_the_samples_after_it():
@@ -62,5 +66,5 @@ def test_timers_asked_for_before_a_sample_follow_the_samples_after_it():
     est.update(MS)
     assert (est.rto_ns(0), est.reorder_window_ns()) == (4 * MS, int(2.0 * MS))
     est.update(9 * MS)
-    assert est.rto_ns(0) == int(11.5 * MS) and est.rto_ns(1) == int(23 * MS)
+    assert est.rto_ns(0) == int(11.5 * MS) and est.rto_ns(8) == int(23 * MS)
     assert est.reorder_window_ns() == int(10.5 * MS)

@@ -19,15 +19,19 @@ def test_srtt_plus_four_rttvar_sets_the_rto_when_it_is_the_largest():
     assert est.rto_base_ns() == 6 * MS                 # max(1, 1 x 2, 2 + 4 x 1) ms
 
 
-def test_exponential_phase_after_zero_or_one_linear_retry():
-    """Linear: base x (t + 1) for t < linear count; then the last linear interval (base x the
-    linear count, at least base) doubled per exponential retry: x 2^(t - linear count + 1)."""
-    def rtos(lin):
-        est = RttEstimator(MRCConfig(rto_ns=MS, retry_linear_count=lin, rto_max_ns=100 * MS))
-        return [est.rto_ns(t) // MS for t in range(4)]
-    assert rtos(0) == [2, 4, 8, 16]
-    assert rtos(1) == [1, 2, 4, 8]
-    assert rtos(2) == [1, 2, 4, 8]                     # 2 x 2^1, 2 x 2^2, ...: base x 2 doubled
+def test_exponential_phase_after_zero_or_a_few_linear_retries():
+    """Growing: base x (t + 1) for t <= linear count; then the last linear interval, base x
+    (linear count + 1), doubled per exponential retry: x 2^(t - linear count). Fixed (OCP):
+    base for t <= linear count, then base x 2^(t - linear count)."""
+    def rtos(lin, fixed):
+        est = RttEstimator(MRCConfig(rto_ns=MS, retry_linear_count=lin, rto_max_ns=100 * MS,
+                                     retry_fixed_interval=fixed))
+        return [est.rto_ns(t) // MS for t in range(5)]
+    assert rtos(0, False) == [1, 2, 4, 8, 16]
+    assert rtos(1, False) == [1, 2, 4, 8, 16]
+    assert rtos(2, False) == [1, 2, 3, 6, 12]
+    assert rtos(0, True) == [1, 2, 4, 8, 16]
+    assert rtos(2, True) == [1, 1, 1, 2, 4]
 
 
 def test_limits_of_rtts_and_queued():

@@ -1,4 +1,4 @@
-"""Every key of a scenario's [mrc], [mrc.endpoint] and [mrc.qp] tables reaches the code it names.
+"""Every key of a scenario's [mrc], [mrc.endpoint], [mrc.qp] and [mrc.nscc] tables reaches the code it names.
 
 Each key is set to a value other than what the same scenario gives without it, and the
 scenario goes down the runner's own path: emulation.scenario.parse -> runner.worker_config ->
@@ -51,7 +51,7 @@ def schema_keys() -> dict[str, list[str]]:
     if schema is not None:
         return {table: [k for k, spec in schema.SCHEMA[table].items()
                         if spec.kind not in ("table", "array")]
-                for table in ("mrc", "mrc.endpoint", "mrc.qp")}
+                for table in ("mrc", "mrc.endpoint", "mrc.qp", "mrc.nscc")}
     from traffic.endpoint_support import EndpointConfig
     from traffic.reliability import MRCConfig
     return {"mrc": [k for k in S.MRC_KEYS if k not in ("endpoint", "qp")],
@@ -127,12 +127,11 @@ READERS = {
         "probe_period_rtts": 7.0, "probe_timeout_rtts": 9.0, "probe_backoff_max": 4,
         "skip_rtts": 2.5, "skip_backoff_max": 6, "mpr": 4, "start_psn": 1000,
         "rto_ns": 8_000_000, "rto_rtts": 5.0, "rto_min_ns": 2_000_000,
-        "rto_max_ns": 900_000_000, "retry_linear_count": 5, "retry_exp_count": 9,
-        "retry_fixed_interval": True, "suspend_siblings": True, "ack_timeout": 12,
+        "rto_max_ns": 900_000_000, "max_wimm": 7, "retry_linear_count": 5, "retry_exp_count": 9,
+        "retry_fixed_interval": False, "suspend_siblings": True, "ack_timeout": 12,
         "reorder_rtts": 0.75, "adaptive_reorder": False, "congestion_grace_rtts": 6.0,
         "congestion_delay_rtts": 1.5, "congestion_forgive_rtts": 50.0, "ack_every": 3,
         "ack_delay_ns": 700_000, "ack_delay_rtts": 0.4, "nscc_enabled": False,
-        "nscc_gamma": 0.7, "nscc_max_md": 0.4, "nscc_fair_increase_mss": 2.0,
         "nscc_prop_gain": 1.5, "nscc_max_window_bdp": 2.0, "nscc_initial_window_bdp": 0.5,
         "fabric_delay_bound_ns": 456_000, "first_packet_grace": False, "stall_burst_rtts": 1.5,
         "loss_verdict_ns": 50_000_000, "nscc_min_base_rtt_ns": 1_500_000,
@@ -143,6 +142,15 @@ READERS = {
         "roce_window_psns": 512,
         "roce_retry_limit": 6, "probe_period_ns": 12_000_000, "skip_ns": 1_400_000}.items()},
 }
+# [mrc.nscc]: mrc_ctl_cc_nscc_cfg's names, read off the Nscc object the sender consults.
+READERS["mrc.nscc"] = {name: (value, lambda w, attr=attr: getattr(w.qp.sender.nscc, attr))
+                       for name, value, attr in (
+    ("disable_qa", True, "disable_qa"), ("adjust_bytes_threshold", 12_345, "adjust_bytes_threshold"),
+    ("adjust_period_threshold", 3_456_789, "adjust_period_ns"), ("eta", 777.0, "eta"),
+    ("fi", 4321.0, "fi"), ("fi_scale", 0.5, "fi_scale"), ("gamma", 0.7, "gamma"),
+    ("max_md_jump", 0.4, "max_md_jump"), ("max_cwnd", 123_456, "max_window"),
+    ("qa_gate", 2, "qa_gate"), ("qa_threshold", 9_876_543, "qa_threshold_ns"),
+    ("target_delay", 1_234_567, "target_ns"), ("delay_alpha", 0.25, "delay_alpha"))}
 # EV pinning is read off the sender's EV set: the spine it pinned to, and how many of plane 0's
 # EVs in the rotation start on it (ev_count 24 over 2 planes: 12 per plane).
 READERS["mrc.qp"]["ev_pin_spine"] = (1, lambda w: w.qp.sender.evs.pin_spine)
@@ -179,7 +187,7 @@ BASE_MRC = {"connect_timeout_s": 10.0}
 
 def scenario_text(settings: dict[str, dict]) -> str:
     text = BASE + BASE_OPTIONS
-    for table in ("mrc", "mrc.endpoint", "mrc.qp"):
+    for table in ("mrc", "mrc.endpoint", "mrc.qp", "mrc.nscc"):
         values = {**(BASE_MRC if table == "mrc" else {}), **settings.get(table, {})}
         text += f"[{table}]\n"
         text += "".join(f"{k} = {toml_value(v)}\n" for k, v in values.items())
@@ -238,7 +246,9 @@ def batches() -> list[dict[str, dict]]:
               for t in ("mrc", "mrc.endpoint")}
     qp = {"mrc.qp": {k: READERS["mrc.qp"][k][0] for k in keys["mrc.qp"]
                      if k in READERS["mrc.qp"] and ("mrc.qp", k) not in SEPARATE}}
-    return [shared, qp] + [{t: {k: READERS[t][k][0]}} for t, k in sorted(SEPARATE)]
+    nscc = {"mrc.nscc": {k: READERS["mrc.nscc"][k][0] for k in keys["mrc.nscc"]
+                         if k in READERS["mrc.nscc"]}}
+    return [shared, qp, nscc] + [{t: {k: READERS[t][k][0]}} for t, k in sorted(SEPARATE)]
 
 
 @pytest.fixture(scope="module")

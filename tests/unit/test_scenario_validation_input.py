@@ -161,9 +161,13 @@ def test_a_knob_has_one_name_and_another_names_it(table, line, where):
 
 def test_every_config_field_has_a_schema_entry():
     from emulation import scenario_schema as schema
-    # every QP setting but those the endpoint derives, and the fabric's trimming
-    assert set(schema.MRC_QP) == {f.name for f in fields(MRCConfig)} - set(
+    # every QP setting but those the endpoint derives, and the fabric's trimming; NSCC's
+    # mrc_ctl_cc_nscc_cfg knobs are [mrc.nscc] <name> for MRCConfig.nscc_<name>
+    nscc = {f"nscc_{key}" for key in schema.MRC_NSCC}
+    assert nscc <= {f.name for f in fields(MRCConfig)}
+    assert set(schema.MRC_QP) | nscc == {f.name for f in fields(MRCConfig)} - set(
         QP_SETTINGS_FROM_THE_ENDPOINT) - {"trimming"}
+    assert not set(schema.MRC_QP) & nscc
     endpoint_fields = {f.name for f in fields(EndpointConfig)}
     assert set(schema.MRC_ENDPOINT) <= endpoint_fields
     assert endpoint_fields <= set(schema.MRC_ENDPOINT) | set(schema.MRC_ENDPOINT_RESERVED)
@@ -252,6 +256,6 @@ def test_reference_lists_every_key_with_its_range():
 
 
 def test_ev_min_active_is_checked_against_the_endpoints_ev_count():
-    # the endpoint gives every QP 32 EVs; MRCConfig alone would compare with its own 128
-    text = BASE + "[mrc.qp]\nev_min_active = 33\n"
-    assert "[mrc.qp] ev_min_active: must be at most ev_count (32), got 33" in error_of(text)
+    # by default a QP has one EV per path of the fabric: 2 planes x 2 spines = 4
+    text = BASE + "[mrc.qp]\nev_min_active = 5\n"
+    assert "[mrc.qp] ev_min_active: must be at most ev_count (4), got 5" in error_of(text)

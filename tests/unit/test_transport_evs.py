@@ -195,8 +195,10 @@ def test_bad_arguments_raise_clearly():
 
 def test_suspended_ev_is_replaced_at_once_and_returns_if_cleared():
     """A loss awaiting its verdict: a same-plane backup takes the slot now (failover does not
-    wait for the verdict); cleared, the EV is GOOD and usable again (here: back to the backups,
-    its plane's rotation being full); retired, it is ASSUMED_BAD and probed, not in rotation."""
+    wait for the verdict); cleared, the EV is GOOD and usable again (here, one EV per spine: its
+    path has none left in the rotation while the replacement doubled up on another, so it takes
+    that slot back and the replacement returns to the backups); retired, it is ASSUMED_BAD and
+    probed, not in rotation."""
     evs, events = make(planes=2, ev_count=8, backup_count=4)
     a, b = [ev for ev in evs.rotation if ev_plane(ev) == 0][:2]
     evs.suspend(a, "sack_gap", 10)
@@ -205,7 +207,8 @@ def test_suspended_ev_is_replaced_at_once_and_returns_if_cleared():
     assert len(repl) == 1 and ev_plane(repl[0]["ev"]) == 0 and repl[0]["ev"] in evs.rotation
     assert len(evs.rotation) == 8
     evs.unsuspend(a, "nack_trimmed", 20)
-    assert a in evs.backups[0] and not evs.evs[a].suspended
+    assert a in evs.rotation and not evs.evs[a].suspended
+    assert repl[0]["ev"] in evs.backups[0]
     assert [e["evidence"] for e in events if e["event"] == Event.EV_CLEARED] == ["nack_trimmed"]
     evs.suspend(b, "timeout", 30)
     evs.mark_lost(b, "timeout", 40)

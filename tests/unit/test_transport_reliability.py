@@ -149,19 +149,20 @@ def test_trimmed_nack_fast_retransmit_without_retiring(lasthop):
 MS = 1_000_000
 
 
-def test_rto_backoff_linear_for_seven_retries_then_doubling():
-    """OCP MRC 1.0: retries back off linearly up to 7, then exponentially. With a fixed 1 ms base:
-    1, 2, ..., 7 ms for timeouts 0..6, then 7 x 2 = 14, 28, 56, 112 ms; capped at rto_max."""
+def test_rto_backoff_fixed_for_seven_retries_then_doubling():
+    """OCP mrc.h: 7 linear retries at a fixed interval, then exponential. With a fixed 1 ms
+    base: 1 ms for timeouts 0..7 (the first send and the 7 linear retries), then 2, 4, ...,
+    64 ms; capped at rto_max (100 ms)."""
     h = Harness(SimNet(seed=10), cfg=MRCConfig(rto_ns=MS, rto_max_ns=100 * MS))
-    got = [h.sender.rto_ns(t) // MS for t in range(11)]
-    assert got == [1, 2, 3, 4, 5, 6, 7, 14, 28, 56, 100]
+    got = [h.sender.rto_ns(t) // MS for t in range(16)]
+    assert got == [1, 1, 1, 1, 1, 1, 1, 1, 2, 4, 8, 16, 32, 64, 100, 100]
 
 
 def _dead_fabric_one_packet(linear: int, exponential: int):
     net = SimNet(seed=10, planes=2, spines=2)
     net.failed_planes.update({0, 1})
     cfg = MRCConfig(rto_ns=MS, rto_max_ns=10_000 * MS, retry_linear_count=linear,
-                    retry_exp_count=exponential)
+                    retry_exp_count=exponential, retry_fixed_interval=True)
     h = Harness(net, cfg=cfg)
     start = h.clock.now_ns
     h.post([100])
@@ -171,13 +172,12 @@ def _dead_fabric_one_packet(linear: int, exponential: int):
 
 def test_all_paths_dead_gives_qp_error_after_the_retry_budget():
     """7 linear + 3 exponential retries: the packet is sent 11 times and the 11th timeout is
-    fatal. By hand the ACK timeouts add up to 1+2+...+7 + 14+28+56+112 = 238 ms after the first
-    send."""
+    fatal. By hand the ACK timeouts add up to 8 x 1 + 2 + 4 + 8 = 22 ms after the first send."""
     h, start = _dead_fabric_one_packet(linear=7, exponential=3)
     assert h.sender.error and "retries" in h.sender.error
     assert h.events_of(Event.QP_ERROR)
     assert h.sender.counters["sent_packets"] == 11
-    assert 238 * MS <= h.clock.now_ns - start <= 240 * MS
+    assert 22 * MS <= h.clock.now_ns - start <= 23 * MS
     assert h.sender.poll(h.clock.now_ns) == []
     with pytest.raises(QPError, match="error"):
         h.sender.post_write(b"x", 0, 0)
@@ -185,13 +185,13 @@ def test_all_paths_dead_gives_qp_error_after_the_retry_budget():
 
 def test_retry_counts_count_retries_not_sends():
     """3 linear + 0 exponential retries: more than 3 timeouts of one PSN is fatal, so the QP
-    fails at the 4th timeout after 1 + 3 sends (not at the 3rd). The timeouts are 1, 2, 3 ms,
-    then the first exponential step of the 3 ms interval, 6 ms: 12 ms after the first send."""
+    fails at the 4th timeout after 1 + 3 sends (not at the 3rd). The timeouts are 1 ms each
+    (the first send and three linear retries): 4 ms after the first send."""
     h, start = _dead_fabric_one_packet(linear=3, exponential=0)
     assert h.sender.error and "retries" in h.sender.error
     assert h.sender.counters["sent_packets"] == 4
     assert h.sender.counters["timeouts"] == 4
-    assert 12 * MS <= h.clock.now_ns - start <= 13 * MS
+    assert 4 * MS <= h.clock.now_ns - start <= 5 * MS
 
 
 def test_psn_wraparound():
