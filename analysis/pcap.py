@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.logs import run_topology
+from analysis.timescale import time_scale_of
 from traffic.messages import EndpointOp, NackReason, Opcode
 
 ROCE_PORT = 4791
@@ -473,6 +474,9 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
             reports.append({"path": str(path), "problems": [str(exc)], "mrc_packets": 0})
             continue
         reports.append(df.attrs["pcap_report"])
+        k = time_scale_of(path.parent)           # a dilated run: emulated times (timescale.py)
+        if k != 1.0:
+            df["time_ns"] = (df["time_ns"] // k).astype(df["time_ns"].dtype)
         if transport is None:
             rel = path.relative_to(run_dir).parts
             tname = rel[0] if len(rel) > 1 else None

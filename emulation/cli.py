@@ -45,6 +45,11 @@ COMMAND_HELP = {
     "notebook": "execute the analysis notebook on a run directory",
     "wireshark": "merge a run's captures and open them with the MRC dissector",
 }
+# `mrclab calibrate` (emulation/calibrate_cli.py): the time scale this machine needs for a fabric.
+DISPATCH["calibrate"] = "emulation.calibrate_cli:main"
+ARGUMENTS["calibrate"] = "emulation.calibrate_cli:add_arguments"
+COMMAND_HELP["calibrate"] = ("the smallest time scale at which this machine runs a scenario's "
+                             "fabric with fidelity \"ok\" (cached; --json: margins)")
 # name -> (module, add-arguments function, main function taking the parsed args and returning
 # the figures as a dict, one-line help).
 BENCHES = {

@@ -140,7 +140,10 @@ class Fabric:
                  dynamic_convergence_s: float | None = None, run_dir: str | Path | None = None,
                  link_options: dict | None = None, of_port: int = OF_PORT,
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
-                 trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True):
+                 trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True,
+                 time_scale: float = 1.0):
+        """time_scale: the spec's rates are a dilated run's wall rates (emulation/time_scale.py);
+        the switches' thresholds and TCP's minimum RTO follow the emulated world's."""
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
@@ -155,6 +158,7 @@ class Fabric:
         # shaped=False leaves every port without HTB (no rate limit anywhere): the fabric is
         # then as fast as the userspace switches, for measuring the endpoints' own ceiling.
         self.shaped = shaped
+        self.time_scale = time_scale
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -355,7 +359,7 @@ class Fabric:
 
     def _configure_hosts(self) -> None:
         for h in self.topo.hosts:
-            for argv in hostnet.host_argvs(self.topo, h.index):
+            for argv in hostnet.host_argvs(self.topo, h.index, self.time_scale):
                 self.cmd_in_host(h.index, argv)
 
     def _configure_switch_intfs(self) -> None:
@@ -421,7 +425,8 @@ class Fabric:
             return
         self._trim_attached = True   # from here on teardown detaches (also after a failure)
         try:
-            applied = trim_mod.attach_fabric(self.topo, self.trimming.mark, self.trimming.trim)
+            applied = trim_mod.attach_fabric(self.topo, self.trimming.mark, self.trimming.trim,
+                                             time_scale=self.time_scale)
         except (trim_mod.TrimmingError, ValueError) as e:
             raise FabricError(f"attaching the trimming program: {e}") from None
         (self.run_dir / "trimming.json").write_text(json.dumps(

@@ -86,8 +86,14 @@ def usid_blackhole_argv() -> list[str]:
     return ["ip", "-6", "route", "replace", "blackhole", usid_block()]
 
 
-def host_argvs(topo: Topology, n: int) -> list[list[str]]:
-    """Every command (run inside host n's namespace, in order) that configures host n."""
+# Linux's minimum TCP RTO (include/net/tcp.h: TCP_RTO_MIN = HZ / 5).
+TCP_RTO_MIN_MS = 200
+
+
+def host_argvs(topo: Topology, n: int, time_scale: float = 1.0) -> list[list[str]]:
+    """Every command (run inside host n's namespace, in order) that configures host n.
+    time_scale k > 1 (emulation/time_scale.py): kernel TCP's minimum RTO on the plane routes is
+    k x TCP_RTO_MIN_MS, so a dilated fabric's TCP waits as long in emulated time."""
     host = topo.host(n)
     out = namespace_sysctl_argvs()
     out.append(usid_blackhole_argv())
@@ -101,7 +107,10 @@ def host_argvs(topo: Topology, n: int) -> list[list[str]]:
         out.append(["ip", "link", "set", "dev", intf, "up"])
         out.append(["ip", "-6", "addr", "add", f"{topo.nic_addr(n, plane)}/64", "dev", intf,
                     "nodad"])
-        out.append(["ip", "-6", "route", "replace", plane_prefix(plane), "dev", intf])
+        route = ["ip", "-6", "route", "replace", plane_prefix(plane), "dev", intf]
+        if time_scale != 1:
+            route += ["rto_min", f"{round(TCP_RTO_MIN_MS * time_scale)}ms"]
+        out.append(route)
         for other in topo.hosts:
             if other.index == n:
                 continue

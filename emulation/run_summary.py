@@ -67,7 +67,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
     errors, whether the run was cut short). Works on partial runs too."""
-    from analysis import runmodel  # deferred: numpy/pandas, only to summarise
+    from analysis import runmodel, timescale  # deferred: numpy/pandas, only to summarise
     from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     coll = scn.collective
     model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
@@ -92,13 +92,17 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "error": error,
         "worker_exit_codes": codes,
         "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
+        # times below are the emulated world's, rates at the declared link rates
+        "time_scale": float(scn.time_scale),
         **model.summary_fields(),
     }
     summary.update(bandwidth_and_delay(scn, transport, tdir, summary))
     summary.update(retirement_fields(scn, transport, tdir))
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
-    summary.update(path_monitor.run_denials(tdir / "faults.jsonl", state.get("applied", [])))
+    k = float(scn.time_scale)        # the runner's records are the wall world's (time_scale.py)
+    applied = [timescale.emulated_record(a, k) for a in state.get("applied", [])]
+    summary.update(path_monitor.run_denials(tdir / "faults.jsonl", applied))
     summary["path_monitor_error"] = state.get("monitor_error")
     from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
     summary.update(flow_analysis.flow_summary(tdir))     # bisection flows, incast victim
@@ -153,6 +157,7 @@ def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted
     code, problems = run_verdict(summaries, interrupted)
     return {
         "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
+        "time_scale": float(scn.time_scale),
         "partial": interrupted or any(s.get("partial") for s in summaries),
         "exit_code": code,
         "verified": all(s.get("verified") for s in summaries),

@@ -14,6 +14,9 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     mtu = 1500                          # link MTU of every host and switch port, 1280..9000
                                         #   (omit: HTB's deep default, ~1000 packets;
                                         #   emulation/switchqueue.py)
+    time_scale = 1.0                    # k >= 1: the emulated world runs k times slower than
+                                        #   the wall clock (emulation/time_scale.py); "auto":
+                                        #   the smallest k this machine keeps up with
 
     [transport]
     names = ["mrc", "roce", "tcp"]      # what `--transport all` runs (and the default)
@@ -142,8 +145,11 @@ class FaultEntry:
     commands: list[dict]               # POST /fault bodies, validated
     line: int | None = None
     after_s: float | None = None       # seconds after the previous entry (file order) applied
+    declared: str | None = None        # when() as the file says it, under a time scale
 
     def when(self) -> str:
+        if self.declared is not None:
+            return self.declared
         if self.at_s is not None:
             return f"at_s={self.at_s}"
         if self.after_s is not None:
@@ -173,6 +179,9 @@ class Scenario:
     short: bool = False                        # the [short] overrides are applied
     has_short: bool = False                    # the file has a [short] table
     fabric_mtu: int = FABRIC["mtu"].default    # link MTU of every host and switch port
+    # k >= 1 or "auto" (emulation/time_scale.py): rates and times above are the emulated
+    # world's as declared; the runner builds the wall world from them
+    time_scale: float | str = FABRIC["time_scale"].default
 
     @cached_property
     def topology(self) -> Topology:
@@ -291,7 +300,7 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
                    collective=coll, trimming=op["trimming"], capture=op["capture"],
                    goodput_interval_ms=op["goodput_interval_ms"], faults=faults, path=path,
                    text=text, mrc=mrc, switch_buffer_kb=fab["switch_buffer_kb"],
-                   fabric_mtu=fab["mtu"])
+                   fabric_mtu=fab["mtu"], time_scale=fab["time_scale"])
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn
 

@@ -28,6 +28,8 @@ PSN_SPACE = 1 << 24
 MPR_UNIT = 128                      # MRC's MPR is in units of 128 PSNs (OCP)
 SACK_BITMAP_BITS = 64
 EV_COUNT_MAX = 4096                 # entropy space is 0x4000 values per (plane, spine)
+# A time scale beyond this would stretch a 1 s fault schedule past 17 minutes: not meant.
+TIME_SCALE_MAX = 1000
 
 
 class ScenarioError(ValueError):
@@ -86,6 +88,10 @@ FABRIC = {
                            "drop-tail buffer of every switch egress port, KiB (omit: HTB's "
                            "deep default)"),
     "mtu": _i(1500, 1280, 9000, "link MTU of every host and switch port"),
+    "time_scale": Key("scale", 1.0, "run the emulated world this many times slower than the "
+                      "wall clock (link rates / k, times x k; emulation/time_scale.py), or "
+                      "\"auto\": the smallest k this machine keeps up with (mrclab calibrate)",
+                      1, TIME_SCALE_MAX),
 }
 
 TRANSPORT = {
@@ -157,6 +163,7 @@ MRC_ENDPOINT = {
 MRC_ENDPOINT_RESERVED = {
     "host": "set by the runner per host", "fabric": "comes from [fabric]",
     "routing": "comes from [fabric] routing", "event_log": "set by the runner",
+    "time_scale": "comes from [fabric] time_scale",
     "control_socket": "set by the runner", "qp": "use the [mrc.qp] table",
     "goodput_interval_ms": "moved: use [options] goodput_interval_ms",
     **{key: f"moved: every QP setting is in [mrc.qp]; use [mrc.qp] {key}" for key in (
@@ -263,7 +270,8 @@ SCHEMA = {"": TOP, "fabric": FABRIC, "transport": TRANSPORT, "collective": COLLE
 
 _TYPE_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
                "str": "a string", "strings": "a list of strings", "ints": "a list of integers",
-               "table": "a table", "array": "an array of tables"}
+               "table": "a table", "array": "an array of tables",
+               "scale": "a number >= 1 or \"auto\""}
 
 
 def type_error(key: Key, value) -> str | None:
@@ -275,6 +283,9 @@ def type_error(key: Key, value) -> str | None:
     elif k == "number":
         ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
               and math.isfinite(value))
+    elif k == "scale":
+        ok = value == "auto" or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                 and math.isfinite(value))
     elif k == "bool":
         ok = isinstance(value, bool)
     elif k == "str":
@@ -301,7 +312,7 @@ def range_error(key: Key, value, hi=None) -> str | None:
         if bad:
             return f"must be one of {', '.join(map(str, key.choices))}, got {bad[0]!r}"
         return None
-    if key.kind not in ("int", "number"):
+    if key.kind not in ("int", "number", "scale") or isinstance(value, str):
         return None
     lo, hi = key.lo, key.hi if hi is None else hi
     low_bad = lo is not None and (value <= lo if key.above else value < lo)
@@ -410,7 +421,8 @@ class Checker:
             problem = type_error(spec, value) or range_error(spec, value, (his or {}).get(key))
             if problem:
                 self.fail(f"{prefix} {key}", problem, line)
-            out[key] = float(value) if spec.kind == "number" else value
+            out[key] = (float(value) if spec.kind == "number" or (
+                spec.kind == "scale" and not isinstance(value, str)) else value)
         return out
 
 

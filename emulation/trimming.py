@@ -271,22 +271,25 @@ def fabric_ports(topo) -> list[tuple[str, float, bool]]:
 
 
 def fabric_port_configs(topo, enable_mark: bool, enable_trim: bool,
-                        config_for=None) -> dict:
+                        config_for=None, time_scale: float = 1.0) -> dict:
     """{switch egress interface: PortConfig} for every switch port of a Topology (pure).
 
     config_for(intf, mbit, last_hop, mark, trim) -> PortConfig overrides default_port_config,
-    whose frame floors follow the fabric's MTU (topo.spec.mtu)."""
+    whose frame floors follow the fabric's MTU (topo.spec.mtu) and whose drain times are the
+    emulated world's under a time scale (model/switchport.py)."""
     mtu = topo.spec.mtu
     make = config_for or (lambda intf, mbit, last_hop, mark, trim:
-                          default_port_config(mbit, last_hop, mark, trim, mtu=mtu))
+                          default_port_config(mbit, last_hop, mark, trim, mtu=mtu,
+                                              time_scale=time_scale))
     return {intf: make(intf, mbit, last_hop, bool(enable_mark), bool(enable_trim))
             for intf, mbit, last_hop in fabric_ports(topo)}
 
 
-def attach_fabric(topo, enable_mark: bool, enable_trim: bool, config_for=None) -> dict:
+def attach_fabric(topo, enable_mark: bool, enable_trim: bool, config_for=None,
+                  time_scale: float = 1.0) -> dict:
     """Attach and configure every switch egress port (root namespace) with
     fabric_port_configs; returns {intf: PortConfig}."""
-    applied = fabric_port_configs(topo, enable_mark, enable_trim, config_for)
+    applied = fabric_port_configs(topo, enable_mark, enable_trim, config_for, time_scale)
     for intf, cfg in applied.items():
         attach(intf)
         configure(intf, cfg)

@@ -287,7 +287,7 @@ class Endpoint:
                   "pacing_burst_packets": cfg.pacing_burst_packets,
                   **(overrides or {})}
         if "fabric_delay_bound_ns" not in values:
-            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec)
+            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec, cfg.time_scale)
                                                if values.get("trimming") else 0)
         try:
             return MRCConfig(**values)
