@@ -168,7 +168,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     stderr_files = []
     try:
         with Fabric(scn.spec, routing=routing, dynamic_convergence_s=convergence,
-                    run_dir=tdir / "fabric", time_scale=k, **fabric_kw) as fab:
+                    run_dir=tdir / "fabric", time_scale=k, control_class=scn.control_class,
+                    **fabric_kw) as fab:
             captures = []
             meter = CpuMeter({
                 "workers": lambda: [p.pid for p in procs],

@@ -40,6 +40,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     trimming = true                     # in-fabric packet trimming (mrc)
     capture = true                      # tcpdump on every host port (snap length: every MRC header whole)
     goodput_interval_ms = 10
+    control_class = true                # every port serves SACKs, NACKs, probes ahead of data
 
     [[faults]]                          # any number, applied in time order
     at_s = 2.0                          # seconds after the timed iterations start, or
@@ -182,6 +183,7 @@ class Scenario:
     # k >= 1 or "auto" (emulation/time_scale.py): rates and times above are the emulated
     # world's as declared; the runner builds the wall world from them
     time_scale: float | str = FABRIC["time_scale"].default
+    control_class: bool = OPTIONS["control_class"].default   # ACKs ahead of data at every port
 
     @cached_property
     def topology(self) -> Topology:
@@ -300,7 +302,8 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
                    collective=coll, trimming=op["trimming"], capture=op["capture"],
                    goodput_interval_ms=op["goodput_interval_ms"], faults=faults, path=path,
                    text=text, mrc=mrc, switch_buffer_kb=fab["switch_buffer_kb"],
-                   fabric_mtu=fab["mtu"], time_scale=fab["time_scale"])
+                   fabric_mtu=fab["mtu"], time_scale=fab["time_scale"],
+                   control_class=op["control_class"])
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn
 

@@ -118,6 +118,8 @@ OPTIONS = {
     "trimming": _b(True, "in-fabric packet trimming and ECN marking"),
     "capture": _b(True, "tcpdump on every host port"),
     "goodput_interval_ms": _n(10.0, 1.0, 10000.0, "goodput sampling period, ms"),
+    "control_class": _b(True, "every port serves SACKs, NACKs and probes (DSCP_CONTROL) ahead "
+                        "of data (false: one FIFO, acknowledgements wait behind data)"),
 }
 
 SHORT_ONLY = {
