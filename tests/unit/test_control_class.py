@@ -76,3 +76,18 @@ def test_the_fabric_shapes_host_ends_with_the_control_class(monkeypatch):
         # every host end and every switch end of every link: 8 host links, 8 fabric links
         ends = 8 * 2 + 8 * 2
         assert len(filters) == (ends if control else 0)
+
+
+def test_ack_round_trips_are_sack_arrival_minus_the_echoed_send_stamp():
+    import pandas as pd
+    from analysis.delay import ack_round_trips_ns, delay_percentile_ms
+    rows = pd.DataFrame({
+        "time_ns": [1_000, 5_000, 9_000, 12_000, 20_000],
+        "direction": ["rx", "rx", "tx", "rx", "rx"],
+        "opname": ["SACK", "SACK", "SACK", "NACK", "SACK"],
+        "sack_echo_ts": pd.array([400, 0, 100, None, 2_000], dtype="UInt64"),
+    })
+    # rx SACKs echoing a stamp: 1000 - 400 = 600, 20000 - 2000 = 18000 (the tx SACK, the one
+    # without a stamp and the NACK do not count)
+    assert list(ack_round_trips_ns(rows)) == [600, 18_000]
+    assert delay_percentile_ms(ack_round_trips_ns(rows), 50) == 0.0006

@@ -311,3 +311,5 @@ def test_capture_times_come_back_in_emulated_time(tmp_path):
     # (5 s - 1 s) / 4 = 1 s; the frames 1 us apart wall, 250 ns emulated
     assert list(df["time_ns"]) == [1_000_000_000 + 250 * i for i in range(5)]
     assert df["pcap_time_ns"].iloc[0] == 5_000_000_000          # the file's own stamp kept
+    # the senders' stamps are on the same clock: TSETH 123456789 / 4, echoed 99 / 4
+    assert df["tseth"].iloc[0] == 30_864_197 and df["sack_echo_ts"].iloc[2] == 24
