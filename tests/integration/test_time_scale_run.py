@@ -9,7 +9,7 @@ import statistics
 import pytest
 
 from emulation import runner
-from model.events import Event
+from model.events import Event, Phase
 from tests.integration.run_files import events
 
 pytestmark = pytest.mark.integration
@@ -70,7 +70,7 @@ def _wall_iterations_ms(tdir):
 def _wall_fault_delay_s(tdir):
     """Seconds from the first warmup_done to the fault's application (the runner's records)."""
     start = min(e["t_ns"] for h in range(4) for e in events(tdir / f"worker-h{h}.jsonl")
-                if e["event"] == Event.PHASE and e.get("phase") == "warmup_done")
+                if e["event"] == Event.PHASE and e.get("phase") == Phase.WARMUP_DONE)
     (applied,) = [r for r in events(tdir / "faults-applied.jsonl") if r.get("ok")]
     return (applied["t_ns"] - start) / 1e9
 

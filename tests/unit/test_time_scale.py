@@ -11,6 +11,7 @@ from emulation import time_scale as T
 from emulation.hostnet import host_argvs
 from emulation.run_output import comparison_table
 from emulation.runner import worker_config
+from model.events import Event, Phase
 from model.switchport import default_port_config
 from model.topology import FabricSpec, Topology
 from tests.unit.scenario_texts import SMALL_FABRIC
@@ -226,12 +227,12 @@ def _run_dir(tmp_path, k):
                    "host_link_mbit": 100 / k, "fabric_link_mbit": 100 / k, "mtu": 1500}}))
     # two iterations of 400 ms and 800 ms wall, 1 MB received each 400 ms wall
     for h in ("h0", "h1"):
-        lines = [{"event": "phase", "phase": "warmup_done", "t_ns": 1_000_000_000},
-                 {"event": "iteration", "iter": 0, "start_ns": 1_000_000_000,
+        lines = [{"event": Event.PHASE, "phase": Phase.WARMUP_DONE, "t_ns": 1_000_000_000},
+                 {"event": Event.ITERATION, "iter": 0, "start_ns": 1_000_000_000,
                   "end_ns": 1_400_000_000, "verified": True, "bytes": 1},
-                 {"event": "iteration", "iter": 1, "start_ns": 1_400_000_000,
+                 {"event": Event.ITERATION, "iter": 1, "start_ns": 1_400_000_000,
                   "end_ns": 2_200_000_000, "verified": True, "bytes": 1}]
-        lines += [{"event": "goodput", "t_ns": 1_000_000_000 + i * 400_000_000,
+        lines += [{"event": Event.GOODPUT, "t_ns": 1_000_000_000 + i * 400_000_000,
                    "rx_bytes": i * 1_000_000} for i in range(4)]
         (tdir / f"worker-{h}.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return tdir
@@ -285,10 +286,10 @@ def test_a_flows_goodput_and_line_fraction_are_the_declared_worlds(tmp_path):
     (tmp_path / "worker.json").write_text(json.dumps(
         {"collective": "bisection", "hosts": ["h0", "h1"], "time_scale": 2.0,
          "fabric": {"host_link_mbit": 5.0, "planes": 2}}))
-    events = [{"t_ns": 0, "event": "phase", "phase": "warmup_done"}]
-    events += [{"t_ns": i * 800_000_000, "event": "goodput", "rx_bytes": i * 1_000_000}
+    events = [{"t_ns": 0, "event": Event.PHASE, "phase": Phase.WARMUP_DONE}]
+    events += [{"t_ns": i * 800_000_000, "event": Event.GOODPUT, "rx_bytes": i * 1_000_000}
                for i in range(5)]
-    events.append({"t_ns": 3_200_000_000, "event": "iteration", "iter": 0, "start_ns": 0,
+    events.append({"t_ns": 3_200_000_000, "event": Event.ITERATION, "iter": 0, "start_ns": 0,
                    "end_ns": 3_200_000_000, "verified": True})
     (tmp_path / "worker-h1.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
     (flow,) = flows.flow_summary(tmp_path)["flows"]
