@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import cpu_usage
+from analysis import cpu_usage, fidelity
 from analysis import metrics as m
 from analysis import runmodel
 from analysis import trimming as tr
@@ -302,6 +302,7 @@ def write_report(run: m.RunAnalysis, figure_paths: dict, out_path) -> Path:
              f"<h1>MRC lab run <code>{_esc(run.run_dir.name)}</code></h1>",
              f"<p class='muted'>{'Scenario ' + _esc(scenario) + _esc(short) + '; ' if scenario else ''}"
              f"transports {_esc(', '.join(run.transports))}. Rates in Mbit/s.</p>",
+             fidelity.paragraph_html(run.run_dir),      # analysis/fidelity.py: can it be trusted
              "<h2>Verdict</h2>", verdict_html(run, out_path.parent)]
     if figure_paths:
         parts.append("<h2>Figures</h2>")

@@ -69,6 +69,9 @@ BENCHES = {
              "pcap loading rate of analysis.pcap vs Scapy's rdpcap"),
     "trim": ("emulation.benches.trim", "add_bench_arguments", "bench_main",
              "cost of the in-fabric trimming program per packet"),
+    "fidelity": ("emulation.benches.fidelity", "add_fidelity_arguments", "fidelity_main",
+                 "the demo's short version idle and with busy processes: MRC's median "
+                 "iteration, their ratio, both fidelity verdicts"),
 }
 
 EXIT_USAGE = 2

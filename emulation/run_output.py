@@ -32,12 +32,17 @@ def _faults_cell(s: dict) -> str:
     return f"{applied}/{scheduled}" + ("" if s.get("faults_ok", applied == scheduled) else " !")
 
 
+def _fidelity_cell(s: dict) -> str:
+    """The transport's fidelity verdict (analysis/fidelity.py), '-' when not assessed."""
+    return (s.get("fidelity") or {}).get("verdict") or "-"
+
+
 def comparison_table(summaries: list[dict]) -> str:
     """The terminal table, then one line per problem a user must know (faults that did not take
     effect, errors), drawn from the summaries (which come from analysis.runmodel)."""
     trim_cols = any("trimming" in s for s in summaries)
-    rows = [("transport", "verified", "faults", "mean iter ms", "slowest iter ms", "recovery ms",
-             "CPU busy %")
+    rows = [("transport", "verified", "fidelity", "faults", "mean iter ms", "slowest iter ms",
+             "recovery ms", "CPU busy %")
             + (("marked", "trimmed", "queue drops", "NACKs", "ASSUMED_BAD", "victim_Mbit/s")
                if trim_cols else ())]
     for s in summaries:
@@ -49,16 +54,28 @@ def comparison_table(summaries: list[dict]) -> str:
                 + (_fmt(s.get("victim_goodput_mbit")),)) if trim_cols else ()
         cpu = s.get("cpu")
         cpu_text = "-" if not cpu else f"{100 * cpu['busy_fraction']:.0f}"
-        rows.append((s["transport"], verified, _faults_cell(s), _fmt(s.get("mean_iteration_ms")),
+        rows.append((s["transport"], verified, _fidelity_cell(s), _faults_cell(s),
+                     _fmt(s.get("mean_iteration_ms")),
                      _fmt(s.get("slowest_iteration_ms")), rec_text, cpu_text) + trim)
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     for s in summaries:
         lines += [f"{s['transport']}: {p}" for p in s.get("problems") or []]
+    for s in summaries:
+        lines += [f"{s['transport']}: {note}" for note in fidelity_notes(s.get("fidelity"))]
     scales = sorted({s.get("time_scale") or 1.0 for s in summaries})
     if scales != [1.0]:
         lines.append(f"time_scale {', '.join(f'{k:g}' for k in scales)}: the fabric ran that many "
                      "times slower than the wall clock; times are the emulated world's, rates "
                      "the declared ones (emulation/time_scale.py)")
     return "\n".join(lines)
+
+
+def fidelity_notes(fid: dict | None) -> list[str]:
+    """One line per comparison a fidelity verdict other than "ok" voids (docs/fidelity.md)."""
+    if not fid or fid.get("verdict") in (None, "ok"):
+        return []
+    from analysis.fidelity import voided  # deferred: numpy, only when there is something to say
+    names = ", ".join(v.get("invariant", "?") for v in fid.get("violations") or [])
+    return [f"fidelity {fid['verdict']} ({names}): {text}" for text in voided(fid)]

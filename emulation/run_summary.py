@@ -18,6 +18,7 @@ EXIT_OK = 0
 EXIT_NOT_VERIFIED = 1        # a transport's run is incomplete, failed or did not verify its data
 EXIT_BAD_SCENARIO = 2
 EXIT_FAULT_NOT_EFFECTIVE = 3  # every transport verified, but a scheduled fault never took effect
+EXIT_FIDELITY = 4            # --require-fidelity: all verified, but a transport's fidelity is not ok
 EXIT_INTERRUPTED = 130
 
 
@@ -39,7 +40,47 @@ def retirement_fields(scn: Scenario, transport: str, tdir: Path) -> dict:
         tdir, scn.topology, lookback_ns=lookback_ns, ecmp=scn.routing_for(transport)[0] == "ecmp")
 
 
-def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict) -> dict:
+def load_packets(tdir: Path):
+    """The transport's captures (analysis.pcap), or (None, why not): loaded once per summary,
+    shared by the fabric delay and the fidelity monitor."""
+    if not list((tdir / "pcaps").glob("*.pcap")):
+        return None, None
+    from analysis import pcap  # deferred: numpy/pandas, only to summarise
+    try:
+        return pcap.load_captures(tdir, clock=pcap.find_clock(tdir)), None
+    except Exception as exc:  # noqa: BLE001 - a bad capture must not cost the summary
+        return None, f"{exc.__class__.__name__}: {exc}"
+
+
+def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, packets) -> dict:
+    """`fidelity` (analysis/fidelity.py) of the transport over its timed iterations; first the
+    ovs-vswitchd stalls of that window are copied into the run directory (ovs_stalls.json)."""
+    from analysis import fidelity, pcap  # deferred: numpy/pandas, only to summarise
+    start, end = summary.get("timed_start_ns"), summary.get("traffic_end_ns")
+    try:
+        clock = pcap.ClockOffset.load(tdir / "clock.json")
+        k = float(scn.time_scale)        # the summary's times are emulated, the log's wall
+        window = ((None, None) if start is None or end is None
+                  else (int(start * k) + clock.offset_ns, int(end * k) + clock.offset_ns))
+    except (OSError, ValueError):
+        window = (None, None)
+    fidelity.record_ovs_stalls(tdir, *window)
+    topo = scn.topology
+    trim = scn.trimming_for(transport)
+    facts = fidelity.FabricFacts(
+        host_link_mbit=scn.spec.host_link_mbit, fabric_link_mbit=scn.spec.fabric_link_mbit,
+        mtu=scn.spec.mtu, trimmed=bool(trim and trim.get("trim")),
+        switch_buffer_bytes=None if scn.switch_buffer_kb is None else scn.switch_buffer_kb * 1024,
+        host_groups={h.name: h.group for h in topo.hosts})
+    try:
+        return {"fidelity": fidelity.transport_fidelity(tdir, facts, start, end, packets=packets)}
+    except Exception as exc:  # noqa: BLE001 - the rest of the summary matters more
+        return {"fidelity": fidelity.assemble([], {}, {}, [f"fidelity monitor failed: "
+                                                           f"{exc.__class__.__name__}: {exc}"])}
+
+
+def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict,
+                        packets=None) -> dict:
     """`line_rate_fraction`: the median timed iteration's bus bandwidth (NCCL's definition, from
     the collective's buffer size) over the host's total port rate (planes x host link rate);
     `fabric_delay_p999_ms`: the 99.9th percentile one-way delay of MRC data packets host port to
@@ -54,7 +95,8 @@ def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict
         out["line_rate_fraction"] = None if fraction != fraction else round(float(fraction), 3)
     if transport == "mrc" and (tdir / "pcaps").is_dir():
         try:
-            packets = pcap.load_captures(tdir, clock=pcap.find_clock(tdir))
+            if packets is None:
+                packets = pcap.load_captures(tdir, clock=pcap.find_clock(tdir))
             p999 = delay.fabric_delay_p999_ms(packets) if len(packets) else float("nan")
         except Exception as exc:  # noqa: BLE001 - a bad capture must not cost the summary
             out["fabric_delay_error"] = f"{exc.__class__.__name__}: {exc}"
@@ -96,7 +138,10 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "time_scale": float(scn.time_scale),
         **model.summary_fields(),
     }
-    summary.update(bandwidth_and_delay(scn, transport, tdir, summary))
+    packets, capture_error = load_packets(tdir)
+    summary.update(bandwidth_and_delay(scn, transport, tdir, summary, packets))
+    if capture_error and "fabric_delay_error" not in summary and transport == "mrc":
+        summary["fabric_delay_error"] = capture_error
     summary.update(retirement_fields(scn, transport, tdir))
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
@@ -106,6 +151,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     summary["path_monitor_error"] = state.get("monitor_error")
     from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
     summary.update(flow_analysis.flow_summary(tdir))     # bisection flows, incast victim
+    summary.update(fidelity_fields(scn, transport, tdir, summary, packets))
     write_csvs(tdir, model)
     return summary
 
@@ -131,9 +177,15 @@ def transport_problems(summary: dict, model) -> list[str]:
     return out
 
 
-def run_verdict(summaries: list[dict], interrupted: bool) -> tuple[int, list[str]]:
+def fidelity_ok(summary: dict) -> bool:
+    return (summary.get("fidelity") or {}).get("verdict") == "ok"
+
+
+def run_verdict(summaries: list[dict], interrupted: bool,
+                require_fidelity: bool = False) -> tuple[int, list[str]]:
     """(exit code, problems prefixed by transport) of a whole run: not verified beats a fault
-    that did not take effect, which beats success."""
+    that did not take effect, which beats (with require_fidelity) a fidelity verdict that is
+    not ok, which beats success."""
     problems = [f"{s['transport']}: {p}" for s in summaries for p in s.get("problems") or []]
     if interrupted:
         return EXIT_INTERRUPTED, problems + ["interrupted: the summary is partial"]
@@ -141,6 +193,8 @@ def run_verdict(summaries: list[dict], interrupted: bool) -> tuple[int, list[str
         return EXIT_NOT_VERIFIED, problems
     if not all(s.get("faults_ok", True) for s in summaries):
         return EXIT_FAULT_NOT_EFFECTIVE, problems
+    if require_fidelity and not all(fidelity_ok(s) for s in summaries):
+        return EXIT_FIDELITY, problems
     return EXIT_OK, problems
 
 
@@ -151,10 +205,21 @@ TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified",
                     "evs_retired", "healthy_evs_retired")
 
 
-def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool) -> dict:
+def top_fidelity(summary: dict) -> dict | None:
+    """A transport's fidelity in the run's summary.json: verdict and violations (the
+    measurements stay in the transport's own summary.json)."""
+    fid = summary.get("fidelity")
+    if not isinstance(fid, dict):
+        return None
+    return {"verdict": fid.get("verdict"), "violations": fid.get("violations") or [],
+            "margins": fid.get("margins") or {}}
+
+
+def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool,
+                require_fidelity: bool = False) -> dict:
     """The run directory's summary.json: every transport's verdict and the run's exit code."""
     from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
-    code, problems = run_verdict(summaries, interrupted)
+    code, problems = run_verdict(summaries, interrupted, require_fidelity)
     return {
         "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
         "time_scale": float(scn.time_scale),
@@ -163,9 +228,11 @@ def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted
         "verified": all(s.get("verified") for s in summaries),
         "faults_ok": all(s.get("faults_ok", True) for s in summaries),
         "problems": problems,
-        "transports": {s["transport"]: {k: s.get(k) for k in TOP_SUMMARY_KEYS
-                                        + trim_analysis.SUMMARY_KEYS}
+        "transports": {s["transport"]: {**{k: s.get(k) for k in TOP_SUMMARY_KEYS
+                                           + trim_analysis.SUMMARY_KEYS},
+                                        "fidelity": top_fidelity(s)}
                        for s in summaries},
+        "fidelity_ok": all(fidelity_ok(s) for s in summaries),
         "trimming_option": scn.trimming,
         "trimming_note": "[options] trimming: queue-based ECN marking on every switch port for "
                          "every transport, trimming for mrc only" if scn.trimming else

@@ -38,7 +38,8 @@ written from the logs, with "partial": true.
 Exit code: 0 every transport verified and every scheduled fault took effect; 1 a transport did
 not verify (incomplete, failed, wrong data); 2 bad scenario; 3 verified, but a scheduled fault
 never took effect (sent after the traffic ended, refused by the controller, or never sent because
-the traffic ended first or the fault scheduler died); 130 interrupted.
+the traffic ended first or the fault scheduler died); 4 (only with --require-fidelity) all of the
+above held, but a transport's fidelity verdict is not "ok" (analysis/fidelity.py); 130 interrupted.
 
 This module orchestrates (fabric, workers, captures, teardown) and holds the CLI; the pieces it
 drives live beside it: emulation/run_progress.py (log tail, progress bar), run_faults.py (fault
@@ -66,6 +67,7 @@ from emulation.run_progress import LogTail, Progress
 from emulation.run_summary import (
     EXIT_BAD_SCENARIO,
     EXIT_FAULT_NOT_EFFECTIVE,
+    EXIT_FIDELITY,
     EXIT_INTERRUPTED,
     EXIT_NOT_VERIFIED,
     EXIT_OK,
@@ -77,7 +79,8 @@ from traffic import codec
 from traffic.worker_config import MRCSettings, TcpSettings, WorkerConfig
 
 # The exit codes are part of `mrclab run`'s interface, so they are importable from here.
-__all__ = ["CAPTURE_SNAPLEN", "EXIT_BAD_SCENARIO", "EXIT_FAULT_NOT_EFFECTIVE", "EXIT_INTERRUPTED",
+__all__ = ["CAPTURE_SNAPLEN", "EXIT_BAD_SCENARIO", "EXIT_FAULT_NOT_EFFECTIVE", "EXIT_FIDELITY",
+           "EXIT_INTERRUPTED",
            "EXIT_NOT_VERIFIED", "EXIT_OK", "add_arguments", "main", "run_transport",
            "worker_config"]
 
@@ -234,6 +237,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             meter.stop()
             summary["cpu"] = meter.usage(*(None if t is None else int(t * k) for t in (
                 summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
+            from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
+            add_cpu_evidence(summary.get("fidelity"), summary["cpu"])
             try:
                 meter.write_csv(tdir / "cpu.csv")
             except OSError as err:          # the summary below matters more than the CSV
@@ -288,6 +293,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "schedule scaled down; what the integration tests run)")
     parser.add_argument("--validate-only", action="store_true",
                         help="check the scenario and exit without starting anything")
+    parser.add_argument("--require-fidelity", action="store_true",
+                        help=f"exit {EXIT_FIDELITY} when every transport verified but one's "
+                             "fidelity verdict (summary.json 'fidelity', docs/fidelity.md) is not "
+                             "'ok': its figures measure this machine's CPU, not the fabric")
 
 
 def parse_args(argv):
@@ -342,7 +351,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
                              if (tdir / "summary.json").exists() else
                              {"transport": transport, "verified": False, "partial": True})
             break
-    top = top_summary(scn, run_dir, summaries, interrupted)
+    top = top_summary(scn, run_dir, summaries, interrupted,
+                      require_fidelity=getattr(args, "require_fidelity", False))
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
     print(comparison_table(summaries))
     from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
@@ -359,6 +369,9 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         print("mrclab run: the data verified, but a scheduled fault did not take effect "
               "(see above); the recovery numbers do not measure the schedule you wrote",
               file=sys.stderr)
+    elif top["exit_code"] == EXIT_FIDELITY:
+        print("mrclab run: the data verified, but a transport's fidelity is not ok (see above); "
+              "its figures measure this machine's CPU, not the fabric", file=sys.stderr)
     return top["exit_code"]
 
 

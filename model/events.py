@@ -32,6 +32,9 @@ class Event:
     TX_ERROR = "tx_error"
     RX_ERROR = "rx_error"
     BASE_RTT = "base_rtt"          # the probed base RTT of a peer
+    # how late the loop ran behind schedule so far (cumulative lateness histograms: "timer",
+    # the QPs' deadlines; "rx", frames waiting in the receive ring); analysis/fidelity.py
+    LATENESS = "lateness"
     # endpoint and worker (traffic/worker.py)
     GOODPUT = "goodput"            # cumulative rx/tx bytes, every goodput interval
     COUNTERS = "counters"          # final counters at exit
@@ -40,7 +43,7 @@ class Event:
     ERROR = "error"                # the worker failed (reason)
 
     ALL = frozenset({EV_STATE, EV_SKIP, EV_SUSPECT, EV_CLEARED, PROBE, PORT, RETRANSMIT,
-                     COMPLETION, QP_ERROR, QP, DENYLIST, TX_ERROR, RX_ERROR, BASE_RTT, GOODPUT,
+                     COMPLETION, QP_ERROR, QP, DENYLIST, TX_ERROR, RX_ERROR, BASE_RTT, LATENESS, GOODPUT,
                      COUNTERS, PHASE, ITERATION, ERROR})
 
 

@@ -37,6 +37,9 @@ class DeadlineQueue:
         self._live: dict[Hashable, int] = {}      # owner -> deadline of its live heap entry
         self._changed: dict[Hashable, None] = {}  # owners to recompute (insertion ordered)
         self._tiebreak = itertools.count()
+        # Optional recorder of how late each due owner is served (record(ns)): the endpoint's
+        # timer lateness, its fidelity evidence (analysis/fidelity.py).
+        self.lateness = None
 
     def changed(self, owner: Hashable) -> None:
         """Something happened to `owner`: recompute its deadline before the next question."""
@@ -74,9 +77,11 @@ class DeadlineQueue:
 
     def pop_due(self, now_ns: int) -> list:
         """The owners due at now_ns, earliest first, each once. They count as changed (the
-        caller is about to poll them), so their next deadline is computed afresh."""
+        caller is about to poll them), so their next deadline is computed afresh. With a
+        `lateness` recorder, each due owner's now_ns - deadline is recorded."""
         self.refresh(now_ns)
         heap, live = self._heap, self._live
+        lateness = self.lateness
         due = []
         while heap and heap[0][0] <= now_ns:
             d, _, owner = heapq.heappop(heap)
@@ -85,6 +90,8 @@ class DeadlineQueue:
             del live[owner]
             due.append(owner)
             self._changed[owner] = None
+            if lateness is not None:
+                lateness.record(now_ns - d)
         return due
 
     def changed_since_kept(self, owner: Hashable) -> bool:

@@ -48,6 +48,7 @@ from traffic.endpoint_support import (
     EMULATED_FABRIC_QP_DEFAULTS,
     EndpointError,
     EventLog,
+    LatenessHistogram,
     Pacer,
     frame_rtt_ns,
     qp_timers,
@@ -64,6 +65,9 @@ READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answ
 PATH_PROBE_QP = 3          # src_qp of the path prober's probes (2 is the EV probes' QP)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
 RX_ROUND = 16              # frames read from one port before the next port's turn
+# The lateness histograms go to the log this often (cumulative): often enough that the timed
+# part of a run can be cut out of them, rarely enough to cost nothing.
+LATENESS_LOG_INTERVAL_NS = 1_000_000_000
 
 
 class QueuePair:
@@ -223,6 +227,12 @@ class Endpoint:
             self.port_up[p] = bool(port.is_up())
         self.qps: dict[int, QueuePair] = {}
         self.deadlines = DeadlineQueue(lambda qp, now: qp.next_deadline(now))
+        self.timer_lateness = LatenessHistogram()
+        self.rx_lateness = LatenessHistogram()
+        self.deadlines.lateness = self.timer_lateness
+        for port in self.ports.values():
+            if hasattr(port, "rx_lateness"):
+                port.rx_lateness = self.rx_lateness
         self.registry = MemoryRegistry()
         self._seed = config.seed if config.seed is not None else time.monotonic_ns()
         self._rtt_probe_seq = 0
@@ -230,6 +240,7 @@ class Endpoint:
         self.rtt_samples: dict[int, list[int]] = collections.defaultdict(list)  # peer -> ns
         self.ready_peers: set[int] = set()         # peers that answered a READY probe
         self._next_goodput = now
+        self._next_lateness_log = now + LATENESS_LOG_INTERVAL_NS
         self._next_port_poll = now
         self._poller = select.poll()
         self._fd_plane = {}
@@ -636,6 +647,10 @@ class Endpoint:
                       rx_packets=c.rx_packets, tx_packets=c.tx_packets,
                       retransmits=c.retransmitted)
 
+    def _emit_lateness(self, now: int) -> None:
+        self.log.emit(Event.LATENESS, t_ns=now, timer=self.timer_lateness.sparse(),
+                      rx=self.rx_lateness.sparse())
+
     def _queued(self) -> int:
         return sum(len(q) for q in self.txq.values()) + sum(len(q) for q in self.ctrlq.values())
 
@@ -687,6 +702,9 @@ class Endpoint:
         if now >= self._next_goodput:
             self._next_goodput = now + int(self.config.goodput_interval_ms * 1e6)
             self._emit_goodput(now)
+            if now >= self._next_lateness_log:
+                self._next_lateness_log = now + LATENESS_LOG_INTERVAL_NS
+                self._emit_lateness(now)
         if self.on_turn is not None:
             self.on_turn()
 
@@ -746,6 +764,7 @@ class Endpoint:
         self.closed = True
         now = self.clock()
         self._emit_goodput(now)
+        self._emit_lateness(now)
         final = self.counters.as_dict()
         final["socket_drops"] = self.socket_drops()
         final["qps"] = {qpn: qp.stats() for qpn, qp in self.qps.items()}

@@ -12,6 +12,7 @@ import errno
 import fcntl
 import socket
 import struct
+import time
 
 ETH_P_ALL = 0x0003
 ETH_P_IPV6 = 0x86DD
@@ -281,9 +282,17 @@ class RingPort(PacketPort):
         self._next = 0
         self._ctl = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
         self.truncated = 0
+        # Optional recorder (record(ns)) of the receive lateness: how long the oldest frame of
+        # each drain waited in the ring (the kernel stamps it on arrival with CLOCK_REALTIME).
+        self.rx_lateness = None
 
     def drain(self, handle, limit: int) -> int:
         """handle(frame) for up to `limit` ready frames (drain_ring); returns how many."""
+        if self.rx_lateness is not None:
+            status, _l, _s, _m, _n, sec, nsec, _v, _t = TPACKET2_HDR.unpack_from(
+                self._ring, self._next * self.frame_size)
+            if status & TP_STATUS_USER:
+                self.rx_lateness.record(time.time_ns() - (sec * 1_000_000_000 + nsec))
         self._next, done, truncated = drain_ring(self._ring, self.frame_size, self.frame_nr,
                                                  self._next, handle, limit)
         self.truncated += truncated

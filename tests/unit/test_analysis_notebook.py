@@ -61,3 +61,13 @@ def test_says_whether_each_transport_was_cpu_bound(executed):
     text = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
     assert "busy %" in text and "97" in text and "1.15" in text
     assert "tcp" not in text
+
+
+def test_opens_with_the_fidelity_verdict(executed):
+    """The loading cell shows the fidelity paragraph (analysis/fidelity.py) before anything
+    else; the synthetic run has no fidelity verdict, and the notebook says so."""
+    _, out = executed
+    nb = nbformat.read(out, as_version=4)
+    first = next(c for c in nb.cells if c.cell_type == "code" and "load_run" in c.source)
+    shown = [o.get("data", {}).get("text/markdown", "") for o in first.outputs]
+    assert shown[0].startswith("**Fidelity: not assessed")

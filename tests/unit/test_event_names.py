@@ -165,7 +165,7 @@ def test_the_names_are_the_log_format_on_disk():
     code (a notebook, a script), depend on them, so renaming one must be a deliberate change."""
     assert Event.ALL == {
         "ev_state", "ev_skip", "ev_suspect", "ev_cleared", "probe", "port", "retransmit",
-        "completion", "qp_error", "qp", "denylist", "tx_error", "rx_error", "base_rtt",
+        "completion", "qp_error", "qp", "denylist", "tx_error", "rx_error", "base_rtt", "lateness",
         "goodput", "counters", "phase", "iteration", "error"}
     assert Phase.ALL == ("connecting", "connected", "warmup_done", "done")
 

@@ -126,3 +126,25 @@ def test_htb_burst_holds_ten_packets_of_the_mtu(mtu):
     _, cls = hostnet.htb_argvs("t0p0g0-e1", 30, mtu)
     # 30 Mbit/s drains 3750 B per ms: the burst floor of ten full packets decides here
     assert int(cls[cls.index("burst") + 1]) >= 10 * mtu
+
+
+def test_ring_port_times_how_long_the_oldest_frame_waited():
+    """RingPort.drain records now (CLOCK_REALTIME) minus the kernel's stamp of the oldest ready
+    frame: the endpoint's receive lateness (analysis/fidelity.py)."""
+    import time
+    from traffic.endpoint_support import LatenessHistogram, lateness_bucket
+    from traffic.packet_io import RingPort
+    ring = bytearray(SLOT * 4)
+    put_slot(ring, 0, b"old frame")
+    put_slot(ring, 1, b"newer frame")
+    stamp = time.time_ns() - 5_000_000_000          # stamped 5 s ago
+    struct.pack_into("<II", ring, 16, stamp // 1_000_000_000, stamp % 1_000_000_000)
+    port = object.__new__(RingPort)                 # the ring without a socket
+    port._ring, port.frame_size, port.frame_nr, port._next = memoryview(ring), SLOT, 4, 0
+    port.truncated, port.rx_lateness = 0, LatenessHistogram()
+    assert port.drain(lambda f: None, 16) == 2
+    # one sample per drain, 5 s and a little: 5e9 ns has bit length 33 and next bits 00, so
+    # bucket (33 - 2) * 4 = 124, whose upper edge 5 << 30 = 5.37e9 leaves the test 0.37 s
+    assert port.rx_lateness.sparse() == [[lateness_bucket(5_000_000_000), 1]]
+    assert lateness_bucket(5_000_000_000) == 124
+    assert port.drain(lambda f: None, 16) == 0 and port.rx_lateness.samples == 1

@@ -314,3 +314,31 @@ def test_capture_times_come_back_in_emulated_time(tmp_path):
     assert df["pcap_time_ns"].iloc[0] == 5_000_000_000          # the file's own stamp kept
     # the senders' stamps are on the same clock: TSETH 123456789 / 4, echoed 99 / 4
     assert df["tseth"].iloc[0] == 30_864_197 and df["sack_echo_ts"].iloc[2] == 24
+
+
+def test_fidelity_lateness_is_judged_in_one_world(tmp_path):
+    # k = 2: the QP's base RTT is logged as 4 ms wall (2 ms emulated once read back); 15 of 1000
+    # deadlines served 3 ms late wall (bucket edge 3,145,728 ns), 1.573 ms emulated: p99 over
+    # the 2 ms base RTT = 0.786 base RTTs, the same ratio the wall world has (3.146 / 4)
+    import pandas as pd
+    from analysis import fidelity as F
+    from tests.unit.test_fidelity import write_endpoint_log
+    from traffic.endpoint_support import lateness_bucket
+    (tmp_path / "worker.json").write_text(json.dumps({"time_scale": 2.0}))
+    hist = sorted([[lateness_bucket(100_000), 985], [lateness_bucket(3_000_000), 15]])
+    write_endpoint_log(tmp_path / "endpoint-h0.jsonl", [(100, hist)], base_rtt_ns=4_000_000)
+    fid = F.transport_fidelity(tmp_path, F.FabricFacts(100, 100, 9000, True, None), 10, 400,
+                               packets=pd.DataFrame())
+    assert fid["measurements"]["base_rtt_ms"] == 2.0
+    [v] = [v for v in fid["violations"] if v["invariant"] == F.TIMER_LATENESS]
+    assert v["measured"] == pytest.approx(3_145_728 / 4_000_000, rel=1e-3)
+
+
+def test_fidelity_ovs_stalls_are_judged_in_emulated_time(tmp_path):
+    # a 1234 ms wall stall at k = 2 is 617 ms emulated: 308.5 base RTTs of 2 ms
+    from analysis import fidelity as F
+    (tmp_path / "worker.json").write_text(json.dumps({"time_scale": 2.0}))
+    (tmp_path / F.OVS_STALLS_FILE).write_text(json.dumps({"stalls": [{"ms": 1234}],
+                                                          "error": None}))
+    check = F.ovs_check(tmp_path, 2_000_000, {}, {}, timescale.time_scale_of(tmp_path))
+    assert check.measured == pytest.approx(308.5)

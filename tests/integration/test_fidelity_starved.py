@@ -1,0 +1,49 @@
+"""A CPU-starved run is called so: the demo's short version over MRC at full rate while busy
+processes (started and stopped here, by PID) hold both cores. The fidelity monitor must say
+"degraded" or "invalid" from invariants it could measure on this run (lateness from the
+endpoints' logs, delays and pacing from the captures, the OVS log), the run's table and top
+summary.json must carry the verdict, and --require-fidelity must fail the run. ~1-2 minutes."""
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from analysis import fidelity as F
+from emulation import runner
+from emulation.benches.fidelity import start_busy, stop_busy
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(os.geteuid() != 0, reason="builds a Mininet fabric: needs root")]
+
+DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo.toml"
+
+
+def test_a_cpu_starved_run_is_not_ok(tmp_path, capsys):
+    busy = start_busy(2 * (os.cpu_count() or 1))
+    try:
+        rc = runner.main([str(DEMO), "--short", "--transport", "mrc", "--out", str(tmp_path),
+                          "--require-fidelity"])
+    finally:
+        stop_busy(busy)
+    [run_dir] = list(tmp_path.iterdir())
+    mrc = json.loads((run_dir / "mrc" / "summary.json").read_text())
+    fid = mrc["fidelity"]
+    assert fid["verdict"] in (F.DEGRADED, F.INVALID), fid
+    measured = set(fid["margins"])
+    assert {F.TIMER_LATENESS, F.RECEIVE_LATENESS, F.HELD_BEYOND_QUEUE, F.OVS_STALLS} <= measured, \
+        fid["unmeasured"]
+    broken = {v["invariant"] for v in fid["violations"]}
+    assert broken and broken <= set(F.INVARIANTS)
+    assert all(v["ratio"] > 1 and v["measured"] > v["bound"] for v in fid["violations"])
+    top = json.loads((run_dir / "summary.json").read_text())
+    assert top["transports"]["mrc"]["fidelity"]["verdict"] == fid["verdict"]
+    assert top["fidelity_ok"] is False
+    assert rc == (runner.EXIT_FIDELITY if mrc["verified"] and mrc.get("faults_ok", True)
+                  else top["exit_code"]) and rc != runner.EXIT_OK
+    table = capsys.readouterr().out
+    assert "fidelity" in table.splitlines()[0] and fid["verdict"] in table
+    assert "measure this machine's CPU" in table or "understate the fabric" in table
+    # the endpoints logged their lateness histograms (the evidence behind two invariants)
+    logged = (run_dir / "mrc" / "endpoint-h0.jsonl").read_text()
+    assert '"event":"lateness"' in logged
