@@ -76,6 +76,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     capture = false                     # any [options] key
     time_scale = 0.5                    # multiplies every fault's at_s, after_s, a flap's period_s;
                                         # at_iteration scales with short/full iterations
+    fabric_time_scale = 1               # the short version's [fabric] time_scale (a number)
 
 The short version exists so tests can run every shipped scenario in seconds with the same fault
 schedule in miniature; parse() validates both versions whenever a [short] table is present, so a

@@ -124,6 +124,8 @@ OPTIONS = {
 
 SHORT_ONLY = {
     "time_scale": _n(1.0, 0.01, 1.0, "multiplies every fault's at_s, after_s and flap period_s"),
+    "fabric_time_scale": _n(None, 1, TIME_SCALE_MAX, "the short version's [fabric] time_scale "
+                            "(a number: the tests run the short versions and never calibrate)"),
 }
 
 MRC = {

@@ -342,3 +342,15 @@ def test_fidelity_ovs_stalls_are_judged_in_emulated_time(tmp_path):
                                                           "error": None}))
     check = F.ovs_check(tmp_path, 2_000_000, {}, {}, timescale.time_scale_of(tmp_path))
     assert check.measured == pytest.approx(308.5)
+
+
+def test_the_short_version_may_run_at_its_own_numeric_scale():
+    text = BASE.format(scale='time_scale = "auto"') + "\n[short]\niterations = 4\n" \
+        "fabric_time_scale = 2\n"
+    assert S.parse(text).time_scale == "auto"
+    assert S.parse(text, short=True).time_scale == 2.0
+    with pytest.raises(S.ScenarioError, match=r"\[short\] fabric_time_scale: must be between 1 "
+                                              r"and 1000, got 0.5"):
+        S.parse(text.replace("fabric_time_scale = 2", "fabric_time_scale = 0.5"))
+    with pytest.raises(S.ScenarioError, match="fabric_time_scale: must be a number"):
+        S.parse(text.replace("fabric_time_scale = 2", 'fabric_time_scale = "auto"'))
