@@ -69,6 +69,8 @@ BENCHES = {
              "pcap loading rate of analysis.pcap vs Scapy's rdpcap"),
     "trim": ("emulation.benches.trim", "add_bench_arguments", "bench_main",
              "cost of the in-fabric trimming program per packet"),
+    "timescale": ("emulation.benches.timescale", "add_timescale_arguments", "timescale_main",
+                  "mrclab calibrate on the demo fabric: the time scale this machine needs"),
     "fidelity": ("emulation.benches.fidelity", "add_fidelity_arguments", "fidelity_main",
                  "the demo's short version idle and with busy processes: MRC's median "
                  "iteration, their ratio, both fidelity verdicts"),

@@ -103,3 +103,12 @@ def test_cli_bad_scenario_is_named(tmp_path, capsys):
     path.write_text(SCN.replace("[collective]", "time_scale = 0.5\n[collective]"))
     assert calibrate_cli.main([str(path), "--cached"]) == 2
     assert "time_scale: must be between 1 and 1000, got 0.5" in capsys.readouterr().err
+
+
+def test_bench_timescale_is_registered_and_names_a_bad_scenario(tmp_path, capsys):
+    from emulation import cli
+    path = tmp_path / "bad.toml"
+    path.write_text(SCN.replace("[collective]", 'time_scale = "fast"\n[collective]'))
+    assert "timescale" in cli.BENCHES
+    assert cli.main(["bench", "timescale", "--scenario", str(path)]) == cli.EXIT_USAGE
+    assert "time_scale: must be a number >= 1 or \"auto\", got 'fast'" in capsys.readouterr().err
