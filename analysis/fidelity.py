@@ -9,6 +9,8 @@ they break). Every invariant here is a ratio to a time constant of the protocol 
   timer_lateness    how late the endpoint served its QPs' deadlines (p99), in base RTTs
   receive_lateness  how long received frames waited in the ring before the endpoint read them
                     (p99), in base RTTs
+  worker_lateness   how late each worker's goodput sampler (a thread on a fixed grid, in the
+                    process that runs the collective, every transport) ran (p99), in base RTTs
   held_beyond_queue_bound
                     data packets whose one-way fabric delay (host port to host port) exceeds
                     what the queues of their path can hold (p99.9 of delay / path bound): such a
@@ -57,10 +59,12 @@ MARGIN_CAP = 1000.0
 
 TIMER_LATENESS = "timer_lateness"
 RECEIVE_LATENESS = "receive_lateness"
+WORKER_LATENESS = "worker_lateness"
 HELD_BEYOND_QUEUE = "held_beyond_queue_bound"
 LINK_PACING = "link_pacing"
 OVS_STALLS = "ovs_stalls"
-INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING, OVS_STALLS)
+INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING,
+              OVS_STALLS)
 
 # Timer and receive lateness: p99 at most half a base RTT. Above it, the endpoint's reaction time
 # (a timeout firing, a SACK sent, a paced packet leaving) is a measurable part of the RTT the
@@ -68,6 +72,7 @@ INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING, 
 LATENESS_P99_BOUND_RTTS = 0.5
 LATENESS_PERCENTILES = (50.0, 99.0, 99.9)
 LATENESS_MIN_SAMPLES = 100          # fewer samples than this say nothing about a p99
+DEFAULT_GOODPUT_INTERVAL_MS = 10.0  # the workers' sampling grid when worker.json has none
 # Held beyond the queue bound: p99.9 of (one-way delay / the path's bound) at most 1. A queue
 # cannot hold a packet longer than its size drains at the link rate; 0.1% of packets may exceed
 # it (the first packet of a flow through userspace OVS takes the slow path, an upcall).
@@ -92,6 +97,8 @@ _OVS_STALL = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\|\d+\|tim
 
 # What a broken invariant voids, in words (report.html, the notebook, the run's table notes).
 VOIDS = {
+    WORKER_LATENESS: "the processes that run the collective were scheduled late, so iteration "
+                     "times measure this machine's CPU, not the fabric",
     TIMER_LATENESS: "the endpoints' timers fired late, so iteration times and recovery times "
                     "measure this machine's CPU, not the fabric",
     RECEIVE_LATENESS: "received packets waited for the endpoint's CPU, so RTTs, ACK timing and "
@@ -258,6 +265,49 @@ def lateness_checks(logs: dict[str, dict], rtt_ns: int, start_ns, end_ns,
     return checks
 
 
+def worker_lateness_check(tdir: Path, rtt_ns: int, start_ns, end_ns, measurements: dict,
+                          unmeasured: dict) -> Check | None:
+    """worker_lateness: every worker samples its goodput on a fixed grid (traffic/worker.py
+    GoodputSampler: sample k is due at the first sample's time + k intervals); a sample's
+    lateness is its time minus its grid time. The last sample (taken at exit) is off the grid."""
+    interval_ms = DEFAULT_GOODPUT_INTERVAL_MS
+    try:
+        interval_ms = float(json.loads((Path(tdir) / "worker.json").read_text())
+                            .get("goodput_interval_ms") or interval_ms)
+    except (OSError, ValueError, TypeError, AttributeError):
+        pass
+    interval_ms /= timescale.time_scale_of(tdir)     # worker.json's is the wall world's
+    per_host, worst_p99 = {}, None
+    for path in sorted(Path(tdir).glob("worker-h*.jsonl")):
+        times = np.array([r["t_ns"] for r in read_jsonl(path, [], events=(Event.GOODPUT,))
+                          if isinstance(r.get("t_ns"), int)], dtype=np.int64)[:-1]
+        if len(times) < 2:
+            continue
+        late = times - (times[0] + np.arange(len(times)) * int(interval_ms * 1e6))
+        keep = np.ones(len(times), dtype=bool)
+        if start_ns is not None:
+            keep &= times >= start_ns
+        if end_ns is not None:
+            keep &= times <= end_ns
+        late = np.clip(late[keep], 0, None)
+        if len(late) < LATENESS_MIN_SAMPLES:
+            continue
+        ps = [float(np.percentile(late, p, method="inverted_cdf")) for p in LATENESS_PERCENTILES]
+        per_host[path.stem.removeprefix("worker-")] = {
+            "samples": int(len(late)), **{f"p{p:g}_ms".replace(".", ""): round(v / 1e6, 3)
+                                          for p, v in zip(LATENESS_PERCENTILES, ps)}}
+        worst_p99 = ps[1] if worst_p99 is None else max(worst_p99, ps[1])
+    if worst_p99 is None:
+        unmeasured[WORKER_LATENESS] = (f"no worker logged {LATENESS_MIN_SAMPLES}+ goodput "
+                                       "samples in the timed window")
+        return None
+    measurements[WORKER_LATENESS] = per_host
+    return Check(WORKER_LATENESS, worst_p99 / rtt_ns, LATENESS_P99_BOUND_RTTS, "base RTTs (p99)",
+                 f"p99 lateness of the collective's process above {LATENESS_P99_BOUND_RTTS} base "
+                 "RTT makes its reaction time (posting work, moving kernel TCP's data) a "
+                 "measurable part of the RTT")
+
+
 # ---------------------------------------------------------------- captures
 
 
@@ -271,6 +321,7 @@ class FabricFacts:
     trimmed: bool                       # the switch ports trim this transport's data packets
     switch_buffer_bytes: int | None     # [fabric] switch_buffer_kb, in bytes
     host_groups: dict | None = None     # host name -> T0 group (None: unknown, longest paths)
+    port_addrs: dict | None = None      # (host name, plane) -> the port's IPv6 address
 
     def port_queue_bytes(self, mbit: float, last_hop: bool) -> int:
         """The most a switch egress port's queue holds of this transport's packets: its trim
@@ -311,8 +362,11 @@ def matched_data(packets, start_ns, end_ns, facts: FabricFacts):
     """One row per MRC data packet seen leaving one host port and arriving at another, sent in
     [start_ns, end_ns]: sent_ns, received_ns, size, sender, receiver, plane, cross_group.
     (analysis/delay.py matches the same way; here the hosts and sizes are kept.)"""
-    data = packets[packets["opcode"].isin(pcap.DATA_OPCODES)]
-    frame = data[MATCH_KEY].astype(str).assign(
+    is_data = (packets["is_data"] if "is_data" in packets.columns
+               else packets["opcode"].isin(pcap.DATA_OPCODES))
+    data = packets[is_data]
+    keys = data[MATCH_KEY]
+    frame = keys.astype({c: str for c in MATCH_KEY if keys[c].dtype.kind not in "iub"}).assign(
         time_ns=data["time_ns"].astype("int64"), host=data["host"].astype(str),
         plane=data["plane"].astype(int), size=data["size"].astype("int64"),
         direction=data["direction"].astype(str))
@@ -338,6 +392,71 @@ def matched_data(packets, start_ns, end_ns, facts: FabricFacts):
                        delay_ns=both["received_ns"] - both["sent_ns"]).reset_index(drop=True) \
         if len(both) else pd.DataFrame(columns=["sent_ns", "received_ns", "size", "sender",
                                                 "receiver", "plane", "cross_group", "delay_ns"])
+
+
+# Kernel TCP over IPv6 in the captures (Ethernet, no SRv6: TCP runs over ECMP routing).
+ETHERTYPE_IPV6, NEXT_HEADER_TCP, ETH_LEN, IPV6_LEN, TCP_MIN_LEN = 0x86DD, 6, 14, 40, 20
+
+
+def _addresses(buf: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The IPv6 addresses at byte offsets `starts` of buf, as strings (parsed once each)."""
+    raw = np.ascontiguousarray(buf[starts[:, None] + np.arange(16)]).view("V16").ravel()
+    uniq, inverse = np.unique(raw, return_inverse=True)
+    names = np.array([str(pcap.ipaddress.IPv6Address(u.tobytes())) for u in uniq], dtype=object)
+    return names[inverse.reshape(-1)]
+
+
+def tcp_segments(tdir: Path, clock, local_addrs: dict) -> pd.DataFrame:
+    """Kernel TCP segments of a transport's captures, in the columns the capture invariants
+    read (analysis/pcap.py decodes only MRC/RoCE): a segment that carries payload is a data
+    packet; its match key is (addresses, ports, sequence number, TCP options), and the options
+    hold the timestamp (TSval), which a retransmission renews. local_addrs: {(host, plane):
+    the port's address} (tx when the segment's source is the capturing port)."""
+    frames = []
+    for path in sorted(Path(tdir).glob("pcaps/*.pcap")):
+        host, plane = pcap.capture_identity(path)
+        report = pcap.PcapReport(path=str(path))
+        raw = path.read_bytes()
+        try:
+            linktype, ts, offs, incl, orig = pcap._walk_records(raw, report)
+        except pcap.PcapError:
+            continue
+        if linktype != pcap.LINKTYPE_ETHERNET or not len(offs):
+            continue
+        buf = np.frombuffer(raw, dtype=np.uint8)
+        header = ETH_LEN + IPV6_LEN + TCP_MIN_LEN
+        ok = incl >= header
+        offs, ts, orig, incl = offs[ok], ts[ok], orig[ok], incl[ok]
+
+        def u(rel, width):
+            out = np.zeros(len(offs), dtype=np.int64)
+            for i in range(width):
+                out = (out << 8) | buf[offs + rel + i].astype(np.int64)
+            return out
+
+        ok = (u(12, 2) == ETHERTYPE_IPV6) & (u(ETH_LEN + 6, 1) == NEXT_HEADER_TCP)
+        offs, ts, orig, incl = offs[ok], ts[ok], orig[ok], incl[ok]
+        if not len(offs):
+            continue
+        tcp = ETH_LEN + IPV6_LEN
+        data_off = (u(tcp + 12, 1) >> 4) * 4
+        payload = u(ETH_LEN + 4, 2) - data_off
+        src, dst = (_addresses(buf, offs + ETH_LEN + at) for at in (8, 24))
+        # the first 12 option bytes (Linux: NOP, NOP, timestamps) as two integers
+        has_options = data_off >= TCP_MIN_LEN + 12
+        options = np.where(has_options, u(tcp + 20, 8), -1), np.where(has_options,
+                                                                        u(tcp + 28, 4), -1)
+        local = local_addrs.get((host, plane))
+        local = None if local is None else str(pcap.ipaddress.IPv6Address(local))   # canonical
+        frames.append(pd.DataFrame({
+            "time_ns": clock.to_monotonic(ts) if clock is not None else ts,
+            "host": host, "plane": plane, "size": orig,
+            "direction": np.where(src == local, "tx", "rx"),
+            "src": src, "dst": dst, "qp": u(tcp, 2) * 65536 + u(tcp + 2, 2),
+            "psn": u(tcp + 4, 4), "retx": options[0] * 2**20 + options[1] % 2**20,
+            "is_data": payload > 0,
+            "opcode": 0}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
 def held_check(matched, facts: FabricFacts, measurements: dict, unmeasured: dict) -> Check | None:
@@ -372,7 +491,9 @@ def pacing_check(packets, matched, facts: FabricFacts, start_ns, end_ns,
     when the packet was provably waiting for the link when the previous frame finished: sent
     early enough to have crossed the fabric unloaded (the fastest delay of its sender-receiver
     pair and plane) and every upstream queue at its bound. A backlogged gap above
-    PACING_GAP_SERIALIZATIONS serialization times of the previous frame is late."""
+    PACING_GAP_SERIALIZATIONS serialization times of the previous frame is late; of a full
+    frame when the previous was smaller (an ACK's microseconds are below what the qdisc's
+    per-packet work and the capture's timestamps resolve)."""
     if not len(matched):
         unmeasured[LINK_PACING] = "no data packet was captured at both ends in the timed window"
         return None
@@ -394,6 +515,7 @@ def pacing_check(packets, matched, facts: FabricFacts, start_ns, end_ns,
     ports = ports.merge(due, on=["host", "plane", "time_ns"], how="left")
     per_port, backlogged, late = {}, 0, 0
     bytes_per_ns = facts.host_link_mbit * 1e6 / 8e9
+    full_frame_ns = (facts.mtu + ETH_LEN) / bytes_per_ns
     for (host, plane), port in ports.groupby(["host", "plane"], sort=True):
         port = port.sort_values("time_ns", kind="stable")
         times = port["time_ns"].to_numpy(np.int64)
@@ -401,7 +523,7 @@ def pacing_check(packets, matched, facts: FabricFacts, start_ns, end_ns,
         due_ns = port["due_ns"].to_numpy(float)[1:]
         # NaN (no matched send time) compares False: not provably waiting
         waiting = due_ns <= times[:-1] + ser_prev
-        slow = np.diff(times) > PACING_GAP_SERIALIZATIONS * ser_prev
+        slow = np.diff(times) > PACING_GAP_SERIALIZATIONS * np.maximum(ser_prev, full_frame_ns)
         n_back, n_late = int(waiting.sum()), int((waiting & slow).sum())
         if n_back:
             per_port[f"{host}-p{plane}"] = {"backlogged_gaps": n_back, "late_gaps": n_late}
@@ -503,6 +625,9 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
     measurements["base_rtt_source"] = rtt_source
     k = timescale.time_scale_of(tdir)
     checks = lateness_checks(logs, rtt_ns, start_ns, end_ns, measurements, unmeasured, k)
+    worker = worker_lateness_check(tdir, rtt_ns, start_ns, end_ns, measurements, unmeasured)
+    if worker is not None:
+        checks.append(worker)
     checks += capture_checks(tdir, facts, start_ns, end_ns, packets, measurements, unmeasured,
                              problems)
     ovs = ovs_check(tdir, rtt_ns, measurements, unmeasured, k)
@@ -525,7 +650,13 @@ def capture_checks(tdir, facts, start_ns, end_ns, packets, measurements, unmeasu
             unmeasured[HELD_BEYOND_QUEUE] = unmeasured[LINK_PACING] = why
             return []
     if not len(packets):
-        why = "the captures hold no MRC/RoCE packet (kernel TCP's are not decoded)"
+        try:
+            packets = tcp_segments(tdir, pcap.find_clock(tdir), facts.port_addrs or {})
+        except (OSError, ValueError) as exc:
+            problems.append(f"TCP segments unreadable ({exc.__class__.__name__}: {exc})")
+            packets = pd.DataFrame()
+    if not len(packets):
+        why = "the captures hold no MRC, RoCE or TCP packet"
         unmeasured[HELD_BEYOND_QUEUE] = unmeasured[LINK_PACING] = why
         return []
     try:

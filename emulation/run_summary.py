@@ -71,7 +71,9 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
         host_link_mbit=scn.spec.host_link_mbit, fabric_link_mbit=scn.spec.fabric_link_mbit,
         mtu=scn.spec.mtu, trimmed=bool(trim and trim.get("trim")),
         switch_buffer_bytes=None if scn.switch_buffer_kb is None else scn.switch_buffer_kb * 1024,
-        host_groups={h.name: h.group for h in topo.hosts})
+        host_groups={h.name: h.group for h in topo.hosts},
+        port_addrs={(h.name, p): str(topo.nic_addr(h.index, p))
+                    for h in topo.hosts for p in range(scn.spec.planes)})
     try:
         return {"fidelity": fidelity.transport_fidelity(tdir, facts, start, end, packets=packets)}
     except Exception as exc:  # noqa: BLE001 - the rest of the summary matters more

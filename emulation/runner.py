@@ -28,6 +28,9 @@ through the controller's HTTP API at the right moments, show progress, and write
             cpu.csv                   the cores' busy share and cores per role, every 0.5 s
                                       (emulation/cpu_meter.py); summary.json "cpu" holds the
                                       same over the collective
+            ovs_stalls.json           ovs-vswitchd's long poll intervals during the timed
+                                      iterations; summary.json "fidelity" (analysis/fidelity.py,
+                                      docs/fidelity.md) says whether the run measured the fabric
 
 Fault times: at_s counts from the start of the timed iterations (the first worker's
 warmup_done); at_iteration = N fires as soon as any rank has finished timed iteration N-1;

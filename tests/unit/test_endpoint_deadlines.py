@@ -13,7 +13,7 @@ from traffic.clock import FakeClock
 from traffic.codec import Codec
 from traffic.deadline_queue import DeadlineQueue
 from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
+from traffic.endpoint_support import EndpointConfig, LatenessHistogram
 from traffic.messages import DataPacket, Opcode, Sack
 
 SPEC = FabricSpec()
@@ -329,3 +329,14 @@ def test_over_a_lossy_run_no_kept_deadline_is_later_than_the_qps_own(tmp_path):
     assert retransmitted > 0                # the loss did make timers move
     a.close()
     b.close()
+
+
+def test_deadline_queue_records_how_late_each_owner_is_served():
+    hist = LatenessHistogram()
+    q = DeadlineQueue(lambda owner, now: {"a": 100, "b": 300}[owner])
+    q.lateness = hist
+    q.changed("a")
+    q.changed("b")
+    assert q.pop_due(1100) == ["a", "b"]
+    # a was 1000 ns late (bucket 35), b 800 ns (bit length 10, next bits 10 -> bucket 34)
+    assert hist.sparse() == [[34, 1], [35, 1]] and hist.samples == 2

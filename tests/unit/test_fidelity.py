@@ -9,9 +9,7 @@ import pytest
 from analysis import fidelity as F
 from emulation import run_summary
 from model.events import Event
-from traffic.deadline_queue import DeadlineQueue
-from traffic.endpoint_support import (LatenessHistogram, lateness_bucket,
-                                      lateness_bucket_floor_ns)
+from traffic.endpoint_support import lateness_bucket, lateness_bucket_floor_ns
 
 RTT_NS = 2_000_000
 
@@ -26,17 +24,6 @@ def test_lateness_buckets_are_quarter_octaves():
     for ns in (0, 1, 3, 4, 7, 8, 1000, 1_048_576, 123_456_789):
         b = lateness_bucket(ns)
         assert lateness_bucket_floor_ns(b) <= ns < lateness_bucket_floor_ns(b + 1)
-
-
-def test_deadline_queue_records_how_late_each_owner_is_served():
-    hist = LatenessHistogram()
-    q = DeadlineQueue(lambda owner, now: {"a": 100, "b": 300}[owner])
-    q.lateness = hist
-    q.changed("a")
-    q.changed("b")
-    assert q.pop_due(1100) == ["a", "b"]
-    # a was 1000 ns late (bucket 35), b 800 ns (bit length 10, next bits 10 -> bucket 34)
-    assert hist.sparse() == [[34, 1], [35, 1]] and hist.samples == 2
 
 
 # ---------------------------------------------------------------- lateness from endpoint logs
@@ -287,3 +274,60 @@ def test_report_opens_with_the_fidelity_paragraph(tmp_path):
     body = text[text.index("<h1>"):]
     assert body.index("Fidelity: mrc degraded.") < body.index("<h2>Verdict</h2>")
     assert "waited in the switches longer than any queue can hold them" in body
+
+
+def test_kernel_tcp_segments_from_captures(tmp_path):
+    """TCP over IPv6 in a host port's capture: the port's own segments are tx, data segments
+    are data packets, and a retransmission (same sequence number, new TSval) is a packet of its
+    own, so it cannot pair with the original's departure."""
+    from scapy.all import Ether, IPv6, TCP, wrpcap
+    local, peer = "fd00:0:0:0::1", "fd00:0:0:1::1"
+
+    def seg(src, dst, seq, tsval, payload=b""):
+        return Ether() / IPv6(src=src, dst=dst) / TCP(
+            sport=47000, dport=50000, seq=seq, flags="A",
+            options=[("NOP", None), ("NOP", None), ("Timestamp", (tsval, 0))]) / payload
+
+    frames = [seg(local, peer, 1000, 7, b"x" * 1000), seg(local, peer, 1000, 9, b"x" * 1000),
+              seg(peer, local, 5, 8)]
+    for i, f in enumerate(frames):
+        f.time = 100 + i / 1000
+    (tmp_path / "pcaps").mkdir()
+    wrpcap(str(tmp_path / "pcaps" / "h0-p0.pcap"), frames)
+    seg_df = F.tcp_segments(tmp_path, None, {("h0", 0): local})
+    assert list(seg_df["direction"]) == ["tx", "tx", "rx"]
+    assert list(seg_df["is_data"]) == [True, True, False]
+    assert list(seg_df["psn"]) == [1000, 1000, 5]
+    assert seg_df["retx"][0] != seg_df["retx"][1]
+    # 14 Ethernet + 40 IPv6 + 32 TCP (20 + 12 option bytes) + 1000 payload
+    assert list(seg_df["size"]) == [1086, 1086, 86]
+    assert list(seg_df["time_ns"]) == [100_000_000_000, 100_001_000_000, 100_002_000_000]
+
+
+def worker_log(path, late_ms: dict, n=201, interval_ms=10):
+    """Goodput samples on the worker's grid (first at 1 s), sample k late by late_ms.get(k, 0.1)
+    (the first, the grid's origin, on time), plus the off-grid sample taken at exit."""
+    t0 = 1_000_000_000
+    times = [t0] + [t0 + k * interval_ms * 1_000_000 + int(late_ms.get(k, 0.1) * 1e6)
+                    for k in range(1, n)]
+    times.append(times[-1] + 3)
+    path.write_text("\n".join(json.dumps({"t_ns": t, "host": "h0", "event": Event.GOODPUT})
+                              for t in times) + "\n")
+
+
+def test_worker_lateness_from_the_goodput_grid(tmp_path):
+    # 201 samples: the origin (0), 197 at 0.1 ms, 3 at 3 ms. The p99 (nearest rank
+    # ceil(0.99 * 201) = 199) is 3 ms = 1.5 base RTTs: 3x the bound, invalid.
+    worker_log(tmp_path / "worker-h0.jsonl", {50: 3, 100: 3, 150: 3})
+    m, u = {}, {}
+    check = F.worker_lateness_check(tmp_path, RTT_NS, None, None, m, u)
+    assert check.measured == pytest.approx(1.5) and check.verdict == F.INVALID
+    assert m[F.WORKER_LATENESS]["h0"]["samples"] == 201
+    # two late samples: rank 199 is a 0.1 ms one
+    worker_log(tmp_path / "worker-h0.jsonl", {50: 3, 100: 3})
+    check = F.worker_lateness_check(tmp_path, RTT_NS, None, None, {}, {})
+    assert check.measured == pytest.approx(0.05) and check.verdict == F.OK
+    # a window that leaves fewer than 100 samples measures nothing
+    u = {}
+    assert F.worker_lateness_check(tmp_path, RTT_NS, 1_000_000_000, 1_500_000_000, {}, u) is None
+    assert F.WORKER_LATENESS in u

@@ -30,8 +30,8 @@ def test_a_refused_clear_and_a_late_fault_fail_the_run_with_their_names(tmp_path
     assert top["transports"]["tcp"]["faults_not_reached"] == s["faults_not_reached"]
     assert any("gray_loss_clear t0p0g0~t1p0s1" in p for p in top["problems"])
     table = run_output.comparison_table([s]).splitlines()
-    assert table[0].split()[:3] == ["transport", "verified", "faults"]
-    assert table[2].split()[:4] == ["tcp", "yes", "2/5", "!"]
+    assert table[0].split()[:4] == ["transport", "verified", "fidelity", "faults"]
+    assert table[2].split()[:5] == ["tcp", "yes", s["fidelity"]["verdict"], "2/5", "!"]
     named = [line for line in table[3:] if line.startswith("tcp: fault #")]
     assert len(named) == 3 and all("did not take effect" in line for line in named)
 
@@ -47,7 +47,8 @@ def test_all_faults_applied_in_time_exit_zero(tmp_path):
     assert s["faults_ok"] is True and s["problems"] == [] and s["recovery_ms"] == [360.0, 0.0]
     top = run_summary.top_summary(scn2, tmp_path, [s], interrupted=False)
     assert top["exit_code"] == 0 and top["problems"] == []
-    assert run_output.comparison_table([s]).splitlines()[2].split()[:3] == ["tcp", "yes", "2/2"]
+    assert run_output.comparison_table([s]).splitlines()[2].split()[:4] == \
+        ["tcp", "yes", s["fidelity"]["verdict"], "2/2"]
 
 
 def test_not_verified_outranks_a_fault_that_did_not_take_effect(tmp_path):

@@ -111,11 +111,15 @@ def test_worker_config_points_tcp_at_nic_addresses(tmp_path):
 def test_comparison_table_lists_each_transport():
     table = comparison_table([
         {"transport": "mrc", "verified": True, "mean_iteration_ms": 12.25,
-         "slowest_iteration_ms": 40.0, "recovery_ms": [3.0], "cpu": {"busy_fraction": 0.974}},
+         "slowest_iteration_ms": 40.0, "recovery_ms": [3.0], "cpu": {"busy_fraction": 0.974},
+         "fidelity": {"verdict": "degraded", "violations": [{"invariant": "link_pacing"}]}},
         {"transport": "tcp", "verified": False, "partial": True, "mean_iteration_ms": None,
          "slowest_iteration_ms": None, "recovery_ms": [None]},
     ])
     lines = table.splitlines()
-    assert lines[0].split()[:2] == ["transport", "verified"]
-    assert lines[2].split() == ["mrc", "yes", "-", "12.2", "40.0", "3", "97"]   # "-": no faults
-    assert lines[3].split() == ["tcp", "PARTIAL", "-", "-", "-", "never", "-"]  # "-": no CPU figure
+    assert lines[0].split()[:3] == ["transport", "verified", "fidelity"]
+    assert lines[2].split() == ["mrc", "yes", "degraded", "-", "12.2", "40.0", "3", "97"]  # no faults
+    assert lines[3].split() == ["tcp", "PARTIAL", "-", "-", "-", "-", "never", "-"]  # no CPU, fidelity
+    # the comparison a verdict other than ok voids, in words under the table
+    assert lines[4] == ("mrc: fidelity degraded (link_pacing): links sat idle while packets "
+                        "waited for them, so goodput and line-rate fractions understate the fabric")

@@ -354,3 +354,17 @@ def test_the_short_version_may_run_at_its_own_numeric_scale():
         S.parse(text.replace("fabric_time_scale = 2", "fabric_time_scale = 0.5"))
     with pytest.raises(S.ScenarioError, match="fabric_time_scale: must be a number"):
         S.parse(text.replace("fabric_time_scale = 2", 'fabric_time_scale = "auto"'))
+
+
+def test_fidelity_worker_lateness_grid_is_the_emulated_one(tmp_path):
+    # k = 2, goodput every 20 ms wall (worker.json's, 10 ms declared): 200 samples exactly on
+    # the grid are 0 late, whatever the scale; read with the wall interval they would drift
+    from analysis import fidelity as F
+    (tmp_path / "worker.json").write_text(json.dumps({"time_scale": 2.0,
+                                                      "goodput_interval_ms": 20.0}))
+    (tmp_path / "worker-h0.jsonl").write_text("".join(
+        json.dumps({"event": Event.GOODPUT, "t_ns": 1_000_000_000 + i * 20_000_000,
+                    "rx_bytes": i}) + "\n" for i in range(201)))
+    m, u = {}, {}
+    check = F.worker_lateness_check(tmp_path, 2_000_000, None, None, m, u)
+    assert check.measured == 0
