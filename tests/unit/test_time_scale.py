@@ -357,14 +357,15 @@ def test_the_short_version_may_run_at_its_own_numeric_scale():
 
 
 def test_fidelity_worker_lateness_grid_is_the_emulated_one(tmp_path):
-    # k = 2, goodput every 20 ms wall (worker.json's, 10 ms declared): 200 samples exactly on
-    # the grid are 0 late, whatever the scale; read with the wall interval they would drift
+    # k = 2, goodput every 20 ms wall (worker.json's; 10 ms declared); one sample in ten 8 ms
+    # late wall = 4 ms emulated: p99 = 4 ms = 2 base RTTs of 2 ms (against the wall interval,
+    # the emulated samples would all look early)
     from analysis import fidelity as F
     (tmp_path / "worker.json").write_text(json.dumps({"time_scale": 2.0,
                                                       "goodput_interval_ms": 20.0}))
     (tmp_path / "worker-h0.jsonl").write_text("".join(
-        json.dumps({"event": Event.GOODPUT, "t_ns": 1_000_000_000 + i * 20_000_000,
-                    "rx_bytes": i}) + "\n" for i in range(201)))
-    m, u = {}, {}
-    check = F.worker_lateness_check(tmp_path, 2_000_000, None, None, m, u)
-    assert check.measured == 0
+        json.dumps({"event": Event.GOODPUT, "rx_bytes": i,
+                    "t_ns": 1_000_000_000 + i * 20_000_000 + (8_000_000 if i % 10 == 5 else 0)})
+        + "\n" for i in range(201)))
+    check = F.worker_lateness_check(tmp_path, 2_000_000, None, None, {}, {})
+    assert check.measured == pytest.approx(2.0)
