@@ -163,16 +163,18 @@ def measure_on_fabric(scn: Scenario, transport: str, work_dir: Path, run_transpo
 
 
 def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR,
-              measure=None, run_transport=None, log=print) -> dict:
+              measure=None, run_transport=None, log=print, max_scale: float | None = None) -> dict:
     """Search, cache and return {"time_scale", "margins", "trials", "key", "machine"}.
-    measure(k) -> Trial, or the runner's run_transport to measure on the fabric."""
+    measure(k) -> Trial, or the runner's run_transport to measure on the fabric. max_scale: try
+    no k above it (each doubling doubles a trial's wall time)."""
     key, what = cache_key(scn, transport)
+    doubling = tuple(k for k in DOUBLING if max_scale is None or k <= max_scale) or DOUBLING[:1]
     with tempfile.TemporaryDirectory(prefix="mrclab-calibrate-") as work:
         measure = measure or measure_on_fabric(scn, transport, Path(work), run_transport, log)
-        k, trials = search(measure)
+        k, trials = search(measure, doubling)
     if k is None:
         raise CalibrationError(
-            f"no time scale up to {DOUBLING[-1]:g} kept fidelity \"ok\" for {scn.name}: the "
+            f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {scn.name}: the "
             f"machine is too busy or the fabric too large; set [fabric] time_scale by hand or "
             f"use [mrc.qp] loss_policy = \"tolerant\" (docs/fidelity-timescale.md)")
     best = next(t for t in trials if t.time_scale == k)

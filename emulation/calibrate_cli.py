@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cached", action="store_true",
                         help="print the cached time scale without running anything (exit 4 "
                              "when there is none)")
+    parser.add_argument("--max-scale", type=float, default=None,
+                        help="try no time scale above this (default 32)")
     parser.add_argument("--cache-dir", default=str(calibrate.CACHE_DIR),
                         help="where calibrations are kept (default: results/.calibration)")
 
@@ -50,8 +52,9 @@ def main(args) -> int:
     else:
         from emulation.runner import run_transport  # deferred: the fabric, only for trials
         try:
-            result = calibrate.calibrate(scn, "mrc", Path(args.cache_dir), run_transport=run_transport,
-                                         log=log)
+            result = calibrate.calibrate(scn, "mrc", Path(args.cache_dir),
+                                         run_transport=run_transport, log=log,
+                                         max_scale=args.max_scale)
         except calibrate.CalibrationError as exc:
             print(f"mrclab calibrate: {exc}", file=sys.stderr)
             return calibrate.EXIT_NO_PASS

@@ -112,3 +112,11 @@ def test_bench_timescale_is_registered_and_names_a_bad_scenario(tmp_path, capsys
     assert "timescale" in cli.BENCHES
     assert cli.main(["bench", "timescale", "--scenario", str(path)]) == cli.EXIT_USAGE
     assert "time_scale: must be a number >= 1 or \"auto\", got 'fast'" in capsys.readouterr().err
+
+
+def test_max_scale_stops_the_doubling(tmp_path):
+    measure, ran = machine(16)
+    with pytest.raises(C.CalibrationError, match="no time scale up to 4 kept"):
+        C.calibrate(S.parse(SCN), "mrc", tmp_path, measure=measure, log=lambda _: None,
+                    max_scale=4)
+    assert ran == [1.0, 2.0, 4.0]
