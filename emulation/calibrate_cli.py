@@ -11,6 +11,14 @@ from pathlib import Path
 from emulation import calibrate
 from emulation import scenario as scenario_mod
 from emulation.scenario import ScenarioError
+from model.argtypes import positive_float
+
+
+def scale_at_least_one(text: str) -> float:
+    value = positive_float(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1 (a time scale), got {text}")
+    return value
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cached", action="store_true",
                         help="print the cached time scale without running anything (exit 4 "
                              "when there is none)")
-    parser.add_argument("--max-scale", type=float, default=None,
+    parser.add_argument("--max-scale", type=scale_at_least_one, default=None,
                         help="try no time scale above this (default 32)")
     parser.add_argument("--cache-dir", default=str(calibrate.CACHE_DIR),
                         help="where calibrations are kept (default: results/.calibration)")

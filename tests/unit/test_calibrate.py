@@ -120,3 +120,12 @@ def test_max_scale_stops_the_doubling(tmp_path):
         C.calibrate(S.parse(SCN), "mrc", tmp_path, measure=measure, log=lambda _: None,
                     max_scale=4)
     assert ran == [1.0, 2.0, 4.0]
+
+
+@pytest.mark.parametrize("value", ["0.5", "nan", "x"])
+def test_max_scale_below_one_or_not_a_number_is_a_usage_error(value, tmp_path, capsys):
+    from emulation import cli
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["calibrate", str(tmp_path / "x.toml"), "--max-scale", value])
+    assert exit_.value.code == 2
+    assert "--max-scale" in capsys.readouterr().err
