@@ -3,8 +3,9 @@ time_scale k ran k times slower than the scenario declares, so every time in its
 logs, fault logs, captures) is k times the emulated one, every rate 1/k of the declared one.
 
 Analysis converts once, where a run's files are loaded: analysis/jsonl.read_jsonl divides every
-`*_ns` and `*_ms` value of a record by k (absolute CLOCK_MONOTONIC times and durations alike, so
-differences between them, and bytes over them, come out in the emulated world), the capture
+`*_ns`, `*_ms` and `*_s` value of a record by k (absolute CLOCK_MONOTONIC times and durations
+alike, so differences between them, and bytes over them, come out in the emulated world) and
+multiplies every `*_mbit` rate (a fault command's) by k, the capture
 loader (analysis/pcap.py) does the same to packet times, and `declared_fabric` multiplies a saved
 wall-world fabric's rates back. A run's k is its worker.json's `time_scale` (1 when absent: every
 run before the time scale, and every file outside a run directory).
@@ -17,7 +18,8 @@ import json
 import math
 from pathlib import Path
 
-TIME_SUFFIXES = ("_ns", "_ms")
+TIME_SUFFIXES = ("_ns", "_ms", "_s")
+RATE_SUFFIXES = ("_mbit",)
 RATE_KEYS = ("host_link_mbit", "fabric_link_mbit")
 _cache: dict[tuple[str, int], float] = {}
 
@@ -53,13 +55,18 @@ def is_time_key(key: str) -> bool:
 
 
 def emulated_record(record: dict, k: float) -> dict:
-    """A record with every number under a time key divided by k (ints stay ints)."""
+    """A record with every number under a time key divided by k (ints stay ints: int(t // k))
+    and every number under a rate key multiplied by k."""
     if k == 1.0:
         return record
     out = dict(record)
     for key, value in record.items():
-        if is_time_key(key) and isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        if is_time_key(key):
             out[key] = int(value // k) if isinstance(value, int) else value / k
+        elif key.endswith(RATE_SUFFIXES):
+            out[key] = value * k
     return out
 
 

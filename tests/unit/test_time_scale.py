@@ -240,10 +240,11 @@ def _run_dir(tmp_path, k):
 
 def test_records_come_back_in_emulated_time():
     rec = {"event": "x", "t_ns": 8_000_000_001, "rtt_ns": 4000, "window_ms": 2.0, "bytes": 9000,
-           "ok": True}
+           "ok": True, "period_s": 2.0, "rate_mbit": 10.0, "count": 2}
+    # a flap's period and an ECN fault's rate as the controller logged the wall commands
     assert timescale.emulated_record(rec, 4.0) == {
         "event": "x", "t_ns": 2_000_000_000, "rtt_ns": 1000, "window_ms": 0.5, "bytes": 9000,
-        "ok": True}
+        "ok": True, "period_s": 0.5, "rate_mbit": 40.0, "count": 2}
     assert timescale.emulated_record(rec, 1.0) is rec
 
 
