@@ -114,7 +114,10 @@ class QueuePair:
         self.sender.on_sack(msg, now)
         # Our data reached the peer on msg.ev: that path works from us to the peer, which is the
         # direction our own SACKs take (the paper: reverse EVs refreshed from data SACKs).
-        self.receiver.reverse_paths.confirm(msg.ev, now)
+        # RoCE's receiver has one fixed path and no reverse EVs.
+        reverse = getattr(self.receiver, "reverse_paths", None)
+        if reverse is not None:
+            reverse.confirm(msg.ev, now)
         self._collect()
 
     def on_nack(self, msg, plane: int, now: int) -> None:
