@@ -54,6 +54,20 @@ def delay_percentile_ms(delays_ns, percentile: float = 99.9) -> float:
     return float(values[rank - 1]) / 1e6
 
 
+def ack_round_trips_ns(packets: pd.DataFrame) -> np.ndarray:
+    """Round trips (ns) as the data sender's timers see them: a SACK's arrival at the sender's
+    host port minus the send stamp it echoes (the TSETH of the data packet that asked for it,
+    taken by the sender when it built the packet). Only SACKs that echo a stamp count."""
+    for column in ("time_ns", "direction", "opname", "sack_echo_ts"):
+        if column not in packets.columns:
+            raise ValueError(f"capture table lacks column {column!r}")
+    sacks = packets[(packets["opname"] == "SACK") & (packets["direction"] == "rx")]
+    echo = sacks["sack_echo_ts"].astype("Float64").fillna(0).to_numpy(dtype=np.float64)
+    times = sacks["time_ns"].to_numpy(dtype=np.float64)
+    keep = echo > 0
+    return (times[keep] - echo[keep]).astype(np.int64)
+
+
 def fabric_delay_p999_ms(packets: pd.DataFrame) -> float:
     """99.9th percentile one-way fabric delay of MRC data packets, ms (NaN without a match)."""
     return delay_percentile_ms(data_packet_delays_ns(packets), 99.9)

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.logs import parse_json, read_json
+from analysis import timescale
+from analysis.jsonl import read_jsonl
+from analysis.logs import read_json
 from model.events import Event, Phase
 from model.topology import ev_plane, ev_spine
 
@@ -226,23 +228,10 @@ _USABLE_EVENTS = {
 
 def read_events(path: Path, wanted: tuple[str, ...]) -> list[dict]:
     """The `wanted` events of a JSONL log that carry what this module needs; lines cut by a
-    crash or with mistyped fields are skipped, a missing file gives []."""
-    out = []
-    try:
-        with open(path, "rb") as f:
-            for line in f:
-                if not any(w.encode() in line for w in wanted):
-                    continue
-                try:
-                    e = parse_json(line)
-                except ValueError:
-                    continue
-                if (isinstance(e, dict) and e.get("event") in wanted
-                        and _USABLE_EVENTS[e["event"]](e)):
-                    out.append(e)
-    except OSError:
-        pass
-    return out
+    crash or with mistyped fields are skipped, a missing file gives [] (analysis/jsonl.py, which
+    also gives a dilated run's times in the emulated world's)."""
+    return read_jsonl(path, [], events=wanted,
+                      check=lambda e: None if _USABLE_EVENTS[e["event"]](e) else "unusable")
 
 
 def flow_summary(tdir) -> dict:
@@ -267,6 +256,7 @@ def flow_summary(tdir) -> dict:
     beside = {h: read_events(tdir / f"worker-{h}.jsonl", (Event.PHASE, Event.ITERATION))
               for h in side_hosts}
     fabric = cfg.get("fabric") if isinstance(cfg.get("fabric"), dict) else {}
+    fabric = timescale.declared_fabric(fabric, timescale.time_scale_of(tdir))
     link, planes = fabric.get("host_link_mbit"), fabric.get("planes", 1)
     # a host has one NIC port per plane: its flow can use them all
     nic = (float(link) * planes if isinstance(link, (int, float)) and isinstance(planes, int)

@@ -3,12 +3,17 @@
 A worker or endpoint killed mid-write leaves a cut last line, and a damaged file can hold anything;
 a bad line becomes a `file:line: why` problem for the caller to report, never an exception. Pure
 standard library (the run model and the runner's log tail use it without pandas).
+
+A dilated run's files are read in the emulated world's time (analysis/timescale.py): every reader
+of a run's logs gets the same times without converting them itself.
 """
 from __future__ import annotations
 
 import json
 from pathlib import Path
 from typing import Callable, Iterable
+
+from analysis.timescale import emulated_record, time_scale_of
 
 
 def parse_json(data: bytes | str):
@@ -67,7 +72,8 @@ def read_jsonl(path, problems: list[str], *, check: Callable[[dict], str | None]
     `check` finds a problem with (a string), is skipped and noted in `problems` as
     `file:line: why`. `events` keeps only records of those event names (lines that cannot be
     one are not even parsed: logs hold hundreds of thousands of goodput samples). A missing
-    file reads as empty, or is a problem when not `missing_ok`."""
+    file reads as empty, or is a problem when not `missing_ok`. Times come in the emulated
+    world's (analysis/timescale.py)."""
     path = Path(path)
     wanted = None if events is None else frozenset(events)
     needles = None if wanted is None else tuple(w.encode() for w in wanted)
@@ -81,12 +87,15 @@ def read_jsonl(path, problems: list[str], *, check: Callable[[dict], str | None]
     except OSError as exc:
         problems.append(f"{path.name}: cannot read ({exc.strerror or exc})")
         return out
+    k = time_scale_of(path.parent)
     for lineno, line in enumerate(raw.split(b"\n"), start=1):
         if not line.strip() or (needles is not None and not any(n in line for n in needles)):
             continue
         obj, why = parse_record(line)
         if obj is not None and wanted is not None and obj.get("event") not in wanted:
             continue
+        if obj is not None and k != 1.0:
+            obj = emulated_record(obj, k)
         if obj is not None and check is not None:
             why = check(obj)
         if why:

@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.logs import run_topology
+from analysis.timescale import time_scale_of
 from traffic.messages import EndpointOp, NackReason, Opcode
 
 ROCE_PORT = 4791
@@ -442,6 +443,10 @@ def _empty() -> pd.DataFrame:
     return df
 
 
+# Columns on the run's CLOCK_MONOTONIC: the capture time and the senders' stamps echoed back.
+CLOCK_COLUMNS = ("time_ns", "tseth", "sack_echo_ts", "nack_echo_ts", "probe_ts")
+
+
 def find_captures(run_dir) -> list[Path]:
     """Every *.pcap under a transport run directory (or a top-level run with transports)."""
     return sorted(Path(run_dir).rglob("*.pcap"))
@@ -475,6 +480,10 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
             reports.append({"path": str(path), "problems": [str(exc)], "mrc_packets": 0})
             continue
         reports.append(df.attrs["pcap_report"])
+        k = time_scale_of(path.parent)           # a dilated run: emulated times (timescale.py)
+        if k != 1.0:
+            for column in CLOCK_COLUMNS:
+                df[column] = (df[column] // k).astype(df[column].dtype)
         if transport is None:
             rel = path.relative_to(run_dir).parts
             tname = rel[0] if len(rel) > 1 else None

@@ -59,6 +59,11 @@ EXPERIMENT_COMMANDS = {
 for _name, (_module, _help) in EXPERIMENT_COMMANDS.items():
     DISPATCH[_name], ARGUMENTS[_name] = f"{_module}:main", f"{_module}:add_arguments"
     COMMAND_HELP[_name] = _help
+# `mrclab calibrate` (emulation/calibrate_cli.py): the time scale this machine needs for a fabric.
+DISPATCH["calibrate"] = "emulation.calibrate_cli:main"
+ARGUMENTS["calibrate"] = "emulation.calibrate_cli:add_arguments"
+COMMAND_HELP["calibrate"] = ("the smallest time scale at which this machine runs a scenario's "
+                             "fabric with fidelity \"ok\" (cached; --json: margins)")
 # name -> (module, add-arguments function, main function taking the parsed args and returning
 # the figures as a dict, one-line help).
 BENCHES = {
@@ -78,6 +83,8 @@ BENCHES = {
              "pcap loading rate of analysis.pcap vs Scapy's rdpcap"),
     "trim": ("emulation.benches.trim", "add_bench_arguments", "bench_main",
              "cost of the in-fabric trimming program per packet"),
+    "timescale": ("emulation.benches.timescale", "add_timescale_arguments", "timescale_main",
+                  "mrclab calibrate on the demo fabric: the time scale this machine needs"),
     "fidelity": ("emulation.benches.fidelity", "add_fidelity_arguments", "fidelity_main",
                  "the demo's short version idle and with busy processes: MRC's median "
                  "iteration, their ratio, both fidelity verdicts"),

@@ -141,7 +141,12 @@ class Fabric:
                  dynamic_convergence_s: float | None = None, run_dir: str | Path | None = None,
                  link_options: dict | None = None, of_port: int = OF_PORT,
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
-                 trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True):
+                 trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True,
+                 time_scale: float = 1.0, control_class: bool = True):
+        """time_scale: the spec's rates are a dilated run's wall rates (emulation/time_scale.py);
+        the switches' thresholds and TCP's minimum RTO follow the emulated world's.
+        control_class: every port (host and switch ends) serves SACKs, NACKs and probes
+        (model/dscp.py DSCP_CONTROL) ahead of data."""
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
@@ -156,6 +161,8 @@ class Fabric:
         # shaped=False leaves every port without HTB (no rate limit anywhere): the fabric is
         # then as fast as the userspace switches, for measuring the endpoints' own ceiling.
         self.shaped = shaped
+        self.time_scale = time_scale
+        self.control_class = control_class
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -372,7 +379,7 @@ class Fabric:
 
     def _configure_hosts(self) -> None:
         for h in self.topo.hosts:
-            for argv in hostnet.host_argvs(self.topo, h.index):
+            for argv in hostnet.host_argvs(self.topo, h.index, self.time_scale):
                 self.cmd_in_host(h.index, argv)
 
     def _configure_switch_intfs(self) -> None:
@@ -383,9 +390,12 @@ class Fabric:
 
     def _switch_port_qdisc(self, intf: str, mbit: float) -> list[list[str]]:
         if self.trimming is not None:
-            argvs, leaves = trim_mod.port_qdisc_commands(intf, mbit), list(trim_mod.LEAF_CLASSES)
+            argvs = trim_mod.port_qdisc_commands(intf, mbit, control_class=self.control_class)
+            leaves = list(trim_mod.LEAF_CLASSES)
         else:
-            argvs, leaves = hostnet.htb_argvs(intf, mbit, self.spec.mtu), [hostnet.HTB_CLASS]
+            argvs = hostnet.htb_argvs(intf, mbit, self.spec.mtu, self.control_class)
+            leaves = (list(hostnet.CONTROL_LEAF_CLASSES) if self.control_class
+                      else [hostnet.HTB_CLASS])
         if self.switch_buffer_bytes is not None:
             argvs += switchqueue.buffer_argvs(intf, leaves, self.switch_buffer_bytes)
         return argvs
@@ -419,11 +429,13 @@ class Fabric:
 
     def _shape_links(self) -> None:
         """HTB on both ends of every link (host ends inside the host namespace); switch ends
-        get the header-priority HTB when trimming is on."""
+        get the header-priority HTB when trimming is on; every end a control class
+        (control_class)."""
         for link in self.topo.links:
             if link.kind == "host":
                 n = self.topo.host(link.a).index
-                for argv in hostnet.htb_argvs(link.a_intf, link.mbit, self.spec.mtu):
+                for argv in hostnet.htb_argvs(link.a_intf, link.mbit, self.spec.mtu,
+                                              self.control_class):
                     self.cmd_in_host(n, argv)
                 for argv in self._switch_port_qdisc(link.b_intf, link.mbit):
                     run_checked(argv, what=f"shaping {link.b_intf}")
@@ -438,7 +450,8 @@ class Fabric:
             return
         self._trim_attached = True   # from here on teardown detaches (also after a failure)
         try:
-            applied = trim_mod.attach_fabric(self.topo, self.trimming.mark, self.trimming.trim)
+            applied = trim_mod.attach_fabric(self.topo, self.trimming.mark, self.trimming.trim,
+                                             time_scale=self.time_scale)
         except (trim_mod.TrimmingError, ValueError) as e:
             raise FabricError(f"attaching the trimming program: {e}") from None
         (self.run_dir / "trimming.json").write_text(json.dumps(

@@ -13,14 +13,20 @@ from __future__ import annotations
 
 import ipaddress
 
+from model.dscp import DSCP_CONTROL
 from model.topology import DEFAULT_MTU, USID_LOCATOR, Topology, plane_prefix
 
 # Link options Mininet's TCLink accepts that need sch_netem / RED, which this kernel lacks.
 NETEM_OPTIONS = ("delay", "jitter", "loss", "enable_ecn", "enable_red", "max_queue_size")
 
-# HTB handle used on every fabric interface (root qdisc 5:, one class 5:1 carrying everything).
+# HTB handle used on every fabric interface (root qdisc 5:, one class 5:1 carrying everything;
+# with the control class, leaves 5:10 (control, served first) and 5:20 (the rest) under it).
 HTB_HANDLE = "5:"
 HTB_CLASS = "5:1"
+CONTROL_LEAF_CLASSES = ("5:10", "5:20")
+# The control class's guaranteed share of the link: SACKs and probes are ~1/100 of the data
+# they answer at a 9000-byte MTU; both classes may borrow the whole link (ceil).
+CONTROL_SHARE = 0.1
 
 
 class LinkOptionError(ValueError):
@@ -86,8 +92,14 @@ def usid_blackhole_argv() -> list[str]:
     return ["ip", "-6", "route", "replace", "blackhole", usid_block()]
 
 
-def host_argvs(topo: Topology, n: int) -> list[list[str]]:
-    """Every command (run inside host n's namespace, in order) that configures host n."""
+# Linux's minimum TCP RTO (include/net/tcp.h: TCP_RTO_MIN = HZ / 5).
+TCP_RTO_MIN_MS = 200
+
+
+def host_argvs(topo: Topology, n: int, time_scale: float = 1.0) -> list[list[str]]:
+    """Every command (run inside host n's namespace, in order) that configures host n.
+    time_scale k > 1 (emulation/time_scale.py): kernel TCP's minimum RTO on the plane routes is
+    k x TCP_RTO_MIN_MS, so a dilated fabric's TCP waits as long in emulated time."""
     host = topo.host(n)
     out = namespace_sysctl_argvs()
     out.append(usid_blackhole_argv())
@@ -101,7 +113,10 @@ def host_argvs(topo: Topology, n: int) -> list[list[str]]:
         out.append(["ip", "link", "set", "dev", intf, "up"])
         out.append(["ip", "-6", "addr", "add", f"{topo.nic_addr(n, plane)}/64", "dev", intf,
                     "nodad"])
-        out.append(["ip", "-6", "route", "replace", plane_prefix(plane), "dev", intf])
+        route = ["ip", "-6", "route", "replace", plane_prefix(plane), "dev", intf]
+        if time_scale != 1:
+            route += ["rto_min", f"{round(TCP_RTO_MIN_MS * time_scale)}ms"]
+        out.append(route)
         for other in topo.hosts:
             if other.index == n:
                 continue
@@ -133,20 +148,41 @@ def switch_intf_argvs(intf: str, mtu: int = DEFAULT_MTU) -> list[list[str]]:
     ]
 
 
-def htb_argvs(intf: str, mbit: float, mtu: int = DEFAULT_MTU) -> list[list[str]]:
-    """HTB shaping of one interface's egress to `mbit` (what TCIntf does for bw=, minus netem)."""
+def htb_argvs(intf: str, mbit: float, mtu: int = DEFAULT_MTU,
+              control_class: bool = False) -> list[list[str]]:
+    """HTB shaping of one interface's egress to `mbit` (what TCIntf does for bw=, minus netem).
+    control_class: SACKs, NACKs and probes (DSCP_CONTROL) in a leaf served ahead of the rest
+    (HTB's prio; this kernel has no prio qdisc), as the trimming ports do."""
     if mbit <= 0:
         raise ValueError(f"rate of {intf} must be positive, got {mbit} Mbit/s")
     rate = f"{mbit:g}mbit"
     # Burst of at least 10 MTU-sized packets, so a 100 Mbit/s link is not limited by timer
     # granularity (and a jumbo-frame link still passes a burst of several frames).
     burst = max(10 * mtu, int(mbit * 1e6 / 8 / 1000))
-    return [
+    shape = ["burst", str(burst), "cburst", str(burst)]
+    out = [
         ["tc", "qdisc", "replace", "dev", intf, "root", "handle", HTB_HANDLE, "htb",
-         "default", "1"],
+         "default", "20" if control_class else "1"],
         ["tc", "class", "replace", "dev", intf, "parent", HTB_HANDLE, "classid", HTB_CLASS,
-         "htb", "rate", rate, "ceil", rate, "burst", str(burst), "cburst", str(burst)],
+         "htb", "rate", rate, "ceil", rate, *shape],
     ]
+    if not control_class:
+        return out
+    for leaf, share, prio in zip(CONTROL_LEAF_CLASSES, (CONTROL_SHARE, 1 - CONTROL_SHARE),
+                                 ("0", "1")):
+        out.append(["tc", "class", "replace", "dev", intf, "parent", HTB_CLASS, "classid", leaf,
+                    "htb", "rate", f"{mbit * share:g}mbit", "ceil", rate, "prio", prio, *shape])
+    return out + priority_filter_argvs(intf, HTB_HANDLE, CONTROL_LEAF_CLASSES[0],
+                                       (DSCP_CONTROL,))
+
+
+def priority_filter_argvs(intf: str, parent: str, flowid: str, dscps) -> list[list[str]]:
+    """u32 filters sending each DSCP of `dscps` (outermost IPv6 header) to the priority class.
+    'ip6 priority' matches the 8-bit traffic class; mask 0xfc ignores the ECN bits."""
+    return [["tc", "filter", "replace", "dev", intf, "parent", parent, "protocol", "ipv6",
+             "pref", str(pref), "u32", "match", "ip6", "priority", f"{dscp << 2:#04x}", "0xfc",
+             "flowid", flowid]
+            for pref, dscp in enumerate(dscps, start=1)]
 
 
 def set_controller_argv(bridges: list[str], target: str) -> list[str]:

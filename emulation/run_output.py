@@ -64,6 +64,11 @@ def comparison_table(summaries: list[dict]) -> str:
         lines += [f"{s['transport']}: {p}" for p in s.get("problems") or []]
     for s in summaries:
         lines += [f"{s['transport']}: {note}" for note in fidelity_notes(s.get("fidelity"))]
+    scales = sorted({s.get("time_scale") or 1.0 for s in summaries})
+    if scales != [1.0]:
+        lines.append(f"time_scale {', '.join(f'{k:g}' for k in scales)}: the fabric ran that many "
+                     "times slower than the wall clock; times are the emulated world's, rates "
+                     "the declared ones (emulation/time_scale.py)")
     return "\n".join(lines)
 
 

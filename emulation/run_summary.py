@@ -59,8 +59,9 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
     start, end = summary.get("timed_start_ns"), summary.get("traffic_end_ns")
     try:
         clock = pcap.ClockOffset.load(tdir / "clock.json")
+        k = float(scn.time_scale)        # the summary's times are emulated, the log's wall
         window = ((None, None) if start is None or end is None
-                  else (start + clock.offset_ns, end + clock.offset_ns))
+                  else (int(start * k) + clock.offset_ns, int(end * k) + clock.offset_ns))
     except (OSError, ValueError):
         window = (None, None)
     fidelity.record_ovs_stalls(tdir, *window)
@@ -110,7 +111,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
     errors, whether the run was cut short). Works on partial runs too."""
-    from analysis import nccl_results, runmodel  # deferred: numpy/pandas, only to summarise
+    from analysis import nccl_results, runmodel, timescale  # deferred: numpy/pandas, only to summarise
     from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     coll = scn.collective
     model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
@@ -135,6 +136,8 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "error": error,
         "worker_exit_codes": codes,
         "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
+        # times below are the emulated world's, rates at the declared link rates
+        "time_scale": float(scn.time_scale),
         **model.summary_fields(),
     }
     summary["nccl"] = nccl_results.result_row(coll.kind, coll.message_bytes, len(hosts),
@@ -147,7 +150,9 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     summary.update(retirement_fields(scn, transport, tdir))
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
-    summary.update(path_monitor.run_denials(tdir / "faults.jsonl", state.get("applied", [])))
+    k = float(scn.time_scale)        # the runner's records are the wall world's (time_scale.py)
+    applied = [timescale.emulated_record(a, k) for a in state.get("applied", [])]
+    summary.update(path_monitor.run_denials(tdir / "faults.jsonl", applied))
     summary["path_monitor_error"] = state.get("monitor_error")
     from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
     summary.update(flow_analysis.flow_summary(tdir))     # bisection flows, incast victim
@@ -222,6 +227,7 @@ def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted
     code, problems = run_verdict(summaries, interrupted, require_fidelity)
     return {
         "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
+        "time_scale": float(scn.time_scale),
         "partial": interrupted or any(s.get("partial") for s in summaries),
         "exit_code": code,
         "verified": all(s.get("verified") for s in summaries),

@@ -62,6 +62,7 @@ from pathlib import Path
 from emulation import path_monitor
 from emulation import metrics_server, run_record
 from emulation import scenario as scenario_mod
+from emulation import time_scale as time_scale_mod
 from analysis import cpu_usage
 from emulation.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
 from emulation.run_faults import FaultScheduler, unreached_reason, unreached_records
@@ -109,7 +110,8 @@ CAPTURE_SNAPLEN = mrc_header_snaplen()
 
 
 def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
-    """The configuration every worker of `transport` reads (traffic/worker_config.py)."""
+    """The configuration every worker of `transport` reads (traffic/worker_config.py), from the
+    scenario the machine runs (emulation/time_scale.wall_scenario)."""
     topo = scn.topology
     routing, _ = scn.routing_for(transport)
     coll = scn.collective
@@ -136,6 +138,7 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
                                     for p in range(scn.spec.planes)] for h in topo.hosts],
                         connect_timeout_s=30.0),
         mrc=MRCSettings.from_dict(scn.mrc),
+        time_scale=float(scn.time_scale),
     )
 
 
@@ -143,7 +146,13 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
 
 
 def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
+    """Run one transport of `scn` (as declared) into `tdir`. The fabric, workers, fault
+    schedule and control plane get the wall world (emulation/time_scale.py); the summary is
+    the emulated world's (analysis reads the run's files back through analysis/timescale.py)."""
     from emulation.fabric import Fabric  # deferred: Mininet, only once a run starts (not --validate-only)
+
+    declared, scn = scn, time_scale_mod.wall_scenario(scn)
+    k = float(scn.time_scale)
 
     tdir.mkdir(parents=True, exist_ok=True)
     (tdir / "pcaps").mkdir(exist_ok=True)
@@ -168,7 +177,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     stderr_files = []
     try:
         with Fabric(scn.spec, routing=routing, dynamic_convergence_s=convergence,
-                    run_dir=tdir / "fabric", **fabric_kw) as fab:
+                    run_dir=tdir / "fabric", time_scale=k, control_class=scn.control_class,
+                    **fabric_kw) as fab:
             captures = []
             meter = CpuMeter({
                 "workers": lambda: [p.pid for p in procs],
@@ -232,11 +242,11 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         for snapshot in ("trim_counters.json", "queue_counters.json"):   # Fabric's teardown
             if (tdir / "fabric" / snapshot).exists():
                 shutil.copy(tdir / "fabric" / snapshot, tdir / snapshot)
-        summary = summarize(scn, transport, tdir, state)
+        summary = summarize(declared, transport, tdir, state)
         if meter is not None:
             meter.stop()
-            summary["cpu"] = meter.usage(summary.get("timed_start_ns"),
-                                         summary.get("traffic_end_ns"))
+            summary["cpu"] = meter.usage(*(None if t is None else int(t * k) for t in (
+                summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
             from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
             add_cpu_evidence(summary.get("fidelity"), summary["cpu"])
             try:
@@ -332,6 +342,14 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"mrclab run: {exc}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
+    if scn.time_scale == "auto" and not args.validate_only:
+        from emulation import calibrate  # deferred: only for an "auto" time scale
+        try:
+            scn.time_scale = calibrate.resolve(scn, run_transport, log=lambda text: print(
+                text, file=sys.stderr, flush=True))
+        except calibrate.CalibrationError as exc:
+            print(f"mrclab run: {exc}", file=sys.stderr)
+            return EXIT_NOT_VERIFIED
     if args.validate_only:
         version = "short version " if scn.short else ""
         print(f"{args.scenario}: {version}ok ({len(scn.faults)} fault entries, "

@@ -14,6 +14,9 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     mtu = 1500                          # link MTU of every host and switch port, 1280..9000
                                         #   (omit: HTB's deep default, ~1000 packets;
                                         #   emulation/switchqueue.py)
+    time_scale = 1.0                    # k >= 1: the emulated world runs k times slower than
+                                        #   the wall clock (emulation/time_scale.py); "auto":
+                                        #   the smallest k this machine keeps up with
 
     [transport]
     names = ["mrc", "roce", "tcp"]      # what `--transport all` runs (and the default)
@@ -38,6 +41,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     capture = true                      # tcpdump on every host port (snap length: every MRC header whole)
     goodput_interval_ms = 10
     metrics_port = 9302                 # live counters for Prometheus on 127.0.0.1 (omit: none)
+    control_class = true                # every port serves SACKs, NACKs, probes ahead of data
 
     [[faults]]                          # any number, applied in time order
     at_s = 2.0                          # seconds after the timed iterations start, or
@@ -75,6 +79,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     capture = false                     # any [options] key
     time_scale = 0.5                    # multiplies every fault's at_s, after_s, a flap's period_s;
                                         # at_iteration scales with short/full iterations
+    fabric_time_scale = 1               # the short version's [fabric] time_scale (a number)
 
 The short version exists so tests can run every shipped scenario in seconds with the same fault
 schedule in miniature; parse() validates both versions whenever a [short] table is present, so a
@@ -148,8 +153,11 @@ class FaultEntry:
     commands: list[dict]               # POST /fault bodies, validated
     line: int | None = None
     after_s: float | None = None       # seconds after the previous entry (file order) applied
+    declared: str | None = None        # when() as the file says it, under a time scale
 
     def when(self) -> str:
+        if self.declared is not None:
+            return self.declared
         if self.at_s is not None:
             return f"at_s={self.at_s}"
         if self.after_s is not None:
@@ -179,6 +187,10 @@ class Scenario:
     short: bool = False                        # the [short] overrides are applied
     has_short: bool = False                    # the file has a [short] table
     fabric_mtu: int = FABRIC["mtu"].default    # link MTU of every host and switch port
+    # k >= 1 or "auto" (emulation/time_scale.py): rates and times above are the emulated
+    # world's as declared; the runner builds the wall world from them
+    time_scale: float | str = FABRIC["time_scale"].default
+    control_class: bool = OPTIONS["control_class"].default   # ACKs ahead of data at every port
     metrics_port: int | None = None            # live counters (emulation/metrics_server.py)
 
     @cached_property
@@ -327,7 +339,8 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
                    collective=coll, trimming=op["trimming"], capture=op["capture"],
                    goodput_interval_ms=op["goodput_interval_ms"], faults=faults, path=path,
                    text=text, mrc=mrc, switch_buffer_kb=fab["switch_buffer_kb"],
-                   fabric_mtu=fab["mtu"], metrics_port=op["metrics_port"])
+                   fabric_mtu=fab["mtu"], metrics_port=op["metrics_port"],
+                   time_scale=fab["time_scale"], control_class=op["control_class"])
     ck.raise_errors()
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn

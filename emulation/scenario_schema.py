@@ -30,6 +30,8 @@ PSN_SPACE = 1 << 24
 MPR_UNIT = 128                      # MRC's MPR is in units of 128 PSNs (OCP)
 SACK_BITMAP_BITS = 64
 EV_COUNT_MAX = 4096                 # entropy space is 0x4000 values per (plane, spine)
+# A time scale beyond this would stretch a 1 s fault schedule past 17 minutes: not meant.
+TIME_SCALE_MAX = 1000
 
 
 class ScenarioError(ValueError):
@@ -88,6 +90,10 @@ FABRIC = {
                            "drop-tail buffer of every switch egress port, KiB (omit: HTB's "
                            "deep default)"),
     "mtu": _i(1500, 1280, 9000, "link MTU of every host and switch port"),
+    "time_scale": Key("scale", 1.0, "run the emulated world this many times slower than the "
+                      "wall clock (link rates / k, times x k; emulation/time_scale.py), or "
+                      "\"auto\": the smallest k this machine keeps up with (mrclab calibrate)",
+                      1, TIME_SCALE_MAX),
 }
 
 TRANSPORT = {
@@ -116,10 +122,14 @@ OPTIONS = {
     "goodput_interval_ms": _n(10.0, 1.0, 10000.0, "goodput sampling period, ms"),
     "metrics_port": _i(None, 1024, 65535, "serve the live counters (mrclab top's) in "
                        "Prometheus' text format on 127.0.0.1:<port>/metrics during the run"),
+    "control_class": _b(True, "every port serves SACKs, NACKs and probes (DSCP_CONTROL) ahead "
+                        "of data (false: one FIFO, acknowledgements wait behind data)"),
 }
 
 SHORT_ONLY = {
     "time_scale": _n(1.0, 0.01, 1.0, "multiplies every fault's at_s, after_s and flap period_s"),
+    "fabric_time_scale": _n(None, 1, TIME_SCALE_MAX, "the short version's [fabric] time_scale "
+                            "(a number: the tests run the short versions and never calibrate)"),
 }
 
 MRC = {
@@ -161,6 +171,7 @@ MRC_ENDPOINT = {
 MRC_ENDPOINT_RESERVED = {
     "host": "set by the runner per host", "fabric": "comes from [fabric]",
     "routing": "comes from [fabric] routing", "event_log": "set by the runner",
+    "time_scale": "comes from [fabric] time_scale",
     "control_socket": "set by the runner", "qp": "use the [mrc.qp] table",
     "goodput_interval_ms": "moved: use [options] goodput_interval_ms",
     **{key: f"moved: every QP setting is in [mrc.qp]; use [mrc.qp] {key}" for key in (
@@ -296,7 +307,8 @@ SCHEMA = {"": TOP, "fabric": FABRIC, "transport": TRANSPORT, "collective": COLLE
 
 _TYPE_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
                "str": "a string", "strings": "a list of strings", "ints": "a list of integers",
-               "table": "a table", "array": "an array of tables"}
+               "table": "a table", "array": "an array of tables",
+               "scale": "a number >= 1 or \"auto\""}
 
 
 def type_error(key: Key, value) -> str | None:
@@ -308,6 +320,9 @@ def type_error(key: Key, value) -> str | None:
     elif k == "number":
         ok = (isinstance(value, (int, float)) and not isinstance(value, bool)
               and math.isfinite(value))
+    elif k == "scale":
+        ok = value == "auto" or (isinstance(value, (int, float)) and not isinstance(value, bool)
+                                 and math.isfinite(value))
     elif k == "bool":
         ok = isinstance(value, bool)
     elif k == "str":
@@ -334,7 +349,7 @@ def range_error(key: Key, value, hi=None) -> str | None:
         if bad:
             return f"must be one of {', '.join(map(str, key.choices))}, got {bad[0]!r}"
         return None
-    if key.kind not in ("int", "number"):
+    if key.kind not in ("int", "number", "scale") or isinstance(value, str):
         return None
     lo, hi = key.lo, key.hi if hi is None else hi
     low_bad = lo is not None and (value <= lo if key.above else value < lo)
@@ -470,7 +485,8 @@ class Checker:
             if problem:
                 self.note(f"{prefix} {key}", problem, line)
                 continue
-            out[key] = float(value) if spec.kind == "number" else value
+            out[key] = (float(value) if spec.kind == "number" or (
+                spec.kind == "scale" and not isinstance(value, str)) else value)
         return out
 
 

@@ -1,7 +1,7 @@
 """A scenario's short version: the raw TOML data with its [short] overrides applied.
 
 [short] keys override [collective] and [options]; time_scale shrinks the fault schedule (at_s,
-after_s, a flap's period_s); at_iteration scales with the iteration count so a fault still lands
+after_s, a flap's period_s); fabric_time_scale is the short version's [fabric] time_scale; at_iteration scales with the iteration count so a fault still lands
 at the same fraction of the run. The result is validated like any scenario, so a short version
 that would not run is caught by --validate-only too.
 """
@@ -29,6 +29,8 @@ def apply_short(data: dict, ck: Checker, full_iterations: int) -> dict:
         elif key in OPTIONS:
             opts[key] = value
     out["collective"], out["options"] = coll, opts
+    if "fabric_time_scale" in sh:
+        out["fabric"] = {**(data.get("fabric") or {}), "time_scale": sh["fabric_time_scale"]}
     short_iters = coll.get("iterations", full_iterations)
     ratio = short_iters / full_iterations if isinstance(short_iters, int) else 1.0
     faults = []

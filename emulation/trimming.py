@@ -41,6 +41,8 @@ from emulation.vqueue import (  # noqa: F401  (re-exported for callers of this a
     PortConfig,
     default_port_config,
 )
+from emulation.hostnet import priority_filter_argvs
+from model.dscp import PRIORITY_DSCPS
 from model.proc import run_checked as run_command
 
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
@@ -69,9 +71,11 @@ def _kbit(mbit: float) -> str:
 
 
 def port_qdisc_commands(intf: str, rate_mbit: float, header_share: float = 0.1,
-                        limit_packets: int | None = None) -> list[list[str]]:
+                        limit_packets: int | None = None,
+                        control_class: bool = True) -> list[list[str]]:
     """HTB at rate_mbit where trimmed headers (DSCP TRIMMED / TRIMMED_LASTHOP on the outermost
-    IPv6 header) overtake full packets.
+    IPv6 header) and, with control_class, SACKs, NACKs and probes (DSCP_CONTROL,
+    model/dscp.py) overtake full packets.
 
     This kernel has HTB but no prio qdisc, so priority is HTB's: class 1:10 (prio 0) holds the
     trimmed headers, 1:20 (prio 1, the default) everything else; both may use the whole link
@@ -99,11 +103,9 @@ def port_qdisc_commands(intf: str, rate_mbit: float, header_share: float = 0.1,
         for cls in ("10", "20"):
             cmds.append(["tc", "qdisc", "replace", "dev", intf, "parent", f"1:{cls}",
                          "handle", f"{cls}:", "pfifo", "limit", str(limit_packets)])
-    for pref, dscp in ((1, DSCP_TRIMMED), (2, DSCP_TRIMMED_LASTHOP)):
-        cmds.append(["tc", "filter", "replace", "dev", intf, "parent", "1:", "protocol", "ipv6",
-                     "pref", str(pref), "u32", "match", "ip6", "priority",
-                     f"{dscp << 2:#04x}", "0xfc", "flowid", "1:10"])
-    return cmds
+    dscps = PRIORITY_DSCPS if control_class else (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP)
+    return cmds + priority_filter_argvs(intf, "1:", "1:10", dscps)
+
 
 
 def config_value(cfg: PortConfig) -> bytes:
@@ -271,22 +273,25 @@ def fabric_ports(topo) -> list[tuple[str, float, bool]]:
 
 
 def fabric_port_configs(topo, enable_mark: bool, enable_trim: bool,
-                        config_for=None) -> dict:
+                        config_for=None, time_scale: float = 1.0) -> dict:
     """{switch egress interface: PortConfig} for every switch port of a Topology (pure).
 
     config_for(intf, mbit, last_hop, mark, trim) -> PortConfig overrides default_port_config,
-    whose frame floors follow the fabric's MTU (topo.spec.mtu)."""
+    whose frame floors follow the fabric's MTU (topo.spec.mtu) and whose drain times are the
+    emulated world's under a time scale (model/switchport.py)."""
     mtu = topo.spec.mtu
     make = config_for or (lambda intf, mbit, last_hop, mark, trim:
-                          default_port_config(mbit, last_hop, mark, trim, mtu=mtu))
+                          default_port_config(mbit, last_hop, mark, trim, mtu=mtu,
+                                              time_scale=time_scale))
     return {intf: make(intf, mbit, last_hop, bool(enable_mark), bool(enable_trim))
             for intf, mbit, last_hop in fabric_ports(topo)}
 
 
-def attach_fabric(topo, enable_mark: bool, enable_trim: bool, config_for=None) -> dict:
+def attach_fabric(topo, enable_mark: bool, enable_trim: bool, config_for=None,
+                  time_scale: float = 1.0) -> dict:
     """Attach and configure every switch egress port (root namespace) with
     fabric_port_configs; returns {intf: PortConfig}."""
-    applied = fabric_port_configs(topo, enable_mark, enable_trim, config_for)
+    applied = fabric_port_configs(topo, enable_mark, enable_trim, config_for, time_scale)
     for intf, cfg in applied.items():
         attach(intf)
         configure(intf, cfg)

@@ -70,15 +70,19 @@ DEFAULT_FRAME_MTU = 1500
 
 
 def default_port_config(rate_mbit: float, last_hop: bool, mark: bool = True,
-                        trim: bool = True, mtu: int = DEFAULT_FRAME_MTU) -> PortConfig:
+                        trim: bool = True, mtu: int = DEFAULT_FRAME_MTU,
+                        time_scale: float = 1.0) -> PortConfig:
     """Thresholds as drain times of the port (0.5 ms / 2 ms ECN, 4 ms trim), never below the
     frame floors above (in units of the fabric's MTU).
 
     Project choice for the ~1 ms RTT of the emulated fabric; scenarios may pass their own.
+    The drain times are the emulated world's: under a time scale k (emulation/time_scale.py)
+    rate_mbit is the port's wall rate, its declared rate is rate_mbit x k, and the thresholds
+    keep the declared rate's bytes (which drain in k times the wall time).
     """
     if isinstance(mtu, bool) or not isinstance(mtu, int) or mtu <= 0:
         raise ConfigError(f"mtu must be a positive integer number of bytes, got {mtu!r}")
-    per_ms = int(rate_mbit * 1000) // 8
+    per_ms = int(rate_mbit * time_scale * 1000) // 8
     ecn_min = max(ECN_MIN_FLOOR_FRAMES * mtu, per_ms // 2)
     ecn_max = max(ecn_min + ECN_RAMP_FLOOR_FRAMES * mtu, 2 * per_ms)
     trim_bytes = max(ecn_max, 4 * per_ms, TRIM_FLOOR_FRAMES * mtu)

@@ -58,7 +58,7 @@ except ImportError:                         # a platform without its wheel: zlib
 
 from model.topology import EV_PLANE_SHIFT, ROCE_UDP_PORT, Topology, ev_spine
 # Outer DSCPs the in-fabric trimmer writes (emulation/bpf/trim.c; vqueue is its pure model).
-from model.dscp import DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS
+from model.dscp import DSCP_CONTROL, DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS
 from traffic.messages import (IMM_OPCODES, PROBE_QP, PSN_MASK, WRITE_OPCODES, DataPacket,
                               EndpointOp, Nack, Opcode, Probe, Sack)
 
@@ -201,8 +201,12 @@ class Encoder:
         self._pseudo_sum = _ones_sum(pseudo) + NH_UDP
 
     def encode(self, msg, ev: int | None = None, ecn: int = ECN_ECT0) -> bytes:
+        """The frame of `msg`; data with DSCP 0, every control message with DSCP_CONTROL (the
+        ports' priority class: model/dscp.py)."""
+        dscp = DSCP_CONTROL
         if isinstance(msg, DataPacket):
             end = self._write_data(msg)
+            dscp = 0
         elif isinstance(msg, Sack):
             end = self._write_sack(msg)
         elif isinstance(msg, Nack):
@@ -216,7 +220,7 @@ class Encoder:
         end += ICRC_LEN
         if ev is None:
             ev = getattr(msg, "path_ev", 0) or msg.ev
-        self._write_ip_udp(ev, ecn, end - self._udp_off)
+        self._write_ip_udp(ev, ecn, end - self._udp_off, dscp)
         return bytes(self._view[:end])
 
     def _room(self, end: int) -> None:
@@ -226,7 +230,7 @@ class Encoder:
             self._buf.extend(bytearray(end + ICRC_LEN - len(self._buf) + 1024))
             self._view = memoryview(self._buf)
 
-    def _write_ip_udp(self, ev: int, ecn: int, udp_len: int) -> None:
+    def _write_ip_udp(self, ev: int, ecn: int, udp_len: int, dscp: int = 0) -> None:
         if not isinstance(ev, int) or not 0 <= ev <= 0xFFFFFFFF:
             raise ValueError(f"ev={ev!r} is not a 32-bit entropy value")
         if ev >> EV_PLANE_SHIFT != self.plane:
@@ -235,7 +239,7 @@ class Encoder:
         if ecn not in (0, 1, 2, 3):
             raise ValueError(f"ecn={ecn!r} is not a 2-bit ECN codepoint")
         buf = self._buf
-        word = 0x60000000 | ecn << 20 | (ev >> 16)
+        word = 0x60000000 | dscp << 22 | ecn << 20 | (ev >> 16)
         if self.srv6:
             _IP6_HEAD.pack_into(buf, self._outer_off, word, udp_len + IP6_LEN)
             dst_off = self._outer_off + 24

@@ -115,7 +115,10 @@ class QueuePair:
         self.sender.on_sack(msg, now)
         # Our data reached the peer on msg.ev: that path works from us to the peer, which is the
         # direction our own SACKs take (the paper: reverse EVs refreshed from data SACKs).
-        self.receiver.reverse_paths.confirm(msg.ev, now)
+        # RoCE's receiver has one fixed path and no reverse EVs.
+        reverse = getattr(self.receiver, "reverse_paths", None)
+        if reverse is not None:
+            reverse.confirm(msg.ev, now)
         self._collect()
 
     def on_nack(self, msg, plane: int, now: int) -> None:
@@ -301,7 +304,7 @@ class Endpoint:
                   "pacing_burst_packets": cfg.pacing_burst_packets,
                   **(overrides or {})}
         if "fabric_delay_bound_ns" not in values:
-            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec)
+            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec, cfg.time_scale)
                                                if values.get("trimming") else 0)
         try:
             return MRCConfig(**values)

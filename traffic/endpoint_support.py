@@ -38,15 +38,16 @@ class ConfigError(ValueError):
 TRIM_BOUND_MARGIN = 1.25
 
 
-def trimming_delay_bound_ns(spec: FabricSpec) -> int:
+def trimming_delay_bound_ns(spec: FabricSpec, time_scale: float = 1.0) -> int:
     """Most queueing a data packet that is NOT trimmed can meet on the longest path (T0 uplink,
     T1 downlink, T0 last hop) of a fabric whose switch ports use the default thresholds
     (emulation/vqueue.default_port_config): the sum of the ports' trim thresholds as drain
-    times, with TRIM_BOUND_MARGIN. Above it the packet would have been trimmed (and NACKed)."""
+    times, with TRIM_BOUND_MARGIN. Above it the packet would have been trimmed (and NACKed).
+    time_scale: the spec's rates are wall rates of a dilated run (model/switchport.py)."""
     total_s = 0.0
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
-        cfg = default_port_config(mbit, last_hop, mtu=spec.mtu)
+        cfg = default_port_config(mbit, last_hop, mtu=spec.mtu, time_scale=time_scale)
         total_s += cfg.trim_bytes * 8 / (mbit * 1e6)
     return int(total_s * TRIM_BOUND_MARGIN * 1e9)
 
@@ -151,6 +152,9 @@ class EndpointConfig:
     # A probe unanswered this long is lost. Under load a probe answer waits behind data in the
     # userspace switches and on a busy CPU (EV probes need 16 base RTTs for the same reason).
     path_probe_timeout_ms: float = 250.0
+    # The run's time scale (emulation/time_scale.py): every other setting here is already in
+    # the wall world; only the switches' thresholds, bytes of the declared rate, need it.
+    time_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if isinstance(self.host, bool) or not isinstance(self.host, int) or self.host < 0:
@@ -178,6 +182,9 @@ class EndpointConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
+        if (isinstance(self.time_scale, bool) or not isinstance(self.time_scale, (int, float))
+                or not 1 <= self.time_scale < float("inf")):
+            raise ConfigError(f"time_scale must be a number >= 1, got {self.time_scale!r}")
         if self.pacing_fraction > 1.5:
             raise ConfigError(f"pacing_fraction {self.pacing_fraction} is above 1.5x line rate")
         for name in ("pacing_burst_packets", "max_payload", "default_base_rtt_ns", "rtt_probe_count",

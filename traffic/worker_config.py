@@ -164,6 +164,9 @@ class WorkerConfig:
     control_dir: str | None = None       # where endpoints put their control sockets (mrc)
     tcp: TcpSettings | None = None
     mrc: MRCSettings = field(default_factory=MRCSettings)
+    # The run's time scale (emulation/time_scale.py): every setting above is already in the wall
+    # world; analysis reads it to give the run's times and rates in the emulated world's.
+    time_scale: float = 1.0
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -179,6 +182,8 @@ class WorkerConfig:
         _int_at_least("qps_per_peer", self.qps_per_peer, 1)
         _positive("timeout_s", self.timeout_s)
         _positive("goodput_interval_ms", self.goodput_interval_ms)
+        if not _is_number(self.time_scale) or self.time_scale < 1:
+            _fail("time_scale", "must be a number >= 1", self.time_scale)
         if not isinstance(self.log_dir, str) or not self.log_dir:
             _fail("log_dir", "must be a directory path", self.log_dir)
         if not self.hosts:

@@ -83,7 +83,8 @@ def scapy_frame(route, msg, ecn):
     """The frame built with the Scapy layers only (independent of the codec)."""
     src, dst, plane, mode, ev = route
     spine = (ev >> 22) & 0x3F
-    tc, fl = ecn, ev >> 16
+    # data: DSCP 0; control: DSCP_CONTROL 0x37 (model/dscp.py) above the ECN bits
+    tc, fl = (ecn if isinstance(msg, DataPacket) else 0x37 << 2 | ecn), ev >> 16
     src_addr, dst_addr = TOPO.nic_addr(src, plane), TOPO.nic_addr(dst, plane)
     pkt = Ether(src=TOPO.nic_mac(src, plane), dst=TOPO.nic_mac(dst, plane), type=0x86DD)
     if mode == "srv6":

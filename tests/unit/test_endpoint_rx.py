@@ -160,3 +160,14 @@ def test_run_once_reads_injected_frames_and_logs_port_changes(tmp_path):
     text = log.read_text()
     assert '"event":"port","plane":1,"up":false' in text
     assert '"event":"counters"' in text and '"dropped_malformed":8' in text
+
+
+def test_a_roce_qp_takes_a_sack_without_error_and_sends_what_it_frees():
+    # RoCE's receiver has no reverse EVs: a SACK must not raise (it did, AttributeError on
+    # every SACK, which also skipped collecting what the SACK let the sender send)
+    ep, ports = make_endpoint(0)
+    qp = ep.create_qp(0x40, 1, 0x41, transport="roce", base_rtt_ns=1_000_000)
+    sack = Sack(dest_qp=0x40, cum_psn=0, path_ev=make_ev(0, 0, 5))
+    qp.on_sack(sack, 0, ep.clock())
+    assert ep.counters.dropped.get("rx_error", 0) == 0
+    ep.close()

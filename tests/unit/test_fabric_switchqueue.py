@@ -58,10 +58,15 @@ def test_unusable_tc_output_raises_naming_the_port(text):
 
 def test_fabric_port_commands_with_and_without_a_buffer():
     spec = FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)
-    deep = Fabric(spec)._switch_port_qdisc("t0p0g0-e1", 30)
+    deep = Fabric(spec, control_class=False)._switch_port_qdisc("t0p0g0-e1", 30)
     assert deep == hostnet.htb_argvs("t0p0g0-e1", 30)
-    shallow = Fabric(spec, switch_buffer_bytes=16384)._switch_port_qdisc("t0p0g0-e1", 30)
+    shallow = Fabric(spec, switch_buffer_bytes=16384, control_class=False)._switch_port_qdisc(
+        "t0p0g0-e1", 30)
     assert shallow == deep + switchqueue.buffer_argvs("t0p0g0-e1", [hostnet.HTB_CLASS], 16384)
+    # the control class (the default): each of its two leaves gets the buffer
+    control = Fabric(spec, switch_buffer_bytes=16384)._switch_port_qdisc("t0p0g0-e1", 30)
+    assert control == hostnet.htb_argvs("t0p0g0-e1", 30, control_class=True) + \
+        switchqueue.buffer_argvs("t0p0g0-e1", ["5:10", "5:20"], 16384)
     trim = Fabric(spec, trimming={"mark": True, "trim": True}, switch_buffer_bytes=16384)
     assert trim._switch_port_qdisc("t0p0g0-e1", 30)[-2:] == switchqueue.buffer_argvs(
         "t0p0g0-e1", list(trimming.LEAF_CLASSES), 16384)

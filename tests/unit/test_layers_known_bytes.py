@@ -50,12 +50,15 @@ DATA_MSG = DataPacket(dest_qp=0x123, psn=0x456, opcode=Opcode.WRITE_ONLY, msn=7,
                       va=0x1122334455667788, rkey=0xAABBCCDD, dma_len=4,
                       payload=b"\xde\xad\xbe\xef", ack_req=True, ev=0x0040BEEF)
 
+# Control packets (SACK, NACK, probes) carry DSCP_CONTROL 0x37 (model/dscp.py): traffic class
+# 0x37 << 2 | ECN = 0xDE with ECT(0), 0xDF with CE; first IPv6 word 6, tc, flow label.
+
 # SACK, SRv6 mode, h3 -> h0 on plane 1 via spine 0; path EV 0x10000101 (plane 1, spine 0).
 # uSID container: locator fcbb:bb00, T0 p1g1 0x1101, T1 p1s0 0x2100, T0 p1g0 0x1100, down 0x3000.
 SACK_FRAME = with_icrc(
     "020000010000 020000010101 86dd"
-    "60201000 0070 29 40" + H3P1 + "fcbb bb00 1101 2100 1100 3000 0000 0000"   # outer
-    "60201000 0048 11 40" + H3P1 + H0P1 +                                       # inner
+    "6de01000 0070 29 40" + H3P1 + "fcbb bb00 1101 2100 1100 3000 0000 0000"   # outer
+    "6de01000 0048 11 40" + H3P1 + H0P1 +                                       # inner
     "0101 12b7 0048 0000",
     "dc 00 ffff 00 000042 00 000100"                     # BTH SACK qp 0x42, PSN = cum PSN
     "00000100 00000102 0000000000000005 10400001"        # cum, base, bitmap, reflected EV
@@ -65,10 +68,10 @@ SACK_MSG = Sack(dest_qp=0x42, cum_psn=0x100, bitmap=5, sack_base=0x102, ev=0x104
                 mpr=8, port_status=3, echo_timestamp=0x0102030405060708, ooo_count=2,
                 window_penalty=0, rx_bytes=0x10000, path_ev=0x10000101)
 
-# NACK, ECMP mode, h1 -> h2 on plane 0, path EV 7, ECN CE (tc 0x03) as a switch would mark it.
+# NACK, ECMP mode, h1 -> h2 on plane 0, path EV 7, ECN CE (tc 0xDF) as a switch would mark it.
 NACK_FRAME = with_icrc(
     "020000000100 020000000001 86dd"
-    "60300000 0028 11 40" + H1P0 + H2P0 +
+    "6df00000 0028 11 40" + H1P0 + H2P0 +
     "0007 12b7 0028 0000",
     "dd 00 ffff 00 000010 00 abcdef"
     "02 01 0000 00400009 0000000000000064")              # TRIMMED_LASTHOP, ports, resv, ev, echo
@@ -80,8 +83,8 @@ NACK_MSG = Nack(dest_qp=0x10, psn=0xABCDEF, reason=NackReason.TRIMMED_LASTHOP, e
 # IPv6 payload 44 + 40 = 84 (0x54).
 PROBE_FRAME = with_icrc(
     "020000000001 020000000000 86dd"
-    "60200040 0054 29 40" + H0P0 + "fcbb bb00 1000 0000 1000 3001 0000 0000"
-    "60200040 002c 11 40" + H0P0 + H1P0 +
+    "6de00040 0054 29 40" + H0P0 + "fcbb bb00 1000 0000 1000 3001 0000 0000"
+    "6de00040 002c 11 40" + H0P0 + H1P0 +
     "2222 12b7 002c 0000",
     "d9 00 ffff 00 000002 00 010005"                     # BTH EP_RESPONSE on QP 2, PSN = probe id
     "00 01 0000 00402222 00000077 0000000000000a0b")     # EV_PROBE, ports, resv, EV, src QP, ts
@@ -92,7 +95,7 @@ PROBE_MSG = Probe(ev=0x00402222, seq=0x010005, timestamp=0xA0B, response=True, s
 # (plane 1, spine 1, entropy 0xC001): flow label 0x01040, UDP sport 0xC001; probe id 0xFFFFFF.
 PROBE_REQUEST_FRAME = with_icrc(
     "020000010000 020000010100 86dd"
-    "60201040 002c 11 40" + H2P1 + H0P1 +
+    "6de01040 002c 11 40" + H2P1 + H0P1 +
     "c001 12b7 002c 0000",
     "d8 00 ffff 00 000002 00 ffffff"                     # BTH EP_REQUEST on QP 2, PSN = probe id
     "00 03 0000 1040c001 00000001 1122334455667788")
@@ -118,25 +121,26 @@ def scapy_frames():
             / METH(msn=7) / RETH(va=0x1122334455667788, rkey=0xAABBCCDD, dmalen=4)
             / Raw(b"\xde\xad\xbe\xef"))
     sack = (Ether(dst="02:00:00:01:00:00", src="02:00:00:01:01:01", **eth)
-            / IPv6(tc=2, fl=0x1000, src="fd00:1:1:1::1", dst="fcbb:bb00:1101:2100:1100:3000::")
-            / IPv6(tc=2, fl=0x1000, src="fd00:1:1:1::1", dst="fd00:1::1")
+            / IPv6(tc=0xDE, fl=0x1000, src="fd00:1:1:1::1",
+                   dst="fcbb:bb00:1101:2100:1100:3000::")
+            / IPv6(tc=0xDE, fl=0x1000, src="fd00:1:1:1::1", dst="fd00:1::1")
             / UDP(sport=0x0101, dport=4791, chksum=0)
             / BTH(opcode=Opcode.SACK, dqpn=0x42, psn=0x100)
             / SACK(cum_psn=0x100, sack_base=0x102, bitmap=5, ev=0x10400001, skip=1, mpr=8,
                    port_status=3, echo_ts=0x0102030405060708, ooo_count=2, rx_bytes=0x10000))
     nack = (Ether(dst="02:00:00:00:01:00", src="02:00:00:00:00:01", **eth)
-            / IPv6(tc=3, src="fd00:0:0:1::1", dst="fd00:0:1::1")
+            / IPv6(tc=0xDF, src="fd00:0:0:1::1", dst="fd00:0:1::1")
             / UDP(sport=7, dport=4791, chksum=0)
             / BTH(opcode=Opcode.NACK, dqpn=0x10, psn=0xABCDEF)
             / NACK(reason=NackReason.TRIMMED_LASTHOP, port_status=1, ev=0x00400009, echo_ts=0x64))
     probe = (Ether(dst="02:00:00:00:00:01", src="02:00:00:00:00:00", **eth)
-             / IPv6(tc=2, fl=0x40, src="fd00::1", dst="fcbb:bb00:1000:0:1000:3001::")
-             / IPv6(tc=2, fl=0x40, src="fd00::1", dst="fd00:0:0:1::1")
+             / IPv6(tc=0xDE, fl=0x40, src="fd00::1", dst="fcbb:bb00:1000:0:1000:3001::")
+             / IPv6(tc=0xDE, fl=0x40, src="fd00::1", dst="fd00:0:0:1::1")
              / UDP(sport=0x2222, dport=4791, chksum=0)
              / BTH(opcode=Opcode.EP_RESPONSE, dqpn=2, psn=0x010005)
              / EPH(op=0, port_status=1, ev=0x00402222, src_qp=0x77, timestamp=0xA0B))
     probe_request = (Ether(dst="02:00:00:01:00:00", src="02:00:00:01:01:00", **eth)
-                     / IPv6(tc=2, fl=0x1040, src="fd00:1:1::1", dst="fd00:1::1")
+                     / IPv6(tc=0xDE, fl=0x1040, src="fd00:1:1::1", dst="fd00:1::1")
                      / UDP(sport=0xC001, dport=4791, chksum=0)
                      / BTH(opcode=Opcode.EP_REQUEST, dqpn=2, psn=0xFFFFFF)
                      / EPH(op=0, port_status=3, ev=0x1040C001, src_qp=1,

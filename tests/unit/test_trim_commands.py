@@ -7,6 +7,7 @@ from emulation import trimming
 from model.proc import in_netns
 from model.topology import FabricSpec, Topology
 from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
+from model.dscp import DSCP_CONTROL
 
 
 def test_port_qdisc_commands_put_trimmed_dscps_in_the_priority_class():
@@ -19,9 +20,12 @@ def test_port_qdisc_commands_put_trimmed_dscps_in_the_priority_class():
     assert "10000kbit" in classes["1:10"] and "90000kbit" in classes["1:20"]
     filters = [c for c in cmds if c[1] == "filter"]
     matched = {int(f[f.index("priority") + 1], 16) >> 2 for f in filters}
-    assert matched == {DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP}
+    assert matched == {DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, DSCP_CONTROL}   # + SACKs, probes
     assert all(f[-2:] == ["flowid", "1:10"] and f[f.index("priority") + 2] == "0xfc"
                for f in filters)
+    plain = trimming.port_qdisc_commands("t0p0g0-e3", 100, control_class=False)
+    matched = {int(f[f.index("priority") + 1], 16) >> 2 for f in plain if f[1] == "filter"}
+    assert matched == {DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP}
 
 
 def test_port_qdisc_commands_limit_and_bad_input():
