@@ -1,9 +1,8 @@
 """[fabric] time_scale on the real fabric: the same short MRC sendrecv at k = 1 and k = 2. At
 k = 2 the links run at half the declared rate (HTB and the trimmers' rate; their thresholds keep
-the declared rate's bytes) and every time constant doubles, so the wall clock sees each
-iteration take about twice as long and a fault at at_s = 0.3 land 0.6 s after the timed
-iterations start; the summary, in the emulated world's time, gives iteration times in the same
-range as k = 1's. (~2 min: two fabric start-ups and ~10 s of traffic.)"""
+the declared rate's bytes) and every time constant doubles, so no iteration can take less wall
+time than twice its declared link time, a fault at at_s = 0.3 lands 0.6 s after the timed
+iterations start, and the summary gives iteration times in the emulated world's time (wall / k). (~2 min: two fabric start-ups and ~10 s of traffic.)"""
 import json
 import statistics
 
@@ -92,10 +91,18 @@ def test_a_dilated_run_takes_k_times_the_wall_time_and_reports_emulated_time(tmp
         assert port["ecn_min_bytes"] == ports1[intf]["ecn_min_bytes"]
     wall1 = statistics.median(_wall_iterations_ms(d1))
     wall2 = statistics.median(_wall_iterations_ms(d2))
-    assert 1.5 <= wall2 / wall1 <= 3.0, (wall1, wall2)
     emu1 = statistics.median(s1["iteration_times_ms"])
     emu2 = statistics.median(s2["iteration_times_ms"])
-    assert 0.6 <= emu2 / emu1 <= 1.6, (emu1, emu2)
+    # The links bound an iteration from below: 2 MiB each way over 2 planes x 20 Mbit/s is
+    # 2 x 2**20 x 8 / 40e6 s = 419.4 ms of the declared world, so 838.9 ms of wall time at
+    # k = 2 (HTB at 10 Mbit/s). The CPU can only add to it; how much depends on the machine's
+    # load, which is why the two runs' ratio is not asserted.
+    link_ms = 2 * 2**20 * 8 / 40e6 * 1e3
+    assert wall2 >= 0.95 * 2 * link_ms, (wall2, link_ms)
+    assert emu1 >= 0.95 * link_ms and emu2 >= 0.95 * link_ms, (emu1, emu2, link_ms)
+    # the summary reports the emulated world: wall / k
+    assert abs(emu1 - wall1) <= 0.1 * wall1, (emu1, wall1)
+    assert abs(emu2 - wall2 / 2) <= 0.1 * wall2 / 2, (emu2, wall2)
     # the fault at at_s = 0.3 (emulated) came 0.6 s of wall time into the timed iterations
     assert 0.55 <= _wall_fault_delay_s(d2) <= 0.9, _wall_fault_delay_s(d2)
     assert s2["faults"][0]["when"] == "at_s=0.3"
