@@ -457,7 +457,15 @@ class EVSet:
         info.skip_len = 0
         info.skip_once = False
         info.suspended = False
-        self._set_state(info, GOOD, reason, now_ns, replaces=replaces)
+        if info.state == GOOD and reason == "replacement":
+            # A GOOD backup changes no state, but the log must still show which slot it took:
+            # the analysis follows replacements. (An EV probed back has just logged its return
+            # to GOOD.)
+            self.emit({"t_ns": now_ns, "event": Event.EV_STATE, "qp": self.qp, "ev": ev,
+                       "plane": info.plane, "old": GOOD, "new": GOOD, "reason": reason,
+                       "replaces": replaces})
+        else:
+            self._set_state(info, GOOD, reason, now_ns, replaces=replaces)
 
     def _resurrect(self, info: EVInfo, now_ns: int) -> None:
         self._set_state(info, GOOD, "probe_ok", now_ns)

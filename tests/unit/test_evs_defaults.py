@@ -8,6 +8,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+from model.events import Event
 from model.topology import ev_plane
 from traffic.evs import EVSet, PathInfo
 from traffic.qp_config import MRCConfig
@@ -68,3 +69,22 @@ def test_a_path_probed_back_takes_its_slot_back_from_a_doubled_up_replacement():
     assert evs.rotation[0] == lost and evs.state(lost) == "GOOD"
     assert sorted(evs.evs[e].spine for e in evs.rotation) == [0, 1]
     assert replacement in evs.backups[0]
+
+
+def test_a_good_backup_taking_a_slot_is_logged_with_what_it_replaces():
+    """Continuing the case above: the replacement went back to the backups GOOD. When the EV
+    on a is lost again, that backup takes its slot with no change of state, and the log still
+    shows the slot change (ev_state GOOD -> GOOD, replaces = the lost EV): without it the
+    second replacement is invisible to the analysis."""
+    log = []
+    evs = EVSet(PathInfo((0,), 2), random.Random(3), probe_k=1, probe_period_ns=10,
+                emit=log.append)
+    lost = evs.rotation[0]
+    replacement = evs.mark_lost(lost, "timeout", 0)
+    (ev, seq), = evs.due_probes(10)
+    evs.probe_response(seq, ev, 11)
+    assert evs.state(replacement) == "GOOD" and replacement in evs.backups[0]
+    log.clear()
+    assert evs.mark_lost(lost, "timeout", 20) == replacement
+    taken = [e for e in log if e["event"] == Event.EV_STATE and e["ev"] == replacement]
+    assert [(e["old"], e["new"], e["replaces"]) for e in taken] == [("GOOD", "GOOD", lost)]
