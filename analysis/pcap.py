@@ -15,10 +15,11 @@ This assumes the wall clock is not stepped during the run (no NTP jump); slewing
 negligible over a run. Without clock.json the column `time_ns` holds the wall-clock value and
 `df.attrs["clock"]` says "realtime".
 
-Wire layout: traffic/WIRE_FORMAT.md (traffic/layers.py defines it, traffic/codec.py implements it):
+Wire layout: the wire table (model/wire.py; traffic/WIRE_FORMAT.md compares it with the
+sources), from which every offset, width and number below is taken:
 Ethernet / [outer IPv6 nh=41 (SRv6)] / IPv6 nh=17 / UDP dport 4791 / BTH 12 B / opcode headers.
-EV probes are endpoint requests (0xD8) / responses (0xD9): probe id = BTH PSN.
-ECN is read from the outermost IPv6 header (what switches mark).
+EV probes are endpoint requests / responses: probe id = BTH PSN.
+ECN and DSCP are read from the outermost IPv6 header (what switches mark and the trimmer sets).
 
 Corrupt or truncated files: everything readable is returned; `df.attrs["pcap_report"]` (a
 PcapReport as dict) says what was not (bad record header, cut-off tail, unknown link type).
@@ -39,19 +40,35 @@ import pandas as pd
 
 from analysis.logs import run_topology
 from analysis.timescale import time_scale_of
-from traffic.messages import EndpointOp, NackReason, Opcode
+from model import wire
+from model.wire import ECN_CE, EV, EV_FLOW, EndpointOp, NackReason, Opcode
 
-ROCE_PORT = 4791
+ROCE_PORT = wire.ROCE_UDP_PORT
 MAX_RECORD = 1 << 18          # larger incl_len than this means a corrupt record header
 
 OPCODE_NAMES = {int(op): op.name for op in Opcode}
 NACK_REASON_NAMES = {int(r): r.name for r in NackReason}
-DATA_OPCODES = (0xC6, 0xC7, 0xC8, 0xC9, 0xCA, 0xCB)
-IMM_OPCODES = (0xC9, 0xCB)
+DATA_OPCODES = tuple(sorted(int(op) for op in wire.WRITE_OPCODES))
+IMM_OPCODES = tuple(sorted(int(op) for op in wire.IMM_OPCODES))
 
-# Header sizes (traffic/WIRE_FORMAT.md).
-ETH, IPV6, UDP, BTH, METH, TSETH, RETH, IMMDT, ICRC = 14, 40, 8, 12, 4, 8, 16, 4, 4
-SACK_LEN, NACK_LEN, PROBE_LEN = 48, 16, 20
+# Header sizes, from the wire table.
+ETH, IPV6, UDP, BTH = wire.ETHERNET.size, wire.IPV6.size, wire.UDP.size, wire.BTH.size
+METH, TSETH, RETH, IMMDT, ICRC = (wire.METH.size, wire.TSETH.size, wire.RETH.size,
+                                  wire.IMMDT.size, wire.ICRC_LEN)
+SACK_LEN, NACK_LEN, PROBE_LEN = wire.SACK.size, wire.NACK.size, wire.EPH.size
+
+# The body columns: (column, wire-table field) per control message; each is a nullable
+# unsigned integer as wide as the field's word.
+SACK_COLUMNS = (("sack_cum_psn", "cum_psn"), ("sack_base", "sack_base"),
+                ("sack_bitmap", "bitmap"), ("sack_ev", "ev"), ("sack_skip", "skip"),
+                ("sack_mpr", "mpr"), ("sack_port_status", "port_status"),
+                ("sack_echo_ts", "echo_ts"), ("sack_ooo", "ooo_count"),
+                ("sack_window_penalty", "window_penalty"), ("sack_rx_bytes", "rx_bytes"))
+NACK_COLUMNS = (("nack_port_status", "port_status"), ("nack_ev", "ev"),
+                ("nack_echo_ts", "echo_ts"))
+PROBE_COLUMNS = (("probe_port_status", "port_status"), ("probe_ev", "ev"),
+                 ("probe_src_qp", "src_qp"), ("probe_ts", "timestamp"))
+_UINT_OF_SIZE = {1: "UInt8", 2: "UInt16", 4: "UInt32", 8: "UInt64"}
 
 # at most 6 digits: a fabric has far fewer hosts and planes, and a longer number (a renamed or
 # planted file) would make an address that does not exist
@@ -190,6 +207,13 @@ class _Frames:
         value[~present] = 0
         return value, present
 
+    def field(self, rel: np.ndarray, fld: wire.Field):
+        """The wire-table field `fld` of the header at start+rel; (values, present)."""
+        value, present = self.u(rel + fld.offset, fld.size)
+        if fld.bits:
+            value = (value >> np.uint64(fld.shift)) & np.uint64(fld.mask)
+        return value, present
+
     def bytes16(self, rel: np.ndarray) -> np.ndarray:
         idx = np.minimum((self.start + rel)[:, None] + np.arange(16), self.last)
         return np.ascontiguousarray(self.data[idx]).view("V16").ravel()
@@ -264,39 +288,20 @@ def load_pcap(path, *, host: str | None = None, plane: int | None = None,
 def _decode(data, linktype, ts, offs, incl, orig, report, local_addr) -> pd.DataFrame:
     f = _Frames(data, offs, incl)
     n = len(offs)
-    zero = np.zeros(n, dtype=np.int64)
-    if linktype == LINKTYPE_ETHERNET:
-        etype, _ = f.u(zero + 12, 2)
-        l3 = np.full(n, ETH, dtype=np.int64)
-        vlan = (etype == 0x8100) | (etype == 0x88A8)
-        if vlan.any():
-            etype2, _ = f.u(zero + 16, 2)
-            etype = np.where(vlan, etype2, etype)
-            l3 = np.where(vlan, ETH + 4, l3)
-        is_v6 = etype == 0x86DD
-    elif linktype == LINKTYPE_SLL:
-        etype, _ = f.u(zero + 14, 2)
-        l3, is_v6 = zero + 16, etype == 0x86DD
-    elif linktype == LINKTYPE_SLL2:
-        etype, _ = f.u(zero, 2)
-        l3, is_v6 = zero + 20, etype == 0x86DD
-    elif linktype in (LINKTYPE_RAW, LINKTYPE_IPV6):
-        l3, is_v6 = zero, np.ones(n, dtype=bool)
-    else:
-        report.problems.append(f"link type {linktype} not supported (Ethernet, Linux cooked, "
-                               f"raw IP are); no packet decoded")
-        report.other_packets = n
+    l3, is_v6 = _network_offsets(f, n, linktype, report)
+    if l3 is None:
         return _empty()
+    ip6, udp_h = wire.IPV6, wire.UDP
     ver, ok = f.u(l3, 1)
-    is_v6 &= ok & ((ver >> np.uint64(4)) == 6)
-    nh, _ = f.u(l3 + 6, 1)
-    srv6 = is_v6 & (nh == 41)
+    is_v6 &= ok & ((ver >> np.uint64(4)) == wire.IP_VERSION_6)
+    nh, _ = f.field(l3, ip6["next_header"])
+    srv6 = is_v6 & (nh == wire.NEXT_HEADER_IPV6)
     inner = np.where(srv6, l3 + IPV6, l3)
-    nh_in, _ = f.u(inner + 6, 1)
+    nh_in, _ = f.field(inner, ip6["next_header"])
     udp = inner + IPV6
-    dport, have_udp = f.u(udp + 2, 2)
-    mrc = is_v6 & have_udp & (nh_in == 17) & (dport == ROCE_PORT)
-    mrc &= f.u(udp + UDP + 4, 4)[1]   # BTH opcode..dest QP captured, else not decodable
+    dport, have_udp = f.field(udp, udp_h["dport"])
+    mrc = is_v6 & have_udp & (nh_in == wire.NEXT_HEADER_UDP) & (dport == ROCE_PORT)
+    mrc &= f.field(udp + UDP, wire.BTH["dqpn"])[1]   # BTH opcode..dest QP captured, else not decodable
     report.other_packets = int(n - mrc.sum())
     keep = np.flatnonzero(mrc)
     f = _Frames(data, offs[keep], incl[keep])
@@ -310,25 +315,72 @@ def _decode(data, linktype, ts, offs, incl, orig, report, local_addr) -> pd.Data
     cols: dict[str, object] = {}
     cols["time_ns"] = ts
     cols["pcap_time_ns"] = ts.copy()
-    tc_hi, _ = f.u(l3 + 1, 1)
-    ecn = ((tc_hi >> np.uint64(4)) & np.uint64(3)).astype(np.uint8)
-    fl, _ = f.u(inner + 1, 3)
-    fl &= np.uint64(0xFFFFF)
-    sport, _ = f.u(udp, 2)
-    ev = (((fl & np.uint64(0xFFFF)) << np.uint64(16)) | sport).astype(np.uint32)
-    plen, _ = f.u(inner + 4, 2)
+    outer_dscp, _ = f.field(l3, ip6["dscp"])       # the outermost header: what the fabric set
+    ecn = f.field(l3, ip6["ecn"])[0].astype(np.uint8)
+    fl, _ = f.field(inner, ip6["flow_label"])
+    sport, _ = f.field(udp, udp_h["sport"])
+    ev = (((fl & np.uint64(EV_FLOW.mask)) << np.uint64(EV_FLOW.shift)) | sport).astype(np.uint32)
+    plen, _ = f.field(inner, ip6["payload_len"])
     bth = udp + UDP
-    opcode = f.u(bth, 1)[0].astype(np.uint8)
-    flags4, _ = f.u(bth + 4, 1)
-    qp = f.u(bth + 5, 3)[0].astype(np.uint32)
-    psn_word, have_psn = f.u(bth + 8, 4)
-    psn = (psn_word & np.uint64(0xFFFFFF)).astype(np.uint32)
-    ack_req = ((psn_word >> np.uint64(31)) & np.uint64(1)).astype(bool) & have_psn
+    opcode, qp, psn, have_psn, bth_cols = _bth_columns(f, bth)
+    src = _addr_strings(f.bytes16(inner + ip6["src"].offset))
+    dst = _addr_strings(f.bytes16(inner + ip6["dst"].offset))
+    direction = _direction(src, dst, local_addr, report)
+    ev_plane, ev_spine = EV["plane"], EV["spine"]
+    cols.update(direction=pd.Categorical(direction, categories=["tx", "rx"]),
+                opcode=opcode, qp=qp, psn=psn, ev=ev,
+                ev_plane=((ev >> ev_plane.shift) & ev_plane.mask).astype(np.int8),
+                ev_spine=((ev >> ev_spine.shift) & ev_spine.mask).astype(np.int8),
+                size=orig.astype(np.uint32), captured=incl.astype(np.uint32),
+                ecn=ecn, ce=ecn == ECN_CE, **bth_cols, srv6=srv6, src=src, dst=dst)
+    # opcode names via a lookup table (vectorised)
+    names = np.array([OPCODE_NAMES.get(i, f"0x{i:02X}") for i in range(256)], dtype=object)
+    cols["opname"] = pd.Categorical(names[opcode])
+    cols["dscp"] = outer_dscp.astype(np.uint8)
 
-    src_raw = f.bytes16(inner + 8)
-    dst_raw = f.bytes16(inner + 24)
-    src = _addr_strings(src_raw)
-    dst = _addr_strings(dst_raw)
+    hdr = bth + BTH
+    short = _data_columns(f, cols, hdr, opcode, plen, orig, inner)
+    short |= _body_columns(f, cols, hdr, opcode == Opcode.SACK, wire.SACK, SACK_COLUMNS)
+    short |= _nack_columns(f, cols, hdr, opcode)
+    short |= _probe_columns(f, cols, hdr, opcode, psn, have_psn)
+    short |= ~have_psn
+    cols["short"] = short
+    report.short_packets = int(short.sum())
+    return pd.DataFrame(cols)
+
+
+def _network_offsets(f: _Frames, n: int, linktype: int, report: PcapReport):
+    """(offset of the first IPv6 header, is-IPv6 mask) per packet by link type; (None, None)
+    for a link type this loader does not read (reported)."""
+    zero = np.zeros(n, dtype=np.int64)
+    ipv6 = wire.ETHERTYPE_IPV6
+    if linktype == LINKTYPE_ETHERNET:
+        type_off = wire.ETHERNET["ethertype"].offset
+        etype, _ = f.u(zero + type_off, 2)
+        l3 = np.full(n, ETH, dtype=np.int64)
+        vlan = (etype == 0x8100) | (etype == 0x88A8)
+        if vlan.any():
+            etype2, _ = f.u(zero + type_off + 4, 2)
+            etype = np.where(vlan, etype2, etype)
+            l3 = np.where(vlan, ETH + 4, l3)
+        return l3, etype == ipv6
+    if linktype == LINKTYPE_SLL:
+        etype, _ = f.u(zero + 14, 2)
+        return zero + 16, etype == ipv6
+    if linktype == LINKTYPE_SLL2:
+        etype, _ = f.u(zero, 2)
+        return zero + 20, etype == ipv6
+    if linktype in (LINKTYPE_RAW, LINKTYPE_IPV6):
+        return zero, np.ones(n, dtype=bool)
+    report.problems.append(f"link type {linktype} not supported (Ethernet, Linux cooked, "
+                           f"raw IP are); no packet decoded")
+    report.other_packets = n
+    return None, None
+
+
+def _direction(src, dst, local_addr, report: PcapReport) -> np.ndarray:
+    """"tx" where the source is the capturing NIC (local_addr, else the address present in
+    the most packets), "rx" elsewhere."""
     if local_addr is None:
         counts = pd.Series(np.concatenate([np.asarray(src, dtype=object),
                                            np.asarray(dst, dtype=object)])).value_counts()
@@ -337,103 +389,83 @@ def _decode(data, linktype, ts, offs, incl, orig, report, local_addr) -> pd.Data
             report.problems.append(
                 f"direction ambiguous: {counts.index[0]} and {counts.index[1]} are in every "
                 f"packet; pass local_addr (load_captures takes it from the run's fabric spec)")
-    direction = np.where(np.asarray(src, dtype=object) == local_addr, "tx", "rx")
+    return np.where(np.asarray(src, dtype=object) == local_addr, "tx", "rx")
 
-    cols.update(direction=pd.Categorical(direction, categories=["tx", "rx"]),
-                opcode=opcode,
-                qp=qp, psn=psn, ev=ev,
-                ev_plane=((ev >> 28) & 0xF).astype(np.int8),
-                ev_spine=((ev >> 22) & 0x3F).astype(np.int8),
-                size=orig.astype(np.uint32), captured=incl.astype(np.uint32),
-                ecn=ecn, ce=ecn == 3,
-                retx=(flags4 & np.uint64(0x20)) != 0,
-                ack_req=ack_req, srv6=srv6, src=src, dst=dst)
-    # opcode names via a lookup table (vectorised)
-    names = np.array([OPCODE_NAMES.get(i, f"0x{i:02X}") for i in range(256)], dtype=object)
-    cols["opname"] = pd.Categorical(names[opcode])
 
-    hdr = bth + BTH
+def _bth_columns(f: _Frames, bth: np.ndarray):
+    """(opcode, qp, psn, PSN captured, {retx, ack_req}) of the BTH at `bth`."""
+    b = wire.BTH
+    opcode = f.field(bth, b["opcode"])[0].astype(np.uint8)
+    qp = f.field(bth, b["dqpn"])[0].astype(np.uint32)
+    retx, _ = f.field(bth, b["retransmit"])
+    psn, have_psn = f.field(bth, b["psn"])
+    ack_req, _ = f.field(bth, b["ackreq"])
+    return (opcode, qp, psn.astype(np.uint32), have_psn,
+            {"retx": retx != 0, "ack_req": (ack_req != 0) & have_psn})
+
+
+def _data_columns(f: _Frames, cols: dict, hdr, opcode, plen, orig, inner) -> np.ndarray:
+    """METH / [TSETH] / RETH / [ImmDt] columns of WRITE packets; returns their `short` mask."""
     is_data = np.isin(opcode, DATA_OPCODES)
     is_imm = np.isin(opcode, IMM_OPCODES)
-    # Data: METH / [TSETH] / RETH / [ImmDt]
-    meth, have_meth = f.u(hdr, 4)
+    meth_h, reth_h = wire.METH, wire.RETH
+    flags, have_meth = f.field(hdr, meth_h["flags"])
     have_meth &= is_data
-    has_ts = have_meth & ((meth >> np.uint64(24)) & np.uint64(1)).astype(bool)
-    cols["msn"] = _nullable(meth & np.uint64(0xFFFFFF), have_meth, "UInt32")
-    tseth, have_ts = f.u(hdr + METH, 8)
+    has_ts = have_meth & ((flags & np.uint64(wire.METH_FLAG_TSETH)) != 0)
+    msn, _ = f.field(hdr, meth_h["msn"])
+    cols["msn"] = _nullable(msn, have_meth, "UInt32")
+    tseth, have_ts = f.field(hdr + METH, wire.TSETH["timestamp"])
     cols["tseth"] = _nullable(tseth, have_ts & has_ts, "UInt64")
     reth = hdr + METH + np.where(has_ts, TSETH, 0)
-    va, have_va = f.u(reth, 8)
-    rkey, have_rkey = f.u(reth + 8, 4)
-    dlen, have_dlen = f.u(reth + 12, 4)
+    va, have_va = f.field(reth, reth_h["va"])
+    rkey, have_rkey = f.field(reth, reth_h["rkey"])
+    dlen, have_dlen = f.field(reth, reth_h["dmalen"])
     cols["va"] = _nullable(va, have_va & have_meth, "UInt64")
     cols["rkey"] = _nullable(rkey, have_rkey & have_meth, "UInt32")
     cols["dma_len"] = _nullable(dlen, have_dlen & have_meth, "UInt32")
-    imm, have_imm = f.u(reth + RETH, 4)
+    imm, have_imm = f.field(reth + RETH, wire.IMMDT["imm"])
     cols["imm"] = _nullable(imm, have_imm & have_meth & is_imm, "UInt32")
     # payload from the inner IPv6 payload length (the header is always captured)
     hdr_bytes = UDP + BTH + METH + np.where(has_ts, TSETH, 0) + RETH + np.where(is_imm, IMMDT, 0) + ICRC
     payload = plen.astype(np.int64) - hdr_bytes
-    ver_tc, _ = f.u(l3, 1)      # outermost header: version(4) | DSCP high 4 bits
-    cols["dscp"] = (((ver_tc & np.uint64(0x0F)) << np.uint64(2)) |
-                    (tc_hi >> np.uint64(6))).astype(np.uint8)
     cols["payload_len"] = _nullable(np.maximum(payload, 0), have_meth, "UInt32")
     # in-fabric trimming cuts the frame but leaves the IP/UDP lengths: wire length < announced
     # (OVS max_len truncation); the BPF trimmer instead fixes the lengths to the headers, no ICRC
     cols["trimmed"] = is_data & ((orig < inner + IPV6 + plen.astype(np.int64)) | (payload == -ICRC))
-    short = is_data & ~(have_meth & have_va & have_rkey & have_dlen & (~is_imm | have_imm))
+    return is_data & ~(have_meth & have_va & have_rkey & have_dlen & (~is_imm | have_imm))
 
-    # SACK
-    is_sack = opcode == 0xDC
-    s = hdr
-    specs = [("sack_cum_psn", 0, 4, "UInt32", 0xFFFFFF), ("sack_base", 4, 4, "UInt32", None),
-             ("sack_bitmap", 8, 8, "UInt64", None), ("sack_ev", 16, 4, "UInt32", None),
-             ("sack_skip", 20, 1, "UInt8", None), ("sack_mpr", 21, 1, "UInt8", None),
-             ("sack_port_status", 22, 1, "UInt8", None), ("sack_echo_ts", 24, 8, "UInt64", None),
-             ("sack_ooo", 32, 4, "UInt32", None), ("sack_window_penalty", 36, 4, "UInt32", None),
-             ("sack_rx_bytes", 40, 8, "UInt64", None)]
-    sack_complete = is_sack.copy()
-    for name, off, width, dtype, mask in specs:
-        v, p = f.u(s + off, width)
-        if mask is not None:
-            v &= np.uint64(mask)
-        cols[name] = _nullable(v, p & is_sack, dtype)
-        sack_complete &= p
-    short |= is_sack & ~sack_complete
 
-    # NACK
-    is_nack = opcode == 0xDD
-    reason, p_reason = f.u(hdr, 1)
+def _body_columns(f: _Frames, cols: dict, hdr, rows, header: wire.Header, columns) -> np.ndarray:
+    """One nullable column per (column, field) of `header` at `hdr`, set on `rows`; returns the
+    rows whose body was not captured whole."""
+    complete = rows.copy()
+    for name, field_name in columns:
+        fld = header[field_name]
+        v, p = f.field(hdr, fld)
+        cols[name] = _nullable(v, p & rows, _UINT_OF_SIZE[fld.size])
+        complete &= p
+    return rows & ~complete
+
+
+def _nack_columns(f: _Frames, cols: dict, hdr, opcode) -> np.ndarray:
+    is_nack = opcode == Opcode.NACK
+    reason, p_reason = f.field(hdr, wire.NACK["reason"])
     p_reason &= is_nack
     cols["nack_reason"] = _nullable(reason, p_reason, "UInt8")
     rnames = np.array([NACK_REASON_NAMES.get(i, f"0x{i:02X}") for i in range(256)], dtype=object)
     cols["nack_reason_name"] = pd.Categorical(np.where(p_reason, rnames[reason.astype(np.uint8)], None))
-    nack_complete = is_nack & p_reason
-    for name, off, width, dtype in (("nack_port_status", 1, 1, "UInt8"), ("nack_ev", 4, 4, "UInt32"),
-                                    ("nack_echo_ts", 8, 8, "UInt64")):
-        v, p = f.u(hdr + off, width)
-        cols[name] = _nullable(v, p & is_nack, dtype)
-        nack_complete &= p
-    short |= is_nack & ~nack_complete
+    return (is_nack & ~p_reason) | _body_columns(f, cols, hdr, is_nack, wire.NACK, NACK_COLUMNS)
 
-    # EV probes: endpoint request / response carrying the EV_PROBE operation; id = BTH PSN
-    ep_op, p_op = f.u(hdr, 1)
+
+def _probe_columns(f: _Frames, cols: dict, hdr, opcode, psn, have_psn) -> np.ndarray:
+    """EV probes: endpoint request / response carrying the EV_PROBE operation; id = BTH PSN."""
+    ep_op, p_op = f.field(hdr, wire.EPH["op"])
     is_probe = (np.isin(opcode, (int(Opcode.EP_REQUEST), int(Opcode.EP_RESPONSE)))
                 & (~p_op | (ep_op == np.uint64(EndpointOp.EV_PROBE))))
     cols["probe_response"] = pd.array(opcode == int(Opcode.EP_RESPONSE), dtype="boolean")
     cols["probe_response"][~is_probe] = pd.NA
     cols["probe_seq"] = _nullable(psn, is_probe & have_psn, "UInt32")
-    probe_complete = is_probe & p_op
-    for name, off, width, dtype in (("probe_port_status", 1, 1, "UInt8"), ("probe_ev", 4, 4, "UInt32"),
-                                    ("probe_src_qp", 8, 4, "UInt32"), ("probe_ts", 12, 8, "UInt64")):
-        v, p = f.u(hdr + off, width)
-        cols[name] = _nullable(v, p & is_probe, dtype)
-        probe_complete &= p
-    short |= is_probe & ~probe_complete
-    short |= ~have_psn
-    cols["short"] = short
-    report.short_packets = int(short.sum())
-    return pd.DataFrame(cols)
+    return (is_probe & ~p_op) | _body_columns(f, cols, hdr, is_probe, wire.EPH, PROBE_COLUMNS)
 
 
 def _empty() -> pd.DataFrame:

@@ -26,26 +26,35 @@ import struct
 from dataclasses import dataclass, field
 from typing import Callable
 
-# The code points are the shared model's (re-exported: this module is their reference model).
-from model.dscp import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ECN_CE, ECN_ECT0,  # noqa: F401
-                        ECN_ECT1, ECN_NOT_ECT, TRIMMED_DSCPS)
+# The layout and the code points are the wire table's (model/wire.py), as trim.c's are (its
+# header emulation/bpf/mrc_wire.h is generated from the same table); re-exported, since this
+# module is the trimmer's reference model.
+from model import wire
+from model.wire import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ECN_CE, ECN_ECT0,  # noqa: F401
+                        ECN_ECT1, ECN_NOT_ECT, IMM_OPCODES, METH_FLAG_TSETH, ROCE_UDP_PORT,
+                        TRIMMED_DSCPS)
 
 NS_PER_S = 1_000_000_000
 MAX_DRAIN_SECONDS = 1000
 
-ETH_HLEN = 14
-IPV6_HLEN = 40
-UDP_HLEN = 8
-BTH_LEN = 12
-METH_LEN = 4
-TSETH_LEN = 8
-RETH_LEN = 16
-IMMDT_LEN = 4
-ROCE_UDP_PORT = 4791
-WRITE_OPCODE_FIRST = 0xC6
-WRITE_OPCODE_LAST = 0xCB
-IMM_OPCODES = frozenset((0xC9, 0xCB))
-METH_FLAG_TSETH = 0x01
+ETH_HLEN = wire.ETHERNET.size
+IPV6_HLEN = wire.IPV6.size
+UDP_HLEN = wire.UDP.size
+BTH_LEN = wire.BTH.size
+METH_LEN = wire.METH.size
+TSETH_LEN = wire.TSETH.size
+RETH_LEN = wire.RETH.size
+IMMDT_LEN = wire.IMMDT.size
+WRITE_OPCODE_FIRST = min(wire.WRITE_OPCODES)
+WRITE_OPCODE_LAST = max(wire.WRITE_OPCODES)
+_ETHERTYPE = wire.ETHERTYPE_IPV6.to_bytes(2, "big")
+_ETHERTYPE_OFF = wire.ETHERNET["ethertype"].offset
+_NH_OFF = wire.IPV6["next_header"].offset
+_PLEN_OFF = wire.IPV6["payload_len"].offset
+_DPORT_OFF = wire.UDP["dport"].offset
+_ULEN_OFF = wire.UDP["length"].offset
+_DSCP = wire.IPV6["dscp"]
+_ECN = wire.IPV6["ecn"]
 
 
 def mrc_header_len(outer: bool = True, tseth: bool = False, imm: bool = False) -> int:
@@ -174,21 +183,22 @@ class FrameInfo:
 def parse_frame(frame: bytes) -> FrameInfo:
     """Classify an Ethernet frame exactly as trim.c does (never raises on short or foreign frames)."""
     none = FrameInfo(False, 0, 0, 0, 0, False, 0)
-    if len(frame) < ETH_HLEN + 8 or frame[12:14] != b"\x86\xdd" or frame[14] >> 4 != 6:
+    if len(frame) < ETH_HLEN + 8 or frame[_ETHERTYPE_OFF:_ETHERTYPE_OFF + 2] != _ETHERTYPE \
+            or frame[ETH_HLEN] >> 4 != wire.IP_VERSION_6:
         return none
-    tclass = ((frame[14] & 0x0F) << 4) | (frame[15] >> 4)
-    base = dict(ipv6=True, ecn=tclass & 3, dscp=tclass >> 2)
+    word = struct.unpack_from("!I", frame, ETH_HLEN)[0]
+    base = dict(ipv6=True, ecn=word >> _ECN.shift & _ECN.mask, dscp=word >> _DSCP.shift & _DSCP.mask)
     off = ETH_HLEN
-    nh = frame[off + 6]
-    if nh == 41:
+    nh = frame[off + _NH_OFF]
+    if nh == wire.NEXT_HEADER_IPV6:
         off += IPV6_HLEN
-        if len(frame) < off + 8 or frame[off] >> 4 != 6:
+        if len(frame) < off + 8 or frame[off] >> 4 != wire.IP_VERSION_6:
             return FrameInfo(**base, inner_off=0, udp_off=0, mrc_data=False, header_len=0)
-        nh = frame[off + 6]
+        nh = frame[off + _NH_OFF]
     udp = off + IPV6_HLEN
-    if nh != 17 or len(frame) < udp + UDP_HLEN + 1:
+    if nh != wire.NEXT_HEADER_UDP or len(frame) < udp + UDP_HLEN + 1:
         return FrameInfo(**base, inner_off=0, udp_off=0, mrc_data=False, header_len=0)
-    dport = struct.unpack_from("!H", frame, udp + 2)[0]
+    dport = struct.unpack_from("!H", frame, udp + _DPORT_OFF)[0]
     opcode = frame[udp + UDP_HLEN]
     if dport != ROCE_UDP_PORT or not WRITE_OPCODE_FIRST <= opcode <= WRITE_OPCODE_LAST \
             or len(frame) < udp + UDP_HLEN + BTH_LEN + 1:
@@ -204,13 +214,12 @@ def parse_frame(frame: bytes) -> FrameInfo:
 def set_traffic_class(frame: bytes, dscp: int | None = None, ecn: int | None = None) -> bytes:
     """Return frame with the outermost IPv6 DSCP and/or ECN bits replaced."""
     out = bytearray(frame)
-    tclass = ((out[14] & 0x0F) << 4) | (out[15] >> 4)
+    word = struct.unpack_from("!I", out, ETH_HLEN)[0]
     if dscp is not None:
-        tclass = (dscp << 2) | (tclass & 3)
+        word = word & ~(_DSCP.mask << _DSCP.shift) | (dscp & _DSCP.mask) << _DSCP.shift
     if ecn is not None:
-        tclass = (tclass & 0xFC) | ecn
-    out[14] = (out[14] & 0xF0) | (tclass >> 4)
-    out[15] = ((tclass << 4) & 0xF0) | (out[15] & 0x0F)
+        word = word & ~(_ECN.mask << _ECN.shift) | (ecn & _ECN.mask) << _ECN.shift
+    struct.pack_into("!I", out, ETH_HLEN, word)
     return bytes(out)
 
 
@@ -223,7 +232,7 @@ def trim_frame(frame: bytes, last_hop: bool = False) -> bytes:
     hdr = info.header_len
     out = bytearray(frame[:hdr])
     if info.inner_off != ETH_HLEN:
-        struct.pack_into("!H", out, ETH_HLEN + 4, hdr - ETH_HLEN - IPV6_HLEN)
-    struct.pack_into("!H", out, info.inner_off + 4, hdr - info.inner_off - IPV6_HLEN)
-    struct.pack_into("!HH", out, info.udp_off + 4, hdr - info.udp_off, 0)
+        struct.pack_into("!H", out, ETH_HLEN + _PLEN_OFF, hdr - ETH_HLEN - IPV6_HLEN)
+    struct.pack_into("!H", out, info.inner_off + _PLEN_OFF, hdr - info.inner_off - IPV6_HLEN)
+    struct.pack_into("!HH", out, info.udp_off + _ULEN_OFF, hdr - info.udp_off, 0)
     return set_traffic_class(bytes(out), dscp=DSCP_TRIMMED_LASTHOP if last_hop else DSCP_TRIMMED)

@@ -23,6 +23,11 @@ import ipaddress
 from dataclasses import dataclass
 from typing import Iterator
 
+# The UDP port and the EV's bit fields are the wire table's (model/wire.py); re-exported here
+# for the modules that map EVs to paths.
+from model.wire import (EV_PLANE_MASK, EV_PLANE_SHIFT, EV_SPINE_MASK,  # noqa: F401
+                        EV_SPINE_SHIFT, ROCE_UDP_PORT)
+
 # Ceilings keep every derived name and address field in range (interface names <= 15 chars,
 # one hex digit of plane in a uSID, one byte each of group/spine/host in uSIDs and MACs).
 MAX_PLANES = 8
@@ -34,8 +39,6 @@ DEFAULT_MTU = 1500
 MIN_MTU = 1280
 MAX_MTU = 9000
 
-ROCE_UDP_PORT = 4791
-
 # SRv6 uSID container: 32-bit locator block, then one 16-bit uSID per hop.
 # The block fcbb:bb00::/32 is the documentation example of RFC 9800 (uSID) style deployments.
 USID_LOCATOR = 0xFCBBBB00
@@ -43,15 +46,12 @@ USID_T0_BASE = 0x1000   # 0x1000 | plane << 8 | group
 USID_T1_BASE = 0x2000   # 0x2000 | plane << 8 | spine
 USID_HOST_BASE = 0x3000  # 0x3000 | host index within its group (last-hop downlink)
 
-# EV layout (32 bits, travels as UDP source port = low 16 bits, flow label = high 16 bits):
-#   bits 31..28 plane, 27..22 spine (T0 uplink index), 21..16 reserved 0, 15..0 entropy.
-# Entropy is never 0 so the UDP source port is never 0. Senders draw it from 0xC000..0xFFFF, the
-# range Linux's RoCEv2 stack uses for its entropy source ports (rdma_flow_label_to_udp_sport), so
-# capture tools never mistake an EV for a well-known port (53 -> DNS).
+# EV layout: model/wire.py (EV). Entropy is never 0 so the UDP source port is never 0. Senders
+# draw it from 0xC000..0xFFFF, the range Linux's RoCEv2 stack uses for its entropy source ports
+# (rdma_flow_label_to_udp_sport), so capture tools never mistake an EV for a well-known port
+# (53 -> DNS).
 ENTROPY_MIN = 0xC000
 ENTROPY_MAX = 0xFFFF
-EV_PLANE_SHIFT = 28
-EV_SPINE_SHIFT = 22
 
 
 class SpecError(ValueError):
@@ -389,9 +389,9 @@ def usid_slot_mask(slot: int) -> tuple[int, int]:
 
 
 def make_ev(plane: int, spine: int, entropy: int) -> int:
-    if not 0 <= plane < 16:
+    if not 0 <= plane <= EV_PLANE_MASK:
         raise ValueError(f"plane {plane} does not fit the EV")
-    if not 0 <= spine < 64:
+    if not 0 <= spine <= EV_SPINE_MASK:
         raise ValueError(f"spine {spine} does not fit the EV")
     if not 1 <= entropy <= 0xFFFF:
         raise ValueError(f"entropy {entropy} must be 1..65535")
@@ -404,11 +404,11 @@ def random_entropy(rng) -> int:
 
 
 def ev_plane(ev: int) -> int:
-    return (ev >> EV_PLANE_SHIFT) & 0xF
+    return (ev >> EV_PLANE_SHIFT) & EV_PLANE_MASK
 
 
 def ev_spine(ev: int) -> int:
-    return (ev >> EV_SPINE_SHIFT) & 0x3F
+    return (ev >> EV_SPINE_SHIFT) & EV_SPINE_MASK
 
 
 def ev_entropy(ev: int) -> int:

@@ -56,15 +56,19 @@ try:
 except ImportError:                         # a platform without its wheel: zlib, same values
     from zlib import crc32
 
-from model.topology import EV_PLANE_SHIFT, ROCE_UDP_PORT, Topology, ev_spine
-# Outer DSCPs the in-fabric trimmer writes (emulation/bpf/trim.c; vqueue is its pure model).
-from model.dscp import DSCP_CONTROL, DSCP_TRIMMED_LASTHOP, TRIMMED_DSCPS
+from model.topology import Topology, ev_spine
+# The layout and every number on the wire: the wire table. The outer DSCPs are the ones the
+# in-fabric trimmer writes (emulation/bpf/trim.c; vqueue is its pure model).
+from model.wire import (BTH, BTH_PKEY_DEFAULT, CONTROL_BODIES, DSCP_CONTROL,  # noqa: F401
+                        DSCP_DATA, DSCP_TRIMMED_LASTHOP, ECN_CE, ECN_ECT0, ECN_ECT1, ECN_NOT_ECT,
+                        EPH, ETHERNET, ETHERTYPE_IPV6, EV_FLOW, EV_PLANE_SHIFT, HOP_LIMIT,
+                        ICRC_LEN, IMMDT, IP_VERSION_6, IPV6, METH, METH_FLAG_TSETH, NACK,
+                        NEXT_HEADER_IPV6, NEXT_HEADER_UDP, RETH, ROCE_UDP_PORT, SACK,
+                        TRIMMED_DSCPS, TSETH, UDP)
 from traffic.messages import (IMM_OPCODES, PROBE_QP, PSN_MASK, WRITE_OPCODES, DataPacket,
                               EndpointOp, Nack, Opcode, Probe, Sack)
 
 MODES = ("srv6", "ecmp")
-ECN_NOT_ECT, ECN_ECT1, ECN_ECT0, ECN_CE = 0, 1, 2, 3
-HOP_LIMIT = 64
 
 DECODE_REASONS = (
     "not_bytes",      # decode() was handed something that is not a buffer
@@ -108,37 +112,59 @@ class FrameMeta:
 
 # ------------------------------------------------------------------ layout constants
 
-ETH_LEN, IP6_LEN, UDP_LEN, BTH_LEN = 14, 40, 8, 12
-METH_LEN, TSETH_LEN, RETH_LEN, IMM_LEN, ICRC_LEN = 4, 8, 16, 4, 4
-ETHERTYPE_IPV6 = 0x86DD
-NH_IPV6, NH_UDP = 41, 17
-RETRANSMIT_BIT = 0x20       # BTH byte 4 (project choice)
-ACKREQ_BIT = 0x80000000     # in BTH word 8..11
-METH_TSETH = 0x01
+# Everything below is built once, at import, from the wire table (model/wire.py): lengths,
+# bit positions and struct formats. Nothing here restates a width or an offset.
+ETH_LEN, IP6_LEN, UDP_LEN, BTH_LEN = ETHERNET.size, IPV6.size, UDP.size, BTH.size
+METH_LEN, TSETH_LEN, RETH_LEN, IMM_LEN = METH.size, TSETH.size, RETH.size, IMMDT.size
+NH_IPV6, NH_UDP = NEXT_HEADER_IPV6, NEXT_HEADER_UDP
+RETRANSMIT_BIT = 1 << BTH["retransmit"].shift     # in the BTH word at byte 4 (project choice)
+ACKREQ_BIT = 1 << BTH["ackreq"].shift             # in the BTH word at byte 8
+QP_MASK = BTH["dqpn"].mask
+METH_TSETH = METH_FLAG_TSETH << METH["flags"].shift   # in the METH word
+METH_FLAGS_SHIFT = METH["flags"].shift
+MSN_MASK = METH["msn"].mask
+_IP6_V6 = IP_VERSION_6 << IPV6["version"].shift
+_IP6_DSCP_SHIFT = IPV6["dscp"].shift
+_IP6_DSCP_MASK = IPV6["dscp"].mask
+_IP6_ECN_SHIFT = IPV6["ecn"].shift
+_IP6_ECN_MASK = IPV6["ecn"].mask
+_ECN_VALUES = tuple(range(_IP6_ECN_MASK + 1))
+_IP6_NH_OFF = IPV6["next_header"].offset
+_IP6_DST_OFF = IPV6["dst"].offset
+_IP6_DST_LEN = IPV6["dst"].size
+_ETHERTYPE_OFF = ETHERNET["ethertype"].offset
+_ETHERTYPE_HI, _ETHERTYPE_LO = ETHERTYPE_IPV6.to_bytes(ETHERNET["ethertype"].size, "big")
+_UDP_CHECKSUM_OFF = UDP["checksum"].offset
+_EV_FLOW_SHIFT, _EV_FLOW_MASK = EV_FLOW.shift, EV_FLOW.mask
+_EV_SPORT_MASK = (1 << _EV_FLOW_SHIFT) - 1
+
+
+def _struct(*headers) -> struct.Struct:
+    """One big-endian struct over the words of `headers` laid end to end."""
+    return struct.Struct("!" + "".join(h.struct_format for h in headers))
+
 
 _U16 = struct.Struct("!H")
 _U32 = struct.Struct("!I")
-_U64 = struct.Struct("!Q")
-_IP6_HEAD = struct.Struct("!IH")          # version/tc/flow label word, payload length
-_IP6_FIRST8 = struct.Struct("!IHBB")      # + next header, hop limit
-_UDP = struct.Struct("!HHHH")
-_BTH = struct.Struct("!BBHII")            # opcode, se/m/pad/tver, pkey, byte4<<24|qp, ack<<31|psn
-_RETH = struct.Struct("!QII")
-_SACK = struct.Struct("!IIQIBBBBQIIQ")
-_NACK = struct.Struct("!BBHIQ")
-_PROBE = struct.Struct("!BBHIIQ")        # endpoint request/response body (EPH) of an EV probe
+_IP6_HEAD = struct.Struct("!" + IPV6.format_through("payload_len"))  # first word, payload length
+_UDP = _struct(UDP)
+_BTH = _struct(BTH)               # opcode, se/m/pad/tver, pkey, byte4 flags | qp, ackreq | psn
+_METH = _struct(METH)
+_RETH = _struct(RETH)
+_IMM = _struct(IMMDT)
+_SACK = _struct(SACK)
+_NACK = _struct(NACK)
+_PROBE = _struct(EPH)             # endpoint request/response body (EPH) of an EV probe
 SACK_LEN, NACK_LEN, PROBE_LEN = _SACK.size, _NACK.size, _PROBE.size
 # Every header from the (outer) IPv6 header through BTH in one unpack (decode reads them all for
 # every frame): IPv6 first word, payload length, next header, hop limit, source, destination;
 # once more for the inner IPv6 header in SRv6 mode; UDP; BTH.
-_IP6_FIELDS = "IHBB16s16s"
-_HEADERS_SRV6 = struct.Struct("!" + _IP6_FIELDS + _IP6_FIELDS + "HHHH" + "BBHII")
-_HEADERS_PLAIN = struct.Struct("!" + _IP6_FIELDS + "HHHH" + "BBHII")
-_TSETH_RETH = struct.Struct("!QQII")     # timestamp, then RETH (va, rkey, dma_len)
-_METH_TSETH_RETH = struct.Struct("!IQQII")   # what every data packet of this sender carries
+_HEADERS_SRV6 = _struct(IPV6, IPV6, UDP, BTH)
+_HEADERS_PLAIN = _struct(IPV6, UDP, BTH)
+_TSETH_RETH = _struct(TSETH, RETH)            # timestamp, then RETH (va, rkey, dma_len)
+_METH_TSETH_RETH = _struct(METH, TSETH, RETH)  # what every data packet of this sender carries
 
-_CONTROL_BODY = {Opcode.SACK: SACK_LEN, Opcode.NACK: NACK_LEN, Opcode.EP_REQUEST: PROBE_LEN,
-                 Opcode.EP_RESPONSE: PROBE_LEN}
+_CONTROL_BODY = {op: body.size for op, body in CONTROL_BODIES.items()}
 
 
 def _check(name: str, value, bits: int) -> None:
@@ -206,7 +232,7 @@ class Encoder:
         dscp = DSCP_CONTROL
         if isinstance(msg, DataPacket):
             end = self._write_data(msg)
-            dscp = 0
+            dscp = DSCP_DATA
         elif isinstance(msg, Sack):
             end = self._write_sack(msg)
         elif isinstance(msg, Nack):
@@ -236,25 +262,27 @@ class Encoder:
         if ev >> EV_PLANE_SHIFT != self.plane:
             raise ValueError(f"ev {ev:#x} belongs to plane {ev >> EV_PLANE_SHIFT}, "
                              f"this encoder sends on plane {self.plane}")
-        if ecn not in (0, 1, 2, 3):
+        if ecn not in _ECN_VALUES:
             raise ValueError(f"ecn={ecn!r} is not a 2-bit ECN codepoint")
         buf = self._buf
-        word = 0x60000000 | dscp << 22 | ecn << 20 | (ev >> 16)
+        word = _IP6_V6 | dscp << _IP6_DSCP_SHIFT | ecn << _IP6_ECN_SHIFT | ev >> _EV_FLOW_SHIFT
         if self.srv6:
             _IP6_HEAD.pack_into(buf, self._outer_off, word, udp_len + IP6_LEN)
-            dst_off = self._outer_off + 24
-            buf[dst_off:dst_off + 16] = self._containers[ev_spine(ev) % len(self._containers)]
+            dst_off = self._outer_off + _IP6_DST_OFF
+            buf[dst_off:dst_off + _IP6_DST_LEN] = self._containers[
+                ev_spine(ev) % len(self._containers)]
         _IP6_HEAD.pack_into(buf, self._ip_off, word, udp_len)
-        _UDP.pack_into(buf, self._udp_off, ev & 0xFFFF, ROCE_UDP_PORT, udp_len, 0)
+        _UDP.pack_into(buf, self._udp_off, ev & _EV_SPORT_MASK, ROCE_UDP_PORT, udp_len, 0)
         if self._udp_checksum:
             total = self._pseudo_sum + udp_len + _ones_sum(
                 self._view[self._udp_off:self._udp_off + udp_len])
-            _U16.pack_into(buf, self._udp_off + 6, 0xFFFF - total % 0xFFFF)
+            _U16.pack_into(buf, self._udp_off + _UDP_CHECKSUM_OFF, 0xFFFF - total % 0xFFFF)
 
     def _write_bth(self, opcode: int, flags4: int, qp: int, ackreq: bool, psn: int) -> None:
-        _check("dest_qp", qp, 24)
-        _check("psn", psn, 24)
-        _BTH.pack_into(self._buf, self._bth_off, opcode, 0, 0xFFFF, flags4 << 24 | qp,
+        """flags4: the flag bits of the BTH word at byte 4 (RETRANSMIT_BIT), in place."""
+        _check("dest_qp", qp, BTH["dqpn"].width)
+        _check("psn", psn, BTH["psn"].width)
+        _BTH.pack_into(self._buf, self._bth_off, opcode, 0, BTH_PKEY_DEFAULT, flags4 | qp,
                        (ACKREQ_BIT if ackreq else 0) | psn)
 
     def _write_data(self, m: DataPacket) -> int:
@@ -265,21 +293,21 @@ class Encoder:
         if has_imm != (m.imm is not None):
             raise ValueError(f"imm must be set exactly on *_IMM opcodes (opcode {op:#x}, "
                              f"imm {m.imm!r})")
-        _check("msn", m.msn, 24)
+        _check("msn", m.msn, METH["msn"].width)
         self._write_bth(op, RETRANSMIT_BIT if m.retransmit else 0, m.dest_qp, m.ack_req, m.psn)
         buf = self._buf
         off = self._bth_off + BTH_LEN
         try:
             if m.timestamp is not None:
-                _METH_TSETH_RETH.pack_into(buf, off, METH_TSETH << 24 | m.msn, m.timestamp, m.va,
+                _METH_TSETH_RETH.pack_into(buf, off, METH_TSETH | m.msn, m.timestamp, m.va,
                                            m.rkey, m.dma_len)
                 off += METH_LEN + TSETH_LEN + RETH_LEN
             else:
-                _U32.pack_into(buf, off, m.msn)
+                _METH.pack_into(buf, off, m.msn)
                 _RETH.pack_into(buf, off + METH_LEN, m.va, m.rkey, m.dma_len)
                 off += METH_LEN + RETH_LEN
             if has_imm:
-                _U32.pack_into(buf, off, m.imm)
+                _IMM.pack_into(buf, off, m.imm)
                 off += IMM_LEN
         except struct.error as exc:
             raise ValueError(f"DataPacket field out of range: {exc}") from None
@@ -289,7 +317,7 @@ class Encoder:
         return end
 
     def _write_sack(self, m: Sack) -> int:
-        _check("cum_psn", m.cum_psn, 24)
+        _check("cum_psn", m.cum_psn, SACK["cum_psn"].width)
         self._write_bth(Opcode.SACK, 0, m.dest_qp, False, m.cum_psn)
         off = self._bth_off + BTH_LEN
         try:
@@ -310,7 +338,7 @@ class Encoder:
         return off + NACK_LEN
 
     def _write_probe(self, m: Probe) -> int:
-        _check("seq", m.seq, 24)       # the probe id is the PSN
+        _check("seq", m.seq, BTH["psn"].width)       # the probe id is the PSN
         self._write_bth(Opcode.EP_RESPONSE if m.response else Opcode.EP_REQUEST, 0, PROBE_QP,
                         False, m.seq)
         off = self._bth_off + BTH_LEN
@@ -330,11 +358,12 @@ def _ip_udp_offsets(frame) -> tuple[int, int, bool]:
     n = len(frame)
     if n < ETH_LEN + IP6_LEN:
         raise DecodeError("truncated", "shorter than Ethernet + IPv6")
-    if frame[12] != 0x86 or frame[13] != 0xDD:
-        raise DecodeError("not_ipv6", f"ethertype {frame[12]:02x}{frame[13]:02x}")
-    if frame[ETH_LEN] >> 4 != 6:
+    if frame[_ETHERTYPE_OFF] != _ETHERTYPE_HI or frame[_ETHERTYPE_OFF + 1] != _ETHERTYPE_LO:
+        raise DecodeError("not_ipv6", f"ethertype {frame[_ETHERTYPE_OFF]:02x}"
+                                      f"{frame[_ETHERTYPE_OFF + 1]:02x}")
+    if frame[ETH_LEN] >> 4 != IP_VERSION_6:
         raise DecodeError("not_ipv6", "IP version is not 6")
-    nh = frame[ETH_LEN + 6]
+    nh = frame[ETH_LEN + _IP6_NH_OFF]
     ip = ETH_LEN
     srv6 = False
     if nh == NH_IPV6:
@@ -342,9 +371,9 @@ def _ip_udp_offsets(frame) -> tuple[int, int, bool]:
         ip = ETH_LEN + IP6_LEN
         if n < ip + IP6_LEN:
             raise DecodeError("truncated", "shorter than the inner IPv6 header")
-        if frame[ip] >> 4 != 6:
+        if frame[ip] >> 4 != IP_VERSION_6:
             raise DecodeError("not_ipv6", "inner IP version is not 6")
-        nh = frame[ip + 6]
+        nh = frame[ip + _IP6_NH_OFF]
     if nh != NH_UDP:
         raise DecodeError("not_udp", f"next header {nh}")
     return ip, ip + IP6_LEN, srv6
@@ -398,8 +427,8 @@ class Codec:
             (first_word, plen, _, _, src_addr, dst_addr, sport, dport, udp_len, _, opcode, _,
              _, w4, w8) = _HEADERS_PLAIN.unpack_from(frame, ETH_LEN)
             word = first_word
-        ecn_ce = (first_word >> 20) & 3 == ECN_CE
-        dscp = (first_word >> 22) & 0x3F
+        ecn_ce = (first_word >> _IP6_ECN_SHIFT) & _IP6_ECN_MASK == ECN_CE
+        dscp = (first_word >> _IP6_DSCP_SHIFT) & _IP6_DSCP_MASK
         if dport != ROCE_UDP_PORT:
             raise DecodeError("not_roce", f"UDP port {dport}")
         if udp_len != plen:
@@ -408,18 +437,18 @@ class Codec:
         dst = self._addrs.get(dst_addr)
         if src is None or dst is None:
             raise DecodeError("foreign_addr", "address is not a NIC of this fabric")
-        ev = (word & 0xFFFF) << 16 | sport
+        ev = (word & _EV_FLOW_MASK) << _EV_FLOW_SHIFT | sport
         bth = udp + UDP_LEN
         end = udp + udp_len                       # where the ICRC ends per the lengths
         short = n < end                           # trimmed (or cut) in flight
-        qp, psn = w4 & 0xFFFFFF, w8 & 0xFFFFFF
+        qp, psn = w4 & QP_MASK, w8 & PSN_MASK
         off = bth + BTH_LEN
         trimmed = trim_lasthop = False
         if opcode in WRITE_OPCODES:
-            meth = _U32.unpack_from(frame, off)[0] if n >= off + METH_LEN else None
+            meth = _METH.unpack_from(frame, off)[0] if n >= off + METH_LEN else None
             if meth is None:
                 raise DecodeError("truncated", "no METH")
-            has_ts = meth >> 24 & METH_TSETH
+            has_ts = meth >> METH_FLAGS_SHIFT & METH_FLAG_TSETH
             hdr_end = off + METH_LEN + (TSETH_LEN if has_ts else 0) + RETH_LEN + (
                 IMM_LEN if opcode in IMM_OPCODES else 0)
             if n < hdr_end:
@@ -438,7 +467,7 @@ class Codec:
                 off += RETH_LEN
             imm = None
             if opcode in IMM_OPCODES:
-                imm = _U32.unpack_from(frame, off)[0]
+                imm = _IMM.unpack_from(frame, off)[0]
                 off += IMM_LEN
             if short:
                 trimmed = True
@@ -447,10 +476,10 @@ class Codec:
             else:
                 self._check_icrc(view, bth, end)
                 payload = frame[off:end - ICRC_LEN]
-            msg = DataPacket(dest_qp=qp, psn=psn, opcode=opcode, msn=meth & 0xFFFFFF, va=va,
+            msg = DataPacket(dest_qp=qp, psn=psn, opcode=opcode, msn=meth & MSN_MASK, va=va,
                              rkey=rkey, dma_len=dma_len, payload=payload, imm=imm,
                              timestamp=timestamp, ack_req=bool(w8 & ACKREQ_BIT),
-                             retransmit=bool(w4 >> 24 & RETRANSMIT_BIT), ev=ev, ecn_ce=ecn_ce,
+                             retransmit=bool(w4 & RETRANSMIT_BIT), ev=ev, ecn_ce=ecn_ce,
                              trimmed=trimmed, trim_lasthop=trim_lasthop)
         else:
             body = _CONTROL_BODY.get(opcode)

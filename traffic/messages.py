@@ -19,75 +19,15 @@ Where each value comes from (say which when adding one):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import IntEnum
 
+# The numbers the wire carries (opcodes, NACK reasons, skip modes, endpoint operations, the probe
+# QP, the PSN width) are the wire table's (model/wire.py); re-exported for the transport.
+from model.wire import (IMM_OPCODES, LAST_OPCODES, PROBE_QP, PSN_MASK,  # noqa: F401
+                        SACK_BITMAP_BITS, WRITE_OPCODES, EndpointOp, NackReason, Opcode,
+                        SkipMode)
 
-class Opcode(IntEnum):
-    """BTH opcodes (secondary). The WRITE family mirrors IBA/RoCEv2 RC 0x06..0x0B at base 0xC0.
-
-    EV probes travel as endpoint requests/responses: the OCP API makes an EV probe an endpoint
-    operation (MRC_CTL_EP_OP_EV_PROBE, sent with mrc_ctl_ep_batch_send_wait). ACK (cumulative
-    ACKs ride in SACK here) and RELIABILITY_PROBE are named so captures and decoders know them;
-    this emulator sends neither.
-    """
-
-    WRITE_FIRST = 0xC6
-    WRITE_MIDDLE = 0xC7
-    WRITE_LAST = 0xC8
-    WRITE_LAST_IMM = 0xC9
-    WRITE_ONLY = 0xCA
-    WRITE_ONLY_IMM = 0xCB
-    ACK = 0xD1
-    EP_REQUEST = 0xD8
-    EP_RESPONSE = 0xD9
-    SACK = 0xDC
-    NACK = 0xDD
-    RELIABILITY_PROBE = 0xDE
-
-
-WRITE_OPCODES = frozenset(range(Opcode.WRITE_FIRST, Opcode.WRITE_ONLY_IMM + 1))
-IMM_OPCODES = frozenset((Opcode.WRITE_LAST_IMM, Opcode.WRITE_ONLY_IMM))
-LAST_OPCODES = frozenset((Opcode.WRITE_LAST, Opcode.WRITE_LAST_IMM,
-                          Opcode.WRITE_ONLY, Opcode.WRITE_ONLY_IMM))
-
-
-class NackReason(IntEnum):
-    """NACK reason codes (secondary; the same numbers as UET 1.0's PDS NACK codes)."""
-
-    TRIMMED = 0x01
-    TRIMMED_LASTHOP = 0x02
-    NO_BITMAP = 0x06
-    NO_PKT_BUFFER = 0x07
-    NO_RESOURCE = 0x0A
-    PSN_OOR_WINDOW = 0x0B
-    UNEXP_EVENT = 0x19
-    # Project choice for the single-path RoCE RC baseline (traffic/roce_rc.py): the RoCE AETH
-    # NAK "PSN sequence error" syndrome (0x60) carried in the same NACK message, so the
-    # baseline uses the same message types as MRC.
-    PSN_SEQ_ERR = 0x60
-
-
-class SkipMode(IntEnum):
-    """SACK M field: what the sender should do with the reflected EV (secondary)."""
-
-    NONE = 0
-    SKIP_ONCE = 1       # ECN echo: pass over this EV for a while
-    ALWAYS_SKIP = 2
-
-
-class EndpointOp(IntEnum):
-    """What an endpoint request asks for: numbered as the OCP API's enum mrc_ctl_ep_op_type
-    (whether those numbers are also the wire values is not public: project choice)."""
-
-    EV_PROBE = 0
-    PORT_STATUS_UPDATE = 1      # not sent here: port status rides in every SACK/NACK/probe
-
-
-PROBE_QP = 0x2          # destination QP of endpoint requests/responses (secondary)
-PSN_MASK = 0xFFFFFF     # 24-bit PSN space (IBA/RoCEv2)
 PROBE_ID_MASK = PSN_MASK  # a probe's id travels in the BTH PSN (project choice; the OCP API's
                           # request id is 16 bits, which the PSN holds)
-SACK_BITMAP_BITS = 64   # secondary
 
 
 @dataclass

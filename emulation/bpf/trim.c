@@ -19,27 +19,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 
-#define ETH_HLEN 14
-#define ETH_P_IPV6 0x86DD
-#define IPV6_HLEN 40
-#define UDP_HLEN 8
-#define BTH_LEN 12
-#define METH_LEN 4
-#define TSETH_LEN 8
-#define RETH_LEN 16
-#define IMMDT_LEN 4
-#define NEXTHDR_IPV6 41
-#define NEXTHDR_UDP 17
-#define ROCE_UDP_PORT 4791
-#define OP_WRITE_FIRST 0xC6
-#define OP_WRITE_LAST_IMM 0xC9
-#define OP_WRITE_ONLY_IMM 0xCB
-#define METH_FLAG_TSETH 0x01
-#define MAX_MRC_HDR (ETH_HLEN + 2 * IPV6_HLEN + UDP_HLEN + BTH_LEN + METH_LEN + TSETH_LEN + RETH_LEN + IMMDT_LEN)
+// Lengths, offsets, opcodes, the UDP port, DSCP and ECN code points: generated from the wire
+// table (model/wire.py) by scripts/gen_wire.py, so this program and the Python code that
+// reads the same bytes cannot disagree.
+#include "mrc_wire.h"
 
-// DSCPs (RFC 2474 pool 3, "xxxx11", experimental/local use); mirrored in emulation/vqueue.py.
-#define DSCP_TRIMMED 0x3B
-#define DSCP_TRIMMED_LASTHOP 0x3F
+#define MAX_MRC_HDR (ETH_HLEN + 2 * IPV6_HLEN + UDP_HLEN + BTH_LEN + METH_LEN + TSETH_LEN + RETH_LEN + IMMDT_LEN)
 
 #define CFG_CONFIGURED (1u << 0)
 #define CFG_MARK (1u << 1)
@@ -122,25 +107,25 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt_info *pi)
 	ip = data + ETH_HLEN;
 	if ((void *)(ip + IPV6_HLEN) > end)
 		return 0;
-	if (*(__u16 *)(data + 12) != bpf_htons(ETH_P_IPV6) || (ip[0] >> 4) != 6)
+	if (*(__u16 *)(data + ETH_TYPE_OFF) != bpf_htons(ETH_P_IPV6) || (ip[0] >> 4) != IP_VERSION_6)
 		return 0;
 	pi->ipv6 = 1;
 	pi->tc_hi = ip[0];
 	pi->tc_lo = ip[1];
 	off = ETH_HLEN;
-	if (ip[6] == NEXTHDR_IPV6) {
+	if (ip[IPV6_NEXTHDR_OFF] == NEXTHDR_IPV6) {
 		off = ETH_HLEN + IPV6_HLEN;
 		ip = data + off;
-		if ((void *)(ip + IPV6_HLEN) > end || (ip[0] >> 4) != 6)
+		if ((void *)(ip + IPV6_HLEN) > end || (ip[0] >> 4) != IP_VERSION_6)
 			return 0;
 	}
-	if (ip[6] != NEXTHDR_UDP)
+	if (ip[IPV6_NEXTHDR_OFF] != NEXTHDR_UDP)
 		return 0;
 	udp = ip + IPV6_HLEN;
 	bth = udp + UDP_HLEN;
 	if ((void *)(bth + BTH_LEN + METH_LEN) > end)
 		return 0;
-	if (*(__u16 *)(udp + 2) != bpf_htons(ROCE_UDP_PORT))
+	if (*(__u16 *)(udp + UDP_DPORT_OFF) != bpf_htons(ROCE_UDP_PORT))
 		return 0;
 	opcode = bth[0];
 	if (opcode < OP_WRITE_FIRST || opcode > OP_WRITE_ONLY_IMM)
@@ -148,7 +133,7 @@ static __always_inline int parse(struct __sk_buff *skb, struct pkt_info *pi)
 	pi->inner_off = off;
 	pi->udp_off = off + IPV6_HLEN;
 	hdr = pi->udp_off + UDP_HLEN + BTH_LEN + METH_LEN + RETH_LEN;
-	if (bth[BTH_LEN] & METH_FLAG_TSETH)
+	if (bth[BTH_LEN + METH_FLAGS_OFF] & METH_FLAG_TSETH)
 		hdr += TSETH_LEN;
 	if (opcode == OP_WRITE_LAST_IMM || opcode == OP_WRITE_ONLY_IMM)
 		hdr += IMMDT_LEN;
@@ -174,13 +159,13 @@ static __always_inline int trim_packet(struct __sk_buff *skb, struct pkt_info *p
 	if (bpf_skb_change_tail(skb, pi->hdr_len, 0) < 0)
 		return -1;
 	if (pi->inner_off != ETH_HLEN &&
-	    store_u16(skb, ETH_HLEN + 4, pi->hdr_len - ETH_HLEN - IPV6_HLEN) < 0)
+	    store_u16(skb, ETH_HLEN + IPV6_PLEN_OFF, pi->hdr_len - ETH_HLEN - IPV6_HLEN) < 0)
 		return -1;
-	if (store_u16(skb, pi->inner_off + 4, pi->hdr_len - pi->inner_off - IPV6_HLEN) < 0)
+	if (store_u16(skb, pi->inner_off + IPV6_PLEN_OFF, pi->hdr_len - pi->inner_off - IPV6_HLEN) < 0)
 		return -1;
-	if (store_u16(skb, pi->udp_off + 4, pi->hdr_len - pi->udp_off) < 0)
+	if (store_u16(skb, pi->udp_off + UDP_LEN_OFF, pi->hdr_len - pi->udp_off) < 0)
 		return -1;
-	if (bpf_skb_store_bytes(skb, pi->udp_off + 6, &zero, 2, 0) < 0)
+	if (bpf_skb_store_bytes(skb, pi->udp_off + UDP_CHECK_OFF, &zero, 2, 0) < 0)
 		return -1;
 	return 0;
 }
@@ -203,8 +188,8 @@ int mrc_trim(struct __sk_buff *skb)
 	parse(skb, &pi);
 	flags = cfg->flags;
 	rate = cfg->rate_bytes_per_s;
-	ecn = pi.tc_lo >> 4 & 0x3;
-	ect = pi.ipv6 && (ecn == 1 || ecn == 2);
+	ecn = pi.tc_lo >> 4 & ECN_MASK;
+	ect = pi.ipv6 && (ecn == ECN_ECT1 || ecn == ECN_ECT0);
 	header_only = pi.mrc_data && pi.hdr_len == pi.len;
 	now = bpf_ktime_get_ns();
 
@@ -276,10 +261,10 @@ int mrc_trim(struct __sk_buff *skb)
 		__u8 tclass = (pi.tc_hi & 0x0f) << 4 | pi.tc_lo >> 4;
 
 		if (mark)
-			tclass |= 0x3;
+			tclass |= ECN_CE;
 		if (trim) {
 			dscp = (flags & CFG_LAST_HOP) ? DSCP_TRIMMED_LASTHOP : DSCP_TRIMMED;
-			tclass = (__u8)(dscp << 2) | (tclass & 0x3);
+			tclass = (__u8)(dscp << TCLASS_DSCP_SHIFT) | (tclass & ECN_MASK);
 		}
 		tc_bytes[0] = (pi.tc_hi & 0xf0) | tclass >> 4;
 		tc_bytes[1] = (__u8)(tclass << 4) | (pi.tc_lo & 0x0f);
