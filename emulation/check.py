@@ -17,7 +17,7 @@ import time
 
 from controller.routing import ecmp_uplink
 from emulation.fabric import Fabric
-from model.topology import Topology, make_ev
+from model.topology import Topology, ev_plane, ev_spine, make_ev
 
 PROBES_PER_FLOW = 5
 PIN_PACKETS = 40
@@ -34,7 +34,7 @@ def _predicted_spine(topo: Topology, routing: str, src: int, dst: int, plane: in
     if hs.group == hd.group:
         return None
     if routing == "srv6":
-        return (ev >> 22) & 0x3F
+        return ev_spine(ev)
     return ecmp_uplink(topo.spec, ev, hs.group, hd.group, plane=plane)
 
 
@@ -97,7 +97,7 @@ def check_reachability(fab, count: int = PROBES_PER_FLOW) -> dict:
     for src, fl in flows.items():
         for dst, ev in fl:
             if got.get((src, dst, ev), 0) != count:
-                missing.append(f"h{src}->h{dst} plane {ev >> 28} ev {ev:#x}: "
+                missing.append(f"h{src}->h{dst} plane {ev_plane(ev)} ev {ev:#x}: "
                                f"{got.get((src, dst, ev), 0)}/{count}")
     if missing:
         raise CheckFailed(f"{len(missing)} probe flow(s) not delivered exactly: "
@@ -147,7 +147,7 @@ def pin_samples(topo: Topology, routing: str) -> list[tuple[int, int, int]]:
 def check_path_pinning(fab, packets: int = PIN_PACKETS) -> int:
     topo, spec_json = fab.topo, json.dumps(fab.topo.spec.to_dict())
     for src, dst, ev in pin_samples(topo, fab.routing):
-        plane = ev >> 28
+        plane = ev_plane(ev)
         spine = _predicted_spine(topo, fab.routing, src, dst, plane, ev) or 0
         want = expected_port_moves(topo, src, dst, plane, spine)
         receiver = _pathcheck(fab, dst, ["recv", "--spec", spec_json, "--host", str(dst),

@@ -22,7 +22,10 @@ API (everything else in this module is private):
         Raises only DecodeError; its .reason is one of DECODE_REASONS (count drops by it).
     (the trimmer's reference model is emulation.vqueue.trim_frame; tests decode its output)
 
-Wire layout: traffic/layers.py defines it; traffic/WIRE_FORMAT.md compares it with the sources. Project decisions made here:
+Wire layout: the wire table model/wire.py defines it (every struct format and bit position below
+is built from it at import); traffic/WIRE_FORMAT.md compares it with the sources; the Scapy
+layers (traffic/layers.py) are an independent implementation the tests compare with.
+Project decisions made here:
 - Trimmed packets: a WRITE frame that still holds every header through RETH/ImmDt but lost its
   payload+ICRC decodes as trimmed=True with an empty payload (ICRC unchecked: it is gone). Two
   trimmers exist: the tc BPF one (emulation/bpf/trim.c) cuts to the headers, fixes the lengths

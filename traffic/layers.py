@@ -1,8 +1,10 @@
-"""Scapy layers for the MRC wire format: the reference definition of the bytes.
+"""Scapy layers for the MRC wire format: a readable declaration of the bytes, independent of
+the codec.
 
-The fast codec (traffic/codec.py) packs and parses the same bytes with struct; these layers
-exist so the layout is declared once, readably, and so tests can check the codec against an
-independent implementation (and tools can print captured packets). Too slow for the data path.
+The layout itself is the wire table's (model/wire.py): the fast codec (traffic/codec.py) builds
+its struct formats from it, and tests/traffic/test_layers_wire_table.py checks every field below
+(name, bit position, width) against it. These layers exist so tests can check the codec against
+an independent implementation, and tools can print captured packets. Too slow for the data path.
 
 Layout (traffic/WIRE_FORMAT.md compares every field with the public sources):
 Ethernet / [outer IPv6 nh=41] / IPv6 nh=17 / UDP dport 4791 / BTH / by opcode:
@@ -25,16 +27,15 @@ from scapy.fields import (BitField, ByteEnumField, ByteField, FlagsField,
 from scapy.layers.inet import UDP
 from scapy.packet import Packet, Raw, bind_layers
 
-from model.topology import ROCE_UDP_PORT
-from traffic.messages import (IMM_OPCODES, WRITE_OPCODES, EndpointOp, NackReason, Opcode,
-                              SkipMode)
+from model.wire import (ICRC_LEN, IMM_OPCODES, METH_FLAG_TSETH, ROCE_UDP_PORT, WRITE_OPCODES,
+                        EndpointOp, NackReason, Opcode, SkipMode)
 
 OPCODE_NAMES = {op.value: op.name for op in Opcode}
 NACK_REASON_NAMES = {r.value: r.name for r in NackReason}
 SKIP_MODE_NAMES = {m.value: m.name for m in SkipMode}
 ENDPOINT_OP_NAMES = {o.value: o.name for o in EndpointOp}
-
-ICRC_LEN = 4
+# METH flag names by bit (LSB first, as FlagsField numbers them): the table's TSETH flag.
+METH_FLAG_NAMES = [("tseth" if METH_FLAG_TSETH == 1 << bit else f"f{bit}") for bit in range(8)]
 
 
 def icrc_of(covered: bytes) -> int:
@@ -102,7 +103,7 @@ class METH(Packet):
 
     name = "METH"
     fields_desc = [
-        FlagsField("flags", 0, 8, ["tseth", "f1", "f2", "f3", "f4", "f5", "f6", "f7"]),
+        FlagsField("flags", 0, 8, METH_FLAG_NAMES),
         X3BytesField("msn", 0),
     ]
 

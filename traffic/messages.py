@@ -1,9 +1,9 @@
 """What MRC packets mean, independent of how they are encoded.
 
 The pure transport (sender, receiver, EV path health, NSCC) produces and consumes these
-objects; the wire codec (traffic/codec.py) turns them into bytes and back, and the Scapy
-layers (traffic/layers.py) define and check those bytes. traffic/WIRE_FORMAT.md has the
-field-by-field table against the public sources.
+objects; the wire codec (traffic/codec.py) turns them into bytes and back with the layout of
+the wire table (model/wire.py), and the Scapy layers (traffic/layers.py) check those bytes.
+traffic/WIRE_FORMAT.md has the field-by-field table against the public sources.
 
 Where each value comes from (say which when adding one):
 - "OCP API": the public OCP MRC 1.0 companion headers (mrc.h, mrc_ctl.h of

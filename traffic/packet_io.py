@@ -14,6 +14,8 @@ import socket
 import struct
 import time
 
+from model.wire import ROCE_UDP_PORT
+
 ETH_P_ALL = 0x0003
 ETH_P_IPV6 = 0x86DD
 SOL_SOCKET = 1
@@ -38,12 +40,12 @@ ROCE_BPF_PROGRAM: tuple[tuple[int, int, int, int], ...] = (
     (0x30, 0, 0, 0x00000014),   # ldb [20]
     (0x15, 0, 2, 0x00000011),   # jeq #17              jt 4  jf 6
     (0x28, 0, 0, 0x00000038),   # ldh [56]
-    (0x15, 5, 6, 0x000012B7),   # jeq #4791            jt 11 jf 12
+    (0x15, 5, 6, ROCE_UDP_PORT),   # jeq #4791         jt 11 jf 12
     (0x15, 0, 5, 0x00000029),   # jeq #41              jt 7  jf 12
     (0x30, 0, 0, 0x0000003C),   # ldb [60]
     (0x15, 0, 3, 0x00000011),   # jeq #17              jt 9  jf 12
     (0x28, 0, 0, 0x00000060),   # ldh [96]
-    (0x15, 0, 1, 0x000012B7),   # jeq #4791            jt 11 jf 12
+    (0x15, 0, 1, ROCE_UDP_PORT),   # jeq #4791         jt 11 jf 12
     (0x06, 0, 0, 0x00040000),   # ret #262144 (accept whole frame)
     (0x06, 0, 0, 0x00000000),   # ret #0 (drop)
 )

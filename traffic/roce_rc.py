@@ -18,7 +18,7 @@ from collections import deque
 from typing import Callable
 
 from model.events import Event
-from model.topology import random_entropy, make_ev
+from model.topology import ev_plane, make_ev, random_entropy
 from traffic.evs import PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, WRITE_OPCODES, DataPacket,
                               Nack, NackReason, Probe, Sack)
@@ -46,7 +46,7 @@ class RoceSenderQP(PostedWrites):
         self.paths = paths
         self.emit = emit or (lambda event: None)
         self.ev = ev if ev is not None else fixed_path(paths, qp_num, rng)
-        self.plane = (self.ev >> 28) & 0xF
+        self.plane = ev_plane(self.ev)
         self.pacer = PlanePacer([self.plane], config.port_rate_Bps,
                                 config.pacing_burst_packets * (config.max_payload + config.header_overhead))
         self.snd_una = config.start_psn
@@ -215,7 +215,7 @@ class RoceReceiverQP(AssembledCompletions):
         self.emit = emit or (lambda event: None)
         self.registry = registry if registry is not None else MemoryRegistry()
         self.ev = ev if ev is not None else fixed_path(paths, qp_num, rng)
-        self.plane = (self.ev >> 28) & 0xF
+        self.plane = ev_plane(self.ev)
         self.expected = config.start_psn
         self.nak_sent = False
         self.assembler = MessageAssembler(qp_num, self.emit)

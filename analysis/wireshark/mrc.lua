@@ -20,7 +20,7 @@
 -- (32 bits), then one 16-bit uSID per hop: 0x1000|plane<<8|group = a T0, 0x2000|plane<<8|spine
 -- = a T1 (0 when source and destination share a T0 group), 0x3000|n = the downlink to host n
 -- of the destination's group; trailing zeros end the container.
--- Trimmed packets carry outer DSCP 0x3B (TRIMMED) or 0x3F (TRIMMED_LASTHOP) (model/dscp.py).
+-- Trimmed packets carry outer DSCP 0x3B (TRIMMED) or 0x3F (TRIMMED_LASTHOP) (model/wire.py).
 -- The UDP checksum is 0, as RoCEv2 over IPv6 sends it (the ICRC covers the packet); Wireshark's
 -- UDP dissector calls that an error unless its preference "Ignore zero-value IPv6 UDP
 -- checksums" is on: `-o udp.ignore_ipv6_zero_checksum:TRUE` (mrclab wireshark passes it).

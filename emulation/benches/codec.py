@@ -5,6 +5,7 @@ import time
 
 from model.argtypes import nonneg_int, positive_float
 from model.topology import FabricSpec, Topology, make_ev
+from model.wire import ROCE_UDP_PORT
 from traffic.codec import Codec
 from traffic.layers import BTH, METH, RETH, TSETH
 from traffic.messages import DataPacket, Opcode
@@ -85,7 +86,7 @@ def codec_bench(argv: list[str] | None = None, *, seconds: float = 1.0, payload_
         if mode == "srv6":
             pkt /= IPv6(tc=2, fl=ev >> 16, src=src_addr, dst=container)
         pkt /= (IPv6(tc=2, fl=ev >> 16, src=src_addr, dst=dst_addr)
-                / UDP(sport=ev & 0xFFFF, dport=4791, chksum=0)
+                / UDP(sport=ev & 0xFFFF, dport=ROCE_UDP_PORT, chksum=0)
                 / BTH(opcode=msg.opcode, dqpn=msg.dest_qp, psn=msg.psn)
                 / METH(flags=1, msn=msg.msn) / TSETH(timestamp=msg.timestamp)
                 / RETH(va=msg.va, rkey=msg.rkey, dmalen=msg.dma_len) / Raw(msg.payload))

@@ -14,7 +14,7 @@ from analysis.pcap import PcapError, load_pcap
 from model.argtypes import UsageError, existing_file, positive_int
 from model.topology import FabricSpec, Topology, make_ev
 from traffic.codec import Codec
-from traffic.messages import DataPacket, Sack
+from traffic.messages import DataPacket, Opcode, Sack
 
 GOAL_RATIO = 20.0
 
@@ -35,7 +35,7 @@ def write_bench_capture(path, packets: int = 20000, payload: int = 1024) -> Path
             if i % 5 == 4:
                 frame = back.encode(Sack(dest_qp=7, cum_psn=i & 0xFFFFFF, ev=ev, rx_bytes=i * payload))
             else:
-                frame = fwd.encode(DataPacket(dest_qp=7, psn=i & 0xFFFFFF, opcode=0xCA, msn=i & 0xFFFFFF,
+                frame = fwd.encode(DataPacket(dest_qp=7, psn=i & 0xFFFFFF, opcode=Opcode.WRITE_ONLY, msn=i & 0xFFFFFF,
                                               va=i * payload, rkey=1, dma_len=payload, payload=body,
                                               ev=ev, retransmit=i % 97 == 0))
             t += 10_000

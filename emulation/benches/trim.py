@@ -12,18 +12,27 @@ from emulation.trimming import (PortConfig, _port_maps, attach, configure, count
                                 scratch_veth)
 from emulation.fabric import Fabric
 from model.argtypes import positive_float, positive_int
+from model import wire
 from model.topology import FabricSpec
 from traffic.codec import Codec
-from traffic.messages import DataPacket
+from traffic.messages import DataPacket, Opcode
 
 def bench_frame(payload: int = 1024) -> bytes:
     """An SRv6-encapsulated MRC WRITE_MIDDLE frame (ECT(0)) built with struct, for the bench."""
     src, dst = bytes.fromhex("fd00" + "00" * 13 + "01"), bytes.fromhex("fd00" + "00" * 13 + "02")
-    body = (struct.pack("!BBHII", 0xC7, 0, 0xFFFF, 0x11, 7) + struct.pack("!I", 1)
-            + struct.pack("!QII", 0, 1, payload) + bytes(payload) + bytes(4))
-    udp = struct.pack("!HHHH", 0x1234, 4791, 8 + len(body), 0) + body
-    inner = struct.pack("!IHBB", 6 << 28 | 2 << 20, len(udp), 17, 64) + src + dst + udp
-    outer = struct.pack("!IHBB", 6 << 28 | 2 << 20, len(inner), 41, 64) + src + dst + inner
+    ip6 = wire.IPV6
+    body = (struct.pack("!" + wire.BTH.struct_format, Opcode.WRITE_MIDDLE, 0, wire.BTH_PKEY_DEFAULT,
+                        0x11, 7)
+            + struct.pack("!" + wire.METH.struct_format, 1)
+            + struct.pack("!" + wire.RETH.struct_format, 0, 1, payload) + bytes(payload)
+            + bytes(wire.ICRC_LEN))
+    udp = struct.pack("!" + wire.UDP.struct_format, 0x1234, wire.ROCE_UDP_PORT,
+                      wire.UDP.size + len(body), 0) + body
+    word = (wire.IP_VERSION_6 << ip6["version"].shift) | (wire.ECN_ECT0 << ip6["ecn"].shift)
+    head = "!" + ip6.format_through("hop_limit")
+    inner = struct.pack(head, word, len(udp), wire.NEXT_HEADER_UDP, wire.HOP_LIMIT) + src + dst + udp
+    outer = struct.pack(head, word, len(inner), wire.NEXT_HEADER_IPV6, wire.HOP_LIMIT) + src + dst \
+        + inner
     return b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x86\xdd" + outer
 
 
@@ -83,7 +92,7 @@ def measure_fabric_bench(seconds_per_round: float = 1.0, rounds: int = 3) -> dic
             if fab.topo.link("t0p0g0", fab.topo.host(1).name).a == "t0p0g0" \
             else fab.topo.link("t0p0g0", fab.topo.host(1).name).b_intf
         enc = Codec(fab.topo).encoder(0, 1, 0, "ecmp")
-        frame = enc.encode(DataPacket(dest_qp=0x11, psn=7, opcode=0xC7, msn=1, va=0, rkey=1,
+        frame = enc.encode(DataPacket(dest_qp=0x11, psn=7, opcode=Opcode.WRITE_MIDDLE, msn=1, va=0, rkey=1,
                                       dma_len=1 << 20, payload=bytes(1024), ev=0xC123))
 
         def rx() -> int:

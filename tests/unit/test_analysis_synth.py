@@ -2,7 +2,8 @@
 
 Frames follow the wire layout of traffic/WIRE_FORMAT.md byte for byte (Ethernet, optional
 outer IPv6 nh=41 for SRv6, IPv6, UDP 4791, BTH, METH/TSETH/RETH/ImmDt, SACK, NACK, PROBE, ICRC);
-L2-L4 are built by Scapy, the MRC headers by struct. Captures are written with Scapy's wrpcap.
+L2-L4 are built by Scapy, the MRC headers by struct with the wire table's formats and bit
+positions (model/wire.py). Captures are written with Scapy's wrpcap.
 The tests at the bottom check the builder itself against Scapy's decoding.
 """
 from __future__ import annotations
@@ -17,41 +18,54 @@ from scapy.layers.inet import UDP
 from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
+from model import wire
 from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
 
 
+def _pack(header, *words):
+    return struct.pack("!" + header.struct_format, *words)
+
+
+def _bits(header, name, value):
+    fld = header[name]
+    return (value & fld.mask) << fld.shift
+
+
 def bth(opcode, qp, psn, *, retx=False, ack_req=False):
-    return struct.pack("!BBHBBHI", opcode, 0, 0xFFFF, 0x20 if retx else 0,
-                       (qp >> 16) & 0xFF, qp & 0xFFFF, (0x80000000 if ack_req else 0) | (psn & 0xFFFFFF))
+    b = wire.BTH
+    return _pack(b, opcode, 0, wire.BTH_PKEY_DEFAULT,
+                 _bits(b, "retransmit", int(retx)) | _bits(b, "dqpn", qp),
+                 _bits(b, "ackreq", int(ack_req)) | _bits(b, "psn", psn))
 
 
 def data_hdrs(msn, va, rkey, dma_len, *, ts=None, imm=None):
-    out = struct.pack("!I", ((1 if ts is not None else 0) << 24) | (msn & 0xFFFFFF))
+    flags = wire.METH_FLAG_TSETH if ts is not None else 0
+    out = _pack(wire.METH, _bits(wire.METH, "flags", flags) | _bits(wire.METH, "msn", msn))
     if ts is not None:
-        out += struct.pack("!Q", ts)
-    out += struct.pack("!QII", va, rkey, dma_len)
+        out += _pack(wire.TSETH, ts)
+    out += _pack(wire.RETH, va, rkey, dma_len)
     if imm is not None:
-        out += struct.pack("!I", imm)
+        out += _pack(wire.IMMDT, imm)
     return out
 
 
 def sack_hdr(cum_psn, sack_base, bitmap, ev, skip=0, mpr=8, port_status=3, echo_ts=0, ooo=0,
              penalty=0, rx_bytes=0):
-    return struct.pack("!IIQIBBBBQIIQ", cum_psn, sack_base, bitmap, ev, skip, mpr, port_status, 0,
-                       echo_ts, ooo, penalty, rx_bytes)
+    return _pack(wire.SACK, cum_psn, sack_base, bitmap, ev, skip, mpr, port_status, 0,
+                 echo_ts, ooo, penalty, rx_bytes)
 
 
 def nack_hdr(reason, port_status=3, ev=0, echo_ts=0):
-    return struct.pack("!BBHIQ", reason, port_status, 0, ev, echo_ts)
+    return _pack(wire.NACK, reason, port_status, 0, ev, echo_ts)
 
 
 def probe_hdr(ev, *, port_status=3, src_qp=0, ts=0):
-    """EPH of an EV probe (operation 0); the probe id goes in the BTH PSN, request/response in
-    the BTH opcode (0xD8 / 0xD9)."""
-    return struct.pack("!BBHIIQ", 0, port_status, 0, ev, src_qp, ts)
+    """EPH of an EV probe; the probe id goes in the BTH PSN, request/response in the BTH
+    opcode (EP_REQUEST / EP_RESPONSE)."""
+    return _pack(wire.EPH, wire.EndpointOp.EV_PROBE, port_status, 0, ev, src_qp, ts)
 
 
 def frame(src_host, dst_host, plane, ev, mrc, *, srv6=True, ecn=0, spine=0):
@@ -60,11 +74,12 @@ def frame(src_host, dst_host, plane, ev, mrc, *, srv6=True, ecn=0, spine=0):
     flow = (ev >> 16) & 0xFFFF
     src = TOPO.nic_addr(src_host, plane)
     dst = TOPO.nic_addr(dst_host, plane)
-    inner = IPv6(src=src, dst=dst, nh=17, fl=flow, tc=0 if srv6 else ecn) / \
-        UDP(sport=ev & 0xFFFF, dport=4791, chksum=0) / payload
+    inner = IPv6(src=src, dst=dst, nh=wire.NEXT_HEADER_UDP, fl=flow, tc=0 if srv6 else ecn) / \
+        UDP(sport=ev & 0xFFFF, dport=wire.ROCE_UDP_PORT, chksum=0) / payload
     eth = Ether(src=TOPO.nic_mac(src_host, plane), dst="02:ff:00:00:00:01")
     if srv6:
-        outer = IPv6(src=src, dst=TOPO.usid_container(src_host, dst_host, plane, spine), nh=41,
+        outer = IPv6(src=src, dst=TOPO.usid_container(src_host, dst_host, plane, spine),
+                     nh=wire.NEXT_HEADER_IPV6,
                      fl=flow, tc=ecn)
         return eth / outer / inner
     return eth / inner
