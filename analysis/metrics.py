@@ -25,7 +25,8 @@ from analysis import runmodel
 from analysis import flows, recovery
 from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
 from analysis.pcap import load_captures
-from model.events import FAULT_ACTIONS, Event, Phase
+from model.events import Event, Phase
+from model.faults import ACTIONS as FAULT_ACTIONS
 
 DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY",
                 "WRITE_ONLY_IMM")

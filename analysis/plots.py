@@ -22,6 +22,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from analysis import metrics as m  # noqa: E402
 from analysis import recovery, safe_write  # noqa: E402
 from analysis import trimming as tr
+from model import faults as fault_kinds
 from model.events import Event
 from model.topology import ev_plane, ev_spine, t0_name, t1_name
 
@@ -488,7 +489,8 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
             f = {k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
             state = recovery.apply_fault_to_capacity(topology, state, f)
             if f.get("a") and f.get("b"):
-                what = {"link_down": "down", "link_up": "up"}.get(f["action"], f["action"])
+                kind = fault_kinds.BY_ACTION.get(f["action"])
+                what = kind.display() if kind is not None else f["action"]
                 touched.setdefault(frozenset((f["a"], f["b"])), []).append(
                     f"{what} {(f['t_ns'] - first_ns) / 1e9:.1f} s")
     failed = {frozenset(k) for k, v in state.items() if v < 1.0}

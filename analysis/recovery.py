@@ -36,6 +36,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from model import faults as fault_kinds
+
 DEFAULT_THRESHOLD = 0.9
 DEFAULT_WINDOW_MS = 100.0
 DEFAULT_HOLD_MS = 500.0
@@ -176,34 +178,29 @@ def surviving_capacity_fraction(topology, link_capacity: Mapping[tuple[str, str]
 
 def apply_fault_to_capacity(topology, link_capacity: dict, fault: Mapping) -> dict:
     """The link-capacity state after one fault-log entry (a new dict; input unchanged).
-    Actions as in the controller's fault API; unknown actions leave capacity unchanged."""
+    Actions as in the controller's fault API; each changes capacity as the fault registry's
+    `capacity` says (model/faults.py); unknown actions leave capacity unchanged."""
     state = dict(link_capacity)
-    action = fault.get("action")
+    kind = fault_kinds.BY_ACTION.get(fault.get("action"))
+    if kind is None or kind.capacity is fault_kinds.CAP_NONE:
+        return state
     a, b = fault.get("a"), fault.get("b")
-
-    def key():
-        return (a, b)
 
     def drop_equivalent_keys(pair):
         for k in [k for k in state if frozenset(k) == frozenset(pair)]:
             del state[k]
 
-    if action in ("link_down", "flap"):
-        drop_equivalent_keys(key())
-        state[key()] = 0.0
-    elif action in ("link_up", "gray_loss_clear", "degrade_clear"):
-        drop_equivalent_keys(key())
-    elif action == "gray_loss":
-        drop_equivalent_keys(key())
-        if float(fault.get("percent", 100)) >= GRAY_LOSS_UNUSABLE_PERCENT:
-            state[key()] = 0.0
-    elif action == "degrade":
-        drop_equivalent_keys(key())
-        state[key()] = max(0.0, min(1.0, float(fault.get("fraction", 1.0))))
-    elif action in ("blackhole", "blackhole_clear"):
-        node = fault.get("node") or a
-        for link in topology.links_of(node):
-            drop_equivalent_keys(link.ends())
-            if action == "blackhole":
-                state[link.ends()] = 0.0
+    if kind.target == fault_kinds.NODE:     # every link of the switch
+        targets = [link.ends() for link in topology.links_of(fault.get("node") or a)]
+    else:
+        targets = [(a, b)]
+    for key in targets:
+        drop_equivalent_keys(key)
+        if kind.capacity == fault_kinds.CAP_ZERO:
+            state[key] = 0.0
+        elif kind.capacity == fault_kinds.CAP_LOSS:
+            if float(fault.get(kind.capacity_param, 100)) >= GRAY_LOSS_UNUSABLE_PERCENT:
+                state[key] = 0.0
+        elif kind.capacity == fault_kinds.CAP_FRACTION:
+            state[key] = max(0.0, min(1.0, float(fault.get(kind.capacity_param, 1.0))))
     return state

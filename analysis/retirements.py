@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterable, Mapping
 
 from analysis.jsonl import read_jsonl
+from model import faults as fault_kinds
 from model.events import Event
 from model.topology import Topology, ev_plane, ev_spine, t0_name, t1_name
 from traffic.qp_config import MRCConfig
@@ -81,9 +82,9 @@ def impairments(fault_log: Iterable[Mapping], topology: Topology) -> list[Impair
     opened: dict[tuple[frozenset, str], tuple[int, str]] = {}   # (link, kind) -> (start, action)
     out: list[Impairment] = []
 
-    def links_of(rec) -> list[frozenset]:
+    def links_of(rec, kind) -> list[frozenset]:
         a, b = rec.get("a"), rec.get("b")
-        if rec.get("action") in ("blackhole", "blackhole_clear"):
+        if kind.target == fault_kinds.NODE:       # every link of the switch
             node = rec.get("node") or a
             return [frozenset(lk.ends()) for lk in topology.links_of(node)] \
                 if node in topology.switches else []
@@ -100,30 +101,22 @@ def impairments(fault_log: Iterable[Mapping], topology: Topology) -> list[Impair
         if start is not None:
             out.append(Impairment(link, start[0], t, start[1]))
 
+    # Each kind's window is the fault registry's (model/faults.py): until its clear (keyed by
+    # the fault's action, which its clear names), or its own duration (a flap).
     for rec in records:
         action, t = rec.get("action"), rec["t_ns"]
-        for link in links_of(rec):
-            if action == "link_down":
-                open_(link, "down", t, action)
-            elif action == "link_up":
-                close(link, "down", t)
-            elif action == "flap":
-                # down for half a period, then up, `count` times (controller/faults.flap_schedule)
-                period_ns = int(float(rec.get("period_s", 0)) * 1e9)
-                count = int(rec.get("count", 1))
-                out.append(Impairment(link, t, t + (2 * count - 1) * period_ns // 2, action))
-            elif action == "gray_loss" and float(rec.get("percent", 100)) > 0:
-                open_(link, "loss", t, action)
-            elif action == "gray_loss_clear":
-                close(link, "loss", t)
-            elif action == "degrade":
-                open_(link, "degrade", t, action)
-            elif action == "degrade_clear":
-                close(link, "degrade", t)
-            elif action == "blackhole":
-                open_(link, "blackhole", t, action)
-            elif action == "blackhole_clear":
-                close(link, "blackhole", t)
+        kind = fault_kinds.BY_ACTION.get(action)
+        if kind is None:
+            continue
+        closes = fault_kinds.window_closed_by(action)
+        impairs = kind.impairs_param is None or float(rec.get(kind.impairs_param, 100)) > 0
+        for link in links_of(rec, kind):
+            if kind.window == fault_kinds.WIN_UNTIL_CLEAR and impairs:
+                open_(link, action, t, action)
+            elif kind.window == fault_kinds.WIN_OWN:
+                out.append(Impairment(link, t, t + fault_kinds.own_window_ns(rec), action))
+            elif closes is not None:
+                close(link, closes, t)
     out += [Impairment(link, start, None, action) for (link, _), (start, action) in opened.items()]
     return sorted(out, key=lambda i: (i.start_ns, sorted(i.link)))
 

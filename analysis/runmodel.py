@@ -32,7 +32,8 @@ from pathlib import Path
 
 from analysis import flows, recovery
 from analysis.jsonl import drop_far_times, parse_json, read_jsonl
-from model.events import FAULT_ACTIONS, Event, Phase
+from model.events import Event, Phase
+from model.faults import ACTIONS as FAULT_ACTIONS
 from model.topology import FabricSpec, SpecError, Topology
 
 APPLIED, FAILED, NOT_REACHED, AFTER_TRAFFIC = "applied", "failed", "not_reached", "after_traffic"

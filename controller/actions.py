@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar, Union
 
 from controller import faults as F
+from model import faults as R
 from model.topology import Topology
 
 
@@ -109,11 +110,14 @@ class BlackholeClear(_SwitchAction):
 
 FaultAction = Union[LinkDown, LinkUp, Flap, GrayLoss, GrayLossClear, Degrade, DegradeClear,
                     EcnMark, EcnClear, Blackhole, BlackholeClear]
-BY_NAME: dict[str, type] = {cls.name: cls for cls in FaultAction.__args__}
+# in the fault registry's order (model/faults.py); tests/model/test_faults.py checks that every
+# registered action has its class here and its fields are the registry's parameters
+BY_NAME: dict[str, type] = {
+    name: cls for name in R.ACTIONS for cls in FaultAction.__args__ if cls.name == name}
 
 # What clears a directional fault kind, as recorded in the planner's state ("active" keys).
-CLEAR_OF_KIND: dict[str, type] = {"gray_loss": GrayLossClear, "degrade": DegradeClear,
-                                  "ecn_mark": EcnClear}
+CLEAR_OF_KIND: dict[str, type] = {k.action: BY_NAME[k.cleared_by] for k in R.KINDS
+                                  if k.directional and k.cleared_by}
 
 
 def from_validated(fault: dict) -> FaultAction:

@@ -20,9 +20,9 @@ Mechanisms (all verified on this project's kernel, which has no netem/RED):
 """
 from __future__ import annotations
 
-import math
 import re
 
+from model import faults as R
 from model.topology import Topology
 from controller.routing import (
     KIND_FAULT_BLACKHOLE,
@@ -33,28 +33,12 @@ from controller.routing import (
 )
 
 NFT_TABLE_PREFIX = "mrclab_"
-DIRECTIONS = ("a->b", "b->a", "both")
-MAX_FLAP_COUNT = 10000
-MIN_FLAP_PERIOD_S = 0.02
-MAX_FLAP_PERIOD_S = 3600.0
-MAX_ECN_RATE_MBIT = 100000.0
 DEGRADE_HTB_HANDLE = "7a"   # only used when the port has no HTB class of its own
 
-# action -> (required params, optional params with defaults); "a"/"b" handled separately.
+# action -> (required params, optional params with defaults), from the fault registry
+# (model/faults.py, which also holds their bounds); "a"/"b" handled separately.
 ACTIONS: dict[str, tuple[tuple[str, ...], dict]] = {
-    "link_down": ((), {}),
-    "link_up": ((), {}),
-    "flap": (("period_s", "count"), {}),
-    "gray_loss": (("percent",), {"direction": "both"}),
-    "gray_loss_clear": ((), {"direction": "both"}),
-    "blackhole": ((), {}),
-    "blackhole_clear": ((), {}),
-    "degrade": (("fraction",), {"direction": "both"}),
-    "degrade_clear": ((), {"direction": "both"}),
-    "ecn_mark": (("rate_mbit",), {"direction": "both"}),
-    "ecn_clear": ((), {"direction": "both"}),
-}
-NODE_ONLY_ACTIONS = ("blackhole", "blackhole_clear")
+    k.action: (k.required, k.optional) for k in R.KINDS}
 
 
 class FaultError(ValueError):
@@ -64,32 +48,27 @@ class FaultError(ValueError):
 # ---------------------------------------------------------------- validation
 
 
-def _number(cmd: dict, name: str) -> float:
-    value = cmd[name]
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise FaultError(f"{cmd['action']}: {name} must be a number, got {value!r}")
-    return float(value)
-
-
 def validate(cmd, topo: Topology) -> dict:
-    """Check a fault command; return it normalized (defaults filled, numbers typed).
-    Raises FaultError naming the offending field."""
+    """Check a fault command against the fault registry (model/faults.py) and the topology;
+    return it normalized (defaults filled, numbers typed). Raises FaultError naming the
+    offending field."""
     if not isinstance(cmd, dict):
         raise FaultError(f"a fault command must be a JSON object, got {type(cmd).__name__}")
     action = cmd.get("action")
     if action not in ACTIONS:
         raise FaultError(f"unknown action {action!r}; actions are {', '.join(ACTIONS)}")
-    required, optional = ACTIONS[action]
+    kind = R.kind(action)
+    node_only = kind.target == R.NODE
     cmd = dict(cmd)
-    if action in NODE_ONLY_ACTIONS and "node" in cmd and "a" not in cmd:
+    if node_only and "node" in cmd and "a" not in cmd:
         cmd["a"] = cmd.pop("node")
-    node_fields = ("a",) if action in NODE_ONLY_ACTIONS else ("a", "b")
-    allowed = {"action", *node_fields, *required, *optional}
+    node_fields = ("a",) if node_only else ("a", "b")
+    allowed = {"action", *node_fields, *kind.param_names}
     unknown = sorted(set(cmd) - allowed)
     if unknown:
         raise FaultError(f"{action}: unexpected parameter(s) {', '.join(unknown)}; "
                          f"allowed: {', '.join(sorted(allowed - {'action'}))}")
-    missing = [n for n in (*node_fields, *required) if n not in cmd]
+    missing = [n for n in (*node_fields, *kind.required) if n not in cmd]
     if missing:
         raise FaultError(f"{action}: missing parameter(s) {', '.join(missing)}")
     nodes = set(topo.node_names())
@@ -97,7 +76,7 @@ def validate(cmd, topo: Topology) -> dict:
         if not isinstance(cmd[n], str) or cmd[n] not in nodes:
             raise FaultError(f"{action}: unknown node {cmd[n]!r} in field {n!r}")
     out = {"action": action, **{n: cmd[n] for n in node_fields}}
-    if action in NODE_ONLY_ACTIONS:
+    if node_only:
         if cmd["a"] not in topo.switches:
             raise FaultError(f"{action}: target {cmd['a']!r} is a host; a blackhole target must "
                              f"be a switch (T0 or T1)")
@@ -106,35 +85,13 @@ def validate(cmd, topo: Topology) -> dict:
         topo.link(cmd["a"], cmd["b"])
     except KeyError:
         raise FaultError(f"{action}: no link between {cmd['a']!r} and {cmd['b']!r}") from None
-    for name, default in optional.items():
-        out[name] = cmd.get(name, default)
-    if "direction" in out and out["direction"] not in DIRECTIONS:
-        raise FaultError(f"{action}: direction must be one of {', '.join(DIRECTIONS)}, "
-                         f"got {out['direction']!r}")
-    if action == "flap":
-        period = _number(cmd, "period_s")
-        if period < MIN_FLAP_PERIOD_S or period > MAX_FLAP_PERIOD_S:
-            raise FaultError(f"flap: period_s must be in {MIN_FLAP_PERIOD_S}..{MAX_FLAP_PERIOD_S:g} "
-                             f"s, got {period}")
-        count = cmd["count"]
-        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_FLAP_COUNT:
-            raise FaultError(f"flap: count must be an integer in 1..{MAX_FLAP_COUNT}, got {count!r}")
-        out.update(period_s=period, count=count)
-    elif action == "gray_loss":
-        percent = _number(cmd, "percent")
-        if not 0 <= percent <= 100:
-            raise FaultError(f"gray_loss: percent must be in 0..100, got {percent}")
-        out["percent"] = percent
-    elif action == "degrade":
-        fraction = _number(cmd, "fraction")
-        if not 0 < fraction <= 1:
-            raise FaultError(f"degrade: fraction must be in (0, 1], got {fraction}")
-        out["fraction"] = fraction
-    elif action == "ecn_mark":
-        rate = _number(cmd, "rate_mbit")
-        if not 0 < rate <= MAX_ECN_RATE_MBIT:
-            raise FaultError(f"ecn_mark: rate_mbit must be in (0, {MAX_ECN_RATE_MBIT:g}], got {rate}")
-        out["rate_mbit"] = rate
+    # optional parameters first (their defaults filled), then the required ones in order
+    for p in sorted(kind.params, key=lambda p: p.required):
+        value = cmd.get(p.name, p.default)
+        problem = p.problem(value)
+        if problem:
+            raise FaultError(f"{action}: {p.name} {problem}")
+        out[p.name] = float(value) if p.type == R.NUMBER else value
     if action == "ecn_mark":
         for sender, receiver in directed_pairs(out):
             if receiver in {h.name for h in topo.hosts}:
@@ -243,7 +200,7 @@ def gray_loss_rule(percent: float) -> str:
 
 
 def gray_loss_commands(ns: list[str], intf: str, percent: float) -> list[list[str]]:
-    table = nft_table_name("loss", intf)
+    table = nft_table_name(R.kind("gray_loss").nft_table, intf)
     return [ns + ["nft", _nft_egress_script(table, intf, gray_loss_rule(percent))]]
 
 
@@ -252,7 +209,7 @@ def ecn_rate_bytes(rate_mbit: float) -> int:
 
 
 def ecn_mark_commands(ns: list[str], intf: str, rate_mbit: float) -> list[list[str]]:
-    table = nft_table_name("ecn", intf)
+    table = nft_table_name(R.kind("ecn_mark").nft_table, intf)
     rule = (f"meta protocol ip6 limit rate over {ecn_rate_bytes(rate_mbit)} bytes/second "
             f"ip6 ecn != not-ect ip6 ecn set ce counter")
     return [ns + ["nft", _nft_egress_script(table, intf, rule)]]

@@ -22,9 +22,8 @@ from controller.actions import (CLEAR_OF_KIND, Blackhole, BlackholeClear, Degrad
                                 LinkDown, LinkUp)
 from controller.commands import (CancelFlap, Command, DeleteCookie, InstallRules, StartFlap,
                                  run_all)
+from model import faults as R
 from model.topology import Topology
-
-NFT_KIND = {"gray_loss": "loss", "ecn_mark": "ecn"}   # nft table name part of each nft fault
 
 
 def _frozen(mapping) -> Mapping:
@@ -144,11 +143,13 @@ def _plan_gray_loss(action: GrayLoss, state, ctx) -> Plan:
     return Plan(tuple(steps))
 
 
-def _plan_nft_clear(action, state, ctx, kind: str) -> Plan:
+def _plan_nft_clear(action, state, ctx) -> Plan:
+    kind = R.CLEARS[action.name]
     steps = []
     for (s, r), ns, intf in _clear_egress(action, state, ctx, kind):
         state = state.with_active((kind, s, r), None)
-        steps.append(Step(tuple(run_all(F.nft_clear_commands(ns, NFT_KIND[kind], intf))), state))
+        cmds = F.nft_clear_commands(ns, R.kind(kind).nft_table, intf)
+        steps.append(Step(tuple(run_all(cmds)), state))
     return Plan(tuple(steps))
 
 
@@ -207,11 +208,12 @@ def _plan_degrade(action: Degrade, state, ctx) -> Plan:
 
 def _plan_degrade_clear(action: DegradeClear, state, ctx) -> Plan:
     link_mbit = ctx.topo.link(action.a, action.b).mbit
+    kind = R.CLEARS[action.name]
     steps = []
-    for pair, ns, intf in _clear_egress(action, state, ctx, "degrade"):
+    for pair, ns, intf in _clear_egress(action, state, ctx, kind):
         port = state.degraded[pair]
         cmds = F.degrade_clear_commands(ns, intf, list(port.leaves), link_mbit, port.own_qdisc)
-        state = state.with_degraded(pair, None).with_active(("degrade", *pair), None)
+        state = state.with_degraded(pair, None).with_active((kind, *pair), None)
         steps.append(Step(tuple(run_all(cmds)), state))
     return Plan(tuple(steps))
 
@@ -255,11 +257,11 @@ def plan(action: FaultAction, state: FaultState, ctx: PlanContext) -> Plan:
         case GrayLoss():
             return _plan_gray_loss(action, state, ctx)
         case GrayLossClear():
-            return _plan_nft_clear(action, state, ctx, "gray_loss")
+            return _plan_nft_clear(action, state, ctx)
         case EcnMark():
             return _plan_ecn_mark(action, state, ctx)
         case EcnClear():
-            return _plan_nft_clear(action, state, ctx, "ecn_mark")
+            return _plan_nft_clear(action, state, ctx)
         case Degrade():
             return _plan_degrade(action, state, ctx)
         case DegradeClear():

@@ -1,7 +1,7 @@
 """`mrclab`: the one command line of MRC lab.
 
     mrclab fabric [--planes P --groups G --spines S --hosts H ...] [--check]
-    mrclab link down|up|flap|loss|blackhole|degrade|ecn|clear ...
+    mrclab link ACTION ...              (a fault of model/faults.py, or clear WHAT)
     mrclab deny|allow --link A~B | --plane P [--t1 S] | --ev EV | --show
     mrclab clean
     mrclab run | analyze | notebook | wireshark ...
@@ -209,30 +209,23 @@ WIRE_DIRECTION = {"forward": "a->b", "reverse": "b->a", "both": "both"}
 
 
 def _fault_body(args) -> dict:
-    a = args.action
-    if a == "down":
-        return {"action": "link_down", "a": args.a, "b": args.b}
-    if a == "up":
-        return {"action": "link_up", "a": args.a, "b": args.b}
-    if a == "flap":
-        return {"action": "flap", "a": args.a, "b": args.b, "period_s": args.period_s,
-                "count": args.count}
-    if a == "loss":
-        return {"action": "gray_loss", "a": args.a, "b": args.b, "percent": args.percent,
-                "direction": WIRE_DIRECTION[args.direction]}
-    if a == "blackhole":
-        return {"action": "blackhole", "a": args.switch}
-    if a == "degrade":
-        return {"action": "degrade", "a": args.a, "b": args.b, "fraction": args.fraction}
-    if a == "ecn":
-        return {"action": "ecn_mark", "a": args.a, "b": args.b, "rate_mbit": args.rate_mbit,
-                "direction": WIRE_DIRECTION[args.direction]}
-    if a == "clear":
-        body = {"action": f"{args.what}_clear", "a": args.a}
+    """The POST /fault body of a `mrclab link` command line: the registry (model/faults.py)
+    names the action of each subcommand, its target and its parameters."""
+    from model import faults as R     # deferred: only for `mrclab link`
+    if args.action == "clear":
+        kind = R.BY_CLEAR_WORD[args.what]
+        body = {"action": kind.action, "a": args.a}
         if args.b is not None:
             body["b"] = args.b
         return body
-    raise ValueError(a)
+    kind = R.BY_CLI[args.action]
+    body = {"action": kind.action}
+    body.update({"a": args.switch} if kind.target == R.NODE else {"a": args.a, "b": args.b})
+    for p in kind.params:
+        if hasattr(args, p.name):
+            value = getattr(args, p.name)
+            body[p.name] = WIRE_DIRECTION[value] if p.name == "direction" else value
+    return body
 
 
 def _call_controller(prog: str, api_port: int, request) -> int:
@@ -264,10 +257,9 @@ def _link(args) -> int:
 
 
 def _add_link_parser(sub) -> argparse.ArgumentParser:
-    # The controller's own bounds, checked here before anything is sent (the controller checks
-    # them again), so an out-of-range value never reaches a running fabric.
-    from controller.faults import (  # deferred: only when the link parser is built
-        MAX_ECN_RATE_MBIT, MAX_FLAP_COUNT, MAX_FLAP_PERIOD_S, MIN_FLAP_PERIOD_S)
+    # The registry's own bounds (model/faults.py), checked here before anything is sent (the
+    # controller checks them again), so an out-of-range value never reaches a running fabric.
+    from model import faults as R     # deferred: only when the link parser is built
     link = sub.add_parser("link", help="inject a fault through the running fabric's controller",
                           description="Inject or clear a fault through the controller API of a "
                           "running `mrclab fabric` (or run). Nodes: hosts h0.., switches "
@@ -280,8 +272,8 @@ def _add_link_parser(sub) -> argparse.ArgumentParser:
     port_after.add_argument("--api-port", type=tcp_port, default=argparse.SUPPRESS,
                             help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
 
-    def action(name, **kwargs):
-        return acts.add_parser(name, parents=[port_after], **kwargs)
+    def action(fault, **kwargs):
+        return acts.add_parser(R.kind(fault).cli, parents=[port_after], **kwargs)
 
     def ab(p):
         p.add_argument("a", help="node at one end (e.g. t0p0g0 or h0)")
@@ -293,29 +285,41 @@ def _add_link_parser(sub) -> argparse.ArgumentParser:
                        help=f"forward: {what} packets from A to B only; reverse: from B to A "
                             f"only; both (default)")
 
-    ab(action("down", help="take a link down (both ends, port-status events)"))
-    ab(action("up", help="bring a link back up"))
+    def bounded(fault, name):
+        """argparse type of a number parameter within the registry's range, and the range."""
+        p = R.kind(fault).param(name)
+        if p.type == R.INT:
+            return bounded_int(int(p.lo), int(p.hi)), p.range_text()
+        return bounded_float(p.lo, p.hi, lo_open=p.lo_open), p.range_text()
+
+    ab(action("link_down", help="take a link down (both ends, port-status events)"))
+    ab(action("link_up", help="bring a link back up"))
     p = ab(action("flap", help="take a link down and up repeatedly"))
-    p.add_argument("--period-s", type=bounded_float(MIN_FLAP_PERIOD_S, MAX_FLAP_PERIOD_S),
-                   default=1.0, help=f"seconds down, then the same up, {MIN_FLAP_PERIOD_S}.."
-                                     f"{MAX_FLAP_PERIOD_S:g} (default 1)")
-    p.add_argument("--count", type=bounded_int(1, MAX_FLAP_COUNT), default=3,
-                   help=f"down/up cycles, 1..{MAX_FLAP_COUNT} (default 3)")
-    p = ab(action("loss", help="gray loss: drop a percentage of packets silently"))
-    p.add_argument("percent", type=bounded_float(0, 100), help="packets dropped, 0..100")
+    period, period_range = bounded("flap", "period_s")
+    p.add_argument("--period-s", type=period, default=1.0,
+                   help=f"seconds down, then the same up, {period_range} (default 1)")
+    count, count_range = bounded("flap", "count")
+    p.add_argument("--count", type=count, default=3,
+                   help=f"down/up cycles, {count_range} (default 3)")
+    p = ab(action("gray_loss", help="gray loss: drop a percentage of packets silently"))
+    percent, percent_range = bounded("gray_loss", "percent")
+    p.add_argument("percent", type=percent, help=f"packets dropped, {percent_range}")
     direction(p, "drop")
     p = action("blackhole", help="a switch silently drops everything")
     p.add_argument("switch", help="switch name (e.g. t1p0s1)")
     p = ab(action("degrade", help="meter a link to a fraction of its rate"))
-    p.add_argument("fraction", type=bounded_float(0, 1, lo_open=True),
-                   help="fraction of the link rate kept, (0, 1]")
-    p = ab(action("ecn", help="mark CE on packets above a rate"))
-    p.add_argument("rate_mbit", type=bounded_float(0, MAX_ECN_RATE_MBIT, lo_open=True),
-                   help=f"rate (Mbit/s) above which packets are CE-marked, (0, {MAX_ECN_RATE_MBIT:g}]")
+    fraction, fraction_range = bounded("degrade", "fraction")
+    p.add_argument("fraction", type=fraction,
+                   help=f"fraction of the link rate kept, {fraction_range}")
+    p = ab(action("ecn_mark", help="mark CE on packets above a rate"))
+    rate, rate_range = bounded("ecn_mark", "rate_mbit")
+    p.add_argument("rate_mbit", type=rate,
+                   help=f"rate (Mbit/s) above which packets are CE-marked, {rate_range}")
     direction(p, "mark")
-    p = action("clear", help="clear a fault: gray_loss|blackhole|degrade|ecn")
-    p.add_argument("what", choices=("gray_loss", "blackhole", "degrade", "ecn"),
-                   help="which fault to clear")
+    words = tuple(R.BY_CLEAR_WORD)
+    p = acts.add_parser("clear", parents=[port_after],
+                        help=f"clear a fault: {'|'.join(words)}")
+    p.add_argument("what", choices=words, help="which fault to clear")
     p.add_argument("a", help="the switch (blackhole) or one end of the link")
     p.add_argument("b", nargs="?", help="the other end of the link (not for blackhole)")
     return link

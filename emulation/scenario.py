@@ -55,7 +55,7 @@ declared in emulation/scenario_schema.py; in outline (every key optional unless 
     b = "t1p0s0"
     links = "host"                      # instead of a/b: every "host", "fabric" or "all" link,
                                         #   or a switch's name: all its links (a switch down)
-    # action parameters (percent, direction, period_s, count, fraction, rate_mbit)
+    # the action's own parameters (percent, period_s, ...: model/faults.py)
 
     [mrc]                               # MRC/RoCE endpoint settings, passed to every worker
     ring_bytes = 4194304                # receive ring per QP (traffic/mrc_comm.py)
@@ -119,6 +119,7 @@ from emulation.scenario_schema import (
     with_defaults,
 )
 from emulation.scenario_short import apply_short
+from model import faults as fault_kinds
 from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 from traffic.endpoint_support import ConfigError, EndpointConfig
@@ -531,8 +532,9 @@ def _check_ev_pinning(qp: dict, ck: Checker, spec: FabricSpec, per_plane: int,
 
 
 def _fault_rules():
-    """(validate, {action: parameter names}) of controller.faults, which owns the fault rules."""
-    params = {a: {*required, *optional} for a, (required, optional) in faults.ACTIONS.items()}
+    """(validate, {action: parameter names}): controller.faults checks a command against the
+    fault registry (model/faults.py), which names every action's parameters."""
+    params = {k.action: set(k.param_names) for k in fault_kinds.KINDS}
     return faults.validate, params
 
 
@@ -595,8 +597,8 @@ def _parse_fault(i: int, entry: dict, ck: Checker, topo: Topology, coll: Collect
 
 
 RUN_START_ALLOWANCE_S = 60.0     # fabric and endpoints start within this (emulation.runner)
-CLEARED_BY = {"gray_loss_clear": "gray_loss", "degrade_clear": "degrade",
-              "ecn_clear": "ecn_mark", "blackhole_clear": "blackhole"}
+# clear -> the fault it ends, for the clears the controller refuses without their fault in force
+CLEARED_BY = {k.action: k.clears for k in fault_kinds.KINDS if k.needs_fault}
 
 
 def longest_run_s(coll: CollectiveSpec) -> float:
@@ -631,8 +633,7 @@ def _check_fault_times(entries: list[FaultEntry], ck: Checker,
 
 
 def _fault_target(cmd: dict):
-    return cmd.get("a") if cmd["action"].startswith("blackhole") else \
-        frozenset((cmd.get("a"), cmd.get("b")))
+    return fault_kinds.target_of(cmd)
 
 
 def _check_clears(entries: list[FaultEntry], times: list, ck: Checker) -> None:

@@ -3,8 +3,8 @@ reads it, so a renamed or misspelt name fails at import instead of silently matc
 
 Endpoint and worker logs (traffic/endpoint_support.EventLog): one object per line,
 {"t_ns", "host", "event": <an Event name>, ...}; a PHASE event carries "phase": <a Phase name>.
-The controller's fault log (controller/fault_log.py): {"t_ns", "action": <a Fault or
-ControllerLog name>, ...}.
+The controller's fault log (controller/fault_log.py): {"t_ns", "action": <a fault action of
+model/faults.py or a ControllerLog name>, ...}.
 
 tests/unit/test_event_names.py fails when an event name is written as a string literal where a
 log is written or read anywhere else.
@@ -56,12 +56,6 @@ class Phase:
     DONE = "done"
 
     ALL = (CONNECTING, CONNECTED, WARMUP_DONE, DONE)
-
-
-# The controller's fault API actions (controller/faults.py validates them): a fault-log entry
-# with one of these is a fault the scenario asked for.
-FAULT_ACTIONS = ("link_down", "link_up", "flap", "gray_loss", "gray_loss_clear", "blackhole",
-                 "blackhole_clear", "degrade", "degrade_clear", "ecn_mark", "ecn_clear")
 
 
 class ControllerLog:
