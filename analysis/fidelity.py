@@ -43,8 +43,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import pcap, timescale
+from analysis import pcap
 from analysis.jsonl import read_jsonl
+from analysis.timescale import time_scale_of
+from model import timescale
 from model.events import Event
 from model.switchport import default_port_config
 from traffic.endpoint_support import EndpointConfig, lateness_bucket_floor_ns
@@ -237,7 +239,7 @@ def lateness_checks(logs: dict[str, dict], rtt_ns: int, start_ns, end_ns,
                     measurements: dict, unmeasured: dict, k: float = 1.0) -> list[Check]:
     """timer_lateness and receive_lateness: each endpoint's p50/p99/p999 over the timed window
     into `measurements`; the check is on the worst endpoint's p99. k: the run's time scale (the
-    histograms count wall-clock ns; analysis/timescale.py)."""
+    histograms count wall-clock ns; model/timescale.py)."""
     checks = []
     for kind, name, what in (("timer", TIMER_LATENESS, "QP deadlines served"),
                              ("rx", RECEIVE_LATENESS, "received frames read")):
@@ -246,7 +248,8 @@ def lateness_checks(logs: dict[str, dict], rtt_ns: int, start_ns, end_ns,
             hist = window_histograms(h["lateness"], start_ns, end_ns).get(kind)
             if hist is None or hist.sum() < LATENESS_MIN_SAMPLES:
                 continue
-            ps = [histogram_percentile_ns(hist, p) / k for p in LATENESS_PERCENTILES]
+            ps = [timescale.emulated_time(histogram_percentile_ns(hist, p), k)
+                  for p in LATENESS_PERCENTILES]
             per_host[host] = {"samples": int(hist.sum()),
                               **{f"p{p:g}_ms".replace(".", ""): round(v / 1e6, 3)
                                  for p, v in zip(LATENESS_PERCENTILES, ps)}}
@@ -276,7 +279,8 @@ def worker_lateness_check(tdir: Path, rtt_ns: int, start_ns, end_ns, measurement
                             .get("goodput_interval_ms") or interval_ms)
     except (OSError, ValueError, TypeError, AttributeError):
         pass
-    interval_ms /= timescale.time_scale_of(tdir)     # worker.json's is the wall world's
+    # worker.json's interval is the wall world's
+    interval_ms = timescale.emulated_time(interval_ms, time_scale_of(tdir))
     per_host, worst_p99 = {}, None
     for path in sorted(Path(tdir).glob("worker-h*.jsonl")):
         times = np.array([r["t_ns"] for r in read_jsonl(path, [], events=(Event.GOODPUT,))
@@ -601,7 +605,8 @@ def ovs_check(tdir: Path, rtt_ns: int, measurements: dict, unmeasured: dict,
         unmeasured[OVS_STALLS] = error
         return None
     measurements[OVS_STALLS] = {"stalls": len(stalls), "longest_ms": longest}
-    return Check(OVS_STALLS, longest * 1e6 / k / rtt_ns, OVS_STALL_BOUND_RTTS,
+    return Check(OVS_STALLS, timescale.emulated_time(longest * 1e6, k) / rtt_ns,
+                 OVS_STALL_BOUND_RTTS,
                  "longest poll interval, base RTTs",
                  "a switch that does not poll for a base RTT holds every packet through it "
                  "longer than the protocol's RTT (ovs-vswitchd logs only stalls >= 1 s)")
@@ -623,7 +628,7 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
     rtt_ns, rtt_source = base_rtt_ns(logs)
     measurements["base_rtt_ms"] = round(rtt_ns / 1e6, 3)
     measurements["base_rtt_source"] = rtt_source
-    k = timescale.time_scale_of(tdir)
+    k = time_scale_of(tdir)
     checks = lateness_checks(logs, rtt_ns, start_ns, end_ns, measurements, unmeasured, k)
     worker = worker_lateness_check(tdir, rtt_ns, start_ns, end_ns, measurements, unmeasured)
     if worker is not None:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis import timescale
 from analysis.jsonl import read_jsonl
 from analysis.logs import read_json
+from analysis.timescale import time_scale_of
+from model import timescale
 from model.events import Event, Phase
 from model.topology import ev_plane, ev_spine
 
@@ -256,7 +257,8 @@ def flow_summary(tdir) -> dict:
     beside = {h: read_events(tdir / f"worker-{h}.jsonl", (Event.PHASE, Event.ITERATION))
               for h in side_hosts}
     fabric = cfg.get("fabric") if isinstance(cfg.get("fabric"), dict) else {}
-    fabric = timescale.declared_fabric(fabric, timescale.time_scale_of(tdir))
+    # worker.json's fabric is the wall world's: its link rates back to the declared ones
+    fabric = timescale.scale_params(fabric, time_scale_of(tdir), direction=timescale.BACK)
     link, planes = fabric.get("host_link_mbit"), fabric.get("planes", 1)
     # a host has one NIC port per plane: its flow can use them all
     nic = (float(link) * planes if isinstance(link, (int, float)) and isinstance(planes, int)

@@ -4,8 +4,9 @@ A worker or endpoint killed mid-write leaves a cut last line, and a damaged file
 a bad line becomes a `file:line: why` problem for the caller to report, never an exception. Pure
 standard library (the run model and the runner's log tail use it without pandas).
 
-A dilated run's files are read in the emulated world's time (analysis/timescale.py): every reader
-of a run's logs gets the same times without converting them itself.
+A dilated run's files are read in the emulated world's time (model/timescale.py's rule, the
+run's k from analysis/timescale.py): every reader of a run's logs gets the same times without
+converting them itself.
 """
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import json
 from pathlib import Path
 from typing import Callable, Iterable
 
-from analysis.timescale import emulated_record, time_scale_of
+from analysis.timescale import time_scale_of
+from model import timescale
 
 
 def parse_json(data: bytes | str):
@@ -73,7 +75,7 @@ def read_jsonl(path, problems: list[str], *, check: Callable[[dict], str | None]
     `file:line: why`. `events` keeps only records of those event names (lines that cannot be
     one are not even parsed: logs hold hundreds of thousands of goodput samples). A missing
     file reads as empty, or is a problem when not `missing_ok`. Times come in the emulated
-    world's (analysis/timescale.py)."""
+    world's (model/timescale.py)."""
     path = Path(path)
     wanted = None if events is None else frozenset(events)
     needles = None if wanted is None else tuple(w.encode() for w in wanted)
@@ -95,7 +97,7 @@ def read_jsonl(path, problems: list[str], *, check: Callable[[dict], str | None]
         if obj is not None and wanted is not None and obj.get("event") not in wanted:
             continue
         if obj is not None and k != 1.0:
-            obj = emulated_record(obj, k)
+            obj = timescale.scale_params(obj, k, direction=timescale.BACK)
         if obj is not None and check is not None:
             why = check(obj)
         if why:

@@ -40,7 +40,7 @@ import pandas as pd
 
 from analysis.logs import run_topology
 from analysis.timescale import time_scale_of
-from model import wire
+from model import timescale, wire
 from model.wire import ECN_CE, EV, EV_FLOW, EndpointOp, NackReason, Opcode
 
 ROCE_PORT = wire.ROCE_UDP_PORT
@@ -512,10 +512,10 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
             reports.append({"path": str(path), "problems": [str(exc)], "mrc_packets": 0})
             continue
         reports.append(df.attrs["pcap_report"])
-        k = time_scale_of(path.parent)           # a dilated run: emulated times (timescale.py)
+        k = time_scale_of(path.parent)           # a dilated run: emulated times
         if k != 1.0:
             for column in CLOCK_COLUMNS:
-                df[column] = (df[column] // k).astype(df[column].dtype)
+                df[column] = timescale.emulated_ns(df[column], k)
         if transport is None:
             rel = path.relative_to(run_dir).parts
             tname = rel[0] if len(rel) > 1 else None

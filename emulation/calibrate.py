@@ -1,4 +1,4 @@
-"""`mrclab calibrate` (emulation/calibrate_cli.py): the smallest time scale (emulation/time_scale.py) at
+"""`mrclab calibrate` (emulation/calibrate_cli.py): the smallest time scale (model/timescale.py) at
 which this machine emulates the scenario's fabric faithfully, cached per machine and fabric.
 
 A trial is a short run of the scenario ([short] version when it has one) over MRC, the transport
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from emulation.scenario import Scenario
+from model import timescale
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CACHE_DIR = REPO_ROOT / "results" / ".calibration"
@@ -137,8 +138,9 @@ def cached(scn: Scenario, transport: str, cache_dir: Path = CACHE_DIR) -> dict |
         data = json.loads((Path(cache_dir) / f"{key}.json").read_text())
     except (OSError, ValueError):
         return None
-    k = data.get("time_scale") if isinstance(data, dict) else None
-    if isinstance(k, bool) or not isinstance(k, (int, float)) or k < 1:
+    try:
+        timescale.check(data.get("time_scale") if isinstance(data, dict) else None)
+    except timescale.TimeScaleError:
         return None
     return data
 

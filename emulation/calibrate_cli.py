@@ -11,14 +11,16 @@ from pathlib import Path
 from emulation import calibrate
 from emulation import scenario as scenario_mod
 from emulation.scenario import ScenarioError
+from model import timescale
 from model.argtypes import positive_float
 
 
 def scale_at_least_one(text: str) -> float:
     value = positive_float(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1 (a time scale), got {text}")
-    return value
+    try:
+        return timescale.check(value)
+    except timescale.TimeScaleError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

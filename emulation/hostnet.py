@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 
+from model import timescale
 from model.dscp import DSCP_CONTROL
 from model.topology import DEFAULT_MTU, USID_LOCATOR, Topology, plane_prefix
 
@@ -98,8 +99,8 @@ TCP_RTO_MIN_MS = 200
 
 def host_argvs(topo: Topology, n: int, time_scale: float = 1.0) -> list[list[str]]:
     """Every command (run inside host n's namespace, in order) that configures host n.
-    time_scale k > 1 (emulation/time_scale.py): kernel TCP's minimum RTO on the plane routes is
-    k x TCP_RTO_MIN_MS, so a dilated fabric's TCP waits as long in emulated time."""
+    time_scale k > 1 (model/timescale.py): kernel TCP's minimum RTO on the plane routes is
+    TCP_RTO_MIN_MS in the wall world, so a dilated fabric's TCP waits as long in emulated time."""
     host = topo.host(n)
     out = namespace_sysctl_argvs()
     out.append(usid_blackhole_argv())
@@ -115,7 +116,7 @@ def host_argvs(topo: Topology, n: int, time_scale: float = 1.0) -> list[list[str
                     "nodad"])
         route = ["ip", "-6", "route", "replace", plane_prefix(plane), "dev", intf]
         if time_scale != 1:
-            route += ["rto_min", f"{round(TCP_RTO_MIN_MS * time_scale)}ms"]
+            route += ["rto_min", f"{round(timescale.wall_time(TCP_RTO_MIN_MS, time_scale))}ms"]
         out.append(route)
         for other in topo.hosts:
             if other.index == n:

@@ -11,6 +11,7 @@ from pathlib import Path
 from emulation import path_monitor
 from emulation.run_output import write_csvs
 from emulation.scenario import Scenario
+from model import timescale
 from traffic.qp_config import MRCConfig
 
 # Exit codes of `mrclab run` (README "Running an experiment").
@@ -61,7 +62,8 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
         clock = pcap.ClockOffset.load(tdir / "clock.json")
         k = float(scn.time_scale)        # the summary's times are emulated, the log's wall
         window = ((None, None) if start is None or end is None
-                  else (int(start * k) + clock.offset_ns, int(end * k) + clock.offset_ns))
+                  else (timescale.wall_ns(start, k) + clock.offset_ns,
+                        timescale.wall_ns(end, k) + clock.offset_ns))
     except (OSError, ValueError):
         window = (None, None)
     fidelity.record_ovs_stalls(tdir, *window)
@@ -111,7 +113,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     """summary.json of one transport: the run model of its directory (analysis.runmodel, which
     the report and the analysis load the same way) plus what only the runner knows (exit codes,
     errors, whether the run was cut short). Works on partial runs too."""
-    from analysis import nccl_results, runmodel, timescale  # deferred: numpy/pandas, only to summarise
+    from analysis import nccl_results, runmodel  # deferred: numpy/pandas, only to summarise
     from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
     coll = scn.collective
     model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
@@ -150,8 +152,9 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     summary.update(retirement_fields(scn, transport, tdir))
     summary["problems"] = transport_problems(summary, model)
     summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
-    k = float(scn.time_scale)        # the runner's records are the wall world's (time_scale.py)
-    applied = [timescale.emulated_record(a, k) for a in state.get("applied", [])]
+    k = float(scn.time_scale)        # the runner's records are the wall world's
+    applied = [timescale.scale_params(a, k, direction=timescale.BACK)
+               for a in state.get("applied", [])]
     summary.update(path_monitor.run_denials(tdir / "faults.jsonl", applied))
     summary["path_monitor_error"] = state.get("monitor_error")
     from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise

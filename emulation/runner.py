@@ -81,6 +81,7 @@ from emulation.run_summary import (
 from emulation.scenario import TRANSPORTS, Scenario, ScenarioError, longest_run_s
 from traffic import codec
 from traffic.worker_config import MRCSettings, TcpSettings, WorkerConfig
+from model import timescale
 from model.argtypes import add_renamed
 
 # The exit codes are part of `mrclab run`'s interface, so they are importable from here.
@@ -245,7 +246,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         summary = summarize(declared, transport, tdir, state)
         if meter is not None:
             meter.stop()
-            summary["cpu"] = meter.usage(*(None if t is None else int(t * k) for t in (
+            summary["cpu"] = meter.usage(*(timescale.wall_ns(t, k) for t in (
                 summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
             from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
             add_cpu_evidence(summary.get("fidelity"), summary["cpu"])

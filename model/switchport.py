@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from model import timescale
+
 U32_MAX = (1 << 32) - 1
 MAX_RATE_BYTES_PER_S = 12_500_000_000  # 100 Gbit/s keeps rate * (ns < 1e9) inside 64 bits
 
@@ -76,13 +78,13 @@ def default_port_config(rate_mbit: float, last_hop: bool, mark: bool = True,
     frame floors above (in units of the fabric's MTU).
 
     Project choice for the ~1 ms RTT of the emulated fabric; scenarios may pass their own.
-    The drain times are the emulated world's: under a time scale k (emulation/time_scale.py)
-    rate_mbit is the port's wall rate, its declared rate is rate_mbit x k, and the thresholds
-    keep the declared rate's bytes (which drain in k times the wall time).
+    The drain times are the emulated world's: under a time scale (model/timescale.py)
+    rate_mbit is the port's wall rate, the thresholds are drain times of its declared rate
+    (the same bytes take time_scale times longer to drain on the wall clock).
     """
     if isinstance(mtu, bool) or not isinstance(mtu, int) or mtu <= 0:
         raise ConfigError(f"mtu must be a positive integer number of bytes, got {mtu!r}")
-    per_ms = int(rate_mbit * time_scale * 1000) // 8
+    per_ms = int(timescale.emulated_rate(rate_mbit, time_scale) * 1000) // 8
     ecn_min = max(ECN_MIN_FLOOR_FRAMES * mtu, per_ms // 2)
     ecn_max = max(ecn_min + ECN_RAMP_FLOOR_FRAMES * mtu, 2 * per_ms)
     trim_bytes = max(ecn_max, 4 * per_ms, TRIM_FLOOR_FRAMES * mtu)

@@ -10,6 +10,7 @@ import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
+from model import timescale
 from model.switchport import default_port_config
 from model.topology import FabricSpec
 from traffic.reliability import MRCConfig
@@ -182,9 +183,10 @@ class EndpointConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
-        if (isinstance(self.time_scale, bool) or not isinstance(self.time_scale, (int, float))
-                or not 1 <= self.time_scale < float("inf")):
-            raise ConfigError(f"time_scale must be a number >= 1, got {self.time_scale!r}")
+        try:
+            timescale.check(self.time_scale)
+        except timescale.TimeScaleError as exc:
+            raise ConfigError(str(exc)) from None
         if self.pacing_fraction > 1.5:
             raise ConfigError(f"pacing_fraction {self.pacing_fraction} is above 1.5x line rate")
         for name in ("pacing_burst_packets", "max_payload", "default_base_rtt_ns", "rtt_probe_count",

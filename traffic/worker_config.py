@@ -19,6 +19,8 @@ import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
+from model import timescale
+
 TRANSPORTS = ("mrc", "roce", "tcp")
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
                "bisection")
@@ -182,8 +184,10 @@ class WorkerConfig:
         _int_at_least("qps_per_peer", self.qps_per_peer, 1)
         _positive("timeout_s", self.timeout_s)
         _positive("goodput_interval_ms", self.goodput_interval_ms)
-        if not _is_number(self.time_scale) or self.time_scale < 1:
-            _fail("time_scale", "must be a number >= 1", self.time_scale)
+        try:
+            timescale.check(self.time_scale)
+        except timescale.TimeScaleError as exc:
+            raise WorkerConfigError(f"worker config: {exc}") from None
         if not isinstance(self.log_dir, str) or not self.log_dir:
             _fail("log_dir", "must be a directory path", self.log_dir)
         if not self.hosts:

@@ -1,16 +1,19 @@
 """[fabric] time_scale: the scenario into the wall world (emulation/time_scale.py) and a run's
-files back into the emulated world (analysis/timescale.py). Expected values worked by hand from
-the rule: rates / k, times x k, bytes unchanged."""
+files back into the emulated world (model/timescale.py where analysis loads them). Expected
+values worked by hand from the rule: rates / k, times x k, bytes unchanged. The rule and the
+check of k themselves: tests/model/test_timescale.py."""
 import json
 
 import pytest
 
-from analysis import flows, jsonl, runmodel, timescale
+from analysis import flows, jsonl, runmodel
+from analysis.timescale import time_scale_of
 from emulation import scenario as S
 from emulation import time_scale as T
 from emulation.hostnet import host_argvs
 from emulation.run_output import comparison_table
 from emulation.runner import worker_config
+from model import timescale
 from model.events import Event, Phase
 from model.switchport import default_port_config
 from model.topology import FabricSpec, Topology
@@ -104,12 +107,6 @@ def test_the_endpoint_cannot_set_it_itself():
     with pytest.raises(S.ScenarioError, match=r"\[mrc.endpoint\] time_scale: unknown key here "
                                               r"\(comes from \[fabric\] time_scale\)"):
         S.parse(text)
-
-
-@pytest.mark.parametrize("k", [0.99, -1, float("inf"), "2", True])
-def test_check_refuses_what_is_not_a_number_at_least_one(k):
-    with pytest.raises(T.TimeScaleError):
-        T.check(k)
 
 
 def test_auto_must_be_resolved_before_the_run_is_built():
@@ -242,16 +239,16 @@ def test_records_come_back_in_emulated_time():
     rec = {"event": "x", "t_ns": 8_000_000_001, "rtt_ns": 4000, "window_ms": 2.0, "bytes": 9000,
            "ok": True, "period_s": 2.0, "rate_mbit": 10.0, "count": 2}
     # a flap's period and an ECN fault's rate as the controller logged the wall commands
-    assert timescale.emulated_record(rec, 4.0) == {
+    assert timescale.scale_params(rec, 4.0, direction=timescale.BACK) == {
         "event": "x", "t_ns": 2_000_000_000, "rtt_ns": 1000, "window_ms": 0.5, "bytes": 9000,
         "ok": True, "period_s": 0.5, "rate_mbit": 40.0, "count": 2}
-    assert timescale.emulated_record(rec, 1.0) is rec
+    assert timescale.scale_params(rec, 1.0, direction=timescale.BACK) == rec
 
 
 def test_a_runs_logs_read_back_in_emulated_time(tmp_path):
     tdir = _run_dir(tmp_path, 4.0)
-    assert timescale.time_scale_of(tdir) == 4.0
-    assert timescale.time_scale_of(tdir / "fabric") == 4.0        # a file one level down
+    assert time_scale_of(tdir) == 4.0
+    assert time_scale_of(tdir / "fabric") == 4.0                  # a file one level down
     (first, *_) = jsonl.read_jsonl(tdir / "worker-h0.jsonl", [])
     assert first["t_ns"] == 250_000_000                            # 1 s wall / 4
 
@@ -268,9 +265,9 @@ def test_the_run_model_gives_emulated_iterations_and_declared_rates(tmp_path):
     assert plain.iteration_times_ms == [400.0, 800.0]
 
 
-def test_declared_fabric_multiplies_the_rates_back():
+def test_a_saved_wall_fabric_gets_its_declared_rates_back():
     fabric = {"planes": 2, "host_link_mbit": 25.0, "fabric_link_mbit": 12.5, "mtu": 1500}
-    assert timescale.declared_fabric(fabric, 4.0) == {
+    assert timescale.scale_params(fabric, 4.0, direction=timescale.BACK) == {
         "planes": 2, "host_link_mbit": 100.0, "fabric_link_mbit": 50.0, "mtu": 1500}
 
 
@@ -313,8 +310,9 @@ def test_capture_times_come_back_in_emulated_time(tmp_path):
     # (5 s - 1 s) / 4 = 1 s; the frames 1 us apart wall, 250 ns emulated
     assert list(df["time_ns"]) == [1_000_000_000 + 250 * i for i in range(5)]
     assert df["pcap_time_ns"].iloc[0] == 5_000_000_000          # the file's own stamp kept
-    # the senders' stamps are on the same clock: TSETH 123456789 / 4, echoed 99 / 4
-    assert df["tseth"].iloc[0] == 30_864_197 and df["sack_echo_ts"].iloc[2] == 24
+    # the senders' stamps are on the same clock: TSETH 123456789 / 4 = 30864197.25, echoed
+    # 99 / 4 = 24.75, each to the nearest whole ns
+    assert df["tseth"].iloc[0] == 30_864_197 and df["sack_echo_ts"].iloc[2] == 25
 
 
 def test_fidelity_lateness_is_judged_in_one_world(tmp_path):
@@ -341,7 +339,7 @@ def test_fidelity_ovs_stalls_are_judged_in_emulated_time(tmp_path):
     (tmp_path / "worker.json").write_text(json.dumps({"time_scale": 2.0}))
     (tmp_path / F.OVS_STALLS_FILE).write_text(json.dumps({"stalls": [{"ms": 1234}],
                                                           "error": None}))
-    check = F.ovs_check(tmp_path, 2_000_000, {}, {}, timescale.time_scale_of(tmp_path))
+    check = F.ovs_check(tmp_path, 2_000_000, {}, {}, time_scale_of(tmp_path))
     assert check.measured == pytest.approx(308.5)
 
 
