@@ -8,6 +8,7 @@ that would not run is caught by --validate-only too.
 from __future__ import annotations
 
 from emulation.scenario_schema import COLLECTIVE, OPTIONS, SHORT_ONLY, Checker
+from model import faults as fault_kinds
 
 SHORT = {**COLLECTIVE, **OPTIONS, **SHORT_ONLY}
 
@@ -36,7 +37,7 @@ def apply_short(data: dict, ck: Checker, full_iterations: int) -> dict:
     faults = []
     for entry in data.get("faults") or []:
         entry = dict(entry)
-        for key in ("at_s", "after_s", "period_s"):
+        for key in ("at_s", "after_s", *fault_kinds.time_params_of(entry)):
             if _is_number(entry.get(key)):
                 entry[key] = entry[key] * scale
         if (isinstance(entry.get("at_iteration"), int) and not isinstance(entry["at_iteration"], bool)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from model import timescale
+from model import faults, timescale
 from model.timescale import TimeScaleError
 from model.topology import FabricSpec
 from traffic.endpoint_support import EMULATED_FABRIC_QP_DEFAULTS, EndpointConfig
@@ -96,8 +96,10 @@ def wall_mrc(mrc: dict, k: float) -> dict:
 
 
 def wall_command(command: dict, k: float) -> dict:
-    """One fault command in the wall world (its times and rates by model/timescale's rule)."""
-    return timescale.scale_params(command, k)
+    """One fault command in the wall world: the times and rates its kind declares
+    (model/faults.py), by model/timescale's rule."""
+    return timescale.scale_params(command, k, time_params=faults.time_params_of(command),
+                                  rate_params=faults.rate_params_of(command))
 
 
 def wall_scenario(scn):
