@@ -7,5 +7,5 @@ every package), `events` (the names in the event and fault logs, shared by the c
 them and the code that reads them), `proc` (the one checked runner of external commands) and
 `switchport` (the switch port policy). It imports no other project package, so traffic,
 controller, analysis and emulation can all import it without forming a cycle
-(tests/unit/test_layering.py checks this).
+(tests/house/test_layering.py checks this).
 """
