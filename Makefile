@@ -19,21 +19,21 @@ demo: setup
 	$(MRCLAB) run experiments/demo.toml --transport all
 	$(MRCLAB) analyze latest
 
-# The transport core runs compiled when `make setup` built it; its own unit tests run a second
-# time on the interpreted modules (the one source both builds come from).
-CORE_TESTS := $(shell cat tests/unit/core_tests.txt 2>/dev/null)
+# The transport core runs compiled when `make setup` built it; its own unit tests (marked `core`)
+# run a second time on the interpreted modules (the one source both builds come from).
+UNIT_TESTS := tests --ignore=tests/integration
 
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit
-	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(CORE_TESTS)
+	$(PY) -m pytest -q -p no:cacheprovider $(UNIT_TESTS)
+	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider -m core $(UNIT_TESTS)
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration
 
 # unit and integration need root only to build .venv: as root they run setup first; a normal
 # user reuses the .venv of one earlier `sudo make setup` (integration tests then skip, saying why).
 unit:
 	@$(MAKE) -s venv-ready
-	$(PY) -m pytest -q -rs -p no:cacheprovider tests/unit
-	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(CORE_TESTS)
+	$(PY) -m pytest -q -rs -p no:cacheprovider $(UNIT_TESTS)
+	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider -m core $(UNIT_TESTS)
 
 integration:
 	@$(MAKE) -s venv-ready

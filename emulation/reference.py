@@ -2,7 +2,7 @@
 and every scenario key (emulation/scenario_schema.py).
 
 Generated rather than written so the reference cannot drift from the code:
-`python -m emulation.reference --write` rewrites it, and tests/unit/test_reference_doc.py fails
+`python -m emulation.reference --write` rewrites it, and tests/emulation/test_reference.py fails
 when the file differs from what this module produces.
 """
 from __future__ import annotations

@@ -8,5 +8,5 @@ them and the code that reads them), `proc` (the one checked runner of external c
 `switchport` (the switch port policy) and `timescale` (the time scale: what a time and a rate
 are in the emulated and in the wall world). It imports no other project package, so traffic,
 controller, analysis and emulation can all import it without forming a cycle
-(tests/unit/test_layering.py checks this).
+(tests/house/test_layering.py checks this).
 """

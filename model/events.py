@@ -6,7 +6,7 @@ Endpoint and worker logs (traffic/endpoint_support.EventLog): one object per lin
 The controller's fault log (controller/fault_log.py): {"t_ns", "action": <a fault action of
 model/faults.py or a ControllerLog name>, ...}.
 
-tests/unit/test_event_names.py fails when an event name is written as a string literal where a
+tests/house/test_event_names.py fails when an event name is written as a string literal where a
 log is written or read anywhere else.
 """
 from __future__ import annotations

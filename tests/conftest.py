@@ -35,11 +35,30 @@ def pytest_collection_modifyitems(config, items):
                 reason="tshark is not installed (`sudo make setup` installs it)"))
 
 
+@pytest.fixture
+def api_server():
+    """start(controller, **ApiServer options): the controller's HTTP API (controller.api) for a
+    FabricController the test built, on a free port with the tests' token
+    (tests/helpers/api_token.py); every server started is stopped after the test."""
+    from controller.api import ApiServer
+    from tests.helpers.api_token import TOKEN
+    servers = []
+
+    def start(controller, **options):
+        server = ApiServer(controller, 0, TOKEN, **options).start()
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.stop()
+
+
 def pytest_terminal_summary(terminalreporter):
-    """One line counting the hostile corpus's outcomes (tests/unit/test_hostile_corpus.py),
+    """One line counting the hostile corpus's outcomes (tests/house/test_hostile_corpus.py),
     when it ran: how many inputs, how many ended in a clear error or were handled."""
     import sys
-    module = sys.modules.get("tests.unit.test_hostile_corpus")
+    module = sys.modules.get("tests.house.test_hostile_corpus")
     outcomes = getattr(module, "OUTCOMES", None)
     if not outcomes:
         return

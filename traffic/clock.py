@@ -1,7 +1,7 @@
 """A fake monotonic clock for driving the pure transport in tests and simulations.
 
 The transport objects never read a clock: the caller passes now_ns. Real endpoints pass
-time.monotonic_ns(); tests and tests/unit/simnet.py pass FakeClock.now_ns.
+time.monotonic_ns(); tests and tests/helpers/simnet.py pass FakeClock.now_ns.
 """
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ them, so `from traffic.reliability import SenderQP, MRCConfig, ...` keeps workin
   traffic/reverse_paths.py  the receiver's reverse EVs and their probes
 
 All of it is pure (time is passed in, no I/O), so a fake clock and a simulated lossy network
-(tests/unit/simnet.py) drive it in unit tests.
+(tests/helpers/simnet.py) drive it in unit tests.
 """
 from traffic.loss_policy import (Decision, LossPolicy, OcpLossPolicy, TolerantLossPolicy,
                                  Verdict, make_loss_policy)

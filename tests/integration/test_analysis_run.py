@@ -8,47 +8,7 @@ from pathlib import Path
 import pytest
 
 from analysis import cli, metrics
-
-SCENARIO = """
-name = "analysis-it"
-description = "analysis integration test: tiny fabric, short all-reduce, one link down and up"
-
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 1
-host_link_mbit = 50
-fabric_link_mbit = 50
-routing = "srv6"
-
-[transport]
-names = [{names}]
-
-[collective]
-kind = "allreduce"
-message_bytes = 262144
-# MRC's iteration takes 44-55 ms here: 30 iterations ended at 1.3 s in one run, before the
-# link-up at 1.5 s (the runner then exits 3, a fault that did not take effect); 60 outlast it
-iterations = 60
-warmup = 1
-timeout_s = 30
-
-[options]
-capture = true
-
-[[faults]]
-at_s = 0.5
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-
-[[faults]]
-at_s = 1.5
-action = "link_up"
-a = "t0p0g0"
-b = "t1p0s0"
-"""
+from tests.helpers.scenario_texts import ANALYSIS_RUN as SCENARIO
 
 
 def _transports():

@@ -8,7 +8,7 @@ from controller import routing
 from emulation.fabric import Fabric
 from model.events import ControllerLog
 from model.topology import FabricSpec, make_ev
-from tests.integration.test_controller_fabric import delivered_all, send_and_count
+from tests.integration.fabric_checks import delivered_all, send_and_count
 
 # The controller reroutes this long after a link-down. The loss window is measured between
 # link_down and the end of one send_and_count, which starts two Python processes in the fabric:

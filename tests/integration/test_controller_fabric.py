@@ -3,9 +3,7 @@
 Packets are sent with emulation.pathcheck (one frame per EV, paced) from h0 and counted at h1.
 Spec: 1 plane x 2 groups x 2 spines x 1 host, so h0 -> h1 has exactly two paths (spine 0, 1).
 """
-import json
 import subprocess
-import sys
 import time
 
 import pytest
@@ -15,6 +13,7 @@ from controller.client import ControllerError
 from emulation.fabric import Fabric
 from model.events import ControllerLog
 from model.topology import FabricSpec, make_ev
+from tests.integration.fabric_checks import delivered_all, send_and_count
 
 pytestmark = pytest.mark.integration
 
@@ -28,39 +27,6 @@ EV_S1 = make_ev(0, 1, 0x1002)
 def fab():
     with Fabric(SPEC, routing="srv6") as f:
         yield f
-
-
-def send_and_count(fab, routing_mode, evs, count, pps=2000, ecn=2, src=0, dst=1):
-    """{ev: (packets received, CE-marked packets)} at dst for `count` packets per EV."""
-    spec_json = json.dumps(fab.spec.to_dict())
-    recv = fab.popen_in_host(dst, [sys.executable, "-m", "emulation.pathcheck", "recv",
-                                   "--spec", spec_json, "--host", str(dst),
-                                   "--expect", str(count * len(evs)),
-                                   "--timeout-s", str(2 + count * len(evs) / pps)],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert recv.stderr.readline().strip() == "ready"
-    fab.cmd_in_host(src, [sys.executable, "-m", "emulation.pathcheck", "send",
-                          "--spec", spec_json, "--routing", routing_mode, "--src", str(src),
-                          "--flows", json.dumps([[dst, ev] for ev in evs]),
-                          "--count", str(count), "--pps", str(pps), "--ecn", str(ecn)])
-    out, err = recv.communicate(timeout=30)
-    assert recv.returncode == 0, err
-    result = json.loads(out)
-    got = {ev: (0, 0) for ev in evs}
-    for flow in result["flows"]:
-        if flow["src"] == src and flow["ev"] in got:
-            got[flow["ev"]] = (flow["packets"], flow["ecn"][3])
-    return got
-
-
-# Delivery tolerance on a path that works. pathcheck frames are 128 bytes, so 2000 pps is
-# 2 Mbit/s on 50 Mbit/s links: no queue ever builds, the HTB shaper drops nothing, and a
-# missing frame can only be one a CPU-starved userspace OVS or the receiver's socket dropped
-# (measured with one core busy: none in short bursts at 2000 pps, 42% in a 1000-frame burst
-# at 4000 pps). Allow a quarter; a failed path delivers 0, so working and failed stay apart.
-def delivered_all(got, sent):
-    """`got` frames of `sent` is what a working path delivers on a loaded machine."""
-    return sent - max(1, sent // 4) <= got <= sent
 
 
 def works(got, evs, sent, ce=0):

@@ -13,34 +13,9 @@ import pytest
 
 from emulation import runner
 from model.events import Event
+from tests.helpers.scenario_texts import INCAST_TRIMMING as SCENARIO
 
 pytestmark = pytest.mark.integration
-
-SCENARIO = """
-name = "short-incast-{mode}"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 3
-host_link_mbit = 30
-fabric_link_mbit = 30
-routing = "srv6"
-[transport]
-names = ["mrc"]
-[collective]
-kind = "incast"
-message_bytes = 131072
-iterations = 8
-warmup = 1
-qps_per_peer = 1
-incast_target = "h0"
-victim = ["h3", "h1"]
-timeout_s = 60
-[options]
-capture = false
-trimming = {trimming}
-"""
 
 
 def _run(tmp_path, trimming: bool):

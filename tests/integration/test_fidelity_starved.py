@@ -5,18 +5,18 @@ endpoints' logs, delays and pacing from the captures, the OVS log), the run's ta
 summary.json must carry the verdict, and --require-fidelity must fail the run. ~1-2 minutes."""
 import json
 import os
-from pathlib import Path
 
 import pytest
 
 from analysis import fidelity as F
 from emulation import runner
 from emulation.benches.fidelity import start_busy, stop_busy
+from tests.helpers.paths import REPO
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="builds a Mininet fabric: needs root")]
 
-DEMO = Path(__file__).resolve().parents[2] / "experiments" / "demo.toml"
+DEMO = REPO / "experiments" / "demo.toml"
 
 
 def test_a_cpu_starved_run_is_not_ok(tmp_path, capsys):

@@ -11,35 +11,9 @@ import urllib.request
 import pytest
 
 from emulation import runner
+from tests.helpers.scenario_texts import LIVE_METRICS as SCENARIO
 
 pytestmark = pytest.mark.integration
-
-SCENARIO = """
-name = "metrics-it"
-[fabric]
-planes = 2
-groups = 1
-spines = 1
-hosts_per_group = 2
-host_link_mbit = 30
-fabric_link_mbit = 30
-[transport]
-names = ["mrc"]
-[collective]
-kind = "allreduce"
-message_bytes = 262144
-iterations = 16
-warmup = 1
-timeout_s = 20
-[options]
-capture = false
-metrics_port = {port}
-[[faults]]
-at_iteration = 4
-action = "link_down"
-a = "h0"
-b = "t0p1g0"
-"""
 
 
 def free_port() -> int:

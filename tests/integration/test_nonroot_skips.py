@@ -11,10 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _readable_by_others(path: Path) -> bool:
@@ -39,8 +38,8 @@ def test_a_normal_user_gets_skips_with_reasons(tmp_path):
     run = subprocess.run(
         [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-m",
          "pytest", "-q", "-rs", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / "pt"),
-         "tests/integration/test_capture_snaplen.py", "tests/unit/test_codec_tshark.py",
-         "tests/unit/test_capture_snaplen.py"],
+         "tests/integration/test_capture_snaplen.py", "tests/traffic/core/test_codec_tshark.py",
+         "tests/emulation/run/test_runner_capture_snaplen.py"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     out = run.stdout + run.stderr
     assert run.returncode == 0, out

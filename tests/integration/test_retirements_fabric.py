@@ -13,41 +13,9 @@ from model.events import Event
 from model.topology import ev_plane, ev_spine
 from tests.integration.run_files import events
 from traffic.qp_config import MRCConfig
+from tests.helpers.scenario_texts import RETIREMENTS as SHORT
 
 pytestmark = pytest.mark.integration
-
-SHORT = """
-name = "short-retirements"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-host_link_mbit = 30
-fabric_link_mbit = 30
-routing = "srv6"
-[transport]
-names = ["mrc"]
-[collective]
-kind = "allreduce"
-message_bytes = 524288
-iterations = 24
-warmup = 1
-qps_per_peer = 2
-timeout_s = 20
-[options]
-capture = false
-[[faults]]
-at_iteration = 4
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-[[faults]]
-at_iteration = 16
-action = "link_up"
-a = "t0p0g0"
-b = "t1p0s0"
-"""
 
 
 def crosses_the_dead_link(host: str, peer: str, ev: int) -> bool:

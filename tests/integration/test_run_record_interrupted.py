@@ -6,33 +6,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
+from tests.helpers.paths import REPO
+from tests.helpers.scenario_texts import RECORD_INTERRUPTED as SCENARIO
 
 pytestmark = pytest.mark.integration
-
-REPO = Path(__file__).resolve().parents[2]
-SCENARIO = """
-name = "record-it"
-[fabric]
-planes = 2
-groups = 1
-spines = 1
-hosts_per_group = 2
-host_link_mbit = 30
-fabric_link_mbit = 30
-[transport]
-names = ["mrc"]
-[collective]
-kind = "allreduce"
-message_bytes = 262144
-iterations = 200
-warmup = 1
-timeout_s = 20
-[options]
-capture = false
-"""
 
 
 def test_an_interrupted_run_still_has_a_complete_run_json(tmp_path):

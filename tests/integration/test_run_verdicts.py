@@ -10,51 +10,10 @@ import pytest
 
 from analysis import cli
 from emulation import runner
+from tests.helpers.scenario_texts import RUN_VERDICTS as SCENARIO
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="builds a Mininet fabric: needs root")]
-
-SCENARIO = """
-name = "verdicts-it"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 1
-host_link_mbit = 50
-fabric_link_mbit = 50
-[transport]
-names = ["tcp"]
-tcp_reconvergence_s = 1.0
-[collective]
-kind = "allreduce"
-message_bytes = 262144
-iterations = 30
-warmup = 1
-timeout_s = 20
-[options]
-capture = false
-[[faults]]
-at_s = 0.5
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-[[faults]]
-at_s = 1.5
-action = "link_up"
-a = "t0p0g0"
-b = "t1p0s0"
-[[faults]]
-at_s = 2.0
-action = "gray_loss_clear"
-a = "t0p1g0"
-b = "t1p1s0"
-[[faults]]
-at_s = 600.0
-action = "link_down"
-a = "t0p1g0"
-b = "t1p1s1"
-"""
 
 
 def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_path, capsys,

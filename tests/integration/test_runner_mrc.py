@@ -16,42 +16,9 @@ from model.topology import ev_plane, ev_spine
 from tests.integration.run_files import (check_stalled_until_reconvergence, events,
                                          first_reconverge_ns, iteration_spans,
                                          longest_receive_pause_ns)
+from tests.helpers.scenario_texts import RUNNER_MRC_ROCE as SHORT
 
 pytestmark = pytest.mark.integration
-
-SHORT = """
-name = "short-mrc-roce"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-host_link_mbit = 30
-fabric_link_mbit = 30
-routing = "srv6"
-[transport]
-names = ["mrc", "roce"]
-roce_reconvergence_s = 2.0
-[collective]
-kind = "allreduce"
-message_bytes = 524288
-iterations = 32
-warmup = 1
-qps_per_peer = 2
-timeout_s = 20
-[options]
-capture = false
-[[faults]]
-at_s = 2.0
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-[[faults]]
-at_s = 5.0
-action = "link_up"
-a = "t0p0g0"
-b = "t1p0s0"
-"""
 
 
 def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, capsys):
@@ -137,4 +104,3 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
     print(f"longest pause of h2's receiving while the link was down: mrc {pause_ms['mrc']:.0f} ms, "
           f"roce {pause_ms['roce']:.0f} ms (reconverged {(t_reconv - t_fault['roce']) / 1e6:.0f} ms "
           f"after the fault); recovery mrc {summaries['mrc']['recovery_ms'][0]}, roce {rec_roce} ms")
-

@@ -2,49 +2,14 @@
 fabric with a T0-T1 link taken down mid-run and restored writes a complete, verified run
 directory. (The endpoint engineer adds mrc/roce runs once traffic/mrc_comm.py exists.)"""
 import json
-from pathlib import Path
 
 from emulation import runner
 from emulation.scenario import load
 from model.events import Event
+from tests.helpers.paths import REPO
 from tests.integration.run_files import (check_stalled_until_reconvergence, first_reconverge_ns,
                                          iteration_spans)
-
-REPO = Path(__file__).resolve().parents[2]
-
-SHORT_TCP = """
-name = "short-tcp"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-host_link_mbit = 50
-fabric_link_mbit = 50
-[transport]
-names = ["tcp"]
-tcp_reconvergence_s = 1.0
-tcp_port = 47000      # the h1->h2 hop's data leaves t0p0g0 on spine 0: it crosses the failed link
-[collective]
-kind = "allreduce"
-message_bytes = 262144
-iterations = 40
-warmup = 1
-qps_per_peer = 2
-timeout_s = 20
-[options]
-capture = true
-[[faults]]
-at_s = 1.0
-action = "link_down"
-a = "t0p0g0"
-b = "t1p0s0"
-[[faults]]
-at_iteration = 30
-action = "link_up"
-a = "t0p0g0"
-b = "t1p0s0"
-"""
+from tests.helpers.scenario_texts import RUNNER_TCP as SHORT_TCP
 
 
 def test_every_shipped_scenario_validates():

@@ -17,10 +17,10 @@ from emulation import runner
 from emulation.scenario import load
 from model.events import ControllerLog, Event, Phase
 from model.topology import ev_plane, ev_spine
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 EXPERIMENTS = REPO / "experiments"
 SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
            "random-loss", "incast", "incast-shallow", "flap", "switch-down", "lossy-nic-link",

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from emulation import sweep, sweep_plan
+from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration
 
-REPO = Path(__file__).resolve().parents[2]
 SWEEPS = REPO / "experiments" / "sweeps"
 
 

@@ -11,41 +11,9 @@ import pytest
 from emulation import runner
 from model.events import Event, Phase
 from tests.integration.run_files import events
+from tests.helpers.scenario_texts import TIME_SCALE_RUN as SCENARIO
 
 pytestmark = pytest.mark.integration
-
-# A sendrecv of 2 MiB per rank at 20 Mbit/s: each iteration streams ~0.4 s of link time at
-# k = 1 with few dependent steps, so the links, not the CPU, set its pace on a loaded 2-core
-# machine (a ring all-reduce of 256 KiB measured the scheduler instead: 0.68 s wall at k = 1
-# against 0.45 s at k = 2 under a load average of 12).
-SCENARIO = """
-name = "scaled"
-[fabric]
-planes = 2
-groups = 2
-spines = 2
-hosts_per_group = 2
-host_link_mbit = 20
-fabric_link_mbit = 20
-mtu = 9000
-time_scale = {k}
-[transport]
-names = ["mrc"]
-[collective]
-kind = "sendrecv"
-message_bytes = 2097152
-iterations = 5
-warmup = 1
-timeout_s = 20
-[options]
-capture = false
-trimming = true
-[[faults]]
-at_s = 0.3
-action = "link_down"
-a = "t0p1g1"
-b = "t1p1s1"
-"""
 
 
 def _run(tmp_path, k):

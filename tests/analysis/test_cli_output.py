@@ -1,0 +1,62 @@
+"""`mrclab analyze` output: a readable table within 100 columns, the nccl-tests rows, and the
+same numbers as JSON and CSV, on a run directory built by hand (tests/helpers/synthetic_run.py:
+every iteration lasts 100 ms, all verified)."""
+import csv
+import io
+import json
+
+import pytest
+
+from analysis import cli
+from tests.helpers import synthetic_run
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def run_dir(tmp_path):
+    run = tmp_path / "run"
+    tdir = run / "tcp"
+    tdir.mkdir(parents=True)
+    synthetic_run.write_worker_logs(tdir, 10**12, iterations=10, outage=(0, 0))
+    (tdir / "worker.json").write_text(json.dumps(
+        {"collective": "allreduce", "message_bytes": MIB, "world_size": 4,
+         "hosts": ["h0", "h1", "h2", "h3"], "transport": "tcp", "iterations": 10}))
+    return run
+
+
+def test_readable_table_fits_100_columns_and_has_the_nccl_row(run_dir, capsys):
+    assert cli.main([str(run_dir)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert max(len(x) for x in lines) <= 100
+    nccl = next(x for x in lines if x.startswith("tcp") and "float" in x).split()
+    # 1 MiB in 100 ms: algbw = 1,048,576 / 0.1 / 1e9 = 0.01049 GB/s; busbw x 1.5 = 0.01573
+    assert nccl == ["tcp", "1048576", "262144", "float", "sum", "100.0", "100.0", "0.01049",
+                    "0.01573", "0"]
+
+
+def test_json_has_every_metric_and_the_nccl_row(run_dir, capsys):
+    assert cli.main([str(run_dir), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    row = data["tcp"]
+    assert row["iterations"] == 10
+    assert row["nccl"]["algbw_GBps"] == pytest.approx(MIB / 0.1 / 1e9, rel=1e-6)
+    assert row["nccl"]["busbw_GBps"] == pytest.approx(1.5 * MIB / 0.1 / 1e9, rel=1e-6)
+    assert row["nccl"]["wrong"] == 0
+
+
+def test_csv_leads_with_the_nccl_columns(run_dir, capsys):
+    assert cli.main([str(run_dir), "--csv"]) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert len(rows) == 1
+    assert list(rows[0])[:4] == ["transport", "collective", "size_bytes", "count"]
+    assert rows[0]["transport"] == "tcp" and rows[0]["redop"] == "sum"
+    assert float(rows[0]["time_mean_ms"]) == pytest.approx(100.0)
+    assert rows[0]["iterations"] == "10"
+
+
+def test_json_and_csv_exclude_each_other(run_dir, capsys):
+    with pytest.raises(SystemExit):
+        cli.main([str(run_dir), "--json", "--csv"])
+    assert "not allowed with" in capsys.readouterr().err

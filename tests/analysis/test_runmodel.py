@@ -1,0 +1,91 @@
+"""analysis.runmodel on hand-built transport directories: recovery inputs assembled once (baseline
+from the timed start, evaluation ending with the traffic), and every scheduled fault that did not
+take effect (refused, never sent, sent after the traffic) named with its reason.
+
+The synthetic run: 4 hosts, each delivering 10,000 bytes every 10 ms (4e6 B/s together) from the
+timed start t0 until 3000 ms, except during an outage [1000, 1400) ms; 2 s of warm-up before t0
+deliver nothing; the workers keep sampling (flat) until 5000 ms. 30 iterations of 100 ms.
+"""
+import json
+
+from analysis import runmodel
+from emulation import scenario as S
+from model.events import ControllerLog
+from tests.helpers.synthetic_run import MS, T0, TEXT, records, write_run
+
+
+def test_recovery_inputs_start_at_the_timed_start_and_end_with_the_traffic(tmp_path):
+    scn = S.parse(TEXT)
+    write_run(tmp_path, records(scn))
+    model = runmodel.load_transport(tmp_path)
+    # warm-up windows (2 s at 0 B/s) would make the median baseline 0 if counted
+    assert abs(model.baseline_goodput_bps - 4e6) < 1
+    assert model.windows == {"window_ms": 100.0, "hold_ms": 500.0}
+    down, up = model.applied
+    assert (down.t_ns, up.t_ns) == (T0 + 1000 * MS, T0 + 2700 * MS)
+    # one of a host's two links down: 3/4 of the narrowest cut. Expected 0.9 x 0.75 x 4e6 =
+    # 2.7e6 B/s; the 100 ms window starting 360 ms after the fault holds the 7 samples at
+    # 1400..1460 ms: 7 x 10,000 x 4 B / 0.1 s = 2.8e6 (at 350 ms: 6 samples, 2.4e6).
+    assert down.capacity_fraction == 0.75
+    assert abs(down.recovery_ms - 360.0) < 1e-6
+    # link_up at 2700 ms: full rate at once; its evaluation (and hold) ends with the traffic at
+    # 3000 ms. Ending at the last sample (5000 ms, flat after 3000) would put windows over the
+    # idle tail inside the 500 ms hold: "never".
+    assert up.capacity_fraction == 1.0 and up.recovery_ms == 0.0
+
+
+def test_every_fault_that_did_not_take_effect_is_named_with_its_reason(tmp_path):
+    scn = S.parse(TEXT)
+    write_run(tmp_path, records(scn))
+    model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
+    status = {f.entry: f.status for f in model.faults}
+    assert status == {0: "applied", 1: "applied", 2: "failed", 3: "after_traffic",
+                      4: "not_reached", 5: "not_reached"}
+    lines = [runmodel.describe_not_effective(f) for f in model.not_effective]
+    assert len(lines) == 4
+    assert "gray_loss_clear t0p0g0~t1p0s1" in lines[0] and "no gray_loss on" in lines[0]
+    assert "link_down t0p1g0~t1p1s0 (at_s=3.5)" in lines[1] and "after the traffic" in lines[1]
+    assert "0.50 s after" in lines[1]           # sent at 3500 ms, traffic ended at 3000 ms
+    assert "link_down t0p1g0~t1p1s1 (at_s=9)" in lines[2] and "traffic ended" in lines[2]
+    fields = model.summary_fields()
+    assert fields["faults_ok"] is False
+    assert fields["faults_scheduled"] == 6 and fields["faults_applied"] == 2
+    assert [f["entry"] for f in fields["faults_failed"]] == [2]
+    assert [f["entry"] for f in fields["faults_not_reached"]] == [3, 4, 5]
+    # recovery is listed for the faults the traffic met: not the refused or the late ones
+    assert fields["recovery_ms"] == [360.0, 0.0]
+    assert fields["fault_times_ns"] == [T0 + 1000 * MS, T0 + 2700 * MS]
+
+
+def test_an_entry_without_any_record_is_not_reached(tmp_path):
+    scn = S.parse(TEXT)
+    write_run(tmp_path, records(scn)[:2])
+    assert runmodel.load_transport(tmp_path).summary_fields()["faults_ok"] is True
+    model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
+    assert [f.entry for f in model.not_effective] == [2, 3, 4, 5]
+    assert all(f.status == "not_reached" and "ended before" in f.reason for f in model.not_effective)
+
+
+def test_cut_and_malformed_lines_are_reported_not_raised(tmp_path):
+    scn = S.parse(TEXT)
+    write_run(tmp_path, records(scn)[:1])
+    with open(tmp_path / "worker-h0.jsonl", "a") as f:
+        f.write('[1, 2]\n{"t_ns": 5, "event": "iteration", "iter": "x"}\n{"t_ns": 7, "ev')
+    model = runmodel.load_transport(tmp_path)
+    assert len(model.iterations) == 30
+    assert any("not a JSON object" in p for p in model.problems)
+    assert any("without iter" in p for p in model.problems)
+    assert any("not JSON" in p for p in model.problems)
+
+
+def test_controller_log_is_the_fallback_when_the_runner_log_is_absent(tmp_path):
+    scn = S.parse(TEXT)
+    write_run(tmp_path, [])
+    (tmp_path / "faults-applied.jsonl").unlink()
+    log = [{"t_ns": T0 + 1000 * MS, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"},
+           {"t_ns": T0 + 1001 * MS, "action": ControllerLog.PORT_STATUS, "a": "t0p0g0",
+            "b": "t1p0s0"}]
+    (tmp_path / "faults.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
+    model = runmodel.load_transport(tmp_path)
+    (fault,) = model.faults
+    assert fault.status == "applied" and abs(fault.recovery_ms - 360.0) < 1e-6

@@ -1,0 +1,131 @@
+"""emulation/calibrate.py without the fabric: the search over time scales against a machine
+whose threshold is known, the verdict of a trial's summaries, the cache key and the CLI's cache
+paths. (A trial on the fabric is the integration test's and `make bench`'s.)"""
+import json
+
+import pytest
+
+from emulation import calibrate as C
+from emulation import calibrate_cli
+from emulation import scenario as S
+from tests.helpers.scenario_texts import SMALL_FABRIC
+
+SCN = 'name = "c"\n' + SMALL_FABRIC + '[collective]\nmessage_bytes = 4096\niterations = 4\n'
+
+
+def machine(threshold):
+    """measure(k) of a machine that keeps up from k >= threshold on; records what it ran."""
+    ran = []
+
+    def measure(k):
+        ran.append(k)
+        return C.Trial(k, "ok" if k >= threshold else "degraded", {"timer_lateness": k / 3})
+    return measure, ran
+
+
+def test_a_machine_that_keeps_up_at_one_needs_one_trial():
+    measure, ran = machine(1)
+    assert C.search(measure) == (1.0, [C.Trial(1.0, "ok", {"timer_lateness": 1 / 3})])
+    assert ran == [1.0]
+
+
+def test_doubling_then_bisecting_to_within_the_ratio():
+    # threshold 3: 1, 2 fail, 4 passes; bisect 3 (passes), 2.5 (fails): 3 / 2.5 = 1.2 <= 1.25
+    measure, ran = machine(3)
+    k, trials = C.search(measure)
+    assert k == 3.0
+    assert ran == [1.0, 2.0, 4.0, 3.0, 2.5]
+    assert [t.verdict for t in trials] == ["degraded", "degraded", "ok", "ok", "degraded"]
+
+
+def test_no_pass_up_to_the_largest_k_is_none():
+    measure, ran = machine(100)
+    assert C.search(measure)[0] is None
+    assert ran == list(C.DOUBLING)
+
+
+def test_verdict_is_ok_only_when_every_transport_is_and_margins_are_the_worst():
+    ok = {"time_scale": 2.0, "fidelity": {"verdict": "ok", "margins": {"a": 0.5, "b": 3.0}}}
+    bad = {"time_scale": 2.0, "fidelity": {"verdict": "degraded", "margins": {"a": 2.0}}}
+    assert C.verdict_of([ok]) == C.Trial(2.0, "ok", {"a": 0.5, "b": 3.0})
+    assert C.verdict_of([ok, bad]) == C.Trial(2.0, "degraded", {"a": 0.5, "b": 3.0})
+
+
+def test_a_summary_without_fidelity_is_a_clear_error():
+    with pytest.raises(C.CalibrationError, match="no fidelity verdict"):
+        C.verdict_of([{"transport": "mrc"}])
+
+
+def test_the_cache_key_follows_the_fabric_not_the_time_scale():
+    base = S.parse(SCN)
+    same = S.parse(SCN.replace("[collective]", 'time_scale = 4\n[collective]'))
+    wider = S.parse(SCN.replace("planes = 2", "planes = 3"))
+    assert C.cache_key(base, "mrc", "d")[0] == C.cache_key(same, "mrc", "d")[0]
+    assert C.cache_key(base, "mrc", "d")[0] != C.cache_key(wider, "mrc", "d")[0]
+    assert C.cache_key(base, "mrc", "d")[0] != C.cache_key(base, "mrc", "e")[0]   # code
+    _, what = C.cache_key(base, "mrc", "d")
+    assert {"host", "cpu", "fabric", "code"} <= set(what)
+
+
+def test_calibrate_caches_and_resolve_reuses_it(tmp_path):
+    scn = S.parse(SCN)
+    measure, ran = machine(2)
+    result = C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lambda _: None)
+    assert result["time_scale"] == 2.0 and result["margins"] == {"timer_lateness": 2 / 3}
+    # 1 fails, 2 passes; 1.5 fails (2 / 1.5 = 1.33 > 1.25), 1.75 fails (2 / 1.75 = 1.14: done)
+    assert ran == [1.0, 2.0, 1.5, 1.75]
+    assert C.resolve(scn, None, tmp_path, log=lambda _: None, measure=lambda k: pytest.fail(
+        "ran a trial although the cache had the answer")) == 2.0
+
+
+def test_calibrate_without_a_pass_says_what_to_do(tmp_path):
+    measure, _ = machine(1000)
+    with pytest.raises(C.CalibrationError, match="set \\[fabric\\] time_scale by hand"):
+        C.calibrate(S.parse(SCN), "mrc", tmp_path, measure=measure, log=lambda _: None)
+    assert not list(tmp_path.iterdir())     # nothing cached
+
+
+def test_cli_cached_reports_a_miss_and_prints_a_hit_as_json(tmp_path, capsys):
+    path = tmp_path / "c.toml"
+    path.write_text(SCN)
+    cache = tmp_path / "cache"
+    assert calibrate_cli.main([str(path), "--cached", "--cache-dir", str(cache)]) == C.EXIT_NO_PASS
+    assert "no calibration of c's fabric" in capsys.readouterr().err
+    measure, _ = machine(4)
+    C.calibrate(S.parse(SCN), "mrc", cache, measure=measure, log=lambda _: None)
+    assert calibrate_cli.main([str(path), "--cached", "--json", "--cache-dir", str(cache)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["time_scale"] == 4.0 and out["margins"] == {"timer_lateness": 4 / 3}
+
+
+def test_cli_bad_scenario_is_named(tmp_path, capsys):
+    path = tmp_path / "bad.toml"
+    path.write_text(SCN.replace("[collective]", "time_scale = 0.5\n[collective]"))
+    assert calibrate_cli.main([str(path), "--cached"]) == 2
+    assert "time_scale: must be between 1 and 1000, got 0.5" in capsys.readouterr().err
+
+
+def test_bench_timescale_is_registered_and_names_a_bad_scenario(tmp_path, capsys):
+    from emulation import cli
+    path = tmp_path / "bad.toml"
+    path.write_text(SCN.replace("[collective]", 'time_scale = "fast"\n[collective]'))
+    assert "timescale" in cli.BENCHES
+    assert cli.main(["bench", "timescale", "--scenario", str(path)]) == cli.EXIT_USAGE
+    assert "time_scale: must be a number >= 1 or \"auto\", got 'fast'" in capsys.readouterr().err
+
+
+def test_max_scale_stops_the_doubling(tmp_path):
+    measure, ran = machine(16)
+    with pytest.raises(C.CalibrationError, match="no time scale up to 4 kept"):
+        C.calibrate(S.parse(SCN), "mrc", tmp_path, measure=measure, log=lambda _: None,
+                    max_scale=4)
+    assert ran == [1.0, 2.0, 4.0]
+
+
+@pytest.mark.parametrize("value", ["0.5", "nan", "x"])
+def test_max_scale_below_one_or_not_a_number_is_a_usage_error(value, tmp_path, capsys):
+    from emulation import cli
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["calibrate", str(tmp_path / "x.toml"), "--max-scale", value])
+    assert exit_.value.code == 2
+    assert "--max-scale" in capsys.readouterr().err

@@ -1,0 +1,66 @@
+"""The runner's summary from worker logs and applied faults (no fabric needed)."""
+import json
+
+from emulation import scenario as S
+from emulation.run_progress import LogTail
+from emulation.run_summary import summarize
+from emulation.runner import worker_config
+from model.events import Event, Phase
+from tests.helpers.scenario_texts import link_fault
+from tests.helpers.synthetic_run import MS, TCP_RUN, write_worker_logs
+
+T0 = 10_000 * MS
+TEXT = TCP_RUN + link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0)
+
+
+def write_logs(tdir, iterations=30):
+    """4 hosts, 1 MB/s each for 3 s from T0 (however many iterations), none during [1000,
+    1400) ms."""
+    write_worker_logs(tdir, T0, iterations=iterations, deliver_ms=3000)
+    return T0
+
+
+def test_summary_reports_iterations_faults_and_recovery(tmp_path):
+    scn = S.parse(TEXT)
+    t0 = write_logs(tmp_path)
+    applied = [{"entry": 0, "when": "at_s=1.0", "t_ns": t0 + 1000 * MS, "ok": True,
+                "command": scn.faults[0].commands[0]}]
+    (tmp_path / "faults-applied.jsonl").write_text(json.dumps(applied[0]) + "\n")
+    (tmp_path / "worker.json").write_text(json.dumps(worker_config(scn, "tcp", tmp_path).to_dict()))
+    state = {"partial": False, "exit_codes": {f"h{i}": 0 for i in range(4)}, "applied": applied}
+    s = summarize(scn, "tcp", tmp_path, state)
+    assert s["verified"] is True and s["iterations_completed"] == 30
+    assert len(s["iteration_times_ms"]) == 30 and abs(s["iteration_times_ms"][0] - 100) < 0.01
+    assert s["fault_times_ns"] == [t0 + 1000 * MS]
+    assert abs(s["baseline_goodput_bps"] - 4e6) < 1e4
+    assert s["faults"][0]["capacity_fraction"] == 0.75
+    # back at 1400 ms; 90% of 0.75 x baseline is reached ~32 ms into the first full window
+    assert 355 <= s["recovery_ms"][0] <= 375
+    assert (tmp_path / "goodput.csv").exists() and (tmp_path / "iterations.csv").exists()
+
+
+def test_partial_or_failed_runs_are_not_verified(tmp_path):
+    scn = S.parse(TEXT)
+    write_logs(tmp_path, iterations=12)
+    s = summarize(scn, "tcp", tmp_path, {"partial": True, "exit_codes": {}, "applied": []})
+    assert s["verified"] is False and s["partial"] is True and s["iterations_completed"] == 12
+    write_logs(tmp_path)
+    s = summarize(scn, "tcp", tmp_path, {"partial": False, "applied": [],
+                                         "exit_codes": {"h0": 3, "h1": 0, "h2": 0, "h3": 0}})
+    assert s["verified"] is False
+
+
+def test_log_tail_reads_only_complete_lines(tmp_path):
+    path = tmp_path / "worker-h0.jsonl"
+    tail = LogTail([path])
+    tail.poll()
+    assert tail.max_done() == 0 and tail.timed_start_ns is None
+    with open(path, "w") as f:
+        f.write(json.dumps({"t_ns": 5, "event": Event.PHASE, "phase": Phase.WARMUP_DONE}) + "\n")
+        f.write('{"t_ns": 7, "event": "iteration", "iter": 0')
+        f.flush()
+        tail.poll()
+        assert tail.timed_start_ns == 5 and tail.max_done() == 0
+        f.write(', "verified": true}\n')
+    tail.poll()
+    assert tail.max_done() == 1

@@ -1,0 +1,83 @@
+"""`mrclab sweep`'s tables from rows built by hand (the CSV and the Parquet file hold the same
+rows, one type per column; curves.csv the means), and its refusals before anything runs."""
+import csv
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from emulation import sweep as S
+from emulation import sweep_plan
+from tests.helpers.paths import REPO
+
+SWEEP = REPO / "experiments" / "sweeps" / "random-loss.toml"
+
+
+def rows():
+    out = []
+    for point, x in ((0, 0.0), (1, 1.0)):
+        for repeat, t in ((1, 100.0), (2, 120.0)):
+            out.append({"point": point, "x": x, "faults[0].percent": [0, 1][point],
+                        "repeat": repeat,
+                        "transport": "mrc", "verified": True, "fidelity": "ok",
+                        "time_mean_ms": t * (1 + point), "busbw_GBps": 0.01,
+                        "retransmissions": 3, "run_dir": None})
+    out[3]["recovery_ms_f0"] = 250.0            # a column only one row has
+    return out
+
+
+def test_csv_parquet_and_curves(tmp_path):
+    plan = sweep_plan.load(SWEEP, short=True)
+    written = S.write_tables(plan, rows(), tmp_path)
+    with open(tmp_path / "sweep.csv", newline="") as f:
+        table = list(csv.DictReader(f))
+    assert len(table) == 4 and table[3]["recovery_ms_f0"] == "250.0"
+    parquet = pq.read_table(tmp_path / "sweep.parquet").to_pylist()
+    # 0 and 1 beside each other stay integers; percent values are floats where any is
+    assert [r["time_mean_ms"] for r in parquet] == [100.0, 120.0, 200.0, 240.0]
+    assert [r["recovery_ms_f0"] for r in parquet] == [None, None, None, 250.0]
+    # slowdown against the loss-free mean (110 ms): 200 / 110 and 240 / 110
+    assert parquet[3]["slowdown"] == pytest.approx(240 / 110)
+    with open(tmp_path / "curves.csv", newline="") as f:
+        curves = list(csv.DictReader(f))
+    assert [float(c["time_mean_ms"]) for c in curves] == [110.0, 220.0]
+    assert "time_mean_ms" in written["figures"]
+
+
+def test_mixed_kinds_in_a_column_become_text():
+    out = S._uniform([{"a": 1}, {"a": 2.5}, {"a": "x"}, {"a": None}], ["a"])
+    assert [r["a"] for r in out] == ["1", "2.5", "x", None]
+    out = S._uniform([{"a": 1}, {"a": 2.5}], ["a"])
+    assert [r["a"] for r in out] == [1.0, 2.5]
+
+
+def test_a_bad_sweep_file_exits_2_naming_it(tmp_path, capsys):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('scenario = "nowhere.toml"\n[grid]\n"fabric.planes" = [2]\n')
+    assert S.main([str(bad), "--out-dir", str(tmp_path / "o")]) == 2
+    assert "cannot read the base scenario" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_directory_of_another_sweep_is_refused(tmp_path, capsys):
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "sweep.toml").write_text("name = \"other\"\n")
+    assert S.main([str(SWEEP), "--short", "--out-dir", str(out)]) == 2
+    assert "holds another sweep" in capsys.readouterr().err
+    assert (out / "sweep.toml").read_text() == "name = \"other\"\n"
+
+
+def test_done_markers_are_not_run_again(tmp_path):
+    """Every (point, repeat, transport) already marked done: run_sweep reads the markers and
+    starts no run (no fabric needed)."""
+    plan = sweep_plan.load(SWEEP, short=True)
+    for p in plan.points:
+        d = tmp_path / "points" / f"{p.label}-r1"
+        d.mkdir(parents=True)
+        for t in plan.transports:
+            (d / f"{t}.json").write_text(json.dumps({"point": p.index, "transport": t}))
+    done, interrupted = S.run_sweep(plan, tmp_path, log=lambda *a, **k: pytest.fail("ran"))
+    assert not interrupted
+    assert [(r["point"], r["transport"]) for r in done] == [
+        (p.index, t) for p in plan.points for t in plan.transports]

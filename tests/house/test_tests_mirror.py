@@ -1,0 +1,113 @@
+"""Every shipped source module has a test file named for it: tests/.../test_<module>.py, or
+test_<module>_<aspect>.py when it has several, so the tests of a module are found by its name.
+A module without one is in UNTESTED_BY_NAME with the reason and where it is exercised instead;
+an entry whose module gained a test file or is gone fails too, so the list stays short."""
+import re
+
+from tests.helpers.paths import REPO
+
+PACKAGES = ("model", "controller", "traffic", "emulation", "analysis")
+
+# module -> why it has no test file of its name, and what exercises it
+UNTESTED_BY_NAME = {
+    "model/argtypes.py": "argparse value types: every command's bad-argument tests "
+                         "(tests/emulation/test_cli.py, tests/emulation/benches/)",
+    "model/clip.py": "the cut of quoted values in error messages: the hostile corpus "
+                     "(tests/house/test_hostile_corpus.py) and the error-message tests",
+    "model/dscp.py": "constants: tests/emulation/network/test_fabric_control_class.py and "
+                     "test_trimming_commands.py check the bytes and tc commands they make",
+    "model/events.py": "the log names: tests/house/test_event_names.py",
+    "model/safe_read.py": "reading user-named files: the hostile corpus "
+                          "(tests/house/test_hostile_corpus.py) and the scenario loading tests",
+    "model/switchport.py": "a port's default queue configuration: "
+                           "tests/emulation/calibration/test_time_scale.py",
+    "controller/actions.py": "the fault actions by name: tests/house/test_event_names.py and "
+                             "tests/controller/test_planner.py",
+    "controller/app.py": "the controller's state machine behind the API: "
+                         "tests/controller/test_api*.py",
+    "controller/bpf_maps.py": "thin reader of the trimmers' BPF maps (needs root): "
+                              "tests/controller/test_counters.py with a fake, "
+                              "tests/integration/test_trim_bpf.py for real",
+    "controller/client.py": "the API's client: tests/controller/test_api*.py",
+    "controller/commands.py": "command records: tests/controller/test_planner.py and "
+                              "test_executor.py",
+    "controller/fault_log.py": "the fault log: tests/controller/test_api.py (GET /faults) and "
+                               "the runner integration tests that read faults.jsonl",
+    "controller/host_namespaces.py": "POST /hosts registration: "
+                                     "tests/controller/test_api_input.py",
+    "controller/openflow_app.py": "thin adapter over os-ken: tested by "
+                                  "tests/integration/test_controller_fabric.py",
+    "controller/scheduler.py": "flap timers: tests/controller/test_executor.py",
+    "traffic/clock.py": "the clocks (FakeClock drives every core test)",
+    "traffic/comm.py": "the communicator interface and the in-memory hub: "
+                       "tests/traffic/workload/test_collectives_*.py",
+    "traffic/memory.py": "the memory registry: tests/traffic/core/test_roce_rc.py and the "
+                         "receiver tests",
+    "traffic/messages.py": "the message records: the codec tests "
+                           "(tests/traffic/core/test_codec_*.py)",
+    "emulation/calibrate_cli.py": "`mrclab calibrate`: "
+                                  "tests/emulation/calibration/test_calibrate.py",
+    "emulation/check.py": "`mrclab fabric --check` on a real fabric: "
+                          "tests/integration/test_fabric_lifecycle.py",
+    "emulation/control_secrets.py": "the owner's token and socket secrets (root): "
+                                    "tests/integration/test_control_plane_security.py",
+    "emulation/endpoint_process.py": "an endpoint in a fabric host (root): "
+                                     "tests/integration/test_endpoint_fabric.py",
+    "emulation/metrics_server.py": "the live metrics endpoint: "
+                                   "tests/emulation/run/test_live_state.py",
+    "emulation/ovs_service.py": "starting Open vSwitch (root): "
+                                "tests/integration/test_fabric_lifecycle.py",
+    "emulation/run_faults.py": "the run's fault scheduler: "
+                               "tests/emulation/run/test_run_summary_verdicts.py and "
+                               "tests/emulation/config/test_scenario_short.py",
+    "emulation/run_progress.py": "the log follower of a run: "
+                                 "tests/emulation/run/test_run_summary*.py",
+    "emulation/top.py": "`mrclab top`: tests/emulation/run/test_live_state.py",
+    "analysis/jsonl.py": "the JSONL reader: tests/analysis/test_timescale.py and every loader test",
+}
+
+
+def source_modules() -> list[str]:
+    """Every shipped module but package __init__ files, as a path from the repository root."""
+    return sorted(str(p.relative_to(REPO)) for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py")
+                  if p.name != "__init__.py")
+
+
+def names_of_test_files() -> set[str]:
+    return {p.name for p in (REPO / "tests").rglob("test_*.py")}
+
+
+def untested(modules: list[str], test_files: set[str]) -> list[str]:
+    """The modules no test file is named for (test_<module>.py or test_<module>_<aspect>.py)."""
+    out = []
+    for module in modules:
+        stem = module.rsplit("/", 1)[-1].removesuffix(".py")
+        pattern = re.compile(rf"test_{re.escape(stem)}(_\w+)?\.py")
+        if not any(pattern.fullmatch(name) for name in test_files):
+            out.append(module)
+    return out
+
+
+def test_every_source_module_has_a_test_file_of_its_name_or_a_reason():
+    missing = [m for m in untested(source_modules(), names_of_test_files())
+               if m not in UNTESTED_BY_NAME]
+    assert not missing, ("no tests/.../test_<module>.py for these (add one at the module's "
+                         "mirror location, or a reason to UNTESTED_BY_NAME):\n"
+                         + "\n".join(missing))
+
+
+def test_every_reason_still_applies():
+    modules = source_modules()
+    gone = [m for m in UNTESTED_BY_NAME if m not in modules]
+    tested = [m for m in UNTESTED_BY_NAME
+              if m in modules and m not in untested([m], names_of_test_files())]
+    assert not gone, f"UNTESTED_BY_NAME names modules that do not exist: {gone}"
+    assert not tested, f"these have a test file of their name now; drop their entry: {tested}"
+
+
+def test_the_name_rule():
+    files = {"test_codec_props.py", "test_scenario.py", "test_evs_denied.py"}
+    assert untested(["traffic/codec.py", "emulation/scenario.py", "traffic/evs.py"], files) == []
+    # a prefix of another module's name is not a test of it, nor is a longer name
+    assert untested(["emulation/scenario_schema.py", "traffic/ev.py", "traffic/rtt.py"],
+                    files) == ["emulation/scenario_schema.py", "traffic/ev.py", "traffic/rtt.py"]

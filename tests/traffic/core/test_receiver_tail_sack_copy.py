@@ -1,0 +1,138 @@
+"""MRCConfig.tail_sack_copy: the SACK answering an AckReq packet (a message's last packet, a
+retransmission) also leaves over a second reverse path. No later SACK re-acknowledges a
+message's tail, so when the reverse EV it took crosses a dead link the sender waits a whole RTO
+(measured on the 8-host fabric: the receivers' reverse EVs through a downed T0-T1 link were
+retired 240-270 ms after the fault, and SACKs lost on them meanwhile cost the senders second
+timeouts on packets that had arrived).
+
+Receiver driven packet by packet, then a whole QP over the simulated network with the ACK
+direction of one path dead. Expected values by hand from the rule: the copy takes the next plane
+with an in-use reverse EV and a port up (planes share no link), else a reverse EV of the same
+plane through another spine, else there is none.
+"""
+import random
+
+import pytest
+
+from model.topology import ev_plane, ev_spine, make_ev
+from tests.helpers.simnet import Harness, SimNet
+from traffic.evs import PathInfo
+from traffic.memory import MemoryRegistry
+from traffic.messages import DataPacket, Opcode, Sack, SkipMode
+from traffic.qp_config import MRCConfig
+from traffic.receiver import ReceiverQP
+
+pytestmark = pytest.mark.core
+
+QP, PEER, RKEY, VA = 0x300, 0x200, 0x77, 0x10000
+MS = 1_000_000
+
+
+def receiver(planes=(0, 1), spines=2, **cfg):
+    reg = MemoryRegistry()
+    reg.register(bytearray(1 << 16), va=VA, rkey=RKEY)
+    return ReceiverQP(QP, PEER, MRCConfig(**cfg), PathInfo(planes, spines), random.Random(1), reg,
+                      emit=lambda e: None)
+
+
+def pkt(psn, plane=0, opcode=Opcode.WRITE_ONLY, msn=None, dma_len=100, **kw):
+    msn = psn if msn is None else msn
+    return DataPacket(dest_qp=QP, psn=psn, opcode=opcode, msn=msn, va=VA + 100 * psn,
+                      rkey=RKEY, dma_len=dma_len, payload=b"x" * 100, ev=make_ev(plane, 1, 0x99),
+                      timestamp=1_000 + psn, **kw)
+
+
+def set_reverse(rx, plane, spines):
+    """Make `plane`'s in-use reverse EVs cross exactly these spines."""
+    for rev, spine in zip(rx.reverse_paths.evs[plane], spines, strict=True):
+        rev.ev = make_ev(plane, spine, 0x5000 + spine)
+
+
+def test_an_ack_req_packet_is_sacked_on_its_plane_and_on_the_other_one():
+    rx = receiver()
+    out = rx.on_data(pkt(0, ack_req=True, ecn_ce=True), 10, 0)
+    assert [(type(m), plane, ev_plane(m.path_ev)) for m, plane in out] == \
+        [(Sack, 0, 0), (Sack, 1, 1)]
+    first, copy = out[0][0], out[1][0]
+    # the same acknowledgement: cumulative PSN, bitmap, reflected EV and timestamp ...
+    assert (copy.cum_psn, copy.bitmap, copy.ev, copy.echo_timestamp) == (1, 0, first.ev, 1_000)
+    # ... but the ECN echo only once, so the sender skips the EV and NSCC decreases once
+    assert (first.skip, copy.skip) == (SkipMode.SKIP_ONCE, SkipMode.NONE)
+    assert rx.counters["sack_copies"] == 1 and rx.counters["sacks"] == 1
+
+
+def test_no_copy_for_a_packet_that_ends_nothing_or_with_the_option_off():
+    rx = receiver(ack_every=1)                               # every packet SACKed at once
+    assert len(rx.on_data(pkt(0, opcode=Opcode.WRITE_FIRST), 10, 0)) == 1
+    off = receiver(tail_sack_copy=False)
+    assert len(off.on_data(pkt(0, ack_req=True), 10, 0)) == 1
+    assert rx.counters["sack_copies"] == off.counters["sack_copies"] == 0
+
+
+def test_the_packet_that_completes_a_message_after_its_last_one_overtook_it():
+    rx = receiver(ack_every=4)                               # coalescing, as on the fabric
+    first, middle, last = Opcode.WRITE_FIRST, Opcode.WRITE_MIDDLE, Opcode.WRITE_LAST
+    assert rx.on_data(pkt(0, opcode=first, msn=0, dma_len=300), 10, 0) == []   # coalesced
+    # the last packet overtakes the middle one: SACKed at once (AckReq), twice
+    assert len(rx.on_data(pkt(2, opcode=last, msn=0, dma_len=300, ack_req=True), 11, 0)) == 2
+    # the middle one completes the message: SACKed at once, not coalesced, and twice
+    out = rx.on_data(pkt(1, opcode=middle, msn=0, dma_len=300), 12, 0)
+    assert [(m.cum_psn, plane) for m, plane in out] == [(3, 0), (3, 1)]
+    # the next message's first packet completes nothing: coalesced again
+    assert rx.on_data(pkt(3, opcode=Opcode.WRITE_FIRST, msn=1), 13, 0) == []
+    assert rx.counters["sack_copies"] == 2
+
+
+def test_a_resent_packet_the_receiver_already_has_is_sacked_twice():
+    rx = receiver()
+    rx.on_data(pkt(0, ack_req=True), 10, 1)
+    out = rx.on_data(pkt(0, ack_req=True, retransmit=True), 20, 1)   # its ACK went missing
+    assert [plane for _, plane in out] == [1, 0]
+    assert rx.counters["duplicates"] == 1 and rx.counters["sack_copies"] == 2
+
+
+def test_the_copy_skips_a_plane_whose_port_is_down():
+    rx = receiver(planes=(0, 1, 2))
+    rx.set_local_port(1, False, 5)
+    out = rx.on_data(pkt(0, ack_req=True), 10, 0)
+    assert [plane for _, plane in out] == [0, 2]
+
+
+def test_with_one_plane_the_copy_takes_another_spine_or_is_not_sent():
+    rx = receiver(planes=(0,), spines=2)
+    set_reverse(rx, 0, (0, 1))
+    spines = [ev_spine(m.path_ev) for m, _ in rx.on_data(pkt(0, ack_req=True), 10, 0)]
+    assert sorted(spines) == [0, 1]
+    same = receiver(planes=(0,), spines=2)
+    set_reverse(same, 0, (1, 1))                             # both reverse EVs via spine 1
+    assert len(same.on_data(pkt(0, ack_req=True), 10, 0)) == 1
+
+
+def message_by_message(copy: bool, seed: int) -> dict:
+    """30 messages of 3 packets, each posted when the last completed (a ring's steps), SACKs
+    coalesced as the endpoints do (ack_every 4, else a message's tail): the ACK
+    direction of path (plane 0, spine 0) is dead from the start and both of the receiver's
+    plane-0 reverse EVs cross it, so every SACK answering data that came in on plane 0 is lost."""
+    net = SimNet(seed=seed, planes=2, spines=2)
+    net.path(0, 0).blackhole_to = "A"
+    h = Harness(net, cfg=MRCConfig(tail_sack_copy=copy, ack_every=4), seed=seed)
+    set_reverse(h.receiver, 0, (0, 0))
+    start = h.clock.now_ns
+    for _ in range(30):
+        h.transfer([3 * h.cfg.max_payload], until_ns=60_000 * MS)
+    return {"timeouts": h.sender.counters["timeouts"],
+            "retransmitted": h.sender.counters["retransmitted_packets"],
+            "elapsed_ms": (h.clock.now_ns - start) / MS}
+
+
+def test_tail_sacks_survive_a_dead_reverse_path():
+    for seed in (1, 2, 3):
+        with_copy, without = message_by_message(True, seed), message_by_message(False, seed)
+        # Every message's tail SACK also leaves on plane 1, whose paths all work, and it
+        # acknowledges the whole message cumulatively: nothing ever times out.
+        assert with_copy["timeouts"] == 0 and with_copy["retransmitted"] == 0, with_copy
+        # Without the copy, a message whose last packet came in on plane 0 (the sender's
+        # planes take turns) has its only tail SACK lost: the sender resends on a timeout until
+        # the receiver's probes retire its dead reverse EVs.
+        assert without["timeouts"] >= 1, without
+        assert without["elapsed_ms"] > with_copy["elapsed_ms"], (with_copy, without)

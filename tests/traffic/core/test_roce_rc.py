@@ -1,0 +1,134 @@
+"""The single-path RoCE RC baseline by its rules (in-order receiver, go-back-N, retry_cnt, QP
+error on a remote access error), driven packet by packet, and the memory registry's errors."""
+import pytest
+
+from model.events import Event
+from traffic.messages import DataPacket, Nack, NackReason, Sack
+from traffic.reliability import AccessError, MemoryRegistry, MRCConfig
+from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
+
+from tests.helpers.simnet import Harness, SimNet
+
+pytestmark = pytest.mark.core
+
+MS = 1_000_000
+
+
+def roce(cfg=None, net=None):
+    return Harness(net or SimNet(seed=21), cfg=cfg or MRCConfig(max_payload=1000, rto_ns=MS),
+                   sender_cls=RoceSenderQP, receiver_cls=RoceReceiverQP)
+
+
+def data_of(out):
+    return [pkt for pkt, _plane in out if isinstance(pkt, DataPacket)]
+
+
+def drain(h, ms=20):
+    """Everything the sender sends in the next `ms` (polled every 0.1 ms: the pacer lets a few
+    packets go at a time)."""
+    out = []
+    for _ in range(ms * 10):
+        out += data_of(h.sender.poll(h.clock.now_ns))
+        h.clock.now_ns += MS // 10
+    return out
+
+
+def to_receiver(h, pkts):
+    """Feed data packets to the receiver; its replies (ACKs as Sack, NAKs as Nack)."""
+    replies = []
+    for pkt in pkts:
+        replies += [m for m, _plane in h.receiver.on_data(pkt, h.clock.now_ns, 0)]
+    return replies
+
+
+def test_lost_packet_is_naked_once_and_everything_from_it_is_resent():
+    """6 packets, PSN 2 lost: the receiver ACKs 0 and 1, drops 3..5 (out of order) with ONE
+    sequence-error NAK naming PSN 2, and the sender goes back to 2 and resends 2, 3, 4, 5."""
+    h = roce(MRCConfig(max_payload=1000, rto_ns=1000 * MS))
+    region = h.registry.register(bytearray(6000))
+    h.sender.post_write(bytes(range(200)) * 30, region.va, region.rkey)
+    first = drain(h)
+    assert [p.psn for p in first] == [0, 1, 2, 3, 4, 5]
+    replies = to_receiver(h, [p for p in first if p.psn != 2])
+    acks = [m.cum_psn for m in replies if isinstance(m, Sack)]
+    naks = [m for m in replies if isinstance(m, Nack)]
+    assert acks == [1, 2]                                # cumulative: next expected PSN
+    assert [(n.psn, n.reason) for n in naks] == [(2, NackReason.PSN_SEQ_ERR)]
+    assert h.receiver.counters["out_of_order_dropped"] == 3
+    for m in replies:
+        (h.sender.on_sack if isinstance(m, Sack) else h.sender.on_nack)(m, h.clock.now_ns)
+    again = drain(h)
+    assert [p.psn for p in again] == [2, 3, 4, 5] and all(p.retransmit for p in again)
+    assert [e["psn"] for e in h.events_of(Event.RETRANSMIT, reason="gbn")] == [2, 3, 4, 5]
+    replies = to_receiver(h, again)
+    assert [m.cum_psn for m in replies] == [3, 4, 5, 6]
+    assert bytes(region.buf) == bytes(range(200)) * 30
+
+
+def test_retry_limit_then_qp_error_with_linear_ack_timeouts():
+    """No ACK ever: timeout k fires k x 1 ms after the previous one (1, 2, 3, 4 ms), each one a
+    go-back-N resend; the 4th exceeds retry_cnt 3 -> QP error at 1+2+3+4 = 10 ms."""
+    net = SimNet(seed=22, planes=2, spines=2)
+    net.failed_planes.update({0, 1})
+    h = roce(MRCConfig(max_payload=1000, rto_ns=MS, roce_retry_limit=3), net)
+    start = h.clock.now_ns
+    h.post([500])
+    h.run_until_idle(until_ns=10_000 * MS)
+    assert h.sender.error and "3 retries" in h.sender.error
+    assert h.sender.counters["timeouts"] == 4
+    assert h.sender.counters["retransmitted_packets"] == 3
+    assert 10 * MS <= h.clock.now_ns - start <= 10 * MS + MS // 10
+    assert h.sender.poll(h.clock.now_ns) == [] and h.sender.next_deadline(h.clock.now_ns) is None
+
+
+def test_remote_access_error_is_a_qp_error():
+    """A WRITE to an unregistered rkey: the receiver answers NAK UNEXP_EVENT, the sender's QP
+    goes to error and sends nothing more."""
+    h = roce()
+    h.sender.post_write(b"x" * 100, 0xDEAD0000, 0x999)
+    replies = to_receiver(h, data_of(h.sender.poll(h.clock.now_ns)))
+    assert [(type(m), m.reason) for m in replies] == [(Nack, NackReason.UNEXP_EVENT)]
+    assert h.receiver.counters["access_errors"] == 1
+    h.sender.on_nack(replies[0], h.clock.now_ns)
+    assert h.sender.error and "remote access" in h.sender.error
+    assert h.sender.poll(h.clock.now_ns + 100 * MS) == []
+
+
+def test_memory_registry_rejects_what_it_cannot_honour():
+    reg = MemoryRegistry()
+    with pytest.raises(ValueError, match="writable"):
+        reg.register(b"read-only bytes")
+    mr = reg.register(bytearray(16), va=0x5000, rkey=7)
+    with pytest.raises(ValueError, match="already registered"):
+        reg.register(bytearray(4), rkey=7)
+    with pytest.raises(AccessError, match="unknown rkey"):
+        reg.write(8, 0x5000, b"a")
+    reg.write(7, 0x5000 + 12, b"abcd")                     # the last 4 bytes: fits exactly
+    assert bytes(mr.buf[12:]) == b"abcd"
+    with pytest.raises(AccessError, match="outside region"):
+        reg.write(7, 0x5000 + 13, b"abcd")                 # one byte past the end
+    with pytest.raises(AccessError, match="outside region"):
+        reg.write(7, 0x5000 - 1, b"a")                     # one byte before the start
+    reg.deregister(7)
+    with pytest.raises(AccessError, match="unknown rkey"):
+        reg.write(7, 0x5000, b"a")
+    # regions placed by the registry do not overlap: VAs 64 KiB apart (a 70 KB one takes two)
+    a = reg.register(bytearray(70_000))
+    b = reg.register(bytearray(10))
+    assert b.va - a.va == 0x20000 and a.rkey != b.rkey
+
+
+def test_ack_timeout_grows_linearly_with_the_retries():
+    """Timer k (k = 1, 2, ...) runs k x rto from the previous timeout: with rto 1 ms and one
+    packet sent at t0, resends at t0+1 ms and t0+3 ms, nothing in between."""
+    h = roce(MRCConfig(max_payload=1000, rto_ns=MS))
+    region = h.registry.register(bytearray(100))
+    h.sender.post_write(b"y" * 100, region.va, region.rkey)
+    t0 = h.clock.now_ns
+    assert len(data_of(h.sender.poll(t0))) == 1
+    assert data_of(h.sender.poll(t0 + MS - 1)) == []
+    assert len(data_of(h.sender.poll(t0 + MS))) == 1
+    assert h.sender.next_deadline(t0 + MS) == t0 + 3 * MS
+    assert data_of(h.sender.poll(t0 + 3 * MS - 1)) == []
+    assert len(data_of(h.sender.poll(t0 + 3 * MS))) == 1
+    assert h.sender.counters["timeouts"] == 2

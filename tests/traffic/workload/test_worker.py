@@ -1,0 +1,38 @@
+"""The worker process end to end over TCP on 127.0.0.1: events, verification, exit codes."""
+
+from model.events import Event
+from tests.helpers.workers import events, start_workers
+
+
+def test_workers_run_verify_and_log(tmp_path):
+    procs = start_workers(tmp_path, 3)
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    for r in range(3):
+        evs = events(tmp_path / "logs" / f"worker-h{r}.jsonl")
+        assert all(e["host"] == f"h{r}" and isinstance(e["t_ns"], int) for e in evs)
+        its = [e for e in evs if e["event"] == Event.ITERATION]
+        assert [e["iter"] for e in its] == list(range(5))
+        assert all(e["verified"] and e["end_ns"] >= e["start_ns"] and e["transport"] == "tcp"
+                   for e in its)
+        goodput = [e for e in evs if e["event"] == Event.GOODPUT]
+        assert goodput and goodput[-1]["rx_bytes"] >= 6 * 2 * 2 * 40_000 // 3 - 24
+        assert [e["phase"] for e in evs if e["event"] == Event.PHASE][-1] == "done"
+
+
+def test_bad_config_exits_4_with_a_clear_message(tmp_path):
+    procs = start_workers(tmp_path, 2, collective="broadcastx")
+    for p in procs:
+        _, err = p.communicate(timeout=30)
+        assert p.returncode == 4 and "collective must be one of" in err and "'broadcastx'" in err
+
+
+def test_dead_peer_makes_the_worker_fail_not_hang(tmp_path):
+    procs = start_workers(tmp_path, 2, iterations=100000, message_bytes=4000)
+    import time
+    time.sleep(1.5)
+    procs[0].kill()
+    _, err = procs[1].communicate(timeout=30)
+    procs[0].communicate()
+    assert procs[1].returncode == 2 and "TRANSPORT ERROR" in err
