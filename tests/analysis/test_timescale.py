@@ -87,8 +87,8 @@ def test_a_flows_goodput_and_line_fraction_are_the_declared_worlds(tmp_path):
 
 def test_capture_times_come_back_in_emulated_time(tmp_path):
     from analysis.pcap import load_captures
-    from tests.unit.test_analysis_pcap import _mixed_frames
-    from tests.unit.test_analysis_synth import write_capture
+    from tests.helpers.synth import mixed_frames as _mixed_frames
+    from tests.helpers.synth import write_capture
     tdir = tmp_path / "mrc"
     (tdir / "pcaps").mkdir(parents=True)
     (tdir / "worker.json").write_text(json.dumps({"time_scale": 4.0}))
@@ -111,7 +111,7 @@ def test_fidelity_lateness_is_judged_in_one_world(tmp_path):
     # the 2 ms base RTT = 0.786 base RTTs, the same ratio the wall world has (3.146 / 4)
     import pandas as pd
     from analysis import fidelity as F
-    from tests.unit.test_fidelity import write_endpoint_log
+    from tests.helpers.synth import write_endpoint_log
     from traffic.endpoint_support import lateness_bucket
     (tmp_path / "worker.json").write_text(json.dumps({"time_scale": 2.0}))
     hist = sorted([[lateness_bucket(100_000), 985], [lateness_bucket(3_000_000), 15]])
