@@ -24,7 +24,7 @@ demo: setup
 CORE_TESTS := $(shell cat tests/unit/core_tests.txt 2>/dev/null)
 
 test: setup
-	$(PY) -m pytest -q -p no:cacheprovider tests/unit
+	$(PY) -m pytest -q -p no:cacheprovider tests/unit tests/house
 	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(CORE_TESTS)
 	$(PY) -m pytest -q -p no:cacheprovider tests/integration
 
@@ -32,7 +32,7 @@ test: setup
 # user reuses the .venv of one earlier `sudo make setup` (integration tests then skip, saying why).
 unit:
 	@$(MAKE) -s venv-ready
-	$(PY) -m pytest -q -rs -p no:cacheprovider tests/unit
+	$(PY) -m pytest -q -rs -p no:cacheprovider tests/unit tests/house
 	MRCLAB_PURE_PYTHON=1 $(PY) -m pytest -q -p no:cacheprovider $(CORE_TESTS)
 
 integration:

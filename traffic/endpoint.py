@@ -595,9 +595,9 @@ class Endpoint:
         n = self.config.rtt_probe_count
         # Several rounds: the first packets of a flow through userspace OVS take the slow
         # (upcall) path and can be 100x slower than the steady state; the min is what counts.
-        # More rounds (up to 10) while the min is still implausibly slow: once, at a busy start,
-        # all 16 samples of a pair came back >= 56 ms, and that QP's receiver timers (SACK
-        # delay, reverse probes), sized on it, made every iteration of the run take 3 s.
+        # More rounds (up to 10) while the min is still implausibly slow: on a busy machine a
+        # whole round can come back slow, and the QP's receiver timers (SACK delay, reverse
+        # probes) are sized on this min, so a slow one slows every iteration of the run.
         plausible = 4 * self.config.min_base_rtt_ns
         for _round in range(10):
             if _round >= 3 and (len(samples) == start or min(samples[start:]) <= plausible):
@@ -720,7 +720,7 @@ class Endpoint:
         """Read what the ready ports hold, RX_ROUND frames per port in turn, until they are
         empty or RX_BATCH frames per port were read. Reading port by port in big batches
         would hand the QPs the SACKs of one plane long before older ones of the other plane
-        (after a CPU stall both sockets hold many), which looks like reordering and fed
+        (after a CPU stall both sockets hold many), which looks like reordering and would feed
         false SACK-gap losses; timers run only after the drain (in _pump_qps)."""
         budget = RX_BATCH * max(1, len(ready))
         while ready and budget > 0:

@@ -149,9 +149,8 @@ class EVSet:
         self.probe_k = probe_k
         # A path that stays dead (a link down for seconds) is probed ever less often: after the
         # n-th consecutive failed probe the next one waits (min(2^n, probe_backoff_max) - 1) base
-        # periods from the failure; a success resets it. Without
-        # it, every dead EV of every QP is probed each period, and on this 2-core machine that
-        # probing alone ate the CPU the surviving paths needed (thousands of probes/s per host).
+        # periods from the failure; a success resets it. Without it, every dead EV of every QP
+        # is probed each period: thousands of probes/s per host, CPU the surviving paths need.
         if probe_backoff_max < 1:
             raise ValueError(f"probe_backoff_max must be >= 1, got {probe_backoff_max}")
         self.probe_backoff_max = int(probe_backoff_max)
