@@ -23,12 +23,12 @@ SUFFIXES = (".py", ".md", *COMMENT_MARK)
 HISTORY = re.compile("|".join((
     r"\(measured\b(?!\s*[/x*])", r"\bmeasured: ~?\d", r"\bMeasured(?::| on| in| under| with)",
     r"\bmeasured (?:here|on|in|under)\b",
-    r"\d\s*(?:ms|us|ns|s|%)\s+against\s+~?\d",              # "0.67 us against 6.3 us"
+    r"\d\s*(?:ms|us|ns|s|%)\s+against\s+~?\d",              # "<x> us against <y> us"
     r"(?<![\w/-])20\d\d-\d\d-\d\d\b",                        # a date (not a docs/results/ path)
     r"\bearlier (?:session|run)s?\b", r"\b(?:in|of) (?:one|two|three|\d+) (?:full |short )?runs\b",
     r"\(\d+ runs\)", r"\btimes per run\b", r"\bper short run\b",
     r"\bbefore (?:the fix|this change)\b", r"\bused to (?:be|retire|send|take|cost)\b",
-    r"\btook ~?\d", r"\b(?:was|were) ~?\d[\d.,]*\s*(?:ms|us|ns|s|%|x)\b",   # "took 44 s"
+    r"\btook ~?\d", r"\b(?:was|were) ~?\d[\d.,]*\s*(?:ms|us|ns|s|%|x)\b",   # "took <n> s"
     r"\(CPU-bound, \d", r"\d\s*(?:ms|s) on (?:a|the) (?:busy|loaded|idle) (?:machine|VM)\b",
     r"\b\d+ iterations (?:ended|took)\b", r"\bonce, at\b", r"\bcommits? [0-9a-f]{7,40}\b",
 )))
