@@ -522,8 +522,8 @@ class Fabric:
                     pass
             if self.net is not None:
                 try:
-                    # One OVS transaction for all bridges: per-bridge del-br (what net.stop
-                    # does) costs ~0.5 s each with the userspace datapath.
+                    # One OVS transaction for all bridges: a per-bridge del-br (what net.stop
+                    # does) is one slow transaction per bridge with the userspace datapath.
                     argv = ["ovs-vsctl", "--timeout=30"]
                     for sw in self.topo.switches:
                         argv += ["--", "--if-exists", "del-br", sw]

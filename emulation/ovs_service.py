@@ -1,8 +1,8 @@
 """Open vSwitch must be running before a fabric is built: start it when it is not.
 
 `make setup` starts ovsdb-server and ovs-vswitchd, but nothing keeps them running: after a reboot
-of the VM, or once something stopped them, every fabric command failed deep in cleanup with
-"database connection failed". The fabric now checks both daemons first and starts the missing
+of the VM, or once something stopped them, every fabric command would fail deep in cleanup with
+"database connection failed". So the fabric checks both daemons first and starts the missing
 one the way scripts/setup.sh does (userspace datapath only, so no kernel module is needed), and
 raises, naming the daemon and the command, when that does not bring it up.
 """

@@ -50,7 +50,7 @@ MIN_TX_SNDBUF = 4 * 1024 * 1024
 # frame: an skb's truesize is its data buffer (frame + headroom + skb_shared_info, rounded up to
 # the kmalloc power of two) plus struct sk_buff, so ~2.3 KB at MTU 1500 but ~16.6 KB at 9000.
 # Without shaping, queued frames wait in the receiving CPU's backlog (netdev_max_backlog, 5000
-# here) still charged to this socket: at MTU 9000 a 4 MiB buffer held only ~250 of them.
+# here) still charged to this socket: at MTU 9000 a 4 MiB buffer holds only ~250 of them.
 TX_FRAMES_IN_FLIGHT = MIN_TX_SNDBUF // 2304
 # Frames one switch port's receive socket can hold while ovs-vswitchd is not scheduled: a 256-frame
 # burst fits without a silent drop: 4.3 MB at MTU 9000, 590 KB at 1500 (a limit, not an allocation).

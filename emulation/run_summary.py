@@ -57,6 +57,7 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
     """`fidelity` (analysis/fidelity.py) of the transport over its timed iterations; first the
     ovs-vswitchd stalls of that window are copied into the run directory (ovs_stalls.json)."""
     from analysis import fidelity, pcap  # deferred: numpy/pandas, only to summarise
+    from analysis import fidelity_captures, fidelity_verdict  # deferred: as the line above
     start, end = summary.get("timed_start_ns"), summary.get("traffic_end_ns")
     try:
         clock = pcap.ClockOffset.load(tdir / "clock.json")
@@ -69,7 +70,7 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
     fidelity.record_ovs_stalls(tdir, *window)
     topo = scn.topology
     trim = scn.trimming_for(transport)
-    facts = fidelity.FabricFacts(
+    facts = fidelity_captures.FabricFacts(
         host_link_mbit=scn.spec.host_link_mbit, fabric_link_mbit=scn.spec.fabric_link_mbit,
         mtu=scn.spec.mtu, trimmed=bool(trim and trim.get("trim")),
         switch_buffer_bytes=None if scn.switch_buffer_kb is None else scn.switch_buffer_kb * 1024,
@@ -79,8 +80,8 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
     try:
         return {"fidelity": fidelity.transport_fidelity(tdir, facts, start, end, packets=packets)}
     except Exception as exc:  # noqa: BLE001 - the rest of the summary matters more
-        return {"fidelity": fidelity.assemble([], {}, {}, [f"fidelity monitor failed: "
-                                                           f"{exc.__class__.__name__}: {exc}"])}
+        return {"fidelity": fidelity_verdict.assemble([], {}, {}, [
+            f"fidelity monitor failed: {exc.__class__.__name__}: {exc}"])}
 
 
 def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict,

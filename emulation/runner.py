@@ -155,12 +155,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     declared, scn = scn, time_scale_mod.wall_scenario(scn)
     k = float(scn.time_scale)
 
-    tdir.mkdir(parents=True, exist_ok=True)
-    (tdir / "pcaps").mkdir(exist_ok=True)
-    # tcpdump stamps packets with the wall clock; logs use CLOCK_MONOTONIC. Two readings taken
-    # back to back let analysis put pcap times on the monotonic axis (analysis.pcap.ClockOffset).
-    (tdir / "clock.json").write_text(json.dumps(
-        {"monotonic_ns": time.monotonic_ns(), "realtime_ns": time.time_ns()}))
+    _prepare_run_dir(tdir)
     routing, convergence = scn.routing_for(transport)
     config = worker_config(scn, transport, tdir)
     control = path_monitor.RunControlPlane(scn, transport, config, tdir)   # sets control_dir
@@ -181,26 +176,10 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
                     run_dir=tdir / "fabric", time_scale=k, control_class=scn.control_class,
                     **fabric_kw) as fab:
             captures = []
-            meter = CpuMeter({
-                "workers": lambda: [p.pid for p in procs],
-                "switches": lambda: pids_from_files(OVS_PID_FILES),
-                "captures": lambda: [c.proc.pid for c in captures],
-                # none once the fabric is torn down (Ctrl-C): the meter's last sample comes later
-                "controller": lambda: [fab.controller_proc.pid] if fab.controller_proc else [],
-                "runner": lambda: [os.getpid()],
-            }).start()
+            meter = _cpu_meter(fab, procs, captures).start()
             if scn.capture:
-                for h in scn.topology.hosts:
-                    for p in range(scn.spec.planes):
-                        captures.append(fab.capture(h.index, p, tdir / "pcaps" / f"{h.name}-p{p}.pcap",
-                                                    snaplen=CAPTURE_SNAPLEN))
-            for rank, host in enumerate(hosts):
-                err = open(tdir / f"worker-{host}.stderr", "w")
-                stderr_files.append(err)
-                procs.append(fab.popen_in_host(
-                    rank, [sys.executable, "-m", "traffic.worker", "--config",
-                           str(tdir / "worker.json"), "--rank", str(rank)],
-                    cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
+                _start_captures(scn, fab, tdir, captures)
+            _start_workers(fab, hosts, tdir, procs, stderr_files)
             scheduler = FaultScheduler(scn, tail, fab.api_port, tdir / "faults-applied.jsonl")
             scheduler.start()
             # the monitor stops before the last iteration: finishing peers stop answering probes
@@ -225,38 +204,95 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             scheduler.stop()
             state["applied"] = scheduler.applied
             state["scheduler_error"] = scheduler.error
-        stopped_ns = time.monotonic_ns()
-        tail.poll()
-        missing = unreached_records(scn, scheduler.sent if scheduler is not None else set(),
-                                    unreached_reason(state, state["scheduler_error"],
-                                                     tail.timed_start_ns, stopped_ns))
-        if missing:
-            with open(tdir / "faults-applied.jsonl", "a") as out:
-                out.writelines(json.dumps(r) + "\n" for r in missing)
+        _record_unreached(scn, scheduler, state, tail, tdir)
         for p, host in zip(procs, hosts):
             state["exit_codes"].setdefault(host, p.poll())
         for f in stderr_files:
             f.close()
-        fabric_log = tdir / "fabric" / "faults.jsonl"
-        if fabric_log.exists():
-            shutil.copy(fabric_log, tdir / "faults.jsonl")
-        for snapshot in ("trim_counters.json", "queue_counters.json"):   # Fabric's teardown
-            if (tdir / "fabric" / snapshot).exists():
-                shutil.copy(tdir / "fabric" / snapshot, tdir / snapshot)
+        _copy_fabric_files(tdir)
         summary = summarize(declared, transport, tdir, state)
         if meter is not None:
-            meter.stop()
-            summary["cpu"] = meter.usage(*(timescale.wall_ns(t, k) for t in (
-                summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
-            from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
-            add_cpu_evidence(summary.get("fidelity"), summary["cpu"])
-            try:
-                meter.write_csv(tdir / "cpu.csv")
-            except OSError as err:          # the summary below matters more than the CSV
-                meter.error = meter.error or f"cpu.csv: {err}"
-            summary["cpu_meter_error"] = meter.error
+            _add_cpu(summary, meter, k, tdir)
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _prepare_run_dir(tdir: Path) -> None:
+    tdir.mkdir(parents=True, exist_ok=True)
+    (tdir / "pcaps").mkdir(exist_ok=True)
+    # tcpdump stamps packets with the wall clock; logs use CLOCK_MONOTONIC. Two readings taken
+    # back to back let analysis put pcap times on the monotonic axis (analysis.pcap.ClockOffset).
+    (tdir / "clock.json").write_text(json.dumps(
+        {"monotonic_ns": time.monotonic_ns(), "realtime_ns": time.time_ns()}))
+
+
+def _cpu_meter(fab, procs: list, captures: list) -> CpuMeter:
+    """The run's CPU meter by role; `procs` and `captures` are read at each sample, so processes
+    started after the meter are counted."""
+    return CpuMeter({
+        "workers": lambda: [p.pid for p in procs],
+        "switches": lambda: pids_from_files(OVS_PID_FILES),
+        "captures": lambda: [c.proc.pid for c in captures],
+        # none once the fabric is torn down (Ctrl-C): the meter's last sample comes later
+        "controller": lambda: [fab.controller_proc.pid] if fab.controller_proc else [],
+        "runner": lambda: [os.getpid()],
+    })
+
+
+def _start_captures(scn: Scenario, fab, tdir: Path, captures: list) -> None:
+    """One capture per host port, appended to `captures` as each starts."""
+    for h in scn.topology.hosts:
+        for p in range(scn.spec.planes):
+            captures.append(fab.capture(h.index, p, tdir / "pcaps" / f"{h.name}-p{p}.pcap",
+                                        snaplen=CAPTURE_SNAPLEN))
+
+
+def _start_workers(fab, hosts, tdir: Path, procs: list, stderr_files: list) -> None:
+    """One worker process per rank, appended to `procs` (its stderr file to `stderr_files`)."""
+    for rank, host in enumerate(hosts):
+        err = open(tdir / f"worker-{host}.stderr", "w")
+        stderr_files.append(err)
+        procs.append(fab.popen_in_host(
+            rank, [sys.executable, "-m", "traffic.worker", "--config",
+                   str(tdir / "worker.json"), "--rank", str(rank)],
+            cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
+
+
+def _record_unreached(scn: Scenario, scheduler, state: dict, tail, tdir: Path) -> None:
+    """faults-applied.jsonl records for the schedule entries never sent, with the reason."""
+    stopped_ns = time.monotonic_ns()
+    tail.poll()
+    missing = unreached_records(scn, scheduler.sent if scheduler is not None else set(),
+                                unreached_reason(state, state["scheduler_error"],
+                                                 tail.timed_start_ns, stopped_ns))
+    if missing:
+        with open(tdir / "faults-applied.jsonl", "a") as out:
+            out.writelines(json.dumps(r) + "\n" for r in missing)
+
+
+def _copy_fabric_files(tdir: Path) -> None:
+    """The fabric's fault log and its teardown's counter snapshots, next to the run's files."""
+    fabric_log = tdir / "fabric" / "faults.jsonl"
+    if fabric_log.exists():
+        shutil.copy(fabric_log, tdir / "faults.jsonl")
+    for snapshot in ("trim_counters.json", "queue_counters.json"):   # Fabric's teardown
+        if (tdir / "fabric" / snapshot).exists():
+            shutil.copy(tdir / "fabric" / snapshot, tdir / snapshot)
+
+
+def _add_cpu(summary: dict, meter: CpuMeter, k: float, tdir: Path) -> None:
+    """The CPU meter's figures over the timed iterations (wall times: x k) into the summary,
+    beside the fidelity verdict, and cpu.csv."""
+    meter.stop()
+    summary["cpu"] = meter.usage(*(timescale.wall_ns(t, k) for t in (
+        summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
+    from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
+    add_cpu_evidence(summary.get("fidelity"), summary["cpu"])
+    try:
+        meter.write_csv(tdir / "cpu.csv")
+    except OSError as err:          # the summary matters more than the CSV
+        meter.error = meter.error or f"cpu.csv: {err}"
+    summary["cpu_meter_error"] = meter.error
 
 
 def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:

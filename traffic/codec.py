@@ -53,7 +53,8 @@ from dataclasses import dataclass
 
 try:
     # ISA-L's CRC-32: the same polynomial and results as zlib.crc32, with carry-less multiply
-    # instructions (several times faster than zlib's over a jumbo frame: docs/performance.md),
+    # instructions (several times faster than zlib's over a jumbo frame:
+    # docs/results/2026-11-27-performance.md),
     # and the ICRC is computed twice per data packet (encode, decode).
     from isal.isal_zlib import crc32
 except ImportError:                         # a platform without its wheel: zlib, same values

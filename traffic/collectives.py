@@ -347,9 +347,8 @@ def make_input(rank: int, n: int, iteration: int, world_size: int) -> np.ndarray
 
     h does not depend on the iteration, so it is hashed once per (rank, n) and cached: an
     iteration's input then costs an add and a mask. The expected all-reduce result hashes
-    every rank's input, which took ~40 ms of numpy per host per iteration at 2 MiB and 4 ranks
-    when the iteration was part of the hashed word; the machine's cores run the endpoints and
-    the switches too."""
+    every rank's input, so hashing per iteration would cost the world size times a buffer's
+    numpy per host per iteration, on the cores that run the endpoints and the switches too."""
     if not 0 <= rank < MAX_RANKS or not 0 <= n <= MAX_ELEMENTS:
         raise ValueError(f"make_input covers ranks < {MAX_RANKS} and up to {MAX_ELEMENTS} "
                          f"elements, got rank {rank}, n {n}")

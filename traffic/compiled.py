@@ -26,7 +26,8 @@ MODULES = ("traffic.codec", "traffic.messages", "traffic.rtt", "traffic.evs", "t
            "traffic.receiver", "traffic.nscc", "traffic.loss_policy", "traffic.work_requests",
            "traffic.reverse_paths", "traffic.qp_config", "traffic.memory", "traffic.roce_rc",
            "traffic.endpoint", "traffic.endpoint_support", "traffic.deadline_queue",
-           "traffic.packet_io")
+           "traffic.packet_io", "traffic.queue_pair", "traffic.endpoint_probes",
+           "traffic.suspect_paths", "traffic.ev_probes")
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_DIR = os.path.join(REPO, "build", "compiled")
 MANIFEST = os.path.join(BUILD_DIR, "manifest.json")

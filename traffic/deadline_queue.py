@@ -2,11 +2,11 @@
 owners whose state changed (pure: time is passed in).
 
 An endpoint loop turn needs two things from its QPs: when the next one is due (how long poll()
-may sleep) and which ones are due now. Asking every QP on every turn cost each idle QP its whole
-deadline computation (RTO heap, EV probes, loss verdicts, reverse probes, delayed SACK) twice per
-turn, and a collective opens QPs to every peer while a ring uses two of them. Here an owner's
-deadline is computed once after each change (`changed`: a packet for it, a post, a poll, a port
-or denylist change) and kept in a heap; an owner nothing happened to costs nothing per turn.
+may sleep) and which ones are due now. Asking every QP on every turn would cost each idle QP its
+whole deadline computation (RTO heap, EV probes, loss verdicts, reverse probes, delayed SACK)
+twice per turn, and a collective opens QPs to every peer while a ring uses two of them. Here an
+owner's deadline is computed once after each change (`changed`: a packet for it, a post, a poll,
+a port or denylist change) and kept in a heap; an owner nothing happened to costs nothing per turn.
 
 What makes a kept deadline safe: an owner's deadline(now) may depend on `now` only by being at
 most `now` ("due now") or by dropping out as time passes (the receiver stops probing reverse

@@ -18,31 +18,25 @@ peer with EV probes (endpoint requests on QP 2 with src_qp 0, answered by the pe
 itself) and derives RTO, probe period and skip time from it (Endpoint.qp_config).
 
 Run as a process:  python -m traffic.endpoint_cli --config FILE   (serves traffic/control.py).
-
-Over 600 lines because the loop, the QP glue of both transports and the RTT measurement share
-per-packet state; each piece of protocol logic lives in its own pure module already.
+The QP glue is traffic/queue_pair.py; the endpoint's own probes (base RTT, READY, path prober)
+are traffic/endpoint_probes.py; each piece of protocol logic lives in its own pure module.
 """
 from __future__ import annotations
 
-import argparse
 import collections
 import gc
 import random
 import select
-import signal
-import sys
 import time
 
 from model.events import Event
 from model.topology import Topology, ev_entropy, ev_plane, ev_spine, host_intf, make_ev
 from traffic import roce_rc
 from traffic.codec import Codec, DecodeError
-from traffic.control import ControlServer
 from traffic.deadline_queue import DeadlineQueue
 from traffic.denylist import Denylist
 from traffic.endpoint_support import (
     MAX_DATA_OVERHEAD,
-    ConfigError,
     Counters,
     EndpointConfig,
     EMULATED_FABRIC_QP_DEFAULTS,
@@ -54,144 +48,20 @@ from traffic.endpoint_support import (
     qp_timers,
     trimming_delay_bound_ns,
 )
+from traffic.endpoint_probes import EndpointProbes
 from traffic.ev_events import EvEventQueue
 from traffic.evs import PathInfo
-from traffic.messages import PROBE_ID_MASK, DataPacket, Nack, Probe, Sack
+from traffic.messages import DataPacket, Nack, Probe, Sack
 from traffic.nscc import PlanePacer
 from traffic.path_prober import PathProber
+from traffic.queue_pair import QueuePair
 from traffic.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
 
-RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP owns them)
-READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answered only then)
-PATH_PROBE_QP = 3          # src_qp of the path prober's probes (2 is the EV probes' QP)
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
 RX_ROUND = 16              # frames read from one port before the next port's turn
 # The lateness histograms go to the log this often (cumulative): often enough that the timed
 # part of a run can be cut out of them, rarely enough to cost nothing.
 LATENESS_LOG_INTERVAL_NS = 1_000_000_000
-
-
-class QueuePair:
-    """Endpoint record of one QP: the pure sender + receiver halves, its peer, completions.
-
-    For transport "mrc" the halves are reliability.SenderQP/ReceiverQP; for "roce" the
-    traffic/roce_rc.py ones (one fixed EV, go-back-N). Both halves share the QP number: data
-    and SACKs for this QP both arrive with dest_qp == qpn.
-
-    Every call into the halves goes through a method here that reports the QP to
-    `changed(qp)`: the endpoint keeps each QP's next deadline (traffic/deadline_queue.py) and
-    recomputes it only after such a call.
-    """
-
-    def __init__(self, qpn: int, peer: int, peer_qpn: int, transport: str, sender, receiver,
-                 base_rtt_ns: int, changed=None):
-        self.qpn = qpn
-        self.peer = peer
-        self.peer_qpn = peer_qpn
-        self.transport = transport
-        self.sender = sender
-        self.receiver = receiver
-        self.base_rtt_ns = base_rtt_ns
-        self.send_completions: list = []
-        self.recv_completions: list = []
-        self.out: list = []                 # (message, plane) produced by on_data
-        self.changed = changed or (lambda qp: None)
-
-    @property
-    def error(self) -> str | None:
-        return self.sender.error
-
-    def on_data(self, msg, plane: int, now: int) -> bool:
-        self.changed(self)
-        before = self.receiver.counters["placed_bytes"]
-        self.out.extend(self.receiver.on_data(msg, now, plane))
-        comps = self.receiver.pop_completions()
-        if comps:
-            self.recv_completions.extend(comps)
-        return self.receiver.counters["placed_bytes"] != before
-
-    def on_sack(self, msg, plane: int, now: int) -> None:
-        self.changed(self)
-        self.sender.on_sack(msg, now)
-        # Our data reached the peer on msg.ev: that path works from us to the peer, which is the
-        # direction our own SACKs take (the paper: reverse EVs refreshed from data SACKs).
-        # RoCE's receiver has one fixed path and no reverse EVs.
-        reverse = getattr(self.receiver, "reverse_paths", None)
-        if reverse is not None:
-            reverse.confirm(msg.ev, now)
-        self._collect()
-
-    def on_nack(self, msg, plane: int, now: int) -> None:
-        self.changed(self)
-        self.sender.on_nack(msg, now)
-        self._collect()
-
-    def on_probe_response(self, msg, plane: int, now: int) -> None:
-        self.changed(self)
-        pending = getattr(getattr(self.sender, "evs", None), "pending_probes", {})
-        p = pending.get(msg.seq)
-        if p is not None and p.ev == msg.ev:
-            self.sender.on_probe_response(msg, now)
-        else:
-            self.receiver.on_probe_response(msg, now)
-
-    def _collect(self) -> None:
-        comps = self.sender.pop_completions()
-        if comps:
-            self.send_completions.extend(comps)
-
-    def set_local_port(self, plane: int, up: bool, now: int) -> None:
-        self.changed(self)
-        self.sender.set_local_port(plane, up, now)
-        self.receiver.set_local_port(plane, up, now)
-
-    def post_write(self, data, remote_va: int, rkey: int, imm: int | None) -> int:
-        self.changed(self)
-        return self.sender.post_write(data, remote_va, rkey, imm)
-
-    def apply_denylist(self, denies, now: int) -> tuple[int, int]:
-        """Deny the QP's forward EVs and its receiver's reverse EVs (SACKs and NACKs leave
-        this host for the same peer, so the same rules name them); the counts are forward."""
-        self.changed(self)
-        reverse = getattr(self.receiver, "reverse_paths", None)
-        if reverse is not None:
-            reverse.apply_denylist(denies, now)
-        evs = getattr(self.sender, "evs", None)
-        if evs is None or not hasattr(evs, "apply_denylist"):
-            return 0, 0
-        return evs.apply_denylist(denies, now)
-
-    def poll(self, now: int) -> list:
-        self.changed(self)
-        out, self.out = self.out, []
-        d = self.sender.next_deadline(now)
-        if d is not None and d <= now:
-            out.extend(self.sender.poll(now))
-            self._collect()
-        d = self.receiver.next_deadline(now)
-        if d is not None and d <= now:
-            out.extend(self.receiver.poll(now))
-        return out
-
-    def next_deadline(self, now: int) -> int | None:
-        if self.out:
-            return now
-        a = self.sender.next_deadline(now)
-        b = self.receiver.next_deadline(now)
-        if a is None:
-            return b
-        return a if b is None else min(a, b)
-
-    def stats(self) -> dict:
-        out = {"peer": self.peer, "transport": self.transport, "error": self.error,
-               "sender": dict(self.sender.counters), "receiver": dict(self.receiver.counters)}
-        nscc = getattr(self.sender, "nscc", None)
-        if nscc is not None:
-            out["nscc"] = dict(nscc.counts)
-        by_path = getattr(self.sender, "sent_packets_by_path", None)
-        if by_path is not None:
-            out["sent_packets_by_path"] = by_path()
-        return out
 
 
 def port_class_for(config: EndpointConfig):
@@ -200,7 +70,7 @@ def port_class_for(config: EndpointConfig):
     return RingPort if config.fast_path else PacketPort
 
 
-class Endpoint:
+class Endpoint(EndpointProbes):
     """All QPs of one host. `ports` maps plane -> port object (RingPort with drain(handle, n),
     PacketPort or a test double with send(frame), recv() -> n into .buf, fileno(), is_up())."""
 
@@ -417,22 +287,6 @@ class Endpoint:
             return denylist.denies(src, dst, ev)
         return qp.apply_denylist(denies, now)
 
-    # ------------------------------------------------------------------ path prober
-
-    def _pump_prober(self, now: int) -> None:
-        prober = self.prober
-        if len(self.qps) != self._prober_peers:
-            self._prober_peers = len(self.qps)
-            prober.set_peers({qp.peer for qp in self.qps.values()}, now)
-        prober.expire(now)
-        for peer, plane, ev, seq in prober.due(now):
-            self.send_message(Probe(ev=ev, seq=seq, timestamp=now, src_qp=PATH_PROBE_QP,
-                                    path_ev=ev), plane, peer)
-
-    def path_stats(self) -> dict:
-        """The prober's per-path counts ({} when it is off)."""
-        return self.prober.stats() if self.prober is not None else {}
-
     def add_fd(self, fd: int, callback) -> None:
         """Watch another fd (control socket) in the same loop; callback() when readable."""
         self._extra_fds[fd] = callback
@@ -548,96 +402,6 @@ class Endpoint:
         else:
             self.counters.drop("unexpected_message")
 
-    def _on_probe(self, plane: int, msg: Probe, meta, now: int) -> None:
-        if not msg.response:
-            if msg.src_qp == READY_PROBE_QP and not any(
-                    qp.peer == meta.src_host for qp in self.qps.values()):
-                self.counters.drop("not_ready")
-                return
-            reply = Probe(ev=msg.ev, seq=msg.seq, timestamp=msg.timestamp, response=True,
-                          src_qp=msg.src_qp, port_status=self.local_port_status(),
-                          path_ev=msg.path_ev)
-            self.send_message(reply, plane, meta.src_host)
-            return
-        if msg.src_qp == RTT_PROBE_QP:
-            sent = self._rtt_probes.pop(msg.seq, None)
-            if sent is None:
-                self.counters.drop("stale_probe")
-                return
-            self.rtt_samples[meta.src_host].append(now - sent)
-            return
-        if msg.src_qp == READY_PROBE_QP:
-            self.ready_peers.add(meta.src_host)
-            return
-        if msg.src_qp == PATH_PROBE_QP:
-            if self.prober is None or not self.prober.on_response(msg.seq, now):
-                self.counters.drop("stale_probe")
-            return
-        qp = self.qps.get(msg.src_qp)
-        if qp is None or meta.src_host != qp.peer:
-            self.counters.drop("stale_probe")
-            return
-        qp.on_probe_response(msg, plane, now)
-
-    # ------------------------------------------------------------------ base RTT
-
-    def measure_base_rtt(self, peer: int, timeout_s: float = 0.5) -> int:
-        """Min RTT of a few probes to `peer` over every up plane (spread over spines).
-
-        Falls back to config.default_base_rtt_ns when nothing answers (peer not up yet):
-        the timers are then conservative, never zero.
-        """
-        if self.config.base_rtt_ns:
-            return self.config.base_rtt_ns
-        samples = self.rtt_samples[peer]
-        start = len(samples)
-        planes = [p for p, up in self.port_up.items() if up] or list(self.ports)
-        n = self.config.rtt_probe_count
-        # Several rounds: the first packets of a flow through userspace OVS take the slow
-        # (upcall) path and can be 100x slower than the steady state; the min is what counts.
-        # More rounds (up to 10) while the min is still implausibly slow: once, at a busy start,
-        # all 16 samples of a pair came back >= 56 ms, and that QP's receiver timers (SACK
-        # delay, reverse probes), sized on it, made every iteration of the run take 3 s.
-        plausible = 4 * self.config.min_base_rtt_ns
-        for _round in range(10):
-            if _round >= 3 and (len(samples) == start or min(samples[start:]) <= plausible):
-                break           # nothing answers (peer not up: fall back), or a sane min
-            want = len(samples) + n
-            for i in range(n):
-                plane = planes[i % len(planes)]
-                spine = (i // len(planes)) % self.topo.spec.spines
-                ev = make_ev(plane, spine, 0x100 + i)
-                self._rtt_probe_seq = (self._rtt_probe_seq + 1) & PROBE_ID_MASK
-                now = self.clock()
-                self._rtt_probes[self._rtt_probe_seq] = now
-                self.send_message(Probe(ev=ev, seq=self._rtt_probe_seq, timestamp=now,
-                                        src_qp=RTT_PROBE_QP, path_ev=ev), plane, peer)
-                self._flush_tx(self.clock())
-            deadline = time.monotonic() + timeout_s
-            while len(samples) < want and time.monotonic() < deadline:
-                self.run_once(0.002)
-        got = samples[start:]
-        if not got:
-            self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=None, samples=0,
-                          used_ns=self.config.default_base_rtt_ns)
-            return self.config.default_base_rtt_ns
-        rtt = min(got)
-        self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
-        return rtt
-
-    def send_ready_probe(self, peer: int) -> None:
-        """Ask `peer` whether it has created its QPs to us: it answers a READY probe only once
-        it has (see _on_probe); the answer adds peer to ready_peers. Lets a communicator hold
-        its first WRITE until the peer's QPs exist (a WRITE to a missing QP is lost and would
-        retire a healthy EV)."""
-        planes = [p for p, up in self.port_up.items() if up] or list(self.ports)
-        for i, plane in enumerate(planes):
-            ev = make_ev(plane, i % self.topo.spec.spines, 0x200 + i)
-            self._rtt_probe_seq = (self._rtt_probe_seq + 1) & PROBE_ID_MASK
-            self.send_message(Probe(ev=ev, seq=self._rtt_probe_seq, timestamp=self.clock(),
-                                    src_qp=READY_PROBE_QP, path_ev=ev), plane, peer)
-        self._flush_tx(self.clock())
-
     # ------------------------------------------------------------------ loop
 
     def _poll_ports(self, now: int) -> None:
@@ -720,7 +484,7 @@ class Endpoint:
         """Read what the ready ports hold, RX_ROUND frames per port in turn, until they are
         empty or RX_BATCH frames per port were read. Reading port by port in big batches
         would hand the QPs the SACKs of one plane long before older ones of the other plane
-        (after a CPU stall both sockets hold many), which looks like reordering and fed
+        (after a CPU stall both sockets hold many), which looks like reordering and would feed
         false SACK-gap losses; timers run only after the drain (in _pump_qps)."""
         budget = RX_BATCH * max(1, len(ready))
         while ready and budget > 0:
@@ -783,28 +547,4 @@ class Endpoint:
             if close:
                 close()
 
-
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m traffic.endpoint_cli",
-                                     description="MRC endpoint process of one host")
-    parser.add_argument("--config", required=True, help="endpoint config (JSON or TOML)")
-    args = parser.parse_args(argv)
-    try:
-        config = EndpointConfig.load(args.config)
-    except ConfigError as e:
-        print(f"endpoint: {e}", file=sys.stderr)
-        return 2
-    ep = Endpoint(config)
-    stop = []
-    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    signal.signal(signal.SIGINT, lambda *_: stop.append(1))
-    server = ControlServer(ep, config.control_socket) if config.control_socket else None
-    try:
-        while not stop and not (server and server.shutdown_requested):
-            ep.run_once(0.05)
-    finally:
-        if server:
-            server.close()
-        ep.close()
-    return 0
 

@@ -88,8 +88,8 @@ EMULATED_FABRIC_QP_DEFAULTS = {
     "reverse_probe_rtts": 8.0,
     # SACK coalescing: one SACK per ack_every data packets (immediate on ECN, AckReq = last
     # packet of a message or a retransmission, or a bitmap half full), else after ack_delay_rtts.
-    # Every SACK costs a packet through three userspace switches and ~60 us of Python at each
-    # end; at 1 the SACKs would be half the fabric's packets.
+    # Every SACK costs a packet through three userspace switches and Python work at each end;
+    # at 1 the SACKs would be half the fabric's packets.
     "ack_every": 4,
     "ack_delay_rtts": 0.25,
     # A fresh EV's first packet meets OVS's slow path (upcall).

@@ -23,9 +23,8 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   the paper fix it): an EV marked again soon after its skip ended (within the skip's length, or
   SKIP_MEMORY first skips, or two smoothed RTTs) sits on a persistently congested path, and its
   next skip is twice as long, up to `backoff_max` first skips. Without this, a flow beside one
-  forced onto a path kept returning to it: each return sends a round trip's worth of packets
-  into the queue before the next echo arrives, and it kept 36-37% of its packets there with
-  skips of 2 or 8 base RTTs.
+  forced onto a path keeps returning to it: each return sends a round trip's worth of packets
+  into the queue before the next echo arrives.
 * `suspend(ev)` / `unsuspend(ev)`: a loss without trim whose verdict is still open (the sender
   waits `loss_verdict_ns` for a late trimmed NACK or a late delivery): the EV leaves the
   rotation and a same-plane backup takes its slot at once (without a backup it keeps the slot
@@ -60,7 +59,7 @@ from typing import Callable
 
 from model.events import Event
 from model.topology import random_entropy, ev_spine, make_ev
-from traffic.messages import PROBE_ID_MASK
+from traffic.ev_probes import EVProbeSchedule, _PendingProbe
 
 GOOD = "GOOD"
 ASSUMED_BAD = "ASSUMED_BAD"
@@ -110,13 +109,7 @@ class EVInfo:
     next_probe_ns: int = 0
 
 
-@dataclass
-class _PendingProbe:
-    ev: int
-    sent_ns: int
-
-
-class EVSet:
+class EVSet(EVProbeSchedule):
     """The EVs of one sender QP, their states, the round robin and the probe schedule."""
 
     def __init__(self, paths: PathInfo, rng: random.Random, *, qp: int = 0,
@@ -149,9 +142,8 @@ class EVSet:
         self.probe_k = probe_k
         # A path that stays dead (a link down for seconds) is probed ever less often: after the
         # n-th consecutive failed probe the next one waits (min(2^n, probe_backoff_max) - 1) base
-        # periods from the failure; a success resets it. Without
-        # it, every dead EV of every QP is probed each period, and on this 2-core machine that
-        # probing alone ate the CPU the surviving paths needed (thousands of probes/s per host).
+        # periods from the failure; a success resets it. Without it, every dead EV of every QP
+        # is probed each period: thousands of probes/s per host, CPU the surviving paths need.
         if probe_backoff_max < 1:
             raise ValueError(f"probe_backoff_max must be >= 1, got {probe_backoff_max}")
         self.probe_backoff_max = int(probe_backoff_max)
@@ -571,34 +563,6 @@ class EVSet:
 
     # ------------------------------------------------------------------ probes
 
-    def due_probes(self, now_ns: int) -> list[tuple[int, int]]:
-        """(ev, seq) of probes to send now: one per ASSUMED_BAD EV whose period elapsed."""
-        out = []
-        probing = {p.ev for p in self.pending_probes.values()}
-        for info in list(self._bad.values()):
-            if (info.next_probe_ns <= now_ns
-                    and info.ev not in probing and self.plane_usable(info.plane)):
-                self._probe_seq = (self._probe_seq + 1) & PROBE_ID_MASK
-                self.pending_probes[self._probe_seq] = _PendingProbe(info.ev, now_ns)
-                info.next_probe_ns = now_ns + self.probe_period_ns
-                out.append((info.ev, self._probe_seq))
-        return out
-
-    def probe_response(self, seq: int, ev: int, now_ns: int) -> bool:
-        """A probe came back; returns False if it was unknown/stale."""
-        pending = self.pending_probes.get(seq)
-        if pending is None or pending.ev != ev:
-            return False
-        del self.pending_probes[seq]
-        self._probe_result(pending.ev, True, now_ns - pending.sent_ns, now_ns)
-        return True
-
-    def expire_probes(self, now_ns: int) -> None:
-        for seq, pending in list(self.pending_probes.items()):
-            if now_ns - pending.sent_ns >= self.probe_timeout_ns:
-                del self.pending_probes[seq]
-                self._probe_result(pending.ev, False, None, now_ns)
-
     def _probe_result(self, ev: int, ok: bool, rtt_ns: int | None, now_ns: int) -> None:
         info = self.evs[ev]
         self.emit({"t_ns": now_ns, "event": Event.PROBE, "qp": self.qp, "ev": ev, "ok": ok,
@@ -616,13 +580,6 @@ class EVSet:
         if info.probe_successes >= self.probe_k:
             info.probe_successes = 0
             self._resurrect(info, now_ns)
-
-    def next_probe_deadline(self) -> int | None:
-        times = [p.sent_ns + self.probe_timeout_ns for p in self.pending_probes.values()]
-        probing = {p.ev for p in self.pending_probes.values()}
-        times += [i.next_probe_ns for i in self._bad.values()
-                  if i.ev not in probing and self.plane_usable(i.plane)]
-        return min(times) if times else None
 
 
 __all__ = ["EVSet", "EVInfo", "PathInfo", "GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN",

@@ -1,14 +1,13 @@
 """Each timed iteration's input and expected result, computed one iteration ahead in a thread.
 
-The exact expected result of an all-reduce sums every rank's input. When each input was a fresh
-hash of (rank, iteration, element), that was ~50 ms of numpy per host per iteration at 2 MiB and
-4 ranks; computed between iterations, it was serial with the collective: no rank drove its
-endpoint meanwhile (no frames read, no ACKs sent), and the ranks started the next iteration up
-to ~60 ms apart, which every ring step then waited for. make_input now hashes each rank's base
-once and adds a per-iteration offset (traffic/collectives.py), ~1 ms per host per iteration at
-that size, but the first iteration still hashes every base and a large world or buffer costs
-more: numpy releases the GIL in its array loops, so a worker thread computes iteration i+1's
-arrays while the main thread runs iteration i, during the endpoint's waits in poll().
+The exact expected result of an all-reduce sums every rank's input. Computed between
+iterations, that numpy work would be serial with the collective: no rank drives its endpoint
+meanwhile (no frames read, no ACKs sent), and the ranks start the next iteration apart by as
+much as their inputs took, which every ring step then waits for. make_input hashes each rank's
+base once and adds a per-iteration offset (traffic/collectives.py), but the first iteration
+still hashes every base and a large world or buffer costs more: numpy releases the GIL in its
+array loops, so a worker thread computes iteration i+1's arrays while the main thread runs
+iteration i, during the endpoint's waits in poll().
 
 Pure: no sockets; the thread only runs the given function.
 """

@@ -20,9 +20,10 @@ from traffic.qp_config import LOSS_POLICIES, MPR_UNIT, PSN_SPACE, MRCConfig, unw
 from traffic.receiver import ReceiverQP, answer_probe
 from traffic.reverse_paths import ReversePaths
 from traffic.rtt import RttEstimator
-from traffic.sender import SenderQP, UnexplainedLosses, _TxRecord
+from traffic.sender import SenderQP
+from traffic.suspect_paths import UnexplainedLosses
 from traffic.work_requests import (MAX_MESSAGE, AssembledCompletions, Completion,
-                                   MessageAssembler, PostedWrites, QPError, _OutMessage,
+                                   MessageAssembler, PostedWrites, QPError, _OutMessage, _TxRecord,
                                    segment_opcode, validate_write)
 
 __all__ = ["AccessError", "AssembledCompletions", "Completion", "Decision", "LOSS_POLICIES",

@@ -1,6 +1,6 @@
 """Sending half of an MRC QP (pure: time is passed in; the endpoint adapter owns sockets).
-Over 600 lines: the per-packet send path and the loss handling it applies share the QP's state;
-the decisions themselves live in loss_policy.py, rtt.py, evs.py, nscc.py and reverse_paths.py.
+The decisions it applies live in loss_policy.py, rtt.py, evs.py, nscc.py, reverse_paths.py and
+suspect_paths.py (where not to retransmit).
 
 RDMA WRITE / WRITE-with-IMM segmented at `max_payload` bytes, 24-bit PSNs (wraparound handled by
 unwrapping against the cumulative ACK), every packet on the next EV of the EV set
@@ -20,12 +20,14 @@ Loss detection:
     toward the retry budget); UNEXP_EVENT (remote access error) -> QP error.
 What a loss does to the EV it travelled on is the loss policy's decision (traffic/loss_policy.py,
 MRCConfig.loss_policy); the sender only applies it. With MRCConfig.suspend_siblings a loss the
-policy holds against its EV also suspends the EV's whole (plane, spine) path (SuspectPaths).
+policy holds against its EV also suspends the EV's whole (plane, spine) path
+(traffic/suspect_paths.py SuspectPaths).
 
 Every retransmission goes on a FRESH EV (never the one that lost it), lowest PSN first, and never
 on an EV with an outstanding unexplained loss (a loss without trim not followed by the delivery of
 a packet sent later on that EV); it also prefers a path (plane, spine) with no such loss, so a
-retransmission is not resent into a hole that swallowed a sibling EV's packet (UnexplainedLosses).
+retransmission is not resent into a hole that swallowed a sibling EV's packet
+(traffic/suspect_paths.py UnexplainedLosses).
 
 Events go to emit(dict) with "t_ns" and "event" set; the adapter adds "host".
 """
@@ -34,125 +36,22 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from dataclasses import dataclass
 from typing import Callable
 
 from model.events import Event
 from model.topology import ev_plane, ev_spine
 from traffic import loss_policy as lp
-from traffic.evs import DENIED, GOOD, EVSet, PathInfo
+from traffic.evs import DENIED, EVSet, PathInfo
 from traffic.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.nscc import Nscc, PlanePacer
 from traffic.qp_config import MRCConfig, unwrap
 from traffic.rtt import RttEstimator
+from traffic.suspect_paths import SuspectPaths, UnexplainedLosses
 from traffic.work_requests import (WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, Completion, PostedWrites,
-                                   _OutMessage)
+                                   _OutMessage, _TxRecord)
 
 _Verdict = lp.Verdict
-
-
-@dataclass
-class _TxRecord:
-    seq: int
-    msg: _OutMessage
-    offset: int
-    length: int
-    opcode: int
-    ev: int = 0
-    sent_ns: int = 0
-    tx_count: int = 0
-    first_on_ev: bool = False # this transmission was the first packet its EV ever carried
-    timeouts: int = 0
-    acked: bool = False
-    lost: bool = False        # declared lost, waiting in the retransmit queue
-    retx_reason: str = ""
-    declared: tuple[int, int] | None = None   # (ev, sent_ns) of the last transmission declared lost
-
-
-
-class UnexplainedLosses:
-    """Where not to retransmit: per key (an EV, or a (plane, spine) path) the send time of the
-    newest transmission lost on it without trim, and of the newest delivered one. A key whose
-    newest loss is later than its newest delivery has an outstanding loss (is suspect)."""
-
-    __slots__ = ("lost_sent", "delivered_sent")
-
-    def __init__(self) -> None:
-        self.lost_sent: dict = {}
-        self.delivered_sent: dict = {}
-
-    def lost(self, keys, sent_ns: int) -> None:
-        lost_sent = self.lost_sent
-        for key in keys:
-            if sent_ns > lost_sent.get(key, -1):
-                lost_sent[key] = sent_ns
-
-    def delivered(self, ev: int, path, sent_ns: int) -> None:
-        """A transmission on `ev` (and `path`, None if unknown) sent at sent_ns arrived (or its
-        loss was explained)."""
-        delivered_sent = self.delivered_sent
-        if sent_ns > delivered_sent.get(ev, -1):
-            delivered_sent[ev] = sent_ns
-        if path is not None and sent_ns > delivered_sent.get(path, -1):
-            delivered_sent[path] = sent_ns
-
-    def suspect(self, key) -> bool:
-        lost = self.lost_sent.get(key)
-        return lost is not None and self.delivered_sent.get(key, -1) < lost
-
-
-class SuspectPaths:
-    """MRCConfig.suspend_siblings: a (plane, spine) path whose EV lost a packet the loss policy
-    holds against it is suspected as a whole. Its other EVs are suspended (EVSet.suspend:
-    out of the rotation, a backup from another path takes the slot, state stays GOOD) and its
-    backups are held out of the plane's pool, so no replacement lands on it. The suspicion
-    ends when an EV of the path is probed back to GOOD (the path works again), or when the
-    path's unexplained losses are explained or followed by a delivery (UnexplainedLosses):
-    the held backups return to the pool and the suspended siblings to use."""
-
-    def __init__(self, evs: EVSet, unexplained: UnexplainedLosses):
-        self.evs = evs
-        self.unexplained = unexplained
-        self.paths: dict[tuple[int, int], set[int]] = {}    # path -> siblings suspended
-        self._held: dict[tuple[int, int], list[int]] = {}    # path -> backups held back
-
-    def suspect(self, ev: int, now_ns: int) -> None:
-        info = self.evs.evs.get(ev)
-        if info is None:
-            return
-        path = (info.plane, info.spine)
-        suspended = self.paths.setdefault(path, set())
-        pool = self.evs.backups.get(info.plane, [])
-        held = [b for b in pool if self.evs.evs[b].spine == info.spine]
-        if held:
-            pool[:] = [b for b in pool if self.evs.evs[b].spine != info.spine]
-            self._held.setdefault(path, []).extend(held)
-        for sib in list(self.evs.evs.values()):
-            if (sib.ev != ev and sib.plane == info.plane and sib.spine == info.spine
-                    and sib.state == GOOD and not sib.suspended):
-                self.evs.suspend(sib.ev, "sibling_loss", now_ns)
-                suspended.add(sib.ev)
-
-    def probed_good(self, ev: int, now_ns: int, pending) -> None:
-        """A probe answer for `ev`: if it brought the EV back to GOOD its path works."""
-        info = self.evs.evs.get(ev)
-        if info is not None and info.state == GOOD and (info.plane, info.spine) in self.paths:
-            self._clear((info.plane, info.spine), now_ns, pending)
-
-    def clear_delivered(self, now_ns: int, pending) -> None:
-        """Paths whose every unexplained loss was explained or followed by a delivery."""
-        for path in [p for p in self.paths if not self.unexplained.suspect(p)]:
-            self._clear(path, now_ns, pending)
-
-    def _clear(self, path: tuple[int, int], now_ns: int, pending) -> None:
-        suspended = self.paths.pop(path)
-        self.evs.backups[path[0]].extend(self._held.pop(path, ()))
-        # a sibling with a loss verdict of its own still open stays suspended until it ends
-        own_verdict = {ev for ev, _ in pending}
-        for ev in sorted(suspended):
-            if ev not in own_verdict:
-                self.evs.unsuspend(ev, "path_clear", now_ns)
 
 
 class SenderQP(PostedWrites):

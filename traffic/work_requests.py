@@ -78,6 +78,27 @@ def validate_write(buf, remote_va: int, rkey: int, imm) -> memoryview:
     return view
 
 
+@dataclass
+class _TxRecord:
+    """One segment of a posted WRITE and its latest transmission (both QP kinds keep them:
+    traffic/sender.py, traffic/roce_rc.py)."""
+
+    seq: int
+    msg: _OutMessage
+    offset: int
+    length: int
+    opcode: int
+    ev: int = 0
+    sent_ns: int = 0
+    tx_count: int = 0
+    first_on_ev: bool = False # this transmission was the first packet its EV ever carried
+    timeouts: int = 0
+    acked: bool = False
+    lost: bool = False        # declared lost, waiting in the retransmit queue
+    retx_reason: str = ""
+    declared: tuple[int, int] | None = None   # (ev, sent_ns) of the last transmission declared lost
+
+
 class PostedWrites:
     """What every sending QP (MRC and the RoCE baseline) shares: the queue of posted WRITEs,
     send completions, the error latch and segmentation. Subclasses set cfg, qp_num, emit,

@@ -265,7 +265,7 @@ class DataPath:
         self.config, self.env = config, env
 
 
-# The per-packet path as it was before the fast path: interpreted transport core, one recv()
+# The reference per-packet path, without the fast path: interpreted transport core, one recv()
 # system call per frame, 1344 B of payload per packet.
 REFERENCE_PATH = DataPath({"fast_path": False, "max_payload": REFERENCE_PAYLOAD}, PURE_PYTHON)
 # Compiled core (when `make setup` built it), PACKET_MMAP ring, payload from the fabric MTU.

@@ -7,6 +7,8 @@ import pandas as pd
 import pytest
 
 from analysis import fidelity as F
+from analysis import fidelity_captures as FC
+from analysis import fidelity_verdict as FV
 from emulation import run_summary
 from model.events import Event
 from tests.helpers.synth import BASE_RTT_NS as RTT_NS
@@ -55,7 +57,7 @@ def test_timer_lateness_p99_against_half_a_base_rtt(tmp_path):
     fid = lateness_fidelity(tmp_path, 3_000_000, 15)
     [v] = [v for v in fid["violations"] if v["invariant"] == F.TIMER_LATENESS]
     assert v["measured"] == pytest.approx(3_145_728 / RTT_NS, rel=1e-3)
-    assert v["severity"] == F.INVALID and fid["verdict"] == F.INVALID
+    assert v["severity"] == FV.INVALID and fid["verdict"] == FV.INVALID
     assert fid["measurements"][F.TIMER_LATENESS]["h0"]["p99_ms"] == 3.146
     assert fid["margins"][F.TIMER_LATENESS] == pytest.approx(0.5 / 1.572864, rel=1e-3)
 
@@ -110,7 +112,7 @@ def test_queue_bound_arithmetic():
 def held(delays_ms):
     sent = [i * 10_000_000 for i in range(len(delays_ms))]
     packets = captures(sent, [s + int(d * 1e6) for s, d in zip(sent, delays_ms)])
-    return F.held_check(F.matched_data(packets, None, None, FACTS), FACTS, {}, {})
+    return FC.held_check(FC.matched_data(packets, None, None, FACTS), FACTS, {}, {})
 
 
 def test_held_beyond_queue_bound_p999():
@@ -121,7 +123,7 @@ def test_held_beyond_queue_bound_p999():
     two_late = [1.5] + [2.0] * 997 + [20.0, 20.0]
     check = held(two_late)
     assert check.measured == pytest.approx(20 / 8.7)           # 2.30x the bound
-    assert check.verdict == F.INVALID
+    assert check.verdict == FV.INVALID
     check = held([1.5] + [2.0] * 997 + [12.0, 12.0])           # 12 / 8.7 = 1.38x
     assert check.verdict == F.DEGRADED and check.measured == pytest.approx(12 / 8.7)
 
@@ -142,7 +144,7 @@ def pacing(stall_at=(), pause_after=None):
         received.append(s + 1_500_000 if i == 0 else max(received[-1] + gap, s + 1_500_000))
     packets = captures(sent, received)
     measurements, unmeasured = {}, {}
-    check = F.pacing_check(packets, F.matched_data(packets, None, None, FACTS), FACTS, None, None,
+    check = FC.pacing_check(packets, FC.matched_data(packets, None, None, FACTS), FACTS, None, None,
                            measurements, unmeasured)
     return check, measurements, unmeasured
 
@@ -157,7 +159,7 @@ def test_link_pacing_counts_late_gaps_while_backlogged():
     check, _, _ = pacing(stall_at=(50, 100, 150))               # 3/199 = 1.5%: 1.51x
     assert check.verdict == F.DEGRADED and check.measured == pytest.approx(3 / 199)
     check, _, _ = pacing(stall_at=tuple(range(10, 200, 20)))    # 10/199 = 5%: 5x
-    assert check.verdict == F.INVALID
+    assert check.verdict == FV.INVALID
 
 
 def test_link_pacing_ignores_an_idle_sender():
@@ -171,7 +173,7 @@ def test_link_pacing_unmeasured_without_a_busy_port():
     sent = [i * 10_000_000 for i in range(20)]
     packets = captures(sent, [s + 1_500_000 for s in sent])
     unmeasured = {}
-    assert F.pacing_check(packets, F.matched_data(packets, None, None, FACTS), FACTS, None, None,
+    assert FC.pacing_check(packets, FC.matched_data(packets, None, None, FACTS), FACTS, None, None,
                           {}, unmeasured) is None
     assert "fewer than 50" in unmeasured[F.LINK_PACING]
 
@@ -195,7 +197,7 @@ def test_ovs_stalls_in_window(tmp_path):
     m, u = {}, {}
     check = F.ovs_check(tmp_path, RTT_NS, m, u)
     # 1234 ms over a 2 ms base RTT: 617 base RTTs against a bound of 1
-    assert check.measured == pytest.approx(617) and check.verdict == F.INVALID
+    assert check.measured == pytest.approx(617) and check.verdict == FV.INVALID
     F.record_ovs_stalls(tmp_path, T0 + 2_000_000_000, T0 + 5_000_000_000, log_path=log)
     check = F.ovs_check(tmp_path, RTT_NS, m, u)
     assert check.measured == 0 and check.verdict == F.OK
@@ -213,14 +215,14 @@ def test_ovs_log_unreadable_is_unmeasured(tmp_path):
 # ---------------------------------------------------------------- verdicts
 
 def test_severity_boundaries():
-    assert [F.severity(r) for r in (0.0, 1.0, 1.01, 2.0, 2.01)] == \
-        [F.OK, F.OK, F.DEGRADED, F.DEGRADED, F.INVALID]
+    assert [FV.severity(r) for r in (0.0, 1.0, 1.01, 2.0, 2.01)] == \
+        [F.OK, F.OK, F.DEGRADED, F.DEGRADED, FV.INVALID]
 
 
 def test_empty_run_directory_is_not_vouched_for(tmp_path):
     fid = F.transport_fidelity(tmp_path, FACTS, None, None)
     assert fid["verdict"] == F.DEGRADED
-    assert set(fid["unmeasured"]) == set(F.INVARIANTS)
+    assert set(fid["unmeasured"]) == set(FV.INVARIANTS)
     assert fid["violations"][0]["invariant"] == "evidence"
     json.dumps(fid)
 
@@ -239,7 +241,7 @@ def test_require_fidelity_exit_code():
 
 def test_paragraph_names_what_a_broken_invariant_voids(tmp_path):
     top = {"transports": {
-        "mrc": {"fidelity": {"verdict": F.INVALID, "violations": [
+        "mrc": {"fidelity": {"verdict": FV.INVALID, "violations": [
             {"invariant": F.TIMER_LATENESS}]}},
         "tcp": {"fidelity": {"verdict": F.OK, "violations": []}}}}
     (tmp_path / "summary.json").write_text(json.dumps(top))
@@ -287,7 +289,7 @@ def test_kernel_tcp_segments_from_captures(tmp_path):
         f.time = 100 + i / 1000
     (tmp_path / "pcaps").mkdir()
     wrpcap(str(tmp_path / "pcaps" / "h0-p0.pcap"), frames)
-    seg_df = F.tcp_segments(tmp_path, None, {("h0", 0): local})
+    seg_df = FC.tcp_segments(tmp_path, None, {("h0", 0): local})
     assert list(seg_df["direction"]) == ["tx", "tx", "rx"]
     assert list(seg_df["is_data"]) == [True, True, False]
     assert list(seg_df["psn"]) == [1000, 1000, 5]
@@ -314,7 +316,7 @@ def test_worker_lateness_from_the_goodput_grid(tmp_path):
     worker_log(tmp_path / "worker-h0.jsonl", {50: 3, 100: 3, 150: 3})
     m, u = {}, {}
     check = F.worker_lateness_check(tmp_path, RTT_NS, None, None, m, u)
-    assert check.measured == pytest.approx(1.5) and check.verdict == F.INVALID
+    assert check.measured == pytest.approx(1.5) and check.verdict == FV.INVALID
     assert m[F.WORKER_LATENESS]["h0"]["samples"] == 201
     # two late samples: rank 199 is a 0.1 ms one
     worker_log(tmp_path / "worker-h0.jsonl", {50: 3, 100: 3})

@@ -57,7 +57,7 @@ def test_nccl_size_is_the_buffer_not_what_a_rank_sends():
 
 def test_analysis_takes_S_from_the_event_not_the_bytes_sent():
     """Two ranks' iteration events of one 4-rank all-reduce, as the worker writes them: the
-    slowest rank took 0.5 s. busbw must be 25.165824 Mbit/s; from `bytes` (1,572,864) it would
+    slowest rank takes 0.5 s. busbw must be 25.165824 Mbit/s; from `bytes` (1,572,864) it would
     be 1.5 x too high, 37.748736."""
     ev = pd.DataFrame([
         {"t_ns": 10, "host": f"h{h}", "event": Event.ITERATION, "collective": "allreduce",

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import metrics as m
-from analysis import plots
+from analysis import plots, plots_ev
 from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
 
@@ -141,7 +141,7 @@ def _ev_events():
 
 
 def test_ev_states_grouped_by_path():
-    mat, counts = plots.ev_path_matrix(_ev_events(), 10.0, 0, TOPO)
+    mat, counts = plots_ev.ev_path_matrix(_ev_events(), 10.0, 0, TOPO)
     # hosts h0 (ACKs) and h1 (data), each with 2 planes x 2 T1s
     assert list(mat.index) == [f"h{h} {d}  plane {p} via t1p{p}s{s}"
                                for h, d in ((0, "ACKs"), (1, "data"))

@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as m
-from analysis import plots
+from analysis import plots, plots_ev
 from model.topology import FabricSpec, Topology, make_ev
 from model.events import Event
 
@@ -52,7 +52,7 @@ def _bins(spans: dict[str, tuple[int, int]], n: int) -> np.ndarray:
 
 
 def test_denied_stretches_are_per_ev_and_leave_the_paths_row_alone():
-    mat, counts = plots.ev_path_matrix(_log(), 10.0, 0, TOPO)
+    mat, counts = plots_ev.ev_path_matrix(_log(), 10.0, 0, TOPO)
     # 10 ms bins from 0 to the last event at 500 ms: 51 bins; a stretch [s, e) covers bins
     # s // 10 ms .. (e - 1) // 10 ms, a state still held at the end runs to 500 ms (bin 49),
     # and the last event, at 500 ms, marks its own bin 50

@@ -13,8 +13,8 @@ MEASUREMENT = re.compile(
     r"(?<![\w.])~?\d[\d,.]*(?:\s*-\s*\d[\d,.]*)?\s*"
     r"(?:ms|us|ns|s|sec|seconds?|min|minutes?|hours?|[KMG]bit/s|Mbit|[kKMG]i?B/s|pkt/s|%|x)"
     r"(?![\w/])")
-# A source: the results document or a run directory.
-SOURCE = re.compile(r"docs/results\.md|results/[\w.-]+-\d{8}-\d{6}")
+# A source: the results index, a dated results file or a run directory.
+SOURCE = re.compile(r"docs/results(?:\.md|/[\w.-]+\.md)|results/[\w.-]+-\d{8}-\d{6}")
 # Numbers that define something rather than measure it (the recovery metric, the figures).
 DEFINITIONS = ("90% of what the surviving", "(100% = the pre-fault", "0 ms is drawn as")
 

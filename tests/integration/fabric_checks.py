@@ -45,8 +45,8 @@ def send_and_count(fab, routing_mode, evs, count, pps=2000, ecn=2, src=0, dst=1)
 # Delivery tolerance on a path that works. pathcheck frames are 128 bytes, so 2000 pps is
 # 2 Mbit/s on 50 Mbit/s links: no queue ever builds, the HTB shaper drops nothing, and a
 # missing frame can only be one a CPU-starved userspace OVS or the receiver's socket dropped
-# (measured with one core busy: none in short bursts at 2000 pps, 42% in a 1000-frame burst
-# at 4000 pps). Allow a quarter; a failed path delivers 0, so working and failed stay apart.
+# (few in short bursts at this rate, many in long bursts at twice it). Allow a quarter; a failed
+# path delivers 0, so working and failed stay apart.
 def delivered_all(got, sent):
     """`got` frames of `sent` is what a working path delivers on a loaded machine."""
     return sent - max(1, sent // 4) <= got <= sent

@@ -128,9 +128,9 @@ def test_link_down_loses_only_that_paths_evs(fab):
 def test_gray_loss_rate_within_tolerance_and_silent(fab):
     """20% gray loss on spine 1's downlink: EV_S1 (through it) delivers 80% of what EV_S0
     (spine 0, same sender, frames interleaved) delivers. Comparing with EV_S0 cancels the
-    frames a CPU-starved OVS or receiver drops from both alike (measured: 42% of both at
-    4000 pps with one core busy). Binomial: ratio sd = sqrt(0.8 x 0.2 / n0), 0.026 at n0 = 240
-    (the least EV_S0 may deliver, below); 0.8 +- 0.12 is over 4.5 sd."""
+    frames a CPU-starved OVS or receiver drops from both alike. Binomial: ratio
+    sd = sqrt(0.8 x 0.2 / n0), 0.026 at n0 = 240 (the least EV_S0 may deliver, below);
+    0.8 +- 0.12 is over 4.5 sd."""
     c = fab.controller
     t0 = time.monotonic_ns()
     c.fault({"action": "gray_loss", "a": "t1p0s1", "b": "t0p0g1", "percent": 20,

@@ -41,20 +41,20 @@ def test_incast_with_trimming_retires_nothing_and_without_shows_the_difference(t
     assert on["verified"] is True and on["iterations_completed"] == 8, on
     assert on["trimmed"] > 0 and on["nacks_received"] > 0, on
     assert on["retransmits_by_reason"].get("nack_trimmed", 0) > 0, on
-    # Congestion alone must not retire paths. What it took (measured with captures on every port of plane 0):
-    #  - OVS's one shared transmit socket got a 4 MiB send buffer (emulation/ovs_sndbuf.py):
-    #    at 212 KB it dropped packets silently once the fabric's queues held ~90 frames, 14-21
-    #    silent losses per short 7:1 incast, each one retiring a healthy EV;
-    #  - loss verdicts (MRCConfig.loss_verdict_ns): every remaining retirement was a trimmed
-    #    packet whose NACK reached the sender after the SACK gap / timeout had declared it lost
-    #    (the CPU-starved switches hold packets before the egress trimmer); now the EV waits out
-    #    of use and the late NACK (or the late packet itself) explains the loss.
+    # Congestion alone must not retire paths. Two things keep it from doing so:
+    #  - OVS's one shared transmit socket has a 4 MiB send buffer (emulation/ovs_sndbuf.py):
+    #    at the 212 KB default it drops packets silently once the fabric's queues hold ~90
+    #    frames, and each silent loss retires a healthy EV;
+    #  - loss verdicts (MRCConfig.loss_verdict_ns): a trimmed packet's NACK can reach the sender
+    #    after the SACK gap / timeout declared it lost (the CPU-starved switches hold packets
+    #    before the egress trimmer); the EV waits out of use and the late NACK (or the late
+    #    packet itself) explains the loss.
     # What remains is the CPU: a userspace switch starved for a scheduler tick can still drop a
     # frame silently, and that loss retires one EV. Allow one per incast sender (4 of their
-    # 4 x 128 EVs); a fabric that took trims for failures retired 14-21 per incast.
+    # 4 x 128 EVs); a fabric that takes trims for failures retires many more per incast.
     # Reverse EVs (the SACK path, kept alive by one probe per RTT) are not data paths and no
-    # trimmer protects their probes: a starved receiver misses probe deadlines (measured: 7 of
-    # them with one core busy). They are printed, not bounded.
+    # trimmer protects their probes: a starved receiver misses probe deadlines. They are
+    # printed, not bounded.
     forward_on = [e for e in retired_on if e.get("direction") != "reverse"]
     assert len(forward_on) <= 4, f"congestion retired {len(forward_on)} EVs: {forward_on[:8]}"
     verdicts = on["loss_verdicts"]

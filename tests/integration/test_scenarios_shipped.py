@@ -333,8 +333,8 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         assert share["h0"].get(pinned, 0) < 0.45, share
     elif name == "incast-shallow":
         # 64 KiB drop-tail switch buffers, trimming off: what trimming exists for. Congestion
-        # drops at the incast's last hops, and MRC cannot tell them from failures (measured
-        # 37-93 drops and 14-62 retired EVs per short run; no fault is injected)
+        # drops at the incast's last hops, and MRC cannot tell them from failures (drops and
+        # retired EVs with no fault injected)
         queues = json.loads((tdir / "queue_counters.json").read_text())
         assert queues["switch_buffer_bytes"] == 64 * 1024
         assert summary["queue_drops"] > 0 and summary["ev_assumed_bad"] > 0, summary

@@ -1,9 +1,8 @@
 """MRCConfig.tail_sack_copy: the SACK answering an AckReq packet (a message's last packet, a
 retransmission) also leaves over a second reverse path. No later SACK re-acknowledges a
-message's tail, so when the reverse EV it took crosses a dead link the sender waits a whole RTO
-(measured on the 8-host fabric: the receivers' reverse EVs through a downed T0-T1 link were
-retired 240-270 ms after the fault, and SACKs lost on them meanwhile cost the senders second
-timeouts on packets that had arrived).
+message's tail, so when the reverse EV it took crosses a dead link the sender waits a whole RTO:
+the receiver retires that reverse EV only some RTTs after the fault, and SACKs lost on it
+meanwhile cost the sender second timeouts on packets that had arrived.
 
 Receiver driven packet by packet, then a whole QP over the simulated network with the ACK
 direction of one path dead. Expected values by hand from the rule: the copy takes the next plane

@@ -142,7 +142,7 @@ def test_late_packets_are_explained_even_with_coalesced_sacks():
     tell its loss verdict that the packet was only late (the retransmission's SACK reflects the
     retransmission)."""
     # late enough to be declared lost, early enough to arrive before the retransmission
-    # (measured without the receiver's late-packet SACK: 5 of 16 verdicts failed)
+    # (without the receiver's late-packet SACK some of the verdicts fail)
     net = _late_net(13, 1_500_000)
     cfg = MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=1_000_000,
                     loss_verdict_ns=VERDICT_NS, ack_every=4)

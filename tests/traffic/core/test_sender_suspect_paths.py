@@ -1,5 +1,5 @@
-"""The sender's path suspicion (traffic/sender.py UnexplainedLosses and SuspectPaths) on a real
-EVSet, without a network: what suspecting a (plane, spine) path suspends and holds back, and
+"""The sender's path suspicion (traffic/suspect_paths.py UnexplainedLosses and SuspectPaths) on
+a real EVSet, without a network: what suspecting a (plane, spine) path suspends and holds back, and
 the three ways the suspicion ends, as the SuspectPaths docstring states them."""
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import random
 
 from model.events import Event
 from traffic.evs import GOOD, EVSet, PathInfo
-from traffic.sender import SuspectPaths, UnexplainedLosses
+from traffic.suspect_paths import SuspectPaths, UnexplainedLosses
 
 
 def ev_set():

@@ -329,5 +329,5 @@ def test_deadline_queue_records_how_late_each_owner_is_served():
     q.changed("a")
     q.changed("b")
     assert q.pop_due(1100) == ["a", "b"]
-    # a was 1000 ns late (bucket 35), b 800 ns (bit length 10, next bits 10 -> bucket 34)
+    # a is 1000 ns late (bucket 35), b 800 ns (bit length 10, next bits 10 -> bucket 34)
     assert hist.sparse() == [[34, 1], [35, 1]] and hist.samples == 2
