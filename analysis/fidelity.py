@@ -29,7 +29,7 @@ at all the verdict is "degraded" (nothing vouches for the run). docs/fidelity.md
 bound for users.
 
 Pure: reads a transport's run directory (endpoint logs, captures, ovs_stalls.json), imports no
-Mininet or sockets. emulation/run_summary.py calls `transport_fidelity` for every transport.
+Mininet or sockets. emulation/run/run_summary.py calls `transport_fidelity` for every transport.
 The verdict rules are analysis/fidelity_verdict.py; the invariants read from captures are
 analysis/fidelity_captures.py; the lateness and OVS invariants and the words are here.
 """
@@ -51,7 +51,7 @@ from analysis.jsonl import read_jsonl
 from analysis.timescale import time_scale_of
 from model import timescale
 from model.events import Event
-from traffic.endpoint_support import EndpointConfig, lateness_bucket_floor_ns
+from traffic.nic.endpoint_support import EndpointConfig, lateness_bucket_floor_ns
 
 # Timer and receive lateness: p99 at most half a base RTT. Above it, the endpoint's reaction time
 # (a timeout firing, a SACK sent, a paced packet leaving) is a measurable part of the RTT the
@@ -195,7 +195,7 @@ def lateness_checks(logs: dict[str, dict], rtt_ns: int, start_ns, end_ns,
 
 def worker_lateness_check(tdir: Path, rtt_ns: int, start_ns, end_ns, measurements: dict,
                           unmeasured: dict) -> Check | None:
-    """worker_lateness: every worker samples its goodput on a fixed grid (traffic/worker.py
+    """worker_lateness: every worker samples its goodput on a fixed grid (traffic/workload/worker.py
     GoodputSampler: sample k is due at the first sample's time + k intervals); a sample's
     lateness is its time minus its grid time. The last sample (taken at exit) is off the grid."""
     interval_ms = DEFAULT_GOODPUT_INTERVAL_MS

@@ -4,7 +4,7 @@ A flow is one (source host, destination host) pair whose destination receives no
 the destination worker's cumulative `goodput` rx_bytes is that flow's goodput: the flows of a
 `bisection` collective (rank r of the first half -> r + W/2) and an incast's victim flow.
 
-EV moves: an ECN echo makes the MRC sender skip the echoed EV until a time (traffic/evs.py
+EV moves: an ECN echo makes the MRC sender skip the echoed EV until a time (traffic/core/evs.py
 `skip`, logged as ev_skip {qp, ev, until_ns}); a trimmed NACK skips it once (ev_skip with
 "once"). A move is an ECN skip of an EV that was not already being skipped: the sender then
 takes its packets elsewhere; further echoes while it is skipped only extend the skip. Counted

@@ -31,7 +31,7 @@ from model.faults import ACTIONS as FAULT_ACTIONS
 DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "WRITE_ONLY",
                 "WRITE_ONLY_IMM")
 # OCP's EV states, plus SUSPECT: not an OCP state, the time an EV spends out of use while a
-# loss on it awaits its verdict (traffic/reliability.py loss verdicts; ev_suspect / ev_cleared).
+# loss on it awaits its verdict (traffic/core/reliability.py loss verdicts; ev_suspect / ev_cleared).
 EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN", "SUSPECT")
 BUSBW_FACTORS = {
     "allreduce": lambda n: 2 * (n - 1) / n,

@@ -17,7 +17,7 @@ import statistics
 
 from analysis.metrics import BUSBW_FACTORS, _norm_collective, busbw_factor
 
-ELEMENT_TYPE = "float"       # traffic/collectives.py computes on float32 (nccl-tests' "float")
+ELEMENT_TYPE = "float"       # traffic/workload/collectives.py computes on float32 (nccl-tests' "float")
 ELEMENT_BYTES = 4
 # the reduction the collective performs; "none" where it moves data without reducing (nccl-tests
 # prints "none" for all-gather, all-to-all and broadcast)

@@ -36,7 +36,7 @@ from analysis.jsonl import read_jsonl
 from model import faults as fault_kinds
 from model.events import Event
 from model.topology import Topology, ev_plane, ev_spine, t0_name, t1_name
-from traffic.qp_config import MRCConfig
+from traffic.core.qp_config import MRCConfig
 
 DEFAULT_LOOKBACK_NS = MRCConfig().rto_max_ns
 NOT_A_VERDICT = ("allowed",)            # ASSUMED_BAD reasons that judge no path
@@ -66,7 +66,7 @@ class Retirement:
     qp: int
     ev: int
     peer: str | None
-    reverse: bool                       # a receiver's ACK path (traffic/reverse_paths.py)
+    reverse: bool                       # a receiver's ACK path (traffic/core/reverse_paths.py)
     reason: str
     detected_ns: int
     healthy: bool | None

@@ -2,7 +2,7 @@
 verdict and recovery number that summary.json, the terminal table, report.html and the notebook
 show.
 
-What it reads (all written by emulation.runner):
+What it reads (all written by emulation.run.runner):
     worker.json            hosts, planned iterations, the fabric spec (for surviving capacity)
     worker-h<n>.jsonl      phase warmup_done, iteration, goodput, error events
     faults-applied.jsonl   one record per command the runner sent (entry, when, t_ns, ok, error)

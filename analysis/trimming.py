@@ -85,12 +85,12 @@ def _is_count(value) -> bool:
 
 
 def load_trim_counters(tdir) -> dict | None:
-    """The BPF virtual queues' counters (emulation/bpf/trim.c), None if not recorded."""
+    """The BPF virtual queues' counters (emulation/network/bpf/trim.c), None if not recorded."""
     return _load_snapshot(tdir, "trim_counters.json")
 
 
 def load_queue_counters(tdir) -> dict | None:
-    """The switch egress queues' counters (emulation/switchqueue.py), None if not recorded."""
+    """The switch egress queues' counters (emulation/network/switchqueue.py), None if not recorded."""
     return _load_snapshot(tdir, "queue_counters.json")
 
 

@@ -1,8 +1,8 @@
 """Read and write the trimming program's BPF maps with raw bpf() syscalls (ctypes).
 
-The in-fabric trimming / virtual-queue ECN program (emulation/bpf/trim.c) gets two maps per
+The in-fabric trimming / virtual-queue ECN program (emulation/network/bpf/trim.c) gets two maps per
 attached port instance: a config map and a state map (its counters). Both the fabric setup
-(emulation.trimming, which writes the config) and the controller (which serves the counters
+(emulation.network.trimming, which writes the config) and the controller (which serves the counters
 on GET /counters/trim) need to reach them, so the syscall layer lives here, below both.
 Why raw syscalls and not bpftool: no extra package, no subprocess per read (fabric counters on
 dozens of ports stay cheap), and the commands used (GET_FD_BY_ID, OBJ_GET_INFO_BY_FD,
@@ -140,7 +140,7 @@ def port_maps(prog_id: int, intf: str):
         missing = {CONFIG_MAP, STATE_MAP} - set(maps)
         if missing:
             raise TrimmingError(f"program on {intf} lacks map(s) {sorted(missing)}: "
-                                "is it really emulation/bpf/trim.o?")
+                                "is it really emulation/network/bpf/trim.o?")
         yield maps[CONFIG_MAP], maps[STATE_MAP], prog_fd
     finally:
         for fd in fds:

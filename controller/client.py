@@ -91,7 +91,7 @@ class ControllerClient:
         return self._request("GET", "/denylist")
 
     def ev_events(self, host: str, events: list) -> dict:
-        """POST /ev_events: one endpoint's EV state changes (traffic/ev_events.py)."""
+        """POST /ev_events: one endpoint's EV state changes (traffic/core/ev_events.py)."""
         return self._request("POST", "/ev_events", {"host": host, "events": events})
 
     def faults(self) -> list:

@@ -2,7 +2,7 @@
 every endpoint registered with the controller (through the endpoint's control socket).
 
 The endpoints, not the switches, act on a denial (MRC routes at the source): each endpoint gets
-the whole rule set ({"op": "denylist", "rules": [...]}, traffic/control.py) so a repeated or
+the whole rule set ({"op": "denylist", "rules": [...]}, traffic/nic/control.py) so a repeated or
 late push converges to the same state, and an endpoint that registers later gets the current set.
 A push to an endpoint that is gone or not up yet is reported per host, never raised: the rule
 stays in force and reaches it with the next push.
@@ -22,8 +22,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from model.topology import Topology
-from traffic.control import ControlClient, ControlError
-from traffic.denylist import Denylist, DenyRuleError, parse_rule
+from traffic.nic.control import ControlClient, ControlError
+from traffic.core.denylist import Denylist, DenyRuleError, parse_rule
 
 PUSH_TIMEOUT_S = 2.0
 MAX_PUSH_THREADS = 64

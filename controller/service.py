@@ -268,7 +268,7 @@ class FabricController:
         return self.denylist.state()
 
     def ev_events(self, body) -> dict:
-        """{"host": "h0", "events": [EV events as traffic/ev_events.py delivers them]}: each is
+        """{"host": "h0", "events": [EV events as traffic/core/ev_events.py delivers them]}: each is
         logged on the run's time line (action ev_event), as mrc_ctl.h's EV event queue hands
         them to a controller."""
         if not isinstance(body, dict) or not isinstance(body.get("host"), str) \

@@ -1,0 +1,11 @@
+"""Running experiments on an emulated fabric (the top layer).
+
+    network/      the fabric's lifecycle: Mininet + Open vSwitch, host links, data-path
+                  faults, trimming BPF, OVS service, clean-up, the endpoint processes
+    config/       scenario and sweep files: schema, loading, validation, short versions
+    run/          one run (runner, faults, progress, summary, run.json) and many (sweep),
+                  live state (top, metrics endpoint)
+    calibration/  the time scale applied to a run and `mrclab calibrate`
+    benches/      `mrclab bench`
+    cli.py        `mrclab`, the one command line; reference.py generates docs/reference.md
+"""

@@ -30,13 +30,13 @@ from model.argtypes import (UsageError, add_renamed, bounded_float, bounded_int,
 # the runner's imports and a missing module breaks only its own subcommand. Each module declares
 # its options in an "add arguments" function and runs from the parsed namespace in its main.
 DISPATCH = {
-    "run": "emulation.runner:main",
+    "run": "emulation.run.runner:main",
     "analyze": "analysis.cli:main",
     "notebook": "analysis.cli:notebook_main",
     "wireshark": "analysis.open_captures:main",
 }
 ARGUMENTS = {
-    "run": "emulation.runner:add_arguments",
+    "run": "emulation.run.runner:add_arguments",
     "analyze": "analysis.cli:add_analyze_arguments",
     "notebook": "analysis.cli:add_notebook_arguments",
     "wireshark": "analysis.open_captures:add_arguments",
@@ -49,19 +49,19 @@ COMMAND_HELP = {
 }
 # Experiment commands (docs/experiments.md): each module has add_arguments(parser) and main(args).
 EXPERIMENT_COMMANDS = {
-    "sweep": ("emulation.sweep", "run a sweep file: every point x transport x repeat, then the "
+    "sweep": ("emulation.run.sweep", "run a sweep file: every point x transport x repeat, then the "
                                  "tidy table (CSV, Parquet) and the curves"),
     "compare": ("analysis.compare", "two runs of one scenario side by side: per transport and "
                                     "metric both values, the difference, its significance"),
-    "top": ("emulation.top", "live view of a running experiment: goodput per plane, EV states, "
+    "top": ("emulation.run.top", "live view of a running experiment: goodput per plane, EV states, "
                              "retransmissions, trims, faults, CPU"),
 }
 for _name, (_module, _help) in EXPERIMENT_COMMANDS.items():
     DISPATCH[_name], ARGUMENTS[_name] = f"{_module}:main", f"{_module}:add_arguments"
     COMMAND_HELP[_name] = _help
-# `mrclab calibrate` (emulation/calibrate_cli.py): the time scale this machine needs for a fabric.
-DISPATCH["calibrate"] = "emulation.calibrate_cli:main"
-ARGUMENTS["calibrate"] = "emulation.calibrate_cli:add_arguments"
+# `mrclab calibrate` (emulation/calibration/calibrate_cli.py): the time scale this machine needs for a fabric.
+DISPATCH["calibrate"] = "emulation.calibration.calibrate_cli:main"
+ARGUMENTS["calibrate"] = "emulation.calibration.calibrate_cli:add_arguments"
 COMMAND_HELP["calibrate"] = ("the smallest time scale at which this machine runs a scenario's "
                              "fabric with fidelity \"ok\" (cached; --json: margins)")
 # name -> (module, add-arguments function, main function taking the parsed args and returning
@@ -118,7 +118,7 @@ def _run_main(prog: str, target: str, args) -> int:
 def _is_fabric_error(err: BaseException) -> bool:
     """A FabricError (OVS down, a failed tc/ip command): a message for the user, not a
     traceback. Imported here: most subcommands never load the fabric module."""
-    from emulation.fabric import FabricError  # deferred: only when a command failed
+    from emulation.network.fabric import FabricError  # deferred: only when a command failed
     return isinstance(err, FabricError)
 
 
@@ -146,9 +146,9 @@ def _fabric(args) -> int:
     if not getattr(args, "validate_only", False) and _not_root(
             "mrclab fabric", "it creates network namespaces, veths and Open vSwitch bridges"):
         return EXIT_USAGE
-    from emulation.hostnet import (  # deferred: only for this subcommand
+    from emulation.network.hostnet import (  # deferred: only for this subcommand
         LinkOptionError, validate_link_options)
-    from emulation.switchqueue import (  # deferred: only for this subcommand
+    from emulation.network.switchqueue import (  # deferred: only for this subcommand
         QueueConfigError, validate_buffer_bytes)
     from model.topology import FabricSpec, SpecError  # deferred: only for this subcommand
 
@@ -167,7 +167,7 @@ def _fabric(args) -> int:
         if buffer_bytes is not None:
             print("mrclab fabric: --switch-buffer-kb has no effect on --check (probes only)",
                   file=sys.stderr)
-        from emulation.check import run_check  # deferred: only for this subcommand
+        from emulation.network.check import run_check  # deferred: only for this subcommand
         return run_check(spec, args.routing, args.dynamic_convergence_s, args.run_dir)
     from mininet.cli import CLI
     from mininet.log import setLogLevel
@@ -187,7 +187,7 @@ def _fabric(args) -> int:
             except KeyboardInterrupt:
                 print("\nmrclab: Ctrl-C, tearing the fabric down", flush=True)
 
-    from emulation.fabric import Fabric  # deferred: only for this subcommand
+    from emulation.network.fabric import Fabric  # deferred: only for this subcommand
     with Fabric(spec, routing=args.routing, dynamic_convergence_s=args.dynamic_convergence_s,
                 run_dir=args.run_dir, switch_buffer_bytes=buffer_bytes) as fab:
         print(f"mrclab: fabric up ({args.routing}): {len(fab.topo.hosts)} hosts, "
@@ -470,8 +470,8 @@ def _clean(args) -> int:
     if _not_root("mrclab clean", "it deletes the fabric's network interfaces, OVS bridges and "
                  "nft tables"):
         return EXIT_USAGE
-    from emulation import cleanup  # deferred: only for this subcommand
-    from emulation.fabric import (  # deferred: only for this subcommand
+    from emulation.network import cleanup  # deferred: only for this subcommand
+    from emulation.network.fabric import (  # deferred: only for this subcommand
         FabricLockTimeout, acquire_fabric_lock, release_fabric_lock)
     try:
         fd = acquire_fabric_lock(timeout_s=args.wait_s)
@@ -589,7 +589,7 @@ def _add_scenario_parser(sub) -> argparse.ArgumentParser:
 
 
 def _scenario(args) -> int:
-    from emulation.scenario_schema import reference  # deferred: only for this subcommand
+    from emulation.config.scenario_schema import reference  # deferred: only for this subcommand
     return print_to_pipe(reference())
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 class Event:
     """The "event" of an endpoint or worker log line."""
 
-    # EV set of a QP (traffic/evs.py, traffic/reverse_paths.py)
+    # EV set of a QP (traffic/core/evs.py, traffic/core/reverse_paths.py)
     EV_STATE = "ev_state"          # an EV changed state (old, new, reason)
     EV_SKIP = "ev_skip"            # an EV is passed over until until_ns (ECN, NACK)
     EV_SUSPECT = "ev_suspect"      # a loss the loss policy has not judged yet
@@ -26,7 +26,7 @@ class Event:
     RETRANSMIT = "retransmit"      # a packet sent again (reason)
     COMPLETION = "completion"      # a work request completed
     QP_ERROR = "qp_error"          # a QP gave up (retries exhausted)
-    # the endpoint process (traffic/endpoint.py)
+    # the endpoint process (traffic/nic/endpoint.py)
     QP = "qp"                      # a QP was created (peer, peer_qp)
     DENYLIST = "denylist"          # the controller pushed a path denylist
     TX_ERROR = "tx_error"
@@ -35,7 +35,7 @@ class Event:
     # how late the loop ran behind schedule so far (cumulative lateness histograms: "timer",
     # the QPs' deadlines; "rx", frames waiting in the receive ring); analysis/fidelity.py
     LATENESS = "lateness"
-    # endpoint and worker (traffic/worker.py)
+    # endpoint and worker (traffic/workload/worker.py)
     GOODPUT = "goodput"            # cumulative rx/tx bytes, every goodput interval
     COUNTERS = "counters"          # final counters at exit
     PHASE = "phase"                # the worker reached a Phase
@@ -67,6 +67,6 @@ class ControllerLog:
     FLAP_ERROR = "flap_error"
     DENY = "deny"                  # a path denied to the endpoints (controller/denylist.py)
     ALLOW = "allow"
-    EV_EVENT = "ev_event"          # an endpoint's EV state change (traffic/ev_events.py)
+    EV_EVENT = "ev_event"          # an endpoint's EV state change (traffic/core/ev_events.py)
 
     ALL = frozenset({PORT_STATUS, RECONVERGE, FLAP_STEP, FLAP_ERROR, DENY, ALLOW, EV_EVENT})

@@ -1,7 +1,7 @@
 """A switch egress port's congestion policy: when the in-fabric program marks CE and when it trims.
 
-Shared by the fabric (emulation/trimming.py loads it into the BPF program's per-port map;
-emulation/vqueue.py models the program) and the endpoints (traffic/endpoint_support.py bounds the
+Shared by the fabric (emulation/network/trimming.py loads it into the BPF program's per-port map;
+emulation/network/vqueue.py models the program) and the endpoints (traffic/nic/endpoint_support.py bounds the
 queueing an untrimmed packet can meet from the same thresholds).
 """
 from __future__ import annotations

@@ -8,7 +8,7 @@ dissector (Lua) and the in-fabric trimmer (C, BPF). A field typed into each of t
 can be changed in five and missed in the sixth, and the sixth still looks right on its own.
 Here the layout is written once: the codec's struct formats and the pcap loader's offsets are
 built from it, the dissector's generated block and the trimmer's header
-(emulation/bpf/mrc_wire.h) are written from it by scripts/gen_wire.py (a unit test fails when
+(emulation/network/bpf/mrc_wire.h) are written from it by scripts/gen_wire.py (a unit test fails when
 the committed files differ), and a test checks the Scapy layers against it.
 traffic/WIRE_FORMAT.md compares every field with the public sources.
 
@@ -155,7 +155,7 @@ class NackReason(IntEnum):
     NO_RESOURCE = 0x0A
     PSN_OOR_WINDOW = 0x0B
     UNEXP_EVENT = 0x19
-    # Project choice for the single-path RoCE RC baseline (traffic/roce_rc.py): the RoCE AETH
+    # Project choice for the single-path RoCE RC baseline (traffic/core/roce_rc.py): the RoCE AETH
     # NAK "PSN sequence error" syndrome (0x60) carried in the same NACK message, so the
     # baseline uses the same message types as MRC.
     PSN_SEQ_ERR = 0x60
@@ -190,8 +190,8 @@ METH_FLAG_TSETH = 0x01  # METH flags bit 0: a TSETH follows (project choice)
 # ---------------------------------------------------------------- traffic class (IPv6)
 
 # Traffic-class values the fabric writes and the endpoints read (outermost IPv6 header).
-# The trimming program (emulation/bpf/trim.c, modelled by emulation/vqueue.py) marks trimmed
-# packets with these DSCPs; receivers (traffic/codec.py) map them to NACK TRIMMED /
+# The trimming program (emulation/network/bpf/trim.c, modelled by emulation/network/vqueue.py) marks trimmed
+# packets with these DSCPs; receivers (traffic/core/codec.py) map them to NACK TRIMMED /
 # TRIMMED_LASTHOP. All come from RFC 2474 pool 3 (xxxx11: experimental / local use), so they
 # cannot collide with a standard marking; MRC senders use DSCP 0 for data, DSCP_CONTROL for
 # the rest.

@@ -94,8 +94,10 @@ def build(force: bool = False) -> int:
 
 def _check_imports(stage: str) -> None:
     """Every compiled module imports in a fresh interpreter that uses the staged build."""
-    code = ("import sys, traffic, importlib; "
-            f"traffic.__path__.insert(0, {os.path.join(stage, 'traffic')!r}); "
+    packages = sorted({m.rsplit(".", 1)[0] for m in compiled.MODULES})
+    code = ("import sys, importlib; "
+            + "".join(f"importlib.import_module({p!r}).__path__.insert(0, "
+                      f"{os.path.join(stage, *p.split('.'))!r}); " for p in packages) +
             f"[importlib.import_module(m) for m in {compiled.MODULES!r}]; "
             "bad = [m for m in " + repr(compiled.MODULES) + " if sys.modules[m].__file__.endswith('.py')]; "
             "sys.exit(f'not compiled: {bad}' if bad else 0)")

@@ -28,7 +28,7 @@ and methods of core modules that differ from REF (committed or not), each module
 own test selection: minutes instead of hours. The score then covers those functions' mutants
 only (see changed_functions for what counts as changed).
 
-Usage: scripts/mutation.py [--modules traffic/codec.py ...] [--keep] [--sample M [--census N]]
+Usage: scripts/mutation.py [--modules traffic/core/codec.py ...] [--keep] [--sample M [--census N]]
                            [--changed [REF]] [--children N] [--survivors] [--report-only]
 """
 from __future__ import annotations
@@ -83,7 +83,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                    "controller/test_api_input",
                                    "emulation/config/test_scenario_validation",
                                    "emulation/config/test_scenario_validation_input"),
-    "traffic/evs.py": _tests("traffic/core/test_evs_defaults", "traffic/core/test_evs",
+    "traffic/core/evs.py": _tests("traffic/core/test_evs_defaults", "traffic/core/test_evs",
                              "traffic/core/test_evs_bookkeeping", "traffic/core/test_evs_denied",
                              "traffic/core/test_evs_pinning",
                              "traffic/core/test_reliability_loss_verdict",
@@ -94,7 +94,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                              "traffic/core/test_reliability_nack_and_ports",
                              "traffic/nic/test_endpoint_denylist", "controller/test_denylist",
                              "traffic/core/test_evs_combined_states"),
-    "traffic/qp_config.py": _tests("traffic/core/test_qp_config_limits",
+    "traffic/core/qp_config.py": _tests("traffic/core/test_qp_config_limits",
                                    "traffic/nic/test_endpoint_support_qp_keys",
                                    "emulation/config/test_scenario_validation",
                                    "emulation/config/test_scenario_validation_input",
@@ -102,7 +102,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                    "traffic/core/test_sender_retries", "traffic/core/test_rtt",
                                    "traffic/core/test_loss_policy_ocp",
                                    "traffic/core/test_loss_policy_tolerant"),
-    "traffic/sender.py": _tests("traffic/core/test_sender_suspect_paths",
+    "traffic/core/sender.py": _tests("traffic/core/test_suspect_paths",
                                 "traffic/core/test_sender_nack_edges",
                                 "traffic/core/test_reliability",
                                 "traffic/core/test_reliability_loss_verdict",
@@ -118,7 +118,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                 "traffic/core/test_sender_loss_records",
                                 "traffic/core/test_evs_combined_states",
                                 "traffic/core/test_reliability_parts_together"),
-    "traffic/receiver.py": _tests("traffic/core/test_receiver_and_assembly_edges",
+    "traffic/core/receiver.py": _tests("traffic/core/test_receiver_and_assembly_edges",
                                   "traffic/core/test_receiver_counters_and_sacks",
                                   "traffic/core/test_reliability",
                                   "traffic/core/test_reliability_ack_coalescing",
@@ -129,7 +129,7 @@ MODULE_TESTS: dict[str, list[str]] = {
                                   "traffic/workload/test_mrc_comm", "traffic/nic/test_control",
                                   "traffic/core/test_sender_loss_records",
                                   "traffic/core/test_reverse_paths_check_all"),
-    "traffic/loss_policy.py": _tests("traffic/core/test_loss_policy_ocp",
+    "traffic/core/loss_policy.py": _tests("traffic/core/test_loss_policy_ocp",
                                      "traffic/core/test_loss_policy_windows",
                                      "traffic/core/test_loss_policy_tolerant",
                                      "traffic/core/test_loss_policy_simnet",
@@ -138,17 +138,17 @@ MODULE_TESTS: dict[str, list[str]] = {
                                      "traffic/core/test_reliability_blackhole_under_congestion",
                                      "traffic/core/test_reliability_congestion_robustness",
                                      "traffic/core/test_sender_loss_records"),
-    "traffic/rtt.py": _tests("traffic/core/test_rtt", "traffic/core/test_rtt_edges",
+    "traffic/core/rtt.py": _tests("traffic/core/test_rtt", "traffic/core/test_rtt_edges",
                              "traffic/core/test_reliability", "traffic/core/test_sender_retries",
                              "traffic/core/test_loss_policy_ocp",
                              "traffic/core/test_loss_policy_tolerant"),
-    "traffic/work_requests.py": _tests("traffic/core/test_receiver_and_assembly_edges",
+    "traffic/core/work_requests.py": _tests("traffic/core/test_receiver_and_assembly_edges",
                                        "traffic/core/test_work_requests_flush_and_assembly",
                                        "traffic/core/test_reliability", "traffic/core/test_roce_rc",
                                        "traffic/core/test_sender_retries",
                                        "traffic/workload/test_mrc_comm", "traffic/nic/test_control",
                                        "traffic/core/test_reliability_nack_and_ports"),
-    "traffic/reverse_paths.py": _tests("traffic/core/test_reverse_paths_clock",
+    "traffic/core/reverse_paths.py": _tests("traffic/core/test_reverse_paths_clock",
                                        "traffic/core/test_reverse_paths_denied",
                                        "traffic/core/test_reliability",
                                        "traffic/core/test_reliability_loss_verdict",
@@ -158,15 +158,15 @@ MODULE_TESTS: dict[str, list[str]] = {
                                        "traffic/workload/test_mrc_comm",
                                        "traffic/core/test_reverse_paths_check_all",
                                        "traffic/core/test_reliability_parts_together"),
-    "traffic/denylist.py": _tests("traffic/core/test_denylist_rules",
+    "traffic/core/denylist.py": _tests("traffic/core/test_denylist_rules",
                                   "traffic/core/test_denylist_edges", "controller/test_denylist",
                                   "traffic/nic/test_endpoint_denylist"),
-    "traffic/nscc.py": _tests("traffic/core/test_nscc_counts", "traffic/core/test_nscc",
+    "traffic/core/nscc.py": _tests("traffic/core/test_nscc_counts", "traffic/core/test_nscc",
                               "traffic/core/test_nscc_edges", "traffic/core/test_reliability",
                               "traffic/core/test_reliability_congestion_robustness",
                               "traffic/core/test_sender_ecn_pinned", "traffic/core/test_roce_rc",
                               "traffic/core/test_nscc_trimming_target"),
-    "traffic/codec.py": _tests("traffic/core/test_codec_construction",
+    "traffic/core/codec.py": _tests("traffic/core/test_codec_construction",
                                "traffic/core/test_codec_decode_errors",
                                "traffic/core/test_codec_props",
                                "traffic/core/test_codec_probe_wire",
@@ -207,7 +207,7 @@ def toml_value(v) -> str:
 
 
 def module_dir(module: str) -> Path:
-    """Scratch copy for one module: build/mutation/traffic.evs/."""
+    """Scratch copy for one module: build/mutation/traffic.core.evs/."""
     return WORK / module.removesuffix(".py").replace("/", ".")
 
 

@@ -24,8 +24,8 @@ if "--zlib" in sys.argv:
 
 from model.topology import FabricSpec  # noqa: E402
 from traffic import compiled  # noqa: E402
-from traffic.endpoint import Endpoint  # noqa: E402
-from traffic.endpoint_support import EndpointConfig  # noqa: E402
+from traffic.nic.endpoint import Endpoint  # noqa: E402
+from traffic.nic.endpoint_support import EndpointConfig  # noqa: E402
 
 
 class MemoryPort:

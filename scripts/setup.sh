@@ -62,7 +62,7 @@ fi
 .venv/bin/python scripts/build_core.py
 
 # In-fabric trimming / ECN BPF object: built from source, never committed.
-if [ -f emulation/bpf/Makefile ]; then
-  make -s -C emulation/bpf
+if [ -f emulation/network/bpf/Makefile ]; then
+  make -s -C emulation/network/bpf
 fi
 echo "setup: ok ($ROOT)"

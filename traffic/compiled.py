@@ -2,8 +2,9 @@
 modules compiled to C extensions by `make setup` (scripts/build_core.py, Cython, from these
 very source files: there is one source of truth, the .py).
 
-The compiled modules live in build/compiled/traffic/ (never in git). traffic/__init__.py puts
-that directory in front of the package's search path when all of these hold:
+The compiled modules live in build/compiled/traffic/<sub-package>/ (never in git). The
+__init__.py of traffic/core and traffic/nic puts that directory in front of the sub-package's
+search path when all of these hold:
   * MRCLAB_PURE_PYTHON is not set to a non-empty value other than "0";
   * build/compiled/manifest.json exists, was built for this interpreter, and records for every
     compiled module the SHA-256 of the source it was built from, equal to the source now.
@@ -21,13 +22,16 @@ import sysconfig
 ENV_PURE = "MRCLAB_PURE_PYTHON"
 # The per-packet work of the data path: codec, both QP halves and what they call per packet,
 # and the endpoint's loop and per-frame glue (a loop turn costs about half the instructions
-# compiled; the process starts through the uncompiled traffic/endpoint_cli.py).
-MODULES = ("traffic.codec", "traffic.messages", "traffic.rtt", "traffic.evs", "traffic.sender",
-           "traffic.receiver", "traffic.nscc", "traffic.loss_policy", "traffic.work_requests",
-           "traffic.reverse_paths", "traffic.qp_config", "traffic.memory", "traffic.roce_rc",
-           "traffic.endpoint", "traffic.endpoint_support", "traffic.deadline_queue",
-           "traffic.packet_io", "traffic.queue_pair", "traffic.endpoint_probes",
-           "traffic.suspect_paths", "traffic.ev_probes")
+# compiled; the process starts through the uncompiled traffic/nic/endpoint_cli.py).
+MODULES = (
+    "traffic.core.codec", "traffic.core.messages", "traffic.core.rtt", "traffic.core.evs",
+    "traffic.core.sender", "traffic.core.receiver", "traffic.core.nscc",
+    "traffic.core.loss_policy", "traffic.core.work_requests", "traffic.core.reverse_paths",
+    "traffic.core.qp_config", "traffic.core.memory", "traffic.core.roce_rc",
+    "traffic.core.deadline_queue", "traffic.core.suspect_paths", "traffic.core.ev_probes",
+    "traffic.nic.endpoint", "traffic.nic.endpoint_support", "traffic.nic.packet_io",
+    "traffic.nic.queue_pair", "traffic.nic.endpoint_probes",
+)
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_DIR = os.path.join(REPO, "build", "compiled")
 MANIFEST = os.path.join(BUILD_DIR, "manifest.json")
@@ -83,8 +87,9 @@ def usable_build(manifest_path: str = MANIFEST, repo: str = REPO) -> tuple[bool,
     return True, f"compiled (Cython {manifest.get('cython', '?')}, {len(MODULES)} modules)"
 
 
-def search_path(package_path: list[str]) -> list[str]:
-    """The traffic package's __path__: the compiled directory first when it may be used."""
+def search_path(package_path: list[str], package: str) -> list[str]:
+    """A compiled sub-package's __path__ (traffic.core, traffic.nic): its directory in the
+    compiled build first when the build may be used."""
     if pure_requested():
         _state.update(active=False, why=f"interpreted ({ENV_PURE} is set)")
         return package_path
@@ -92,7 +97,7 @@ def search_path(package_path: list[str]) -> list[str]:
     _state.update(active=use, why=why)
     if not use:
         return package_path
-    return [os.path.join(BUILD_DIR, "traffic"), *package_path]
+    return [os.path.join(BUILD_DIR, *package.split(".")), *package_path]
 
 
 def active() -> bool:

@@ -1,7 +1,7 @@
 """Scapy layers for the MRC wire format: a readable declaration of the bytes, independent of
 the codec.
 
-The layout itself is the wire table's (model/wire.py): the fast codec (traffic/codec.py) builds
+The layout itself is the wire table's (model/wire.py): the fast codec (traffic/core/codec.py) builds
 its struct formats from it, and tests/traffic/test_layers_wire_table.py checks every field below
 (name, bit position, width) against it. These layers exist so tests can check the codec against
 an independent implementation, and tools can print captured packets. Too slow for the data path.

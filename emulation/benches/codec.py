@@ -6,9 +6,9 @@ import time
 from model.argtypes import nonneg_int, positive_float
 from model.topology import FabricSpec, Topology, make_ev
 from model.wire import ROCE_UDP_PORT
-from traffic.codec import Codec
+from traffic.core.codec import Codec
 from traffic.layers import BTH, METH, RETH, TSETH
-from traffic.messages import DataPacket, Opcode
+from traffic.core.messages import DataPacket, Opcode
 
 CODEC_GOAL_RATIO = 50.0
 

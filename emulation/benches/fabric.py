@@ -7,12 +7,12 @@ import time
 from model.argtypes import positive_int
 from analysis import recovery
 from analysis.jsonl import read_jsonl
-from emulation.endpoint_process import EndpointProcess
-from emulation.fabric import Fabric
+from emulation.network.endpoint_process import EndpointProcess
+from emulation.network.fabric import Fabric
 from model.events import Event
 from model.topology import FabricSpec
-from traffic.endpoint_support import payload_for_mtu
-from traffic.endpoint_support import rss_bytes
+from traffic.nic.endpoint_support import payload_for_mtu
+from traffic.nic.endpoint_support import rss_bytes
 BENCH_SPEC = dict(planes=2, groups=2, spines=2, hosts_per_group=2)
 FAILOVER_GOAL_RTTS = 5.0
 GOODPUT_GOAL_FRACTION = 0.90
@@ -20,7 +20,7 @@ GOODPUT_GOAL_FRACTION = 0.90
 
 class _EndpointPair:
     """Endpoint processes on h0 (group 0) and h2 (group 1) of a running Fabric, driven over
-    their control sockets (traffic/control.py), one QP h0 -> h2."""
+    their control sockets (traffic/nic/control.py), one QP h0 -> h2."""
 
     def __init__(self, fab, workdir, routing: str, transport: str = "mrc",
                  config: dict | None = None, env: dict | None = None):

@@ -74,7 +74,7 @@ def stop_busy(procs: list[subprocess.Popen]) -> None:
 
 def one_run(scenario: Path, out: Path, label: str) -> dict:
     """`mrclab run <scenario> --short --transport mrc` into out/label; MRC's summary."""
-    from emulation import runner  # deferred: Mininet and the runner, only when the bench runs
+    from emulation.run import runner  # deferred: Mininet and the runner, only when the bench runs
     parent = out / label
     parent.mkdir(parents=True, exist_ok=True)
     rc = runner.main([str(scenario), "--short", "--transport", "mrc", "--results-dir", str(parent)])

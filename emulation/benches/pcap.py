@@ -13,8 +13,8 @@ from pathlib import Path
 from analysis.pcap import PcapError, load_pcap
 from model.argtypes import UsageError, existing_file, positive_int
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import Codec
-from traffic.messages import DataPacket, Opcode, Sack
+from traffic.core.codec import Codec
+from traffic.core.messages import DataPacket, Opcode, Sack
 
 GOAL_RATIO = 20.0
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from emulation import calibrate
-from emulation import scenario as scenario_mod
-from emulation.scenario import ScenarioError
+from emulation.calibration import calibrate
+from emulation.config import scenario as scenario_mod
+from emulation.config.scenario import ScenarioError
 from model.argtypes import UsageError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ def add_timescale_arguments(parser) -> None:
 
 
 def timescale_main(args) -> dict:
-    from emulation.runner import run_transport  # deferred: the fabric
+    from emulation.run.runner import run_transport  # deferred: the fabric
     try:
         scn = scenario_mod.load(args.scenario)
         if scn.has_short:

@@ -1,4 +1,4 @@
-"""`mrclab bench trim`: what the in-fabric trimming program (emulation/bpf/trim.c) costs per
+"""`mrclab bench trim`: what the in-fabric trimming program (emulation/network/bpf/trim.c) costs per
 packet: alone (BPF_PROG_TEST_RUN), on a veth, and on a port of the real fabric, with and without it
 in alternating rounds of one run."""
 from __future__ import annotations
@@ -8,14 +8,14 @@ import time
 
 from controller.bpf_maps import prog_test_run_ns as _prog_test_run_ns
 from emulation.benches.flood import flood
-from emulation.trimming import (PortConfig, _port_maps, attach, configure, counters, detach, run,
+from emulation.network.trimming import (PortConfig, _port_maps, attach, configure, counters, detach, run,
                                 scratch_veth)
-from emulation.fabric import Fabric
+from emulation.network.fabric import Fabric
 from model.argtypes import positive_float, positive_int
 from model import wire
 from model.topology import FabricSpec
-from traffic.codec import Codec
-from traffic.messages import DataPacket, Opcode
+from traffic.core.codec import Codec
+from traffic.core.messages import DataPacket, Opcode
 
 def bench_frame(payload: int = 1024) -> bytes:
     """An SRv6-encapsulated MRC WRITE_MIDDLE frame (ECT(0)) built with struct, for the bench."""

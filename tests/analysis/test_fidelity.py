@@ -9,11 +9,11 @@ import pytest
 from analysis import fidelity as F
 from analysis import fidelity_captures as FC
 from analysis import fidelity_verdict as FV
-from emulation import run_summary
+from emulation.run import run_summary
 from model.events import Event
 from tests.helpers.synth import BASE_RTT_NS as RTT_NS
 from tests.helpers.synth import write_endpoint_log
-from traffic.endpoint_support import lateness_bucket, lateness_bucket_floor_ns
+from traffic.nic.endpoint_support import lateness_bucket, lateness_bucket_floor_ns
 
 
 # ---------------------------------------------------------------- histogram arithmetic

@@ -145,7 +145,7 @@ def test_recovery_per_fault_uses_the_shared_definition():
 
 def test_ev_timeline_shows_suspect_stretches_of_loss_verdicts():
     """ev_suspect .. ev_cleared is a SUSPECT stretch back to GOOD; ev_suspect .. ev_state
-    ASSUMED_BAD a SUSPECT stretch ending in retirement (traffic/reliability.py loss verdicts)."""
+    ASSUMED_BAD a SUSPECT stretch ending in retirement (traffic/core/reliability.py loss verdicts)."""
     ms = 1_000_000
     rows = [
         {"t_ns": 0, "host": "h0", "event": Event.EV_STATE, "qp": 1, "ev": 7, "plane": 0,

@@ -16,7 +16,7 @@ import pytest
 from analysis import metrics as m
 from model.events import Event
 from tests.helpers.workers import events, start_workers
-from traffic import collectives as C
+from traffic.workload import collectives as C
 
 MIB = 1 << 20
 ALGBW_MBIT = 16.777216

@@ -15,7 +15,7 @@ from analysis import nccl_results as N
 from analysis import runmodel
 from model.events import Event
 from tests.helpers import synthetic_run
-from traffic import collectives as C
+from traffic.workload import collectives as C
 
 S = 64 << 20
 

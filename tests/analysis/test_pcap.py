@@ -133,9 +133,9 @@ def test_clock_offset_converts_to_monotonic_and_run_loader(tmp_path):
 
 def test_frames_of_the_project_codec_load_identically(tmp_path):
     from scapy.layers.l2 import Ether
-    from emulation.vqueue import trim_frame
-    from traffic.codec import Codec
-    from traffic.messages import DataPacket, Nack, Sack
+    from emulation.network.vqueue import trim_frame
+    from traffic.core.codec import Codec
+    from traffic.core.messages import DataPacket, Nack, Sack
     codec = Codec(TOPO)
     ev = make_ev(1, 0, 77)
     msgs = [DataPacket(dest_qp=9, psn=5, opcode=0xCB, msn=2, va=64, rkey=3, dma_len=100,

@@ -5,8 +5,8 @@ import json
 import re
 
 from analysis import metrics, report
-from emulation import run_summary
-from emulation import scenario as S
+from emulation.run import run_summary
+from emulation.config import scenario as S
 from tests.helpers.synthetic_run import TEXT, make_run_dir, records, write_run
 
 
@@ -50,7 +50,7 @@ def test_a_clean_run_says_so_first(tmp_path):
 
 def test_the_verdict_says_when_the_cpu_bound_the_run(tmp_path):
     run_dir, summary = make_run_dir(tmp_path)
-    # the runner's CPU figures (emulation/cpu_meter.py): 2 cores 97% busy during the collective
+    # the runner's CPU figures (emulation/run/cpu_meter.py): 2 cores 97% busy during the collective
     summary["cpu"] = {"cores": 2, "window_s": 10.0, "busy_fraction": 0.97, "busy_cores": 1.94,
                       "cores_by_role": {"workers": 1.15, "switches": 0.7, "other": 0.09},
                       "saturated": True}

@@ -9,7 +9,7 @@ deliver nothing; the workers keep sampling (flat) until 5000 ms. 30 iterations o
 import json
 
 from analysis import runmodel
-from emulation import scenario as S
+from emulation.config import scenario as S
 from model.events import ControllerLog
 from tests.helpers.synthetic_run import MS, T0, TEXT, records, write_run
 

@@ -11,9 +11,9 @@ from model.topology import FabricSpec, Topology, ev_plane
 from tests.helpers.api_token import TOKEN, use_token
 from tests.helpers.cli import run_mrclab as run
 from tests.helpers.endpoint_fakes import FakePort
-from traffic.control import ControlServer
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
+from traffic.nic.control import ControlServer
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig
 
 SPEC = FabricSpec()
 

@@ -2,7 +2,7 @@
 path worked out by hand from the fabric's shape (see the comments)."""
 from controller.localize import classify, locate
 from model.topology import FabricSpec, Topology
-from traffic.path_prober import path_key, probed_paths
+from traffic.core.path_prober import path_key, probed_paths
 
 
 def links_of(topo):

@@ -1,5 +1,5 @@
 """EV state changes reach the controller as events (OCP mrc_ctl.h EV event queue): an
-endpoint's QPs' forward EV state changes are queued (traffic/ev_events.py), served on its
+endpoint's QPs' forward EV state changes are queued (traffic/core/ev_events.py), served on its
 control socket ("ev_events"), and the controller logs what the path monitor forwards
 (POST /ev_events) on the run's time line (action ev_event). Real endpoints over in-memory
 wires, the real control socket and the real controller API (its commands recorded)."""
@@ -10,13 +10,13 @@ import pytest
 from controller import api_auth
 from controller.client import ControllerClient, ControllerError
 from controller.service import FabricController
-from emulation.path_monitor import PathMonitor
+from emulation.network.path_monitor import PathMonitor
 from model.events import ControllerLog
 from model.topology import FabricSpec, Topology
 from tests.helpers.api_token import TOKEN
 from tests.helpers.controller import Recorder
 from tests.helpers.endpoint_fakes import endpoints
-from traffic.control import ControlServer
+from traffic.nic.control import ControlServer
 
 
 def test_an_ev_retirement_is_served_on_the_control_socket_once(tmp_path):

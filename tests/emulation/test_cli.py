@@ -64,7 +64,7 @@ def test_subcommand_help_lists_its_own_options(capsys, argv, own_option):
 
 def test_top_help_names_commands_not_modules(capsys):
     rc, out, _ = run(capsys, "--help")
-    assert rc == 0 and "dispatches" not in out and "emulation.runner" not in out
+    assert rc == 0 and "dispatches" not in out and "emulation.run.runner" not in out
     for command in ("fabric", "link", "clean", "run", "analyze", "notebook", "wireshark", "bench"):
         assert f"\n    {command}" in out
 

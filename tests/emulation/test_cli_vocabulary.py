@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 
-from emulation import run_summary
+from emulation.run import run_summary
 from tests.helpers.cli import run_mrclab as run
 from tests.helpers.paths import REPO
 
@@ -157,7 +157,7 @@ def test_make_clean_keeps_the_build_and_distclean_removes_it():
     assert re.search(r"rm -rf .*\.venv", plan) and re.search(r"rm -rf .*\bbuild\b", plan)
 
 
-@pytest.mark.parametrize("argv", [["-m", "emulation.scenario_schema"],
+@pytest.mark.parametrize("argv", [["-m", "emulation.config.scenario_schema"],
                                   ["-m", "emulation.cli", "scenario", "keys"]])
 def test_key_reference_survives_a_reader_that_stops_early(argv):
     """`... | head -1`: the reader closes the pipe early; no BrokenPipeError traceback. The

@@ -4,8 +4,8 @@ wire width."""
 from hypothesis import strategies as st
 
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import MODES, Codec
-from traffic.messages import IMM_OPCODES, WRITE_OPCODES, DataPacket, Nack, Probe, Sack
+from traffic.core.codec import MODES, Codec
+from traffic.core.messages import IMM_OPCODES, WRITE_OPCODES, DataPacket, Nack, Probe, Sack
 
 u8, u16, u24, u32, u64 = (st.integers(0, (1 << b) - 1) for b in (8, 16, 24, 32, 64))
 

@@ -3,10 +3,10 @@ explicit probe timing, and a receiver QP with one registered memory region."""
 import random
 
 from model.topology import make_ev
-from traffic.evs import EVSet, PathInfo
-from traffic.memory import MemoryRegistry
-from traffic.qp_config import MRCConfig
-from traffic.receiver import ReceiverQP
+from traffic.core.evs import EVSet, PathInfo
+from traffic.core.memory import MemoryRegistry
+from traffic.core.qp_config import MRCConfig
+from traffic.core.receiver import ReceiverQP
 
 QP, PEER, RKEY, VA = 0x300, 0x200, 0x77, 0x10000
 EV0 = make_ev(0, 1, 0x1234)

@@ -7,10 +7,10 @@ import os
 from collections import deque
 
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
-from traffic.codec import Codec, DecodeError
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
-from traffic.messages import DataPacket
+from traffic.core.codec import Codec, DecodeError
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig
+from traffic.core.messages import DataPacket
 
 
 class FakePort:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import threading
 
-from traffic.comm import InMemoryHub
+from traffic.workload.comm import InMemoryHub
 
 
 def run_ranks(world: int, body, timeout_s: float, errors: list | None = None) -> None:

@@ -15,9 +15,9 @@ import random
 from dataclasses import dataclass
 
 from model.topology import ev_plane, ev_spine
-from traffic.clock import FakeClock
-from traffic.messages import DataPacket, Nack, Probe, Sack
-from traffic.reliability import answer_probe
+from traffic.core.clock import FakeClock
+from traffic.core.messages import DataPacket, Nack, Probe, Sack
+from traffic.core.reliability import answer_probe
 
 
 @dataclass
@@ -186,8 +186,8 @@ class Harness:
 
     def __init__(self, net: SimNet, cfg=None, seed: int = 7, start_ns: int = 1_000_000_000,
                  sender_cls=None, receiver_cls=None):
-        from traffic.evs import PathInfo
-        from traffic.reliability import MemoryRegistry, MRCConfig, ReceiverQP, SenderQP
+        from traffic.core.evs import PathInfo
+        from traffic.core.reliability import MemoryRegistry, MRCConfig, ReceiverQP, SenderQP
         self.net = net
         self.cfg = cfg or MRCConfig()
         self.clock = FakeClock(start_ns)

@@ -203,7 +203,7 @@ def make_run(root: Path, transports=("mrc", "roce", "tcp"), *, packets=200, faul
                     extra_lines=['{"t_ns": 1, "host": "h0", "event": "goodp\n', "not json at all\n"])
         write_jsonl(d / "h1.jsonl", [e for e in events if e["host"] == "h1"])
         s = {"transport": tr, "world_size": 2, "iterations": 6}
-        if tr == "mrc":     # the runner's CPU figures (emulation/cpu_meter.py)
+        if tr == "mrc":     # the runner's CPU figures (emulation/run/cpu_meter.py)
             s["cpu"] = {"cores": 2, "window_s": 5.0, "busy_fraction": 0.97, "busy_cores": 1.94,
                         "cores_by_role": {"workers": 1.15, "switches": 0.7, "other": 0.09},
                         "saturated": True}

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import json
 
-from emulation import run_summary
-from emulation import scenario as S
-from emulation.runner import worker_config
+from emulation.run import run_summary
+from emulation.config import scenario as S
+from emulation.run.runner import worker_config
 from model.events import Event, Phase
 from tests.helpers.scenario_texts import link_fault
 

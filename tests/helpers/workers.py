@@ -1,5 +1,5 @@
 """Worker processes on 127.0.0.1 for the tests that run real workers over TCP: free listen ports,
-a world of `python -m traffic.worker` processes started from a config written here, and their
+a world of `python -m traffic.workload.worker` processes started from a config written here, and their
 event logs read back."""
 import json
 import random
@@ -40,7 +40,7 @@ def start_workers(tmp_path, world, **overrides):
     config.update(overrides)
     path = tmp_path / "worker.json"
     path.write_text(json.dumps(config))
-    return [subprocess.Popen([sys.executable, "-m", "traffic.worker", "--config", str(path),
+    return [subprocess.Popen([sys.executable, "-m", "traffic.workload.worker", "--config", str(path),
                               "--rank", str(r)], cwd=REPO, stderr=subprocess.PIPE, text=True)
             for r in range(world)]
 

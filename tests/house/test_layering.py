@@ -80,6 +80,6 @@ def test_function_local_project_imports_say_why(pkg, path):
 
 def test_the_checker_sees_a_violation():
     """The walker must find imports nested in functions and classes, or the tests above prove nothing."""
-    src = "import os\nclass A:\n    def f(self):\n        from emulation.fabric import Fabric\n"
+    src = "import os\nclass A:\n    def f(self):\n        from emulation.network.fabric import Fabric\n"
     found = list(_project_imports(ast.parse(src)))
     assert found == [(4, "emulation", True)]

@@ -77,13 +77,13 @@ def test_no_module_imports_itself_around_a_loop():
 
 
 def test_the_checker_finds_a_loop_through_a_function_local_import():
-    fabric = ast.parse("from emulation import cleanup\n"
-                       "def start():\n    from emulation.ovs_sndbuf import ensure\n")
-    sndbuf = ast.parse("from emulation.fabric import FabricError\n")
-    known = {"emulation.fabric", "emulation.ovs_sndbuf", "emulation.cleanup"}
-    graph = {"emulation.fabric": imported_modules(fabric, known),
-             "emulation.ovs_sndbuf": imported_modules(sndbuf, known),
-             "emulation.cleanup": set()}
-    assert graph["emulation.fabric"] == {"emulation.cleanup", "emulation.ovs_sndbuf"}
-    assert cycles(graph) == [["emulation.fabric", "emulation.ovs_sndbuf"]]
+    fabric = ast.parse("from emulation.network import cleanup\n"
+                       "def start():\n    from emulation.network.ovs_sndbuf import ensure\n")
+    sndbuf = ast.parse("from emulation.network.fabric import FabricError\n")
+    known = {"emulation.network.fabric", "emulation.network.ovs_sndbuf", "emulation.network.cleanup"}
+    graph = {"emulation.network.fabric": imported_modules(fabric, known),
+             "emulation.network.ovs_sndbuf": imported_modules(sndbuf, known),
+             "emulation.network.cleanup": set()}
+    assert graph["emulation.network.fabric"] == {"emulation.network.cleanup", "emulation.network.ovs_sndbuf"}
+    assert cycles(graph) == [["emulation.network.fabric", "emulation.network.ovs_sndbuf"]]
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

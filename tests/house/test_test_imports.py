@@ -64,5 +64,5 @@ def test_the_scan_finds_every_form_of_import():
 
 def test_the_scan_passes_helpers_and_sources():
     source = ("from tests.helpers.synth import make_run\nfrom tests.helpers import simnet\n"
-              "from traffic.codec import Codec\nimport pytest\n")
+              "from traffic.core.codec import Codec\nimport pytest\n")
     assert imported_test_modules(source, "tests.analysis.test_pcap") == []

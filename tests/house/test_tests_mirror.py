@@ -10,6 +10,17 @@ PACKAGES = ("model", "controller", "traffic", "emulation", "analysis")
 
 # module -> why it has no test file of its name, and what exercises it
 UNTESTED_BY_NAME = {
+    "analysis/fidelity_verdict.py": "the verdict rules of analysis/fidelity.py, split off by "
+                                    "size: tests/analysis/test_fidelity.py",
+    "analysis/fidelity_captures.py": "the capture invariants of analysis/fidelity.py, split off "
+                                     "by size: tests/analysis/test_fidelity.py",
+    "analysis/plots_common.py": "colours and fault markers shared by the figures: "
+                                "tests/analysis/test_plots*.py",
+    "traffic/core/ev_probes.py": "the probes in flight of the EV set (a mixin of EVSet): "
+                                 "tests/traffic/core/test_evs*.py",
+    "traffic/nic/endpoint_probes.py": "the endpoint's own probes (a mixin of Endpoint): "
+                                      "tests/traffic/nic/test_endpoint*.py",
+    "traffic/nic/queue_pair.py": "the endpoint's QP glue: tests/traffic/nic/test_endpoint*.py",
     "model/argtypes.py": "argparse value types: every command's bad-argument tests "
                          "(tests/emulation/test_cli.py, tests/emulation/benches/)",
     "model/clip.py": "the cut of quoted values in error messages: the hostile corpus "
@@ -38,31 +49,31 @@ UNTESTED_BY_NAME = {
     "controller/openflow_app.py": "thin adapter over os-ken: tested by "
                                   "tests/integration/test_controller_fabric.py",
     "controller/scheduler.py": "flap timers: tests/controller/test_executor.py",
-    "traffic/clock.py": "the clocks (FakeClock drives every core test)",
-    "traffic/comm.py": "the communicator interface and the in-memory hub: "
+    "traffic/core/clock.py": "the clocks (FakeClock drives every core test)",
+    "traffic/workload/comm.py": "the communicator interface and the in-memory hub: "
                        "tests/traffic/workload/test_collectives_*.py",
-    "traffic/memory.py": "the memory registry: tests/traffic/core/test_roce_rc.py and the "
+    "traffic/core/memory.py": "the memory registry: tests/traffic/core/test_roce_rc.py and the "
                          "receiver tests",
-    "traffic/messages.py": "the message records: the codec tests "
+    "traffic/core/messages.py": "the message records: the codec tests "
                            "(tests/traffic/core/test_codec_*.py)",
-    "emulation/calibrate_cli.py": "`mrclab calibrate`: "
+    "emulation/calibration/calibrate_cli.py": "`mrclab calibrate`: "
                                   "tests/emulation/calibration/test_calibrate.py",
-    "emulation/check.py": "`mrclab fabric --check` on a real fabric: "
+    "emulation/network/check.py": "`mrclab fabric --check` on a real fabric: "
                           "tests/integration/test_fabric_lifecycle.py",
-    "emulation/control_secrets.py": "the owner's token and socket secrets (root): "
+    "emulation/network/control_secrets.py": "the owner's token and socket secrets (root): "
                                     "tests/integration/test_control_plane_security.py",
-    "emulation/endpoint_process.py": "an endpoint in a fabric host (root): "
+    "emulation/network/endpoint_process.py": "an endpoint in a fabric host (root): "
                                      "tests/integration/test_endpoint_fabric.py",
-    "emulation/metrics_server.py": "the live metrics endpoint: "
+    "emulation/run/metrics_server.py": "the live metrics endpoint: "
                                    "tests/emulation/run/test_live_state.py",
-    "emulation/ovs_service.py": "starting Open vSwitch (root): "
+    "emulation/network/ovs_service.py": "starting Open vSwitch (root): "
                                 "tests/integration/test_fabric_lifecycle.py",
-    "emulation/run_faults.py": "the run's fault scheduler: "
+    "emulation/run/run_faults.py": "the run's fault scheduler: "
                                "tests/emulation/run/test_run_summary_verdicts.py and "
                                "tests/emulation/config/test_scenario_short.py",
-    "emulation/run_progress.py": "the log follower of a run: "
+    "emulation/run/run_progress.py": "the log follower of a run: "
                                  "tests/emulation/run/test_run_summary*.py",
-    "emulation/top.py": "`mrclab top`: tests/emulation/run/test_live_state.py",
+    "emulation/run/top.py": "`mrclab top`: tests/emulation/run/test_live_state.py",
     "analysis/jsonl.py": "the JSONL reader: tests/analysis/test_timescale.py and every loader test",
 }
 
@@ -107,7 +118,7 @@ def test_every_reason_still_applies():
 
 def test_the_name_rule():
     files = {"test_codec_props.py", "test_scenario.py", "test_evs_denied.py"}
-    assert untested(["traffic/codec.py", "emulation/scenario.py", "traffic/evs.py"], files) == []
+    assert untested(["traffic/core/codec.py", "emulation/config/scenario.py", "traffic/core/evs.py"], files) == []
     # a prefix of another module's name is not a test of it, nor is a longer name
-    assert untested(["emulation/scenario_schema.py", "traffic/ev.py", "traffic/rtt.py"],
-                    files) == ["emulation/scenario_schema.py", "traffic/ev.py", "traffic/rtt.py"]
+    assert untested(["emulation/config/scenario_schema.py", "traffic/ev.py", "traffic/core/rtt.py"],
+                    files) == ["emulation/config/scenario_schema.py", "traffic/ev.py", "traffic/core/rtt.py"]

@@ -4,7 +4,7 @@
 A number retyped in a second place keeps working on its own bytes after the table changes,
 which is how copies of a layout drift apart. Comments and string literals may name the
 numbers (documentation, error messages); code must take them from the table, or, in C and
-Lua, from the files generated from it (emulation/bpf/mrc_wire.h, the GENERATED block of
+Lua, from the files generated from it (emulation/network/bpf/mrc_wire.h, the GENERATED block of
 analysis/wireshark/mrc.lua), which are exempt.
 """
 from __future__ import annotations

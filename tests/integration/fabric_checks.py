@@ -1,11 +1,11 @@
 """What the fabric integration tests share: `mrclab` as a separate process (as a user runs it),
 the check that a fabric left nothing of itself behind, and frames sent on chosen EVs and
-counted at their destination (emulation.pathcheck)."""
+counted at their destination (emulation.network.pathcheck)."""
 import json
 import subprocess
 import sys
 
-from emulation import cleanup
+from emulation.network import cleanup
 from tests.helpers.paths import REPO
 
 MRCLAB = [sys.executable, "-m", "emulation.cli"]
@@ -22,13 +22,13 @@ def assert_nothing_left():
 def send_and_count(fab, routing_mode, evs, count, pps=2000, ecn=2, src=0, dst=1):
     """{ev: (packets received, CE-marked packets)} at dst for `count` packets per EV."""
     spec_json = json.dumps(fab.spec.to_dict())
-    recv = fab.popen_in_host(dst, [sys.executable, "-m", "emulation.pathcheck", "recv",
+    recv = fab.popen_in_host(dst, [sys.executable, "-m", "emulation.network.pathcheck", "recv",
                                    "--spec", spec_json, "--host", str(dst),
                                    "--expect", str(count * len(evs)),
                                    "--timeout-s", str(2 + count * len(evs) / pps)],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert recv.stderr.readline().strip() == "ready"
-    fab.cmd_in_host(src, [sys.executable, "-m", "emulation.pathcheck", "send",
+    fab.cmd_in_host(src, [sys.executable, "-m", "emulation.network.pathcheck", "send",
                           "--spec", spec_json, "--routing", routing_mode, "--src", str(src),
                           "--flows", json.dumps([[dst, ev] for ev in evs]),
                           "--count", str(count), "--pps", str(pps), "--ecn", str(ecn)])

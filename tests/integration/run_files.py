@@ -1,5 +1,5 @@
 """Readers of a run directory's files for the integration tests' own checks: written here from
-the file formats (emulation/runner.py's docstring), not through the analysis code under test."""
+the file formats (emulation/run/runner.py's docstring), not through the analysis code under test."""
 from __future__ import annotations
 
 import csv

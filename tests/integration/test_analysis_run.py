@@ -13,14 +13,14 @@ from tests.helpers.scenario_texts import ANALYSIS_RUN as SCENARIO
 
 def _transports():
     names = ["tcp"]
-    if importlib.util.find_spec("traffic.mrc_comm") is not None:
+    if importlib.util.find_spec("traffic.workload.mrc_comm") is not None:
         names.insert(0, "mrc")
     return names
 
 
 @pytest.mark.integration
 def test_analyze_and_notebook_on_a_real_run(tmp_path):
-    from emulation import runner
+    from emulation.run import runner
     names = _transports()
     scn = tmp_path / "analysis-it.toml"
     scn.write_text(SCENARIO.replace("{names}", ", ".join(f'"{n}"' for n in names)))

@@ -17,10 +17,10 @@ import pandas as pd
 import pytest
 
 from analysis.pcap import load_pcap
-from emulation.runner import CAPTURE_SNAPLEN
+from emulation.run.runner import CAPTURE_SNAPLEN
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import Codec
-from traffic.messages import DataPacket, Opcode
+from traffic.core.codec import Codec
+from traffic.core.messages import DataPacket, Opcode
 
 pytestmark = pytest.mark.integration
 

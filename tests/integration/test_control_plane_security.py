@@ -22,7 +22,7 @@ import pytest
 
 from controller import api_auth
 from controller.client import ControllerClient, ControllerError
-from emulation.fabric import Fabric
+from emulation.network.fabric import Fabric
 from model.topology import FabricSpec
 
 pytestmark = pytest.mark.integration

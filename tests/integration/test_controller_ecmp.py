@@ -5,7 +5,7 @@ import time
 import pytest
 
 from controller import routing
-from emulation.fabric import Fabric
+from emulation.network.fabric import Fabric
 from model.events import ControllerLog
 from model.topology import FabricSpec, make_ev
 from tests.integration.fabric_checks import delivered_all, send_and_count

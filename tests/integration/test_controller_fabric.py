@@ -1,6 +1,6 @@
 """Controller against a real fabric (Mininet + userspace OVS + os-ken): rules, API, faults.
 
-Packets are sent with emulation.pathcheck (one frame per EV, paced) from h0 and counted at h1.
+Packets are sent with emulation.network.pathcheck (one frame per EV, paced) from h0 and counted at h1.
 Spec: 1 plane x 2 groups x 2 spines x 1 host, so h0 -> h1 has exactly two paths (spine 0, 1).
 """
 import subprocess
@@ -10,7 +10,7 @@ import pytest
 
 from controller import routing
 from controller.client import ControllerError
-from emulation.fabric import Fabric
+from emulation.network.fabric import Fabric
 from model.events import ControllerLog
 from model.topology import FabricSpec, make_ev
 from tests.integration.fabric_checks import delivered_all, send_and_count

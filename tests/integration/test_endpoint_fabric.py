@@ -9,7 +9,7 @@ import time
 import pytest
 
 from analysis.jsonl import read_jsonl
-from emulation.endpoint_process import EndpointProcess
+from emulation.network.endpoint_process import EndpointProcess
 from model.events import Event
 from model.topology import FabricSpec, ev_plane, ev_spine
 
@@ -17,7 +17,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_16mib_write_survives_t0_t1_link_down(tmp_path):
-    from emulation.fabric import Fabric
+    from emulation.network.fabric import Fabric
     size = 16 << 20
     with Fabric(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2),
                 routing="srv6") as fab:

@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from emulation import runner
+from emulation.run import runner
 from model.events import Event
 from tests.helpers.scenario_texts import INCAST_TRIMMING as SCENARIO
 
@@ -42,7 +42,7 @@ def test_incast_with_trimming_retires_nothing_and_without_shows_the_difference(t
     assert on["trimmed"] > 0 and on["nacks_received"] > 0, on
     assert on["retransmits_by_reason"].get("nack_trimmed", 0) > 0, on
     # Congestion alone must not retire paths. Two things keep it from doing so:
-    #  - OVS's one shared transmit socket has a 4 MiB send buffer (emulation/ovs_sndbuf.py):
+    #  - OVS's one shared transmit socket has a 4 MiB send buffer (emulation/network/ovs_sndbuf.py):
     #    at the 212 KB default it drops packets silently once the fabric's queues hold ~90
     #    frames, and each silent loss retires a healthy EV;
     #  - loss verdicts (MRCConfig.loss_verdict_ns): a trimmed packet's NACK can reach the sender

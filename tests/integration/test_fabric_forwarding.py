@@ -5,8 +5,8 @@ import time
 
 import pytest
 
-from emulation import check
-from emulation.fabric import Fabric
+from emulation.network import check
+from emulation.network.fabric import Fabric
 from model.events import ControllerLog
 from model.topology import FabricSpec
 from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left

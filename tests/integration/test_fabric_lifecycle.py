@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from emulation import cleanup
-from emulation.fabric import Fabric
+from emulation.network import cleanup
+from emulation.network.fabric import Fabric
 from model.topology import FabricSpec
 from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left
 
@@ -32,7 +32,7 @@ def test_mrclab_fabric_check_exits_0(routing):
 
 KILLED_FABRIC = """
 import sys, time
-from emulation.fabric import Fabric
+from emulation.network.fabric import Fabric
 from model.topology import FabricSpec
 from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left
 with Fabric(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)) as fab:
@@ -82,10 +82,10 @@ def test_cleanup_after_sigkill_by_next_fabric():
 
 
 def test_lock_timeout_names_holder():
-    from emulation.fabric import acquire_fabric_lock, release_fabric_lock
+    from emulation.network.fabric import acquire_fabric_lock, release_fabric_lock
     fd = acquire_fabric_lock(timeout_s=300)
     try:
-        code = ("from emulation.fabric import acquire_fabric_lock\n"
+        code = ("from emulation.network.fabric import acquire_fabric_lock\n"
                 "acquire_fabric_lock(timeout_s=0.5)\n")
         run = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True,
                              text=True, timeout=60)
@@ -102,8 +102,8 @@ def _ovs_answers(argv: list[str]) -> bool:
 def test_fabric_starts_open_vswitch_when_it_is_down():
     """After a reboot nothing runs Open vSwitch; a fabric command must start it, not fail in
     cleanup with "database connection failed"."""
-    from emulation import ovs_service
-    from emulation.fabric import acquire_fabric_lock, release_fabric_lock
+    from emulation.network import ovs_service
+    from emulation.network.fabric import acquire_fabric_lock, release_fabric_lock
     fd = acquire_fabric_lock(timeout_s=300)
     try:
         subprocess.run([ovs_service.OVS_CTL, "stop"], check=True, capture_output=True,

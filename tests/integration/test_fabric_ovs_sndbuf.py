@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from emulation import cleanup
-from emulation import ovs_sndbuf as sb
-from emulation.fabric import acquire_fabric_lock, release_fabric_lock
+from emulation.network import cleanup
+from emulation.network import ovs_sndbuf as sb
+from emulation.network.fabric import acquire_fabric_lock, release_fabric_lock
 
 pytestmark = pytest.mark.integration
 

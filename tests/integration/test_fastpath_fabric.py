@@ -7,8 +7,8 @@ import random
 import pytest
 
 from analysis.jsonl import read_jsonl
-from emulation import ovs_sndbuf
-from emulation.endpoint_process import EndpointProcess
+from emulation.network import ovs_sndbuf
+from emulation.network.endpoint_process import EndpointProcess
 from model.events import Event
 from model.topology import FabricSpec
 
@@ -35,7 +35,7 @@ def transfer(c_src, c_dst, src, dst, qpn, transport, rkey, seed):
 
 
 def test_fast_and_reference_paths_carry_writes_byte_exact_on_a_jumbo_fabric(tmp_path):
-    from emulation.fabric import Fabric, run_checked
+    from emulation.network.fabric import Fabric, run_checked
     spec = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2, mtu=9000,
                       host_link_mbit=200, fabric_link_mbit=200)
     with Fabric(spec, routing="srv6") as fab:

@@ -10,7 +10,7 @@ import pytest
 
 from analysis import fidelity as F
 from analysis import fidelity_verdict as FV
-from emulation import runner
+from emulation.run import runner
 from emulation.benches.fidelity import start_busy, stop_busy
 from tests.helpers.paths import REPO
 

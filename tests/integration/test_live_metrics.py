@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from emulation import runner
+from emulation.run import runner
 from tests.helpers.scenario_texts import LIVE_METRICS as SCENARIO
 
 pytestmark = pytest.mark.integration

@@ -8,11 +8,11 @@ import json
 
 import pytest
 
-from emulation import runner
+from emulation.run import runner
 from model.events import Event
 from model.topology import ev_plane, ev_spine
 from tests.integration.run_files import events
-from traffic.qp_config import MRCConfig
+from traffic.core.qp_config import MRCConfig
 from tests.helpers.scenario_texts import RETIREMENTS as SHORT
 
 pytestmark = pytest.mark.integration

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from analysis import cli
-from emulation import runner
+from emulation.run import runner
 from tests.helpers.scenario_texts import RUN_VERDICTS as SCENARIO
 
 pytestmark = [pytest.mark.integration,
@@ -22,7 +22,7 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     (a clear with no fault before it), so the test lets it through that one check: what is
     under test is how the runner and every view report a refusal that reaches the controller
     (a state the file cannot foresee, e.g. a fault cleared by hand from another shell)."""
-    from emulation import scenario as scenario_mod
+    from emulation.config import scenario as scenario_mod
     monkeypatch.setattr(scenario_mod, "_check_clears", lambda entries, times, ck: None)
     scenario = tmp_path / "verdicts.toml"
     scenario.write_text(SCENARIO)

@@ -10,7 +10,7 @@ import statistics
 
 import pytest
 
-from emulation import runner
+from emulation.run import runner
 from model.events import Event
 from model.topology import ev_plane, ev_spine
 from tests.integration.run_files import (check_stalled_until_reconvergence, events,

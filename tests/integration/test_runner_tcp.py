@@ -1,10 +1,10 @@
 """`mrclab run` end to end over the real fabric: a short ring all-reduce over TCP on a 2x2x2x2
 fabric with a T0-T1 link taken down mid-run and restored writes a complete, verified run
-directory. (The endpoint engineer adds mrc/roce runs once traffic/mrc_comm.py exists.)"""
+directory. (The endpoint engineer adds mrc/roce runs once traffic/workload/mrc_comm.py exists.)"""
 import json
 
-from emulation import runner
-from emulation.scenario import load
+from emulation.run import runner
+from emulation.config.scenario import load
 from model.events import Event
 from tests.helpers.paths import REPO
 from tests.integration.run_files import (check_stalled_until_reconvergence, first_reconverge_ns,

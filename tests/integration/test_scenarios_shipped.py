@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from emulation import runner
-from emulation.scenario import load
+from emulation.run import runner
+from emulation.config.scenario import load
 from model.events import ControllerLog, Event, Phase
 from model.topology import ev_plane, ev_spine
 from tests.helpers.paths import REPO
@@ -222,7 +222,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         in_hole = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
         assert len(in_hole) >= 4, f"only {len(in_hole)} forward EVs of plane 0 spine 0 retired " \
                                   f"during the black hole ({len(retired)} retired in all)"
-        # one EV per path (traffic/evs.py): each QP crossing the hole (2 cross-group ring hops x
+        # one EV per path (traffic/core/evs.py): each QP crossing the hole (2 cross-group ring hops x
         # 4 QPs) loses at least one packet into it
         lost = [e for e in _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first)
                 if e["t_ns"] <= t_clear and e["reason"] in ("timeout", "sack_gap")]
@@ -244,7 +244,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
                    if e["new"] == "ASSUMED_BAD" and e.get("direction") != "reverse"
                    and e["t_ns"] < t_t0]
         on_path = [e for e in retired if (ev_plane(e["ev"]), ev_spine(e["ev"])) == (0, 0)]
-        # One EV per path (traffic/evs.py): every QP crossing the T1 (2 cross-group ring hops x
+        # One EV per path (traffic/core/evs.py): every QP crossing the T1 (2 cross-group ring hops x
         # 2 QPs) retires its EV through it. (A healthy path's loss that nothing explained
         # within the verdict window may retire a stray EV elsewhere; the failure's own must
         # still be the most.)
@@ -272,7 +272,7 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         lists = _endpoint_events(tdir, scn, Event.DENYLIST, t_first)
         assert {e["host"] for e in lists} == {"h0", "h1", "h2", "h3"}
         assert all(e["rules"] == [{"link": "h1~t0p0g0"}] for e in lists)
-        # the endpoints' EV state changes reached the controller as events (traffic/ev_events.py)
+        # the endpoints' EV state changes reached the controller as events (traffic/core/ev_events.py)
         ev_events = [e for e in events(tdir / "faults.jsonl")
                      if e["action"] == ControllerLog.EV_EVENT]
         assert any(e["new"] == "DENIED" for e in ev_events), len(ev_events)

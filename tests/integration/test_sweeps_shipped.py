@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from emulation import sweep, sweep_plan
+from emulation.run import sweep
+from emulation.config import sweep_plan
 from tests.helpers.paths import REPO
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from emulation import runner
+from emulation.run import runner
 from model.events import Event, Phase
 from tests.integration.run_files import events
 from tests.helpers.scenario_texts import TIME_SCALE_RUN as SCENARIO

@@ -17,9 +17,9 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from emulation import trimming
+from emulation.network import trimming
 from emulation.benches import trim as trim_bench
-from emulation.vqueue import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ECN_CE, PortConfig,
+from emulation.network.vqueue import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ECN_CE, PortConfig,
                               parse_frame, set_traffic_class, trim_frame)
 
 SRC, DST, OUTER_DST = "fd00:0:0:0::1", "fd00:0:1:0::1", "fcbb:bb00:1000:2000:1001:3000::"

@@ -16,11 +16,11 @@ import dpkt
 import pytest
 
 from analysis.jsonl import read_jsonl
-from emulation import trimming
-from emulation.endpoint_process import EndpointProcess
+from emulation.network import trimming
+from emulation.network.endpoint_process import EndpointProcess
 from model.events import Event
 from model.topology import FabricSpec
-from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
+from emulation.network.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
 
 pytestmark = pytest.mark.integration
 
@@ -34,9 +34,9 @@ def _outer_ipv6(frame: bytes):
 
 
 def test_two_senders_overload_one_uplink(tmp_path):
-    from emulation.fabric import Fabric
-    from traffic.codec import Codec
-    from traffic.messages import DataPacket
+    from emulation.network.fabric import Fabric
+    from traffic.core.codec import Codec
+    from traffic.core.messages import DataPacket
 
     spec = FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=2,
                       host_link_mbit=100, fabric_link_mbit=100)

@@ -139,7 +139,8 @@ def test_the_controller_takes_exactly_the_registered_actions():
 
 
 def test_the_scenario_loader_and_the_command_line_name_registered_actions():
-    from emulation import cli, scenario
+    from emulation import cli
+    from emulation.config import scenario
     assert set(scenario.CLEARED_BY.items()) <= set(R.CLEARS.items())
     parser = cli.build_parser()
     link = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))

@@ -63,7 +63,7 @@ def test_the_c_header_carries_the_table_values():
 
 
 def test_trim_c_includes_the_header_and_make_rebuilds_on_it():
-    bpf = ROOT / "emulation" / "bpf"
+    bpf = ROOT / "emulation" / "network" / "bpf"
     assert '#include "mrc_wire.h"' in (bpf / "trim.c").read_text()
     rule = re.search(r"^build/trim\.o:(.*)$", (bpf / "Makefile").read_text(), re.MULTILINE)
     assert rule and "mrc_wire.h" in rule.group(1).split()

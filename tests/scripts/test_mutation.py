@@ -24,16 +24,16 @@ def test_the_estimate_weights_each_module_by_its_size():
 
 def test_the_sample_is_fixed_for_a_module_and_size():
     codes = {f"m.x_f__mutmut_{i}": None for i in range(1, 300)}
-    a = mutation.sample_names("traffic/rtt.py", codes, 50)
-    assert a == mutation.sample_names("traffic/rtt.py", dict(reversed(codes.items())), 50)
+    a = mutation.sample_names("traffic/core/rtt.py", codes, 50)
+    assert a == mutation.sample_names("traffic/core/rtt.py", dict(reversed(codes.items())), 50)
     assert len(set(a)) == 50 and set(a) <= set(codes)
-    assert a != mutation.sample_names("traffic/evs.py", codes, 50)
-    assert sorted(mutation.sample_names("traffic/rtt.py", codes, 1000)) == sorted(codes)
+    assert a != mutation.sample_names("traffic/core/evs.py", codes, 50)
+    assert sorted(mutation.sample_names("traffic/core/rtt.py", codes, 1000)) == sorted(codes)
 
 
 def test_a_grown_selection_keeps_the_verdicts_and_any_other_change_does_not(tmp_path, monkeypatch):
     monkeypatch.setattr(mutation, "WORK", tmp_path)
-    mutants = mutation.module_dir("traffic/rtt.py") / "mutants"
+    mutants = mutation.module_dir("traffic/core/rtt.py") / "mutants"
     mutants.mkdir(parents=True)
     old = ["tests/model/test_a.py", "--deselect", "tests/model/test_a.py::slow"]
     grown = ["tests/model/test_b.py", "tests/model/test_a.py", "--deselect",
@@ -44,7 +44,7 @@ def test_a_grown_selection_keeps_the_verdicts_and_any_other_change_does_not(tmp_
         (mutants / "mutmut-stats.json").write_text(json.dumps(
             {"config_fingerprint": {"test_selection": mutation.selection_fingerprint(recorded),
                                     "timeout": "t"}}))
-        mutation.keep_verdicts_of_a_grown_selection("traffic/rtt.py", new)
+        mutation.keep_verdicts_of_a_grown_selection("traffic/core/rtt.py", new)
         return json.loads((mutants / "mutmut-stats.json").read_text())["config_fingerprint"]
 
     assert stats_after(old, grown) == {"test_selection": mutation.selection_fingerprint(grown),
@@ -58,9 +58,9 @@ def test_a_grown_selection_keeps_the_verdicts_and_any_other_change_does_not(tmp_
 
 def test_a_fresh_sample_is_drawn_from_outside_the_census():
     codes = {f"m.x_f__mutmut_{i}": None for i in range(1, 300)}
-    census = set(mutation.sample_names("traffic/rtt.py", codes, 100))
-    fresh = mutation.sample_names("traffic/rtt.py", codes, 40, after=100)
+    census = set(mutation.sample_names("traffic/core/rtt.py", codes, 100))
+    fresh = mutation.sample_names("traffic/core/rtt.py", codes, 40, after=100)
     assert len(fresh) == 40 and not census & set(fresh)
-    assert fresh == mutation.sample_names("traffic/rtt.py", codes, 40, after=100)
-    everything_else = mutation.sample_names("traffic/rtt.py", codes, 500, after=100)
+    assert fresh == mutation.sample_names("traffic/core/rtt.py", codes, 40, after=100)
+    everything_else = mutation.sample_names("traffic/core/rtt.py", codes, 500, after=100)
     assert set(everything_else) == set(codes) - census

@@ -55,14 +55,14 @@ def test_labels_are_the_names_a_reader_knows():
 
 
 def test_only_the_mutants_of_the_named_functions_are_picked():
-    codes = {n: None for n in ["traffic.evs.x_pick__mutmut_1", "traffic.evs.x_pick__mutmut_12",
-                               "traffic.evs.x_picked__mutmut_1",
-                               f"traffic.evs.x{SEP}EVSet{SEP}pick__mutmut_2",
-                               "traffic.rtt.x_pick__mutmut_1"]}
-    assert mutation.names_of_functions("traffic/evs.py", codes, ["x_pick"]) == [
-        "traffic.evs.x_pick__mutmut_1", "traffic.evs.x_pick__mutmut_12"]
-    assert mutation.names_of_functions("traffic/evs.py", codes, [f"x{SEP}EVSet{SEP}pick"]) == [
-        f"traffic.evs.x{SEP}EVSet{SEP}pick__mutmut_2"]
+    codes = {n: None for n in ["traffic.core.evs.x_pick__mutmut_1", "traffic.core.evs.x_pick__mutmut_12",
+                               "traffic.core.evs.x_picked__mutmut_1",
+                               f"traffic.core.evs.x{SEP}EVSet{SEP}pick__mutmut_2",
+                               "traffic.core.rtt.x_pick__mutmut_1"]}
+    assert mutation.names_of_functions("traffic/core/evs.py", codes, ["x_pick"]) == [
+        "traffic.core.evs.x_pick__mutmut_1", "traffic.core.evs.x_pick__mutmut_12"]
+    assert mutation.names_of_functions("traffic/core/evs.py", codes, [f"x{SEP}EVSet{SEP}pick"]) == [
+        f"traffic.core.evs.x{SEP}EVSet{SEP}pick__mutmut_2"]
 
 
 def git(repo, *args):

@@ -42,7 +42,7 @@ def test_a_build_of_the_current_sources_for_this_interpreter_is_used(tmp_path):
 
 
 def test_a_source_edited_after_the_build_runs_interpreted_and_is_named(tmp_path):
-    manifest = fake_repo(tmp_path, edit="traffic.sender")
+    manifest = fake_repo(tmp_path, edit="traffic.core.sender")
     use, why = compiled.usable_build(manifest, str(tmp_path))
     assert not use and "sender.py changed" in why
 
@@ -69,7 +69,7 @@ def _loaded_in_child(env_pure: str | None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != compiled.ENV_PURE}
     if env_pure is not None:
         env[compiled.ENV_PURE] = env_pure
-    code = ("import json, traffic.endpoint, traffic.packet_io, traffic.compiled as c; "
+    code = ("import json, traffic.nic.endpoint, traffic.nic.packet_io, traffic.compiled as c; "
             "print(json.dumps({'active': c.active(), 'loaded': c.loaded(), "
             "'usable': c.usable_build()[0]}))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, env=env, check=True,
@@ -98,8 +98,8 @@ def test_compiled_and_interpreted_codecs_write_the_same_frames():
     code = r"""
 import json, sys
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import Codec
-from traffic.messages import DataPacket, Sack, Nack, Probe
+from traffic.core.codec import Codec
+from traffic.core.messages import DataPacket, Sack, Nack, Probe
 codec = Codec(Topology(FabricSpec()))
 enc = codec.encoder(0, 2, 1, "srv6")
 ev = make_ev(1, 1, 0x1234)

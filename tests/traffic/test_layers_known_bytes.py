@@ -10,9 +10,9 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
 from model.topology import FabricSpec, Topology
-from traffic.codec import Codec
+from traffic.core.codec import Codec
 from traffic.layers import BTH, EPH, METH, NACK, RETH, SACK, TSETH, ImmDt
-from traffic.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack
+from traffic.core.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack
 
 pytestmark = pytest.mark.core
 

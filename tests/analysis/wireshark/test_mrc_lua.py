@@ -83,8 +83,8 @@ def test_tshark_decodes_codec_ev_probe_request_and_response(tmp_path):
     from scapy.layers.l2 import Ether
 
     from tests.helpers.synth import TOPO
-    from traffic.codec import Codec
-    from traffic.messages import Probe
+    from traffic.core.codec import Codec
+    from traffic.core.messages import Probe
 
     ev = make_ev(1, 1, 0xC0DE)
     enc = Codec(TOPO).encoder(0, 1, 1, "srv6")

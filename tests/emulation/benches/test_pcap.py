@@ -6,8 +6,8 @@ import pytest
 
 from emulation.benches import pcap as bench
 from model.topology import FabricSpec, Topology
-from traffic.codec import Codec
-from traffic.messages import DataPacket, Sack
+from traffic.core.codec import Codec
+from traffic.core.messages import DataPacket, Sack
 
 
 def records(path):

@@ -1,13 +1,13 @@
-"""emulation/calibrate.py without the fabric: the search over time scales against a machine
+"""emulation/calibration/calibrate.py without the fabric: the search over time scales against a machine
 whose threshold is known, the verdict of a trial's summaries, the cache key and the CLI's cache
 paths. (A trial on the fabric is the integration test's and `make bench`'s.)"""
 import json
 
 import pytest
 
-from emulation import calibrate as C
-from emulation import calibrate_cli
-from emulation import scenario as S
+from emulation.calibration import calibrate as C
+from emulation.calibration import calibrate_cli
+from emulation.config import scenario as S
 from tests.helpers.scenario_texts import SMALL_FABRIC
 
 SCN = 'name = "c"\n' + SMALL_FABRIC + '[collective]\nmessage_bytes = 4096\niterations = 4\n'

@@ -1,17 +1,17 @@
-"""[fabric] time_scale: the scenario into the wall world (emulation/time_scale.py). Expected
+"""[fabric] time_scale: the scenario into the wall world (emulation/calibration/time_scale.py). Expected
 values worked by hand from the rule: rates / k, times x k, bytes unchanged. A run's files back
 into the emulated world: tests/analysis/test_timescale.py; the rule and the check of k:
 tests/model/test_timescale.py."""
 import pytest
 
-from emulation import scenario as S
-from emulation import time_scale as T
-from emulation.hostnet import host_argvs
-from emulation.runner import worker_config
+from emulation.config import scenario as S
+from emulation.calibration import time_scale as T
+from emulation.network.hostnet import host_argvs
+from emulation.run.runner import worker_config
 from model.switchport import default_port_config
 from model.topology import FabricSpec, Topology
 from tests.helpers.scenario_texts import SMALL_FABRIC
-from traffic.endpoint_support import EndpointConfig, trimming_delay_bound_ns
+from traffic.nic.endpoint_support import EndpointConfig, trimming_delay_bound_ns
 
 BASE = """name = "t"
 """ + SMALL_FABRIC + """host_link_mbit = 100

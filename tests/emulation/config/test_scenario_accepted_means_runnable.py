@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from controller import faults as F
-from emulation import scenario as S
+from emulation.config import scenario as S
 from tests.helpers.synthetic_run import TCP_RUN
 
 # TCP_RUN: 30 iterations, warmup 2, timeout_s 60 (the schema's defaults): the run lasts at most

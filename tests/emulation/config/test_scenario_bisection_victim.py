@@ -2,8 +2,8 @@
 [collective] victim_only, checked against the fabric with file:line errors."""
 import pytest
 
-from emulation import scenario as S
-from emulation.runner import worker_config
+from emulation.config import scenario as S
+from emulation.run.runner import worker_config
 
 INCAST = """
 name = "v"

@@ -3,8 +3,8 @@ with it, and refused by name and line when they name no host, break a rule of th
 settings or set what the summary reads as one value for the whole run."""
 import pytest
 
-from emulation import scenario as S
-from emulation.runner import worker_config
+from emulation.config import scenario as S
+from emulation.run.runner import worker_config
 from tests.helpers.scenario_texts import SMALL_FABRIC
 
 BASE = """

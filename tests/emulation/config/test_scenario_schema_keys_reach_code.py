@@ -1,8 +1,8 @@
 """Every key of a scenario's [mrc], [mrc.endpoint], [mrc.qp] and [mrc.nscc] tables reaches the code it names.
 
 Each key is set to a value other than what the same scenario gives without it, and the
-scenario goes down the runner's own path: emulation.scenario.parse -> runner.worker_config ->
-traffic.mrc_comm.create (what the worker's create_communicator calls for "mrc") -> EndpointConfig
+scenario goes down the runner's own path: emulation.config.scenario.parse -> runner.worker_config ->
+traffic.workload.mrc_comm.create (what the worker's create_communicator calls for "mrc") -> EndpointConfig
 -> Endpoint -> MRCComm -> QP (MRCConfig, SenderQP). Two ranks in threads, joined by the in-memory
 switch of test_endpoint_mrc_comm instead of a fabric. Then the value is read where it is used.
 
@@ -19,14 +19,14 @@ from pathlib import Path
 
 import pytest
 
-from emulation import runner
-from emulation import scenario as S
+from emulation.run import runner
+from emulation.config import scenario as S
 from model.topology import FabricSpec
-from traffic.loss_policy import OcpLossPolicy, TolerantLossPolicy
+from traffic.core.loss_policy import OcpLossPolicy, TolerantLossPolicy
 from tests.helpers.endpoint_fakes import FakeSwitch
-from traffic.comm import CommError
-from traffic.endpoint import port_class_for
-from traffic.mrc_comm import FRAG, create
+from traffic.workload.comm import CommError
+from traffic.nic.endpoint import port_class_for
+from traffic.workload.mrc_comm import FRAG, create
 
 BASE = """
 name = "plumbing"
@@ -45,15 +45,15 @@ iterations = 1
 def schema_keys() -> dict[str, list[str]]:
     """Scalar keys of [mrc], [mrc.endpoint] and [mrc.qp], as the scenario validator knows them."""
     try:
-        from emulation import scenario_schema as schema
+        from emulation.config import scenario_schema as schema
     except ImportError:
         schema = None
     if schema is not None:
         return {table: [k for k, spec in schema.SCHEMA[table].items()
                         if spec.kind not in ("table", "array")]
                 for table in ("mrc", "mrc.endpoint", "mrc.qp", "mrc.nscc")}
-    from traffic.endpoint_support import EndpointConfig
-    from traffic.reliability import MRCConfig
+    from traffic.nic.endpoint_support import EndpointConfig
+    from traffic.core.reliability import MRCConfig
     return {"mrc": [k for k in S.MRC_KEYS if k not in ("endpoint", "qp")],
             "mrc.endpoint": [f.name for f in fields(EndpointConfig)
                              if f.name not in S.MRC_ENDPOINT_RESERVED and f.name != "qp"],

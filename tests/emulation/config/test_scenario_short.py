@@ -3,10 +3,10 @@ worker's "mrc" config, and the errors (key and line named) for anything wrong in
 
 import pytest
 
-from emulation import run_faults, runner
-from emulation import scenario as S
+from emulation.run import run_faults, runner
+from emulation.config import scenario as S
 from tests.helpers.scenario_texts import SMALL_FABRIC
-from traffic.endpoint_support import EndpointConfig
+from traffic.nic.endpoint_support import EndpointConfig
 from tests.helpers.paths import REPO
 
 SHIPPED = sorted((REPO / "experiments").glob("*.toml"))

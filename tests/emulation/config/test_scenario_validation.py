@@ -2,10 +2,10 @@
 
 import pytest
 
-from emulation import scenario as S
+from emulation.config import scenario as S
 from tests.helpers.scenario_texts import LINK_DOWN_AT_1_5_S, SMALL_FABRIC
-from emulation.run_output import comparison_table
-from emulation.runner import worker_config
+from emulation.run.run_output import comparison_table
+from emulation.run.runner import worker_config
 from tests.helpers.paths import REPO
 
 SHIPPED = sorted((REPO / "experiments").glob("*.toml"))

@@ -5,12 +5,12 @@ from dataclasses import fields
 import pytest
 
 from controller import faults as controller_faults
-from emulation import scenario as S
+from emulation.config import scenario as S
 from tests.helpers.scenario_texts import LINK_DOWN_AT_1_5_S, SMALL_FABRIC
-from emulation.scenario import ScenarioError
+from emulation.config.scenario import ScenarioError
 from model.topology import FabricSpec, Topology
-from traffic.endpoint_support import QP_SETTINGS_FROM_THE_ENDPOINT, EndpointConfig
-from traffic.reliability import MRCConfig
+from traffic.nic.endpoint_support import QP_SETTINGS_FROM_THE_ENDPOINT, EndpointConfig
+from traffic.core.reliability import MRCConfig
 
 BASE = """name = "t"
 description = \"\"\"A description that quotes TOML:
@@ -160,7 +160,7 @@ def test_a_knob_has_one_name_and_another_names_it(table, line, where):
 
 
 def test_every_config_field_has_a_schema_entry():
-    from emulation import scenario_schema as schema
+    from emulation.config import scenario_schema as schema
     # every QP setting but those the endpoint derives, and the fabric's trimming; NSCC's
     # mrc_ctl_cc_nscc_cfg knobs are [mrc.nscc] <name> for MRCConfig.nscc_<name>
     nscc = {f"nscc_{key}" for key in schema.MRC_NSCC}
@@ -194,7 +194,7 @@ def set_key(table: str, line: str) -> str:
 
 
 def _keys():
-    from emulation import scenario_schema as schema
+    from emulation.config import scenario_schema as schema
     tables = dict(schema.SCHEMA, faults=schema.FAULT)
     return [(name, key, spec) for name, table in tables.items() if name
             for key, spec in table.items() if spec.kind not in ("table", "array")]
@@ -248,7 +248,7 @@ def test_links_selector_validates_one_link_per_kind_not_every_link(monkeypatch):
 
 
 def test_reference_lists_every_key_with_its_range():
-    from emulation import scenario_schema as schema
+    from emulation.config import scenario_schema as schema
     text = schema.reference()
     for table, key, spec in _keys():
         assert f"| {key} | {spec.kind} |" in text

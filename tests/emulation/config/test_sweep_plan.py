@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from emulation import sweep_plan as P
-from emulation.sweep_plan import SweepError
+from emulation.config import sweep_plan as P
+from emulation.config.sweep_plan import SweepError
 from tests.helpers.paths import REPO
 
 BASE = REPO / "experiments" / "random-loss.toml"

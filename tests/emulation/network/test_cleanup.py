@@ -1,7 +1,7 @@
 """Cleanup name matching: ours only, never a foreign bridge, interface, table or process."""
 import pytest
 
-from emulation import cleanup
+from emulation.network import cleanup
 
 OURS_SWITCH = ["t0p0g0", "t1p0s1", "t0p7g63", "t1p3s12"]
 FOREIGN_SWITCH = ["s1", "br0", "ovs-system", "t0p0g", "t0p0s0", "t1p0g0", "xt0p0g0", "t0p0g0x",

@@ -3,9 +3,9 @@
 commands written by hand from the rule."""
 from model.dscp import DSCP_CONTROL, PRIORITY_DSCPS
 from model.topology import FabricSpec, Topology
-from traffic.codec import Codec
-from traffic.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack
-from emulation import hostnet
+from traffic.core.codec import Codec
+from traffic.core.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack
+from emulation.network import hostnet
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2))
 EV = 0x00400101          # plane 0, spine 1
@@ -64,12 +64,12 @@ def test_without_the_control_class_one_fifo_as_before():
 
 
 def test_the_fabric_shapes_host_ends_with_the_control_class(monkeypatch):
-    from emulation.fabric import Fabric
+    from emulation.network.fabric import Fabric
     for control in (True, False):
         fab = Fabric(FabricSpec(), control_class=control)
         host_cmds, switch_cmds = [], []
         monkeypatch.setattr(fab, "cmd_in_host", lambda n, argv: host_cmds.append(argv))
-        monkeypatch.setattr("emulation.fabric.run_checked",
+        monkeypatch.setattr("emulation.network.fabric.run_checked",
                             lambda argv, what=None: switch_cmds.append(argv))
         fab._shape_links()
         filters = [a for a in host_cmds + switch_cmds if a[1] == "filter"]

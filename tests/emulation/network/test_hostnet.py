@@ -1,7 +1,7 @@
 """hostnet builds the exact commands the fabric runs (no root needed to check them)."""
 import pytest
 
-from emulation import hostnet
+from emulation.network import hostnet
 from model.topology import FabricSpec, Topology
 
 

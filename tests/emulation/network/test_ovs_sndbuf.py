@@ -3,7 +3,7 @@ The samples were recorded on the lab VM (Debian 12, iproute2 ss) from a running 
 ovs-vswitchd right after it sent its first frame with the default wmem, and from a fresh one."""
 import pytest
 
-from emulation import ovs_sndbuf as sb
+from emulation.network import ovs_sndbuf as sb
 
 # Running 1-plane fabric, vswitchd restarted with wmem_default=4194304 (tx socket fd 103).
 FABRIC_BIG = """\
@@ -114,7 +114,7 @@ def test_truncated_lines_raise_clearly(bad):
 
 
 def test_cleanup_knows_the_probe_names_and_nothing_else():
-    from emulation import cleanup
+    from emulation.network import cleanup
     for ours in ("mrclabsb0", "mrclabsb-a", "mrclabsb-b", "mrclabsb-a@if12"):
         assert cleanup.is_our_sndbuf_probe(ours), ours
     for foreign in ("mrclabsb", "mrclabsb1", "mrclabsb-c", "xmrclabsb0", "br0", "t0p0g0",

@@ -1,6 +1,6 @@
 """summary.json's control-plane keys (emulation/path_monitor.denial_summary) from a controller
 log and the runner's fault record, by hand."""
-from emulation.path_monitor import denial_summary
+from emulation.network.path_monitor import denial_summary
 from model.events import ControllerLog
 
 FAULT = {"entry": 0, "t_ns": 10_000_000_000, "ok": True, "command": {"action": "gray_loss"}}
@@ -29,7 +29,7 @@ def test_no_deny_or_no_fault_means_no_detection_time():
 
 
 def test_a_run_directory_log_with_a_cut_line_still_gives_the_denials(tmp_path):
-    from emulation.path_monitor import run_denials
+    from emulation.network.path_monitor import run_denials
     log = tmp_path / "faults.jsonl"
     log.write_text('{"t_ns": 12000000000, "action": "deny", "rule": {"plane": 0}}\n{"t_ns": 13')
     assert run_denials(log, [FAULT])["detection_ms"] == 2000.0

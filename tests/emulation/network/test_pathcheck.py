@@ -2,7 +2,7 @@
 import pytest
 from scapy.layers.inet6 import IPv6
 
-from emulation import pathcheck
+from emulation.network import pathcheck
 from model.topology import FabricSpec, Topology, make_ev
 
 

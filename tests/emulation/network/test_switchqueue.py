@@ -1,13 +1,13 @@
-"""Switch egress buffers (emulation/switchqueue.py): tc argv, tc JSON parsing, validation, and
+"""Switch egress buffers (emulation/network/switchqueue.py): tc argv, tc JSON parsing, validation, and
 what the Fabric would run on a switch port with and without trimming."""
 import json
 import re
 
 import pytest
 
-from emulation import hostnet, switchqueue, trimming
-from emulation.fabric import Fabric
-from emulation.scenario import ScenarioError, parse
+from emulation.network import hostnet, switchqueue, trimming
+from emulation.network.fabric import Fabric
+from emulation.config.scenario import ScenarioError, parse
 from model.topology import FabricSpec
 
 # `tc -s -j qdisc show dev t0p0g0-e1` on a trimming port with a 64 KiB buffer (kernel 6.x),

@@ -1,10 +1,10 @@
-"""Pure parts of trimming on the fabric (emulation/trimming.py): the fabric's trimming option,
+"""Pure parts of trimming on the fabric (emulation/network/trimming.py): the fabric's trimming option,
 counter totals, and the per-transport policy of a scenario. The analysis of a trimming run's logs:
 tests/analysis/test_trimming.py."""
 import pytest
 
-from emulation import trimming
-from emulation import scenario as S
+from emulation.network import trimming
+from emulation.config import scenario as S
 from model.topology import FabricSpec, Topology
 
 

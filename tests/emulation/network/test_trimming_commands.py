@@ -1,12 +1,12 @@
-"""tc command builders and map layouts of emulation/trimming.py (pure, no root)."""
+"""tc command builders and map layouts of emulation/network/trimming.py (pure, no root)."""
 import struct
 
 import pytest
 
-from emulation import trimming
+from emulation.network import trimming
 from model.proc import in_netns
 from model.topology import FabricSpec, Topology
-from emulation.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
+from emulation.network.vqueue import DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, PortConfig
 from model.dscp import DSCP_CONTROL
 
 

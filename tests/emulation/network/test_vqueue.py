@@ -1,11 +1,11 @@
-"""Virtual-queue model (emulation/vqueue.py) and tc builders of emulation/trimming.py: no root."""
+"""Virtual-queue model (emulation/network/vqueue.py) and tc builders of emulation/network/trimming.py: no root."""
 import random
 import struct
 
 import pytest
 
-from emulation import vqueue as vq
-from emulation.vqueue import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ConfigError, PortConfig,
+from emulation.network import vqueue as vq
+from emulation.network.vqueue import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ConfigError, PortConfig,
                               VirtualQueue, mark_threshold, parse_frame, trim_frame)
 
 MS = 1_000_000

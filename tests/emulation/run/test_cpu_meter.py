@@ -1,10 +1,10 @@
-"""The CPU sampler of a run (emulation/cpu_meter.py) on a fake /proc tree and on a real process
+"""The CPU sampler of a run (emulation/run/cpu_meter.py) on a fake /proc tree and on a real process
 that burns a known amount of CPU. Expected figures are worked out by hand from proc(5)'s layout;
 the arithmetic on the samples is analysis/cpu_usage.py's (tests/analysis/test_cpu_usage.py)."""
 import subprocess
 import sys
 
-from emulation.cpu_meter import CpuMeter, pids_from_files
+from emulation.run.cpu_meter import CpuMeter, pids_from_files
 
 
 def _fake_proc(root, total, idle, pids):

@@ -1,4 +1,4 @@
-"""The live view's state (emulation/live_state.py) from log records built by hand, the screen of
+"""The live view's state (emulation/run/live_state.py) from log records built by hand, the screen of
 `mrclab top --once` on a transport directory, and the metrics endpoint scraped over loopback."""
 import json
 import socket
@@ -7,8 +7,8 @@ import urllib.request
 
 import pytest
 
-from emulation import live_state as L
-from emulation import metrics_server, top
+from emulation.run import live_state as L
+from emulation.run import metrics_server, top
 from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
 

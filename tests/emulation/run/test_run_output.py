@@ -1,6 +1,6 @@
-"""The terminal table of a run (emulation/run_output.py): it says when its times are the emulated
+"""The terminal table of a run (emulation/run/run_output.py): it says when its times are the emulated
 world's of a time-scaled run."""
-from emulation.run_output import comparison_table
+from emulation.run.run_output import comparison_table
 
 
 def test_the_table_says_times_are_emulated():

@@ -1,4 +1,4 @@
-"""run.json (emulation/run_record.py): the git state in a real repository and outside one, the
+"""run.json (emulation/run/run_record.py): the git state in a real repository and outside one, the
 machine facts read from /proc, the resolved scenario, and start -> finish."""
 import json
 import os
@@ -7,8 +7,8 @@ import types
 
 import pytest
 
-from emulation import run_record as R
-from emulation import scenario
+from emulation.run import run_record as R
+from emulation.config import scenario
 
 SCENARIO = """
 name = "rec"

@@ -1,10 +1,10 @@
 """The runner's summary from worker logs and applied faults (no fabric needed)."""
 import json
 
-from emulation import scenario as S
-from emulation.run_progress import LogTail
-from emulation.run_summary import summarize
-from emulation.runner import worker_config
+from emulation.config import scenario as S
+from emulation.run.run_progress import LogTail
+from emulation.run.run_summary import summarize
+from emulation.run.runner import worker_config
 from model.events import Event, Phase
 from tests.helpers.scenario_texts import link_fault
 from tests.helpers.synthetic_run import MS, TCP_RUN, write_worker_logs

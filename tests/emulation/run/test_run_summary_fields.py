@@ -1,7 +1,8 @@
 """summary.json fields the runner adds: the MRC loss policy in force (a reader must know whether
 the recovery figures measure OCP's rule or the tolerant one), line rate fraction, fabric delay."""
 
-from emulation import run_summary, scenario
+from emulation.run import run_summary
+from emulation.config import scenario
 from tests.helpers.paths import REPO
 
 DEMO = REPO / "experiments" / "demo.toml"
@@ -13,7 +14,7 @@ def _with_qp(text: str, qp_lines: str) -> str:
 
 
 def test_default_policy_is_the_tolerant_one():
-    # The README and traffic/loss_policy.py document "tolerant" as the default.
+    # The README and traffic/core/loss_policy.py document "tolerant" as the default.
     assert run_summary.loss_policy_in_force(scenario.load(DEMO)) == "tolerant"
 
 

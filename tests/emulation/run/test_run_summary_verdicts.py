@@ -5,8 +5,8 @@ import json
 import socket
 import time
 
-from emulation import run_faults, run_output, run_progress, run_summary, runner
-from emulation import scenario as S
+from emulation.run import run_faults, run_output, run_progress, run_summary, runner
+from emulation.config import scenario as S
 from model.events import Event, Phase
 from tests.helpers.synthetic_run import MS, T0, TEXT, records, sent, write_run
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from emulation.runner import CAPTURE_SNAPLEN
+from emulation.run.runner import CAPTURE_SNAPLEN
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import Codec
-from traffic.messages import DataPacket, Nack, Opcode, Probe, Sack
+from traffic.core.codec import Codec
+from traffic.core.messages import DataPacket, Nack, Opcode, Probe, Sack
 
 TOPO = Topology(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=1))
 EV = make_ev(0, 1, 0x0BEE)

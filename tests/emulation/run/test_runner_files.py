@@ -1,10 +1,10 @@
-"""The run directory files run_transport writes around the fabric (emulation/runner.py):
+"""The run directory files run_transport writes around the fabric (emulation/run/runner.py):
 the clock pair before it starts, the fabric's fault log and counter snapshots after it stops."""
 from __future__ import annotations
 
 import json
 
-from emulation import runner
+from emulation.run import runner
 
 
 def test_prepare_run_dir_makes_the_capture_folder_and_a_clock_pair(tmp_path):

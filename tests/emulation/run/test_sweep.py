@@ -6,8 +6,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from emulation import sweep as S
-from emulation import sweep_plan
+from emulation.run import sweep as S
+from emulation.config import sweep_plan
 from tests.helpers.paths import REPO
 
 SWEEP = REPO / "experiments" / "sweeps" / "random-loss.toml"

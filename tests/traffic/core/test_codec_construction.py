@@ -1,4 +1,4 @@
-"""traffic/codec.py objects built inside each test (not at import), and what its errors say.
+"""traffic/core/codec.py objects built inside each test (not at import), and what its errors say.
 
 The UDP checksum is checked against Scapy's own computation over the RFC 8200 pseudo-header
 (Scapy recomputes it when the field is deleted); the outer header of a source-routed frame
@@ -13,8 +13,8 @@ from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
 
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import Codec, DecodeError, Encoder
-from traffic.messages import DataPacket, Opcode
+from traffic.core.codec import Codec, DecodeError, Encoder
+from traffic.core.messages import DataPacket, Opcode
 
 
 def data(ev: int) -> DataPacket:
@@ -89,7 +89,7 @@ def test_decode_errors_name_what_was_wrong():
     opcode = bytearray(frame)
     opcode[BTH_OFF] = 0x0A
     assert reason_and_detail(codec, opcode) == "bad_opcode: opcode 0xa"
-    from traffic.messages import Probe
+    from traffic.core.messages import Probe
     probe = bytearray(enc.encode(Probe(ev=ev, seq=3, timestamp=5, path_ev=ev)))
     probe[BTH_OFF + 12] = 1                      # EPH: PORT_STATUS_UPDATE, not an EV probe
     assert reason_and_detail(codec, with_icrc(probe)) == \

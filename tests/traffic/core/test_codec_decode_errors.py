@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from emulation import vqueue
+from emulation.network import vqueue
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import DECODE_REASONS, Codec, DecodeError
-from traffic.messages import DataPacket, Nack, Opcode, Probe, Sack
+from traffic.core.codec import DECODE_REASONS, Codec, DecodeError
+from traffic.core.messages import DataPacket, Nack, Opcode, Probe, Sack
 
 from tests.helpers.codec_strategies import CODEC, messages
 

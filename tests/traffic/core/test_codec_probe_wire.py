@@ -7,8 +7,8 @@ import zlib
 import pytest
 
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import Codec, DecodeError
-from traffic.messages import PROBE_ID_MASK, Probe
+from traffic.core.codec import Codec, DecodeError
+from traffic.core.messages import PROBE_ID_MASK, Probe
 
 pytestmark = pytest.mark.core
 

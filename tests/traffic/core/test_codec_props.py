@@ -13,9 +13,9 @@ from scapy.packet import Raw
 
 import pytest
 
-from traffic.codec import Codec
+from traffic.core.codec import Codec
 from traffic.layers import BTH, EPH, METH, NACK, RETH, SACK, TSETH, ImmDt
-from traffic.messages import DataPacket, Nack, Sack
+from traffic.core.messages import DataPacket, Nack, Sack
 
 from tests.helpers.codec_strategies import CODEC, TOPO, messages
 

@@ -11,8 +11,8 @@ from scapy.layers.l2 import Ether
 from scapy.utils import wrpcap
 
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import MODES, Codec
-from traffic.messages import DataPacket, Nack, Opcode, Probe, Sack
+from traffic.core.codec import MODES, Codec
+from traffic.core.messages import DataPacket, Nack, Opcode, Probe, Sack
 
 TOPO = Topology(FabricSpec())
 # Entropy above 4791: Wireshark tries the lower UDP port's dissector first, so a source port

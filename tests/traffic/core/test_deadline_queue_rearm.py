@@ -1,15 +1,15 @@
-"""The deadline queue (traffic/deadline_queue.py) serves an owner that is still due after being
-served, at the same deadline: alone, and inside the endpoint loop (traffic/endpoint.py) with a
+"""The deadline queue (traffic/core/deadline_queue.py) serves an owner that is still due after being
+served, at the same deadline: alone, and inside the endpoint loop (traffic/nic/endpoint.py) with a
 real QP whose deadline the test pins."""
 
 import pytest
 
 from model.topology import FabricSpec
 from tests.helpers.endpoint_fakes import FakePort
-from traffic.clock import FakeClock
-from traffic.deadline_queue import DeadlineQueue
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
+from traffic.core.clock import FakeClock
+from traffic.core.deadline_queue import DeadlineQueue
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig
 
 pytestmark = pytest.mark.core
 

@@ -1,4 +1,4 @@
-"""Deny rules (traffic/denylist.py) at their edges: each kind as JSON and as text, the ranges
+"""Deny rules (traffic/core/denylist.py) at their edges: each kind as JSON and as text, the ranges
 of EV / plane / spine fields at their limits, the messages for malformed rules, EVs on a plane
 the fabric does not have, and the list operations replace() / parse_rules().
 
@@ -8,7 +8,7 @@ plane in bits 28-31, spine in bits 22-27, entropy in the low 16 bits.
 import pytest
 
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.denylist import RULE_KINDS, Denylist, DenyRuleError, parse_rule, parse_rules
+from traffic.core.denylist import RULE_KINDS, Denylist, DenyRuleError, parse_rule, parse_rules
 
 TOPO = Topology(FabricSpec())
 E = 0xC123

@@ -1,4 +1,4 @@
-"""Denylist rules (traffic/denylist.py) against the default fabric, expected paths by hand.
+"""Denylist rules (traffic/core/denylist.py) against the default fabric, expected paths by hand.
 
 Default fabric: 2 planes, 2 groups, 2 spines, 2 hosts per group: h0, h1 under t0p*g0 and h2, h3
 under t0p*g1. A path from h1 to h2 on (plane 0, spine 1) is h1 t0p0g0 t1p0s1 t0p0g1 h2.
@@ -6,7 +6,7 @@ under t0p*g1. A path from h1 to h2 on (plane 0, spine 1) is h1 t0p0g0 t1p0s1 t0p
 import pytest
 
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.denylist import Denylist, DenyRuleError, parse_rule
+from traffic.core.denylist import Denylist, DenyRuleError, parse_rule
 
 TOPO = Topology(FabricSpec())
 E = 0xC123

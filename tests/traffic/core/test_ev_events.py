@@ -1,9 +1,9 @@
-"""EvEventQueue (traffic/ev_events.py): OCP mrc_ctl.h's EV event queue, bounded and rate-limited,
+"""EvEventQueue (traffic/core/ev_events.py): OCP mrc_ctl.h's EV event queue, bounded and rate-limited,
 with drop counts; values by hand."""
 import pytest
 
 from model.events import Event
-from traffic.ev_events import EvEventQueue
+from traffic.core.ev_events import EvEventQueue
 
 MS = 1_000_000
 

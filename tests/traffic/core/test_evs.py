@@ -1,4 +1,4 @@
-"""EV set and path health (traffic/evs.py) in isolation, with explicit times."""
+"""EV set and path health (traffic/core/evs.py) in isolation, with explicit times."""
 import random
 
 import pytest
@@ -6,7 +6,7 @@ import pytest
 from model.events import Event
 from model.topology import ev_plane
 from tests.helpers.core_builders import make_evset as make
-from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
+from traffic.core.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
 
 pytestmark = pytest.mark.core
 

@@ -1,4 +1,4 @@
-"""EV set bookkeeping the other EV tests leave open (traffic/evs.py): the exact events the
+"""EV set bookkeeping the other EV tests leave open (traffic/core/evs.py): the exact events the
 analysis reads (ev_state with reason and `replaces`, ev_skip, probe with its RTT), the round robin
 after a slot is dropped, probes answered for the wrong EV, the probe backoff after allow() and
 after a success, and a resurrected EV taking the slot of a floor-kept bad one.
@@ -11,7 +11,7 @@ import random
 import pytest
 
 from model.topology import ev_plane
-from traffic.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
+from traffic.core.evs import ASSUMED_BAD, DENIED, GOOD, UNKNOWN, EVSet, PathInfo
 from model.events import Event
 from tests.helpers.core_builders import make_evset
 

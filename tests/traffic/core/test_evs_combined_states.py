@@ -1,4 +1,4 @@
-"""Combined EV state changes (traffic/evs.py), alone and inside the sender (traffic/sender.py)
+"""Combined EV state changes (traffic/core/evs.py), alone and inside the sender (traffic/core/sender.py)
 over the simulated network: an EV suspended, then denied, then allowed and probed back to GOOD
 is picked again; a bad EV on a down plane is not probed through the down port (nor does its
 probe time keep the sender due), and is probed once the plane is back."""
@@ -7,9 +7,9 @@ import random
 import pytest
 
 from model.topology import ev_plane
-from traffic.evs import ASSUMED_BAD, DENIED, GOOD, EVSet, PathInfo
-from traffic.messages import Probe
-from traffic.reliability import MRCConfig
+from traffic.core.evs import ASSUMED_BAD, DENIED, GOOD, EVSet, PathInfo
+from traffic.core.messages import Probe
+from traffic.core.reliability import MRCConfig
 
 from tests.helpers.simnet import Harness, SimNet
 

@@ -10,8 +10,8 @@ from collections import Counter
 
 from model.events import Event
 from model.topology import ev_plane
-from traffic.evs import EVSet, PathInfo
-from traffic.qp_config import MRCConfig
+from traffic.core.evs import EVSet, PathInfo
+from traffic.core.qp_config import MRCConfig
 
 
 def paths_of(evs, ids):

@@ -1,4 +1,4 @@
-"""DENIED in the EV set (traffic/evs.py): a denied EV leaves the rotation, is never picked, backed
+"""DENIED in the EV set (traffic/core/evs.py): a denied EV leaves the rotation, is never picked, backed
 up or probed; allowed again it must earn GOOD through probe_k probes (fake clock)."""
 import random
 
@@ -6,7 +6,7 @@ import pytest
 
 from model.events import Event
 from model.topology import ev_plane, ev_spine
-from traffic.evs import ASSUMED_BAD, DENIED, GOOD, EVSet, PathInfo
+from traffic.core.evs import ASSUMED_BAD, DENIED, GOOD, EVSet, PathInfo
 
 pytestmark = pytest.mark.core
 

@@ -1,9 +1,9 @@
-"""OCP's SACK M field "skip once" for an ECN echo (traffic/evs.py EVSet.skip): the echo arrives
+"""OCP's SACK M field "skip once" for an ECN echo (traffic/core/evs.py EVSet.skip): the echo arrives
 a round trip after the marked packet, and when the skip time ends before the EV's next turn
 in the round robin the EV must still miss that turn, or the echo changed nothing."""
 import random
 
-from traffic.evs import EVSet, PathInfo
+from traffic.core.evs import EVSet, PathInfo
 
 
 def test_an_ecn_skip_passes_over_the_ev_at_its_next_turn_even_after_its_time():

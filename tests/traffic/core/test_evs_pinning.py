@@ -1,12 +1,12 @@
-"""EV pinning (traffic/evs.py "Pinning"): the knob that forces several QPs onto one path, and the
+"""EV pinning (traffic/core/evs.py "Pinning"): the knob that forces several QPs onto one path, and the
 scenario keys that set it ([mrc.qp] ev_pin_spine, ev_pin_count)."""
 import random
 
 import pytest
 
-from emulation import scenario as S
-from traffic.evs import EVSet, PathInfo
-from traffic.qp_config import MRCConfig
+from emulation.config import scenario as S
+from traffic.core.evs import EVSet, PathInfo
+from traffic.core.qp_config import MRCConfig
 
 pytestmark = pytest.mark.core
 

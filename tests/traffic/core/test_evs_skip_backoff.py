@@ -1,11 +1,11 @@
-"""ECN skip backoff (traffic/evs.py EVSet.skip, MRCConfig.skip_backoff_max): an EV marked again
+"""ECN skip backoff (traffic/core/evs.py EVSet.skip, MRCConfig.skip_backoff_max): an EV marked again
 soon after its skip ended sits on a persistently congested path and is skipped twice as long,
 up to backoff_max first skips; a mark long after the last skip starts over. Expected ends of
 skip are hand arithmetic with a first skip of 1000 ns (SKIP_MEMORY = 4: "soon" is within
 max(last skip, 4000 ns) of its end)."""
 from model.events import Event
 from tests.helpers.core_builders import make_evset
-from traffic.evs import SKIP_MEMORY
+from traffic.core.evs import SKIP_MEMORY
 
 FIRST = 1000
 

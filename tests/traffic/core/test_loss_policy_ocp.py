@@ -3,12 +3,12 @@ ACK timeout, or a SACK showing a later packet arrived) makes the EV ASSUMED_BAD 
 trimmed NACK is congestion, not failure: fast retransmit, the EV is not retired."""
 import pytest
 
-from traffic.clock import FakeClock
-from traffic.loss_policy import (CONGESTION, LATE_DELIVERY, NACK_OTHER, SACK_GAP, TIMEOUT,
+from traffic.core.clock import FakeClock
+from traffic.core.loss_policy import (CONGESTION, LATE_DELIVERY, NACK_OTHER, SACK_GAP, TIMEOUT,
                                  TRIM_NACK, TRIMMED, TRIMMED_LASTHOP, OcpLossPolicy,
                                  TolerantLossPolicy, Verdict, make_loss_policy)
-from traffic.qp_config import MRCConfig
-from traffic.rtt import RttEstimator
+from traffic.core.qp_config import MRCConfig
+from traffic.core.rtt import RttEstimator
 
 pytestmark = pytest.mark.core
 

@@ -21,8 +21,8 @@ import pytest
 from model.events import Event
 from model.topology import ev_plane, ev_spine
 from tests.helpers.simnet import Harness, SimNet
-from traffic.evs import ASSUMED_BAD
-from traffic.reliability import MRCConfig
+from traffic.core.evs import ASSUMED_BAD
+from traffic.core.reliability import MRCConfig
 
 pytestmark = pytest.mark.core
 

@@ -5,11 +5,11 @@ the forgiveness window; otherwise the EV is suspended for loss_verdict_ns and re
 a trimmed NACK or the late delivery of that very transmission explains the loss (0: at once)."""
 import pytest
 
-from traffic.clock import FakeClock
-from traffic.loss_policy import (CONGESTION, LATE_DELIVERY, NACK_OTHER, SACK_GAP, TIMEOUT,
+from traffic.core.clock import FakeClock
+from traffic.core.loss_policy import (CONGESTION, LATE_DELIVERY, NACK_OTHER, SACK_GAP, TIMEOUT,
                                  TRIM_NACK, TRIMMED, TRIMMED_LASTHOP, TolerantLossPolicy, Verdict)
-from traffic.qp_config import MRCConfig
-from traffic.rtt import RttEstimator
+from traffic.core.qp_config import MRCConfig
+from traffic.core.rtt import RttEstimator
 
 pytestmark = pytest.mark.core
 

@@ -1,11 +1,11 @@
-"""Loss policy windows and counts at their edges (traffic/loss_policy.py), by hand with base RTT
+"""Loss policy windows and counts at their edges (traffic/core/loss_policy.py), by hand with base RTT
 1 ms: the QP-wide congestion memory max(grace RTTs, 8 srtt), the forgiveness window
 max(forgive RTTs, 16 srtt, that memory) and its limits, one piece of evidence per loss, a verdict
 window of 1 ns, and the count of open verdicts per EV through explain / retire / new losses."""
-from traffic.loss_policy import (CONGESTION, LATE_DELIVERY, SACK_GAP, TIMEOUT, TRIM_NACK,
+from traffic.core.loss_policy import (CONGESTION, LATE_DELIVERY, SACK_GAP, TIMEOUT, TRIM_NACK,
                                  Decision, TolerantLossPolicy, Verdict)
-from traffic.qp_config import MRCConfig
-from traffic.rtt import RttEstimator
+from traffic.core.qp_config import MRCConfig
+from traffic.core.rtt import RttEstimator
 
 MS = 1_000_000
 EV, OTHER_EV = 0x1234, 0x5678

@@ -1,4 +1,4 @@
-"""NSCC as UEC's reference model (uet-htsim htsim/sim/uec.cpp, traffic/nscc.py docstring) has
+"""NSCC as UEC's reference model (uet-htsim htsim/sim/uec.cpp, traffic/core/nscc.py docstring) has
 it: the quick-adapt gate, batched increases with eta, fast increase (fi_scale), the decrease on
 the averaged delay, lost bytes off cwnd; and the per-plane pacer.
 
@@ -10,7 +10,7 @@ adjust_bytes_threshold 8 x 8832 = 70,656 B, adjust period 2 ms, fast-increase de
 """
 import pytest
 
-from traffic.nscc import Nscc, NsccResponse, PlanePacer
+from traffic.core.nscc import Nscc, NsccResponse, PlanePacer
 
 pytestmark = pytest.mark.core
 

@@ -1,7 +1,7 @@
 """NSCC counts each response it applies (the counters event reports them per run)."""
 from __future__ import annotations
 
-from traffic.nscc import Nscc
+from traffic.core.nscc import Nscc
 
 
 def test_nscc_counts_every_response_it_applies():

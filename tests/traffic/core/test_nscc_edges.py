@@ -1,9 +1,9 @@
-"""NSCC and the plane pacer at the boundaries of their rules (traffic/nscc.py docstring table),
+"""NSCC and the plane pacer at the boundaries of their rules (traffic/core/nscc.py docstring table),
 by hand: delay exactly at the target, the once-per-base-RTT decrease when the clock does not
 start at zero, and the pacer's exact refill and wait at 1 byte/ns."""
 import pytest
 
-from traffic.nscc import Nscc, NsccResponse, PlanePacer
+from traffic.core.nscc import Nscc, NsccResponse, PlanePacer
 
 RTT = 1_000_000                  # 1 ms base RTT
 RATE = 1e9                       # 1 GB/s: BDP = 1e6 bytes

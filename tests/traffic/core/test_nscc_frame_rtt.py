@@ -7,11 +7,11 @@ import pytest
 
 from model.topology import FabricSpec
 from tests.helpers.endpoint_fakes import FakePort
-from traffic.clock import FakeClock
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig, frame_rtt_ns
-from traffic.evs import PathInfo
-from traffic.reliability import MRCConfig, SenderQP
+from traffic.core.clock import FakeClock
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig, frame_rtt_ns
+from traffic.core.evs import PathInfo
+from traffic.core.reliability import MRCConfig, SenderQP
 
 pytestmark = pytest.mark.core
 

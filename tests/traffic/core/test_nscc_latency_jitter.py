@@ -9,7 +9,7 @@ cover the jittered RTT. The NSCC base-RTT floor
 Simulated network (tests/helpers/simnet.py), fake clock: 2 planes paced at 12 MB/s each, no loss,
 no ECN, one-way delay 0.5 ms + uniform jitter."""
 from tests.helpers.simnet import Harness, SimNet
-from traffic.reliability import MRCConfig
+from traffic.core.reliability import MRCConfig
 
 MESSAGE = 4 << 20
 PLANE_RATE = 12e6                                  # bytes/s per plane (the pacer's rate)

@@ -1,4 +1,4 @@
-"""NSCC's proportional increase with trimming on (target = 0.75 base RTT, traffic/nscc.py).
+"""NSCC's proportional increase with trimming on (target = 0.75 base RTT, traffic/core/nscc.py).
 
 UEC's rule (uet-htsim UecSrc::proportional_increase): below the target the window grows by
 alpha x acked x (target - delay), alpha a constant of the flow, so at delays d1 and d2 the
@@ -13,7 +13,7 @@ fabric without trimming) the same delays give (1 - 0.25) / (1 - 0.5) = 1.5.
 """
 import pytest
 
-from traffic.nscc import Nscc, NsccResponse
+from traffic.core.nscc import Nscc, NsccResponse
 
 pytestmark = pytest.mark.core
 

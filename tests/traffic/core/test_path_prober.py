@@ -1,7 +1,7 @@
-"""The per-host path prober (traffic/path_prober.py) with a fake clock: which paths, how often,
+"""The per-host path prober (traffic/core/path_prober.py) with a fake clock: which paths, how often,
 what counts as lost."""
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
-from traffic.path_prober import OTHER_PATH_MARGIN_NS, PathProber, parse_path_key, path_key
+from traffic.core.path_prober import OTHER_PATH_MARGIN_NS, PathProber, parse_path_key, path_key
 
 MS = 1_000_000
 TOPO = Topology(FabricSpec())      # h0 h1 in group 0, h2 h3 in group 1, 2 planes, 2 spines

@@ -1,4 +1,4 @@
-"""The path prober (traffic/path_prober.py) with more than one peer, fed to the localiser
+"""The path prober (traffic/core/path_prober.py) with more than one peer, fed to the localiser
 (controller/localize.py): a peer that stops answering (gone or stalled) says nothing about its
 paths, however many answers another peer sends, so its healthy links are never named; a peer
 that answers on one plane and not the other still shows that plane's loss.
@@ -7,7 +7,7 @@ Fake clock; the default fabric: h0 h1 in group 0, h2 h3 in group 1, 2 planes, 2 
 h0: h1 over one path per plane (same group, spine 0 only), h2 over 2 planes x 2 spines."""
 from controller.localize import locate
 from model.topology import FabricSpec, Topology
-from traffic.path_prober import OTHER_PATH_MARGIN_NS, PathProber, path_key, probed_paths
+from traffic.core.path_prober import OTHER_PATH_MARGIN_NS, PathProber, path_key, probed_paths
 
 MS = 1_000_000
 TOPO = Topology(FabricSpec())

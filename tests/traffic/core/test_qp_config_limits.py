@@ -1,9 +1,9 @@
 """MRCConfig validation field by field, and 24-bit PSN unwrapping at the half-way point
-(traffic/qp_config.py). The fields that must be positive are every count, size, rate and
+(traffic/core/qp_config.py). The fields that must be positive are every count, size, rate and
 duration for which 0 means nothing: listed here by hand, not read from the code."""
 import pytest
 
-from traffic.qp_config import MRCConfig, unwrap
+from traffic.core.qp_config import MRCConfig, unwrap
 
 MUST_BE_POSITIVE = [
     "ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns", "rto_max_ns",

@@ -14,8 +14,8 @@ import mmap
 import pytest
 
 from model.events import Event
-from traffic.messages import DataPacket, Opcode, Probe
-from traffic.work_requests import MessageAssembler, QPError, validate_write
+from traffic.core.messages import DataPacket, Opcode, Probe
+from traffic.core.work_requests import MessageAssembler, QPError, validate_write
 
 from tests.helpers.core_builders import EV0, QP, RKEY, VA
 from tests.helpers.core_builders import receiver as _receiver

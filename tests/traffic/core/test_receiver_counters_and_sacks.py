@@ -1,12 +1,12 @@
-"""ReceiverQP (traffic/receiver.py) driven packet by packet: the counters it reports, the SACK
+"""ReceiverQP (traffic/core/receiver.py) driven packet by packet: the counters it reports, the SACK
 it answers with (cumulative PSN, bitmap and its base, reflected EV, ECN echo), when a SACK is
 coalesced or sent at once, the probe answer, and the local port event.
 
 Expected values by hand from the rules in the module (SACK bitmap of 64 PSNs; a late packet is
 one sent a reorder window or more before the newest seen).
 """
-from traffic.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack, SkipMode
-from traffic.receiver import answer_probe
+from traffic.core.messages import DataPacket, Nack, NackReason, Opcode, Probe, Sack, SkipMode
+from traffic.core.receiver import answer_probe
 from model.topology import make_ev
 from model.events import Event
 from tests.helpers.core_builders import EV0, PEER, QP, RKEY, VA, receiver

@@ -15,11 +15,11 @@ import pytest
 
 from model.topology import ev_plane, ev_spine, make_ev
 from tests.helpers.simnet import Harness, SimNet
-from traffic.evs import PathInfo
-from traffic.memory import MemoryRegistry
-from traffic.messages import DataPacket, Opcode, Sack, SkipMode
-from traffic.qp_config import MRCConfig
-from traffic.receiver import ReceiverQP
+from traffic.core.evs import PathInfo
+from traffic.core.memory import MemoryRegistry
+from traffic.core.messages import DataPacket, Opcode, Sack, SkipMode
+from traffic.core.qp_config import MRCConfig
+from traffic.core.receiver import ReceiverQP
 
 pytestmark = pytest.mark.core
 

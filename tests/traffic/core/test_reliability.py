@@ -3,11 +3,11 @@ import pytest
 
 from model.events import Event
 from model.topology import ev_plane, ev_spine
-from traffic.evs import ASSUMED_BAD, GOOD
+from traffic.core.evs import ASSUMED_BAD, GOOD
 from model.topology import make_ev
-from traffic.messages import PSN_MASK, DataPacket, Nack, NackReason, Opcode
-from traffic.reliability import MRCConfig, QPError
-from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
+from traffic.core.messages import PSN_MASK, DataPacket, Nack, NackReason, Opcode
+from traffic.core.reliability import MRCConfig, QPError
+from traffic.core.roce_rc import RoceReceiverQP, RoceSenderQP
 
 from tests.helpers.simnet import Harness, SimNet
 

@@ -4,9 +4,9 @@ retirements from the coalescing delay (deterministic SimNet, fake clock)."""
 import pytest
 
 from model.events import Event
-from traffic.evs import ASSUMED_BAD
-from traffic.messages import DataPacket, Opcode, Sack
-from traffic.reliability import MRCConfig
+from traffic.core.evs import ASSUMED_BAD
+from traffic.core.messages import DataPacket, Opcode, Sack
+from traffic.core.reliability import MRCConfig
 
 from tests.helpers.simnet import Harness, SimNet
 

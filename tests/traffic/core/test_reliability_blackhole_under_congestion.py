@@ -6,9 +6,9 @@ import pytest
 
 from model.events import Event
 from model.topology import ev_plane, ev_spine
-from traffic.evs import ASSUMED_BAD
-from traffic.messages import DataPacket
-from traffic.reliability import MRCConfig
+from traffic.core.evs import ASSUMED_BAD
+from traffic.core.messages import DataPacket
+from traffic.core.reliability import MRCConfig
 
 from tests.helpers.simnet import Harness, SimNet
 

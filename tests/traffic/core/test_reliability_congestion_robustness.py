@@ -5,9 +5,9 @@ import random
 import pytest
 
 from model.events import Event
-from traffic.evs import ASSUMED_BAD, PathInfo
-from traffic.messages import DataPacket, Opcode, Probe, Sack, SkipMode
-from traffic.reliability import MemoryRegistry, MRCConfig, ReceiverQP, SenderQP
+from traffic.core.evs import ASSUMED_BAD, PathInfo
+from traffic.core.messages import DataPacket, Opcode, Probe, Sack, SkipMode
+from traffic.core.reliability import MemoryRegistry, MRCConfig, ReceiverQP, SenderQP
 
 pytestmark = pytest.mark.core
 

@@ -6,9 +6,9 @@ import dataclasses
 import pytest
 
 from model.events import Event
-from traffic.evs import ASSUMED_BAD, GOOD
-from traffic.messages import DataPacket, Nack, NackReason
-from traffic.reliability import MRCConfig
+from traffic.core.evs import ASSUMED_BAD, GOOD
+from traffic.core.messages import DataPacket, Nack, NackReason
+from traffic.core.reliability import MRCConfig
 
 from tests.helpers.simnet import Harness, SimNet
 

@@ -16,9 +16,9 @@ import pytest
 from controller.localize import locate
 from model.events import Event
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
-from traffic.messages import Probe
-from traffic.path_prober import PathProber, parse_path_key, path_key
-from traffic.reliability import MRCConfig
+from traffic.core.messages import Probe
+from traffic.core.path_prober import PathProber, parse_path_key, path_key
+from traffic.core.reliability import MRCConfig
 
 from tests.helpers.simnet import Harness, SimNet
 

@@ -1,7 +1,7 @@
-"""Reverse-path probing when ACKs go missing (traffic/reverse_paths.py, traffic/receiver.py):
+"""Reverse-path probing when ACKs go missing (traffic/core/reverse_paths.py, traffic/core/receiver.py):
 "probe every reverse EV" at most once per probe timeout; probes of one such burst do not judge
 each other (a timeout counts against its EV only once a probe sent LATER was answered); and the
-endpoint loop (traffic/endpoint.py, its kept deadlines) serves a requested check at once.
+endpoint loop (traffic/nic/endpoint.py, its kept deadlines) serves a requested check at once.
 
 Times by hand: base RTT 1000 ns, probe timeout 4 base RTTs = 4000 ns, reverse probe period
 100 base RTTs (so the round robin stays out of the way), 2 planes x 2 reverse EVs."""
@@ -13,14 +13,14 @@ import pytest
 
 from model.topology import FabricSpec, Topology, make_ev
 from tests.helpers.endpoint_fakes import FakePort
-from traffic.clock import FakeClock
-from traffic.codec import Codec
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
-from traffic.evs import PathInfo
-from traffic.messages import DataPacket, Opcode, Probe
-from traffic.qp_config import MRCConfig
-from traffic.reverse_paths import ReversePaths
+from traffic.core.clock import FakeClock
+from traffic.core.codec import Codec
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig
+from traffic.core.evs import PathInfo
+from traffic.core.messages import DataPacket, Opcode, Probe
+from traffic.core.qp_config import MRCConfig
+from traffic.core.reverse_paths import ReversePaths
 
 pytestmark = pytest.mark.core
 

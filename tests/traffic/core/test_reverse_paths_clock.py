@@ -1,4 +1,4 @@
-"""The receiver's reverse paths (traffic/reverse_paths.py) driven directly with a fake clock.
+"""The receiver's reverse paths (traffic/core/reverse_paths.py) driven directly with a fake clock.
 
 Every expected time below is arithmetic on the configuration, with base_rtt_ns = 1000 so one
 RTT is 1000 ns: a probe fails after probe_timeout_rtts = 4 RTTs (4000 ns), one in-use reverse EV
@@ -12,10 +12,10 @@ import random
 
 from model.events import Event
 from model.topology import ENTROPY_MAX, ENTROPY_MIN, ev_entropy, ev_plane, ev_spine, make_ev
-from traffic.evs import PathInfo
-from traffic.messages import Probe
-from traffic.qp_config import MRCConfig
-from traffic.reverse_paths import ReversePaths, _RetiredEV, _ReverseEV
+from traffic.core.evs import PathInfo
+from traffic.core.messages import Probe
+from traffic.core.qp_config import MRCConfig
+from traffic.core.reverse_paths import ReversePaths, _RetiredEV, _ReverseEV
 
 RTT = 1000
 

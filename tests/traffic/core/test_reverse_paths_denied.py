@@ -1,11 +1,11 @@
-"""The control plane's denylist binds the receiver's reverse EVs (traffic/reverse_paths.py) as it
+"""The control plane's denylist binds the receiver's reverse EVs (traffic/core/reverse_paths.py) as it
 binds the sender's forward EVs: a DENIED path carries no SACK, NACK or probe of the receiver
 (no candidate drawn on it, no retired EV probed on it) until it is allowed; then its EVs are
 probed back before use. Simulated network, then the endpoint's wiring over in-memory wires."""
 from model.topology import FabricSpec, ev_plane, ev_spine
 from tests.helpers.simnet import Harness, SimNet
-from traffic.messages import Probe
-from traffic.qp_config import MRCConfig
+from traffic.core.messages import Probe
+from traffic.core.qp_config import MRCConfig
 from model.events import Event
 
 MS = 1_000_000
@@ -119,8 +119,8 @@ def test_an_allowed_reverse_ev_is_probed_back_before_use():
 
 def test_a_sacked_data_ev_that_is_denied_is_not_adopted():
     import random
-    from traffic.evs import PathInfo
-    from traffic.reverse_paths import ReversePaths
+    from traffic.core.evs import PathInfo
+    from traffic.core.reverse_paths import ReversePaths
     events: list[dict] = []
     rp = ReversePaths(0x22, MRCConfig(reverse_evs_per_plane=1), PathInfo((0, 1), 2),
                       random.Random(1), {0: True, 1: True}, events.append)
@@ -137,8 +137,8 @@ def test_a_sacked_data_ev_that_is_denied_is_not_adopted():
 
 def test_the_endpoint_denies_its_receivers_reverse_evs(tmp_path):
     from tests.helpers.endpoint_fakes import wire_pair
-    from traffic.endpoint import Endpoint
-    from traffic.endpoint_support import EndpointConfig
+    from traffic.nic.endpoint import Endpoint
+    from traffic.nic.endpoint_support import EndpointConfig
     spec = FabricSpec()
     a_ports, _ = wire_pair(spec.planes)
     cfg = EndpointConfig.from_dict({"host": 0, "fabric": spec.to_dict(), "seed": 1,

@@ -1,4 +1,4 @@
-"""The receiver's reverse EVs (traffic/reverse_paths.py) as the MRC paper describes them: probe a
+"""The receiver's reverse EVs (traffic/core/reverse_paths.py) as the MRC paper describes them: probe a
 randomly chosen EV and adopt it as a reverse EV once the probe is answered; retired reverse EVs
 are probed back (with backoff) and return to GOOD after probe_k answers. Simulated network:
 the path of one of the receiver's reverse EVs is black-holed during a transfer, then repaired."""
@@ -8,7 +8,7 @@ import pytest
 from model.events import Event
 from model.topology import ev_plane, ev_spine
 from tests.helpers.simnet import Harness, SimNet, blackhole_step
-from traffic.qp_config import MRCConfig
+from traffic.core.qp_config import MRCConfig
 
 pytestmark = pytest.mark.core
 
@@ -105,8 +105,8 @@ def test_a_sacked_data_ev_counts_as_an_answered_probe():
     """`confirm(ev)`: this host's own data on `ev` was SACKed by the peer. A plane short of
     reverse EVs adopts it; a retired EV counts it as one answer of the probe_k it needs."""
     import random
-    from traffic.evs import PathInfo
-    from traffic.reverse_paths import ReversePaths, _RetiredEV
+    from traffic.core.evs import PathInfo
+    from traffic.core.reverse_paths import ReversePaths, _RetiredEV
     events: list[dict] = []
     cfg = MRCConfig(reverse_evs_per_plane=1, probe_k=2)
     rp = ReversePaths(0x22, cfg, PathInfo((0, 1), 2), random.Random(1), {0: True, 1: True},

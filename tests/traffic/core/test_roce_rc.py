@@ -3,9 +3,9 @@ error on a remote access error), driven packet by packet, and the memory registr
 import pytest
 
 from model.events import Event
-from traffic.messages import DataPacket, Nack, NackReason, Sack
-from traffic.reliability import AccessError, MemoryRegistry, MRCConfig
-from traffic.roce_rc import RoceReceiverQP, RoceSenderQP
+from traffic.core.messages import DataPacket, Nack, NackReason, Sack
+from traffic.core.reliability import AccessError, MemoryRegistry, MRCConfig
+from traffic.core.roce_rc import RoceReceiverQP, RoceSenderQP
 
 from tests.helpers.simnet import Harness, SimNet
 

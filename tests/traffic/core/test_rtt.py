@@ -3,8 +3,8 @@ checked against arithmetic by hand."""
 
 import pytest
 
-from traffic.qp_config import MRCConfig
-from traffic.rtt import RttEstimator
+from traffic.core.qp_config import MRCConfig
+from traffic.core.rtt import RttEstimator
 
 pytestmark = pytest.mark.core
 

@@ -1,8 +1,8 @@
-"""RttEstimator edges the main RTT tests leave open, by hand from the rules in traffic/rtt.py:
+"""RttEstimator edges the main RTT tests leave open, by hand from the rules in traffic/core/rtt.py:
 an equal sample is not a new base, srtt + 4 rttvar can set the RTO, the exponential phase with
 fewer than two linear retries, and "at least 1 ns" / "only once measured" at their limits."""
-from traffic.qp_config import MRCConfig
-from traffic.rtt import RttEstimator
+from traffic.core.qp_config import MRCConfig
+from traffic.core.rtt import RttEstimator
 
 MS = 1_000_000
 

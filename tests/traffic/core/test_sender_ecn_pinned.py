@@ -8,8 +8,8 @@ import pytest
 from model.events import Event
 from model.topology import ev_spine
 from tests.helpers.simnet import Harness, SimNet
-from traffic.messages import DataPacket
-from traffic.reliability import MRCConfig
+from traffic.core.messages import DataPacket
+from traffic.core.reliability import MRCConfig
 
 pytestmark = pytest.mark.core
 

@@ -1,5 +1,5 @@
-"""The sender's loss records after a retransmission or an explanation (traffic/sender.py with
-the loss policy of traffic/loss_policy.py), packet by packet with a fake clock.
+"""The sender's loss records after a retransmission or an explanation (traffic/core/sender.py with
+the loss policy of traffic/core/loss_policy.py), packet by packet with a fake clock.
 
 * The SACK-gap rule (RACK-like): a packet is lost when one SENT a reorder window later was
   delivered. Only first transmissions set that "latest delivered" mark: a retransmission after
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import pytest
 
-from traffic.messages import LAST_OPCODES, Nack, NackReason, Sack
-from traffic.reliability import MRCConfig
+from traffic.core.messages import LAST_OPCODES, Nack, NackReason, Sack
+from traffic.core.reliability import MRCConfig
 
 from tests.helpers.simnet import Harness, SimNet
 

@@ -4,9 +4,9 @@ completion frees a slot. Plain WRITEs are not counted."""
 import random
 
 from tests.helpers.simnet import Harness, SimNet
-from traffic.evs import PathInfo
-from traffic.qp_config import MRCConfig
-from traffic.sender import SenderQP
+from traffic.core.evs import PathInfo
+from traffic.core.qp_config import MRCConfig
+from traffic.core.sender import SenderQP
 
 
 def sender(**cfg):

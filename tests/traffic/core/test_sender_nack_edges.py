@@ -5,8 +5,8 @@ is counted and ignored; a retired EV's probe carries its send time."""
 from __future__ import annotations
 
 from model.events import Event
-from traffic.messages import Nack, NackReason, Probe, Sack
-from traffic.reliability import MRCConfig
+from traffic.core.messages import Nack, NackReason, Probe, Sack
+from traffic.core.reliability import MRCConfig
 
 from tests.helpers.simnet import Harness, SimNet
 

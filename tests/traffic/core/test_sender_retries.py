@@ -8,8 +8,8 @@ import pytest
 
 from model.events import Event
 from tests.helpers.simnet import Harness, SimNet
-from traffic.qp_config import MRCConfig
-from traffic.work_requests import (WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_SUCCESS,
+from traffic.core.qp_config import MRCConfig
+from traffic.core.work_requests import (WC_FLUSH_ERR, WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR, WC_SUCCESS,
                                    QPError)
 
 pytestmark = pytest.mark.core

@@ -8,8 +8,8 @@ import pytest
 from model.events import Event
 from model.topology import ev_plane, ev_spine
 from tests.helpers.simnet import Harness, SimNet, blackhole_step
-from traffic.messages import DataPacket
-from traffic.qp_config import MRCConfig
+from traffic.core.messages import DataPacket
+from traffic.core.qp_config import MRCConfig
 
 pytestmark = pytest.mark.core
 

@@ -1,4 +1,4 @@
-"""Work requests (traffic/work_requests.py) driven directly: the flush of a QP entering the error
+"""Work requests (traffic/core/work_requests.py) driven directly: the flush of a QP entering the error
 state and the receiver's message assembly, with the exact completions and events.
 
 Verbs semantics (ibv_wc_status): the work request holding the failed PSN completes with the
@@ -12,11 +12,11 @@ from collections import deque
 import pytest
 
 from model.events import Event
-from traffic.evs import PathInfo
-from traffic.messages import Opcode
-from traffic.qp_config import MRCConfig
-from traffic.sender import SenderQP
-from traffic.work_requests import (WC_FLUSH_ERR, WC_REM_ACCESS_ERR, Completion, MessageAssembler,
+from traffic.core.evs import PathInfo
+from traffic.core.messages import Opcode
+from traffic.core.qp_config import MRCConfig
+from traffic.core.sender import SenderQP
+from traffic.core.work_requests import (WC_FLUSH_ERR, WC_REM_ACCESS_ERR, Completion, MessageAssembler,
                                    PostedWrites, QPError, segment_opcode)
 
 

@@ -1,4 +1,4 @@
-"""The endpoint's control socket (traffic/control.py) end to end: two endpoints joined by
+"""The endpoint's control socket (traffic/nic/control.py) end to end: two endpoints joined by
 in-memory wires, each serving its unix socket from its own loop; a client registers memory,
 creates QPs, posts a WRITE and waits for it; bad requests get a clear error, not a dead loop."""
 import hashlib
@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from tests.helpers.endpoint_fakes import endpoints
-from traffic.control import MAX_LINE, ControlClient, ControlError, ControlServer
+from traffic.nic.control import MAX_LINE, ControlClient, ControlError, ControlServer
 
 
 @pytest.fixture

@@ -5,11 +5,11 @@ import pytest
 
 from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
-from traffic.codec import Codec
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import ConfigError, EndpointConfig, EventLog, Pacer, qp_timers
-from traffic.messages import DataPacket, Opcode, Probe, Sack
-from traffic.packet_io import ROCE_BPF_PROGRAM, run_classic_bpf
+from traffic.core.codec import Codec
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import ConfigError, EndpointConfig, EventLog, Pacer, qp_timers
+from traffic.core.messages import DataPacket, Opcode, Probe, Sack
+from traffic.nic.packet_io import ROCE_BPF_PROGRAM, run_classic_bpf
 
 pytestmark = pytest.mark.core
 

@@ -1,5 +1,5 @@
-"""The endpoint process starts with `python -m traffic.endpoint_cli` whichever build of
-traffic/endpoint.py is in force (a compiled module cannot be run with -m)."""
+"""The endpoint process starts with `python -m traffic.nic.endpoint_cli` whichever build of
+traffic/nic/endpoint.py is in force (a compiled module cannot be run with -m)."""
 import os
 import subprocess
 import sys
@@ -13,7 +13,7 @@ def _run_entry(tmp_path, env_pure):
     if env_pure:
         env["MRCLAB_PURE_PYTHON"] = "1"
     missing = tmp_path / "no-such-config.json"
-    return subprocess.run([sys.executable, "-m", "traffic.endpoint_cli", "--config", str(missing)],
+    return subprocess.run([sys.executable, "-m", "traffic.nic.endpoint_cli", "--config", str(missing)],
                           cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
 
 

@@ -1,4 +1,4 @@
-"""The endpoint keeps each QP's next deadline between loop turns (traffic/deadline_queue.py) and
+"""The endpoint keeps each QP's next deadline between loop turns (traffic/core/deadline_queue.py) and
 recomputes it only after something happened to the QP. Driven by a fake clock: a timer that
 moves earlier or later is served at its new time, a QP nothing happens to is still served at its
 deadline, costs no recomputation per turn, and over a lossy run no kept deadline is ever later
@@ -11,12 +11,12 @@ import pytest
 
 from model.topology import FabricSpec, Topology, make_ev
 from tests.helpers.endpoint_fakes import FakePort, WirePort, arrive, data_frame
-from traffic.clock import FakeClock
-from traffic.codec import Codec
-from traffic.deadline_queue import DeadlineQueue
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig, LatenessHistogram
-from traffic.messages import DataPacket, Opcode, Sack
+from traffic.core.clock import FakeClock
+from traffic.core.codec import Codec
+from traffic.core.deadline_queue import DeadlineQueue
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig, LatenessHistogram
+from traffic.core.messages import DataPacket, Opcode, Sack
 
 pytestmark = pytest.mark.core
 

@@ -8,10 +8,10 @@ import time
 from model.events import Event
 from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.helpers.endpoint_fakes import wire_pair
-from traffic.codec import Codec
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
-from traffic.messages import DataPacket, Probe
+from traffic.core.codec import Codec
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig
+from traffic.core.messages import DataPacket, Probe
 
 SPEC = FabricSpec()
 DENIED_LINK = "t0p0g0~t1p0s0"       # h0 -> h2 on plane 0 spine 0 crosses it
@@ -112,7 +112,7 @@ def test_a_bad_rule_changes_nothing(tmp_path):
     a, b, _ = endpoints(tmp_path)
     a.set_denylist([{"plane": 1}])
     import pytest
-    from traffic.denylist import DenyRuleError
+    from traffic.core.denylist import DenyRuleError
     with pytest.raises(DenyRuleError, match="no link between"):
         a.set_denylist([{"plane": 0}, {"link": "h0~t0p0g1"}])
     assert a.denylist.to_list() == [{"plane": 1}]

@@ -8,7 +8,7 @@ import pytest
 from model.events import Event
 from model.topology import FabricSpec, ev_plane, ev_spine
 from tests.helpers.endpoint_fakes import endpoints
-from traffic.codec import Codec
+from traffic.core.codec import Codec
 from model.topology import Topology
 
 pytestmark = pytest.mark.core

@@ -8,10 +8,10 @@ import pytest
 
 from model.topology import FabricSpec, Topology, make_ev
 from tests.helpers.endpoint_fakes import FakePort
-from traffic.codec import Codec
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
-from traffic.messages import DataPacket, Nack, Opcode, Probe, Sack
+from traffic.core.codec import Codec
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig
+from traffic.core.messages import DataPacket, Nack, Opcode, Probe, Sack
 
 pytestmark = pytest.mark.core
 

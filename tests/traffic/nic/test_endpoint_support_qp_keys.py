@@ -2,15 +2,15 @@
 has one name (MRCConfig's), in the config's qp table."""
 import pytest
 
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import (
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import (
     EMULATED_FABRIC_QP_DEFAULTS,
     MOVED_TO_QP,
     QP_SETTINGS_FROM_THE_ENDPOINT,
     ConfigError,
     EndpointConfig,
 )
-from traffic.qp_config import MRCConfig
+from traffic.core.qp_config import MRCConfig
 
 
 def test_unknown_qp_setting_is_named():
@@ -46,7 +46,7 @@ def test_qp_settings_apply_over_the_emulated_fabric_defaults():
     qcfg = ep.qp_config(2_500_000)
     assert qcfg.rto_rtts == 7.0 and qcfg.ack_every == 2
     # values written by hand from the emulated fabric's table, not read from it
-    # EV counts: None, one EV (and one backup) per path of the fabric (traffic/evs.py)
+    # EV counts: None, one EV (and one backup) per path of the fabric (traffic/core/evs.py)
     assert (qcfg.ev_count, qcfg.ev_backup_count, qcfg.ack_delay_rtts) == (None, None, 0.25)
     assert qcfg.loss_verdict_ns == 300 * 10**6        # 300 ms, in the QP's unit
     assert (qcfg.reorder_rtts, qcfg.probe_timeout_rtts, qcfg.first_packet_grace) == (1.0, 16.0, True)

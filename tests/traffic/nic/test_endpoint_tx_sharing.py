@@ -2,11 +2,11 @@
 leave ahead of the data waiting for that wire. Fake ports and a fake clock (no sockets)."""
 from model.topology import FabricSpec, Topology
 from tests.helpers.endpoint_fakes import FakePort, arrive, data_frame
-from traffic.clock import FakeClock
-from traffic.codec import Codec
-from traffic.endpoint import Endpoint
-from traffic.endpoint_support import EndpointConfig
-from traffic.messages import DataPacket, Opcode, Sack
+from traffic.core.clock import FakeClock
+from traffic.core.codec import Codec
+from traffic.nic.endpoint import Endpoint
+from traffic.nic.endpoint_support import EndpointConfig
+from traffic.core.messages import DataPacket, Opcode, Sack
 
 SPEC = FabricSpec()
 MS = 1_000_000

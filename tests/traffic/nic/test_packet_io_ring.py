@@ -6,10 +6,10 @@ import struct
 
 import pytest
 
-from emulation import hostnet
+from emulation.network import hostnet
 from model.topology import FabricSpec, SpecError, Topology
-from traffic.endpoint_support import ConfigError, EndpointConfig, payload_for_mtu
-from traffic.packet_io import drain_ring, ring_geometry
+from traffic.nic.endpoint_support import ConfigError, EndpointConfig, payload_for_mtu
+from traffic.nic.packet_io import drain_ring, ring_geometry
 
 pytestmark = pytest.mark.core
 
@@ -115,7 +115,7 @@ def test_fabric_mtu_round_trips_and_reaches_every_port():
 
 
 def test_unshaped_fabric_refuses_options_that_need_a_switch_queue():
-    from emulation.fabric import Fabric
+    from emulation.network.fabric import Fabric
     Fabric(FabricSpec(), shaped=False)                 # nothing starts before __enter__
     with pytest.raises(ValueError, match="unshaped"):
         Fabric(FabricSpec(), shaped=False, trimming=True)
@@ -134,8 +134,8 @@ def test_ring_port_times_how_long_the_oldest_frame_waited():
     """RingPort.drain records now (CLOCK_REALTIME) minus the kernel's stamp of the oldest ready
     frame: the endpoint's receive lateness (analysis/fidelity.py)."""
     import time
-    from traffic.endpoint_support import LatenessHistogram, lateness_bucket
-    from traffic.packet_io import RingPort
+    from traffic.nic.endpoint_support import LatenessHistogram, lateness_bucket
+    from traffic.nic.packet_io import RingPort
     ring = bytearray(SLOT * 4)
     put_slot(ring, 0, b"old frame")
     put_slot(ring, 1, b"newer frame")

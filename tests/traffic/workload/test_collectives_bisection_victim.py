@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from tests.helpers.rank_threads import run_hub_world
-from traffic import collectives as C
+from traffic.workload import collectives as C
 
 
 def run_world(world, fn, timeout=20):

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from tests.helpers.rank_threads import run_hub_world
-from traffic import collectives as C
-from traffic.comm import CommError, CommTimeout, InMemoryHub, create_communicator
+from traffic.workload import collectives as C
+from traffic.workload.comm import CommError, CommTimeout, InMemoryHub, create_communicator
 
 
 def run_world(world, fn, qps=1, timeout=20):
@@ -119,7 +119,7 @@ def test_factory_names_unknown_and_missing_transports():
     with pytest.raises(ValueError, match="unknown transport 'udp'"):
         create_communicator("udp", 0, {})
     try:
-        import traffic.mrc_comm  # noqa: F401
+        import traffic.workload.mrc_comm  # noqa: F401
     except ModuleNotFoundError:
-        with pytest.raises(RuntimeError, match="traffic.mrc_comm"):
+        with pytest.raises(RuntimeError, match="traffic.workload.mrc_comm"):
             create_communicator("mrc", 0, {})

@@ -13,7 +13,7 @@ contribute misplaced data and requires some rank's verification to fail.
 import numpy as np
 import pytest
 
-from traffic import collectives as C
+from traffic.workload import collectives as C
 from tests.helpers.rank_threads import run_hub_world
 
 WORLD = 4

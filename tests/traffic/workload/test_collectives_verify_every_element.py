@@ -1,4 +1,4 @@
-"""Verification of a collective's result (traffic/collectives.py: expected_results and verify)
+"""Verification of a collective's result (traffic/workload/collectives.py: expected_results and verify)
 catches one wrong element wherever it sits: the first, the last, and either side of every
 chunk and segment boundary, where an off-by-one in the ring's chunking or a lost last packet
 of a segment would put it. A lost last packet must never pass: the element it carried is
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from tests.helpers.rank_threads import run_hub_world
-from traffic import collectives as C
-from traffic.comm import InMemoryComm
+from traffic.workload import collectives as C
+from traffic.workload.comm import InMemoryComm
 
 WORLD, QPS = 4, 2
 N = WORLD * QPS * 5 + 3       # 43: chunks of 11, 11, 11, 10, each split in 2 segments unevenly

@@ -4,7 +4,7 @@ import threading
 
 import pytest
 
-from traffic.iteration_inputs import InputPrefetcher
+from traffic.workload.iteration_inputs import InputPrefetcher
 
 
 class Recorder:

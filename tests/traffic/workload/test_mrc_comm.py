@@ -1,4 +1,4 @@
-"""traffic/mrc_comm.py over in-memory wires: 4 ranks, each with its own Endpoint (real codec,
+"""traffic/workload/mrc_comm.py over in-memory wires: 4 ranks, each with its own Endpoint (real codec,
 reliability, loop) in its own thread, joined by a fake switch that delivers frames by their
 destination address and can black-hole one (plane, spine) path between the groups."""
 import pytest
@@ -7,10 +7,10 @@ from model.events import Event
 from model.topology import FabricSpec, ev_plane, ev_spine
 from tests.helpers.endpoint_fakes import FakeSwitch
 from tests.helpers.rank_threads import run_ranks
-from traffic import collectives
-from traffic.comm import CommError
-from traffic.mrc_comm import _SendRing, _Fragment, create
-from traffic.worker_config import WorkerConfig
+from traffic.workload import collectives
+from traffic.workload.comm import CommError
+from traffic.workload.mrc_comm import _SendRing, _Fragment, create
+from traffic.workload.worker_config import WorkerConfig
 
 SPEC = FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2)
 

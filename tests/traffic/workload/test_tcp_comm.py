@@ -7,10 +7,10 @@ import pytest
 
 from tests.helpers.rank_threads import run_ranks
 from tests.helpers.workers import free_ports
-from traffic import collectives as C
-from traffic.comm import CommError, CommTimeout, create_communicator
-from traffic.worker_config import WorkerConfig
-from traffic.tcp_comm import TCPComm
+from traffic.workload import collectives as C
+from traffic.workload.comm import CommError, CommTimeout, create_communicator
+from traffic.workload.worker_config import WorkerConfig
+from traffic.workload.tcp_comm import TCPComm
 
 
 def run_tcp_world(world, fn, qps=1, planes=1, timeout=30):

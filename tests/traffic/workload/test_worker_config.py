@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from emulation import runner
-from emulation import scenario as S
+from emulation.run import runner
+from emulation.config import scenario as S
 from tests.helpers.scenario_texts import SMALL_FABRIC
-from traffic.worker_config import MRCSettings, TcpSettings, WorkerConfig, WorkerConfigError
+from traffic.workload.worker_config import MRCSettings, TcpSettings, WorkerConfig, WorkerConfigError
 
 SCENARIO = 'name = "roundtrip"\n' + SMALL_FABRIC + """[collective]
 kind = "incast"

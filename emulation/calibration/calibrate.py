@@ -1,0 +1,202 @@
+"""`mrclab calibrate` (emulation/calibration/calibrate_cli.py): the smallest time scale (model/timescale.py) at
+which this machine emulates the scenario's fabric faithfully, cached per machine and fabric.
+
+A trial is a short run of the scenario ([short] version when it has one) over MRC, the transport
+that costs the most CPU per byte, at a time scale k; it passes when every transport it ran has
+fidelity verdict "ok" (the run's summary.json `fidelity`, emulation's fidelity monitor). The
+search doubles k from 1 (1, 2, 4, 8, 16, 32) up to the first pass, then bisects between the last
+failure and that pass until they are within BISECT_RATIO of each other; the answer is the
+smallest k that passed. Fidelity does not fall off a cliff at one k on a shared machine, so a
+few trials near the threshold are worth more than a precise number.
+
+The answer is cached in results/.calibration/<key>.json, the key built from the host name, the
+CPU model, the fabric as declared (every [fabric] key but time_scale, the trimming option, the
+transport) and a digest of the project's source code: another machine, another fabric or
+another build of the endpoints and switches calibrates again. `mrclab run` with
+`time_scale = "auto"` uses the cached k, or calibrates first.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from emulation.config.scenario import Scenario
+from model import timescale
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+CACHE_DIR = REPO_ROOT / "results" / ".calibration"
+DOUBLING = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+# Stop bisecting once the failing and passing k are this close: each trial is a fabric run.
+BISECT_RATIO = 1.25
+SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
+OK = "ok"
+EXIT_NO_PASS = 4             # no k of the search kept fidelity "ok"
+
+
+class CalibrationError(RuntimeError):
+    """A calibration that could not give an answer; the message says why and what to do."""
+
+
+@dataclasses.dataclass
+class Trial:
+    time_scale: float
+    verdict: str
+    margins: dict
+
+
+def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO) -> tuple[float | None,
+                                                                            list[Trial]]:
+    """(smallest passing k or None, every trial in order). measure(k) -> Trial."""
+    trials: list[Trial] = []
+    failed, passed = None, None
+    for k in doubling:
+        trial = measure(k)
+        trials.append(trial)
+        if trial.verdict == OK:
+            passed = k
+            break
+        failed = k
+    if passed is None:
+        return None, trials
+    while failed is not None and passed / failed > ratio:
+        mid = round((failed + passed) / 2, 2)
+        trial = measure(mid)
+        trials.append(trial)
+        if trial.verdict == OK:
+            passed = mid
+        else:
+            failed = mid
+    return passed, trials
+
+
+def verdict_of(summaries: list[dict]) -> Trial:
+    """The trial's outcome from its transports' summaries: "ok" only when every one has a
+    fidelity verdict "ok"; the margins are the smallest per invariant over them."""
+    verdicts, margins = [], {}
+    for s in summaries:
+        fid = s.get("fidelity")
+        if not isinstance(fid, dict) or "verdict" not in fid:
+            raise CalibrationError("the run's summary has no fidelity verdict: this build has no "
+                                   "fidelity monitor to calibrate against")
+        verdicts.append(fid["verdict"])
+        for name, value in (fid.get("margins") or {}).items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                margins[name] = min(value, margins.get(name, value))
+    verdict = OK if verdicts and all(v == OK for v in verdicts) else next(
+        (v for v in verdicts if v != OK), "invalid")
+    return Trial(float(summaries[0].get("time_scale") or 1.0) if summaries else 1.0, verdict,
+                 margins)
+
+
+# ---------------------------------------------------------------- cache key
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def code_digest(root: Path = REPO_ROOT) -> str:
+    """sha256 over the project's Python and C sources (the endpoints, switches' programs and
+    controller whose CPU cost the time scale measures)."""
+    h = hashlib.sha256()
+    for package in SOURCE_PACKAGES:
+        for path in sorted((root / package).rglob("*")):
+            if path.suffix in (".py", ".pyx", ".c", ".h") and path.is_file():
+                h.update(str(path.relative_to(root)).encode())
+                h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def fabric_description(scn: Scenario, transport: str) -> dict:
+    """What of the scenario sets the machine's load per emulated second."""
+    spec = scn.spec.to_dict()
+    return {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
+            "switch_buffer_kb": scn.switch_buffer_kb, "transport": transport}
+
+
+def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple[str, dict]:
+    what = {"host": socket.gethostname(), "cpu": cpu_model(),
+            **fabric_description(scn, transport), "code": digest or code_digest()}
+    text = json.dumps(what, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:20], what
+
+
+def cached(scn: Scenario, transport: str, cache_dir: Path = CACHE_DIR) -> dict | None:
+    key, _ = cache_key(scn, transport)
+    try:
+        data = json.loads((Path(cache_dir) / f"{key}.json").read_text())
+    except (OSError, ValueError):
+        return None
+    try:
+        timescale.check(data.get("time_scale") if isinstance(data, dict) else None)
+    except timescale.TimeScaleError:
+        return None
+    return data
+
+
+# ---------------------------------------------------------------- trials on the fabric
+
+
+def measure_on_fabric(scn: Scenario, transport: str, work_dir: Path, run_transport, log=print):
+    """measure(k) for search(): one short run of `transport` at time scale k, through the
+    runner's run_transport (passed in: the runner itself resolves "auto" through this module)."""
+
+    def measure(k: float) -> Trial:
+        tdir = Path(work_dir) / f"k{k:g}" / transport
+        started = time.monotonic()
+        summary = run_transport(dataclasses.replace(scn, time_scale=k), transport, tdir)
+        trial = verdict_of([summary])
+        trial.time_scale = k
+        log(f"mrclab calibrate: time_scale {k:g}: fidelity {trial.verdict} "
+            f"({time.monotonic() - started:.0f} s)")
+        return trial
+    return measure
+
+
+def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR,
+              measure=None, run_transport=None, log=print, max_scale: float | None = None) -> dict:
+    """Search, cache and return {"time_scale", "margins", "trials", "key", "machine"}.
+    measure(k) -> Trial, or the runner's run_transport to measure on the fabric. max_scale: try
+    no k above it (each doubling doubles a trial's wall time)."""
+    key, what = cache_key(scn, transport)
+    doubling = tuple(k for k in DOUBLING if max_scale is None or k <= max_scale) or DOUBLING[:1]
+    with tempfile.TemporaryDirectory(prefix="mrclab-calibrate-") as work:
+        measure = measure or measure_on_fabric(scn, transport, Path(work), run_transport, log)
+        k, trials = search(measure, doubling)
+    if k is None:
+        raise CalibrationError(
+            f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {scn.name}: the "
+            f"machine is too busy or the fabric too large; set [fabric] time_scale by hand or "
+            f"use [mrc.qp] loss_policy = \"tolerant\" (docs/fidelity-timescale.md)")
+    best = next(t for t in trials if t.time_scale == k)
+    result = {"time_scale": k, "margins": best.margins,
+              "trials": [dataclasses.asdict(t) for t in trials], "key": key, "machine": what,
+              "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    Path(cache_dir).mkdir(parents=True, exist_ok=True)
+    (Path(cache_dir) / f"{key}.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def resolve(scn: Scenario, run_transport=None, cache_dir: Path = CACHE_DIR, log=print,
+            measure=None) -> float:
+    """The number a `time_scale = "auto"` scenario runs at: cached, else calibrated now."""
+    hit = cached(scn, "mrc", cache_dir)
+    if hit is not None:
+        log(f"mrclab run: time_scale auto = {hit['time_scale']:g} (calibrated "
+            f"{hit.get('measured_at', '?')}, {cache_dir})")
+        return float(hit["time_scale"])
+    log("mrclab run: time_scale = \"auto\" and no calibration of this fabric on this machine: "
+        "calibrating (short runs at k = 1, 2, 4, ...)")
+    return float(calibrate(scn, "mrc", cache_dir, measure=measure, run_transport=run_transport,
+                           log=log)["time_scale"])

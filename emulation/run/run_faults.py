@@ -1,0 +1,114 @@
+"""The run's fault schedule: each [[faults]] entry POSTed to the controller when it is due
+(at_s, at_iteration or after_s, timed by the workers' logs), every answer recorded in
+faults-applied.jsonl, and a "reached": false record for each entry never sent, saying why."""
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+from controller.client import ControllerClient, ControllerError
+from emulation.run.run_progress import LogTail
+from emulation.config.scenario import Scenario
+
+POLL_S = 0.01
+
+
+def post_fault(client: ControllerClient, command: dict) -> dict:
+    """POST /fault: the controller's answer, {"ok": False, "error"} when it refuses or fails the
+    command; raises ControllerError when it cannot be reached (the scheduler then stops)."""
+    try:
+        return client.fault(command)
+    except ControllerError as exc:
+        if exc.status is None:
+            raise
+        return {"ok": False, "error": exc.detail}
+
+
+class FaultScheduler(threading.Thread):
+    """Applies the scenario's fault schedule at the right times; records every answer."""
+
+    def __init__(self, scn: Scenario, tail: LogTail, api_port: int, applied_path: Path):
+        super().__init__(daemon=True, name="fault-scheduler")
+        self.pending = list(enumerate(scn.faults))
+        self.tail = tail
+        self.api_port = api_port
+        self.client = ControllerClient(port=api_port, timeout_s=10.0)
+        self.applied_path = applied_path
+        self.applied: list[dict] = []
+        self.applied_at: dict[int, int] = {}      # entry index -> when it was applied (ns)
+        self.sent: set[int] = set()               # entries whose commands were (being) sent
+        self.current: int | None = None           # entry being sent right now
+        self.stop_event = threading.Event()
+        self.error: str | None = None
+
+    def due(self, index: int, entry) -> bool:
+        start = self.tail.timed_start_ns
+        if start is None:
+            return False
+        if entry.after_s is not None:
+            previous = self.applied_at.get(index - 1)
+            return previous is not None and time.monotonic_ns() >= previous + entry.after_s * 1e9
+        if entry.at_s is not None:
+            return time.monotonic_ns() >= start + entry.at_s * 1e9
+        return entry.at_iteration == 0 or self.tail.max_done() >= entry.at_iteration
+
+    def run(self) -> None:
+        try:
+            with open(self.applied_path, "a", buffering=1) as out:
+                while self.pending and not self.stop_event.is_set():
+                    self.tail.poll()
+                    for item in [x for x in self.pending if self.due(*x)]:
+                        self.pending.remove(item)
+                        index, entry = item
+                        self.sent.add(index)
+                        self.current = index
+                        for command in entry.commands:
+                            asked = time.monotonic_ns()
+                            answer = post_fault(self.client, command)
+                            record = {"entry": index, "when": entry.when(), "asked_ns": asked,
+                                      "t_ns": answer.get("t_ns", asked), "ok": bool(answer.get("ok")),
+                                      "command": command}
+                            if not record["ok"]:
+                                record["error"] = answer.get("error", "no answer")
+                            self.applied.append(record)
+                            out.write(json.dumps(record) + "\n")
+                        self.applied_at[index] = time.monotonic_ns()
+                        self.current = None
+                    self.stop_event.wait(POLL_S)
+        except Exception as exc:  # noqa: BLE001 - reported in the summary, never kills the run
+            self.error = f"fault scheduler failed: {exc!r}"
+            if self.current is not None and not any(a["entry"] == self.current for a in self.applied):
+                self.sent.discard(self.current)     # died before any answer: never sent
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(15)
+
+
+def unreached_records(scn: Scenario, sent: set[int], reason: str) -> list[dict]:
+    """faults-applied.jsonl records for the schedule entries that were never sent, so the run
+    directory itself says which faults did not take effect and why."""
+    out = []
+    for index, entry in enumerate(scn.faults):
+        if index in sent:
+            continue
+        first = entry.commands[0] if entry.commands else {}
+        out.append({"entry": index, "when": entry.when(), "reached": False, "ok": False,
+                    "action": first.get("action"), "a": first.get("a"), "b": first.get("b"),
+                    "commands": len(entry.commands), "reason": reason})
+    return out
+
+
+def unreached_reason(state: dict, scheduler_error: str | None, timed_start_ns: int | None,
+                     stopped_ns: int) -> str:
+    """Why the entries still pending when the workers finished were never sent."""
+    if scheduler_error:
+        return f"the fault scheduler died before it was due ({scheduler_error})"
+    if state.get("error"):
+        return f"the run stopped before it was due ({state['error']})"
+    if timed_start_ns is None:
+        return "the timed iterations never started"
+    return (f"the traffic ended before it was due (the workers finished "
+            f"{(stopped_ns - timed_start_ns) / 1e9:.1f} s after the timed iterations started)")

@@ -1,0 +1,81 @@
+"""What a run prints and writes as tables: iterations.csv and goodput.csv of one transport, and
+the comparison table of the transports run."""
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+
+def write_csvs(tdir: Path, model) -> None:
+    with open(tdir / "iterations.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["iter", "host", "start_ns", "end_ns", "bytes", "verified"])
+        for row in model.rank_iterations:
+            w.writerow(row)
+    with open(tdir / "goodput.csv", "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["t_ns", "rx_bytes_all_hosts"])
+        for t, b in model.samples:
+            w.writerow([int(t), int(b)])
+
+
+def _fmt(value, digits=1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def _faults_cell(s: dict) -> str:
+    """'2/2' when every scheduled fault took effect, '1/2 !' when one did not, '-' for none."""
+    scheduled = s.get("faults_scheduled")
+    if not scheduled:
+        return "-"
+    applied = s.get("faults_applied") or 0
+    return f"{applied}/{scheduled}" + ("" if s.get("faults_ok", applied == scheduled) else " !")
+
+
+def _fidelity_cell(s: dict) -> str:
+    """The transport's fidelity verdict (analysis/fidelity.py), '-' when not assessed."""
+    return (s.get("fidelity") or {}).get("verdict") or "-"
+
+
+def comparison_table(summaries: list[dict]) -> str:
+    """The terminal table, then one line per problem a user must know (faults that did not take
+    effect, errors), drawn from the summaries (which come from analysis.runmodel)."""
+    trim_cols = any("trimming" in s for s in summaries)
+    rows = [("transport", "verified", "fidelity", "faults", "mean iter ms", "slowest iter ms",
+             "recovery ms", "CPU busy %")
+            + (("marked", "trimmed", "queue drops", "NACKs", "ASSUMED_BAD", "victim_Mbit/s")
+               if trim_cols else ())]
+    for s in summaries:
+        rec = s.get("recovery_ms") or []
+        rec_text = ", ".join("never" if r is None else f"{r:.0f}" for r in rec) or "-"
+        verified = "yes" if s.get("verified") else ("PARTIAL" if s.get("partial") else "NO")
+        trim = (tuple("-" if s.get(k) is None else str(s[k])
+                      for k in ("marked", "trimmed", "queue_drops", "nacks_sent", "ev_assumed_bad"))
+                + (_fmt(s.get("victim_goodput_mbit")),)) if trim_cols else ()
+        cpu = s.get("cpu")
+        cpu_text = "-" if not cpu else f"{100 * cpu['busy_fraction']:.0f}"
+        rows.append((s["transport"], verified, _fidelity_cell(s), _faults_cell(s),
+                     _fmt(s.get("mean_iteration_ms")),
+                     _fmt(s.get("slowest_iteration_ms")), rec_text, cpu_text) + trim)
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    for s in summaries:
+        lines += [f"{s['transport']}: {p}" for p in s.get("problems") or []]
+    for s in summaries:
+        lines += [f"{s['transport']}: {note}" for note in fidelity_notes(s.get("fidelity"))]
+    scales = sorted({s.get("time_scale") or 1.0 for s in summaries})
+    if scales != [1.0]:
+        lines.append(f"time_scale {', '.join(f'{k:g}' for k in scales)}: the fabric ran that many "
+                     "times slower than the wall clock; times are the emulated world's, rates "
+                     "the declared ones (emulation/calibration/time_scale.py)")
+    return "\n".join(lines)
+
+
+def fidelity_notes(fid: dict | None) -> list[str]:
+    """One line per comparison a fidelity verdict other than "ok" voids (docs/fidelity.md)."""
+    if not fid or fid.get("verdict") in (None, "ok"):
+        return []
+    from analysis.fidelity import voided  # deferred: numpy, only when there is something to say
+    names = ", ".join(v.get("invariant", "?") for v in fid.get("violations") or [])
+    return [f"fidelity {fid['verdict']} ({names}): {text}" for text in voided(fid)]

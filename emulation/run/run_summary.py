@@ -1,0 +1,248 @@
+"""What a run concludes: each transport's summary.json (the run model of its directory plus
+what only the runner knows), the run's top-level summary.json and its exit code (run_verdict).
+
+Works on partial runs too: everything is read back from the run directory, so a crash or
+Ctrl-C still leaves a summary of what was logged.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from emulation.network import path_monitor
+from emulation.run.run_output import write_csvs
+from emulation.config.scenario import Scenario
+from model import timescale
+from traffic.core.qp_config import MRCConfig
+
+# Exit codes of `mrclab run` (README "Running an experiment").
+EXIT_OK = 0
+EXIT_NOT_VERIFIED = 1        # a transport's run is incomplete, failed or did not verify its data
+EXIT_BAD_SCENARIO = 2
+EXIT_FAULT_NOT_EFFECTIVE = 3  # every transport verified, but a scheduled fault never took effect
+EXIT_FIDELITY = 4            # --require-fidelity: all verified, but a transport's fidelity is not ok
+EXIT_INTERRUPTED = 130
+
+
+def loss_policy_in_force(scn: Scenario) -> str:
+    """The MRC loss policy the run's QPs used: the scenario's [mrc.qp] loss_policy, else the
+    QP's default (traffic/core/loss_policy.py)."""
+    return (scn.mrc.get("qp") or {}).get("loss_policy") or MRCConfig().loss_policy
+
+
+def retirement_fields(scn: Scenario, transport: str, tdir: Path) -> dict:
+    """MRC's EV retirements, and how many hit a path no fault touched (analysis/retirements.py):
+    the false verdicts of the loss policy in force. None for the single-path transports."""
+    from analysis import retirements  # deferred: only to summarise
+    if transport != "mrc":
+        return {k: None for k in retirements.SUMMARY_KEYS}
+    qp = scn.mrc.get("qp") or {}
+    lookback_ns = qp.get("rto_max_ns") or MRCConfig().rto_max_ns
+    return retirements.transport_retirements(
+        tdir, scn.topology, lookback_ns=lookback_ns, ecmp=scn.routing_for(transport)[0] == "ecmp")
+
+
+def load_packets(tdir: Path):
+    """The transport's captures (analysis.pcap), or (None, why not): loaded once per summary,
+    shared by the fabric delay and the fidelity monitor."""
+    if not list((tdir / "pcaps").glob("*.pcap")):
+        return None, None
+    from analysis import pcap  # deferred: numpy/pandas, only to summarise
+    try:
+        return pcap.load_captures(tdir, clock=pcap.find_clock(tdir)), None
+    except Exception as exc:  # noqa: BLE001 - a bad capture must not cost the summary
+        return None, f"{exc.__class__.__name__}: {exc}"
+
+
+def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, packets) -> dict:
+    """`fidelity` (analysis/fidelity.py) of the transport over its timed iterations; first the
+    ovs-vswitchd stalls of that window are copied into the run directory (ovs_stalls.json)."""
+    from analysis import fidelity, pcap  # deferred: numpy/pandas, only to summarise
+    from analysis import fidelity_captures, fidelity_verdict  # deferred: as the line above
+    start, end = summary.get("timed_start_ns"), summary.get("traffic_end_ns")
+    try:
+        clock = pcap.ClockOffset.load(tdir / "clock.json")
+        k = float(scn.time_scale)        # the summary's times are emulated, the log's wall
+        window = ((None, None) if start is None or end is None
+                  else (timescale.wall_ns(start, k) + clock.offset_ns,
+                        timescale.wall_ns(end, k) + clock.offset_ns))
+    except (OSError, ValueError):
+        window = (None, None)
+    fidelity.record_ovs_stalls(tdir, *window)
+    topo = scn.topology
+    trim = scn.trimming_for(transport)
+    facts = fidelity_captures.FabricFacts(
+        host_link_mbit=scn.spec.host_link_mbit, fabric_link_mbit=scn.spec.fabric_link_mbit,
+        mtu=scn.spec.mtu, trimmed=bool(trim and trim.get("trim")),
+        switch_buffer_bytes=None if scn.switch_buffer_kb is None else scn.switch_buffer_kb * 1024,
+        host_groups={h.name: h.group for h in topo.hosts},
+        port_addrs={(h.name, p): str(topo.nic_addr(h.index, p))
+                    for h in topo.hosts for p in range(scn.spec.planes)})
+    try:
+        return {"fidelity": fidelity.transport_fidelity(tdir, facts, start, end, packets=packets)}
+    except Exception as exc:  # noqa: BLE001 - the rest of the summary matters more
+        return {"fidelity": fidelity_verdict.assemble([], {}, {}, [
+            f"fidelity monitor failed: {exc.__class__.__name__}: {exc}"])}
+
+
+def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict,
+                        packets=None) -> dict:
+    """`line_rate_fraction`: the median timed iteration's bus bandwidth (NCCL's definition, from
+    the collective's buffer size) over the host's total port rate (planes x host link rate);
+    `fabric_delay_p999_ms`: the 99.9th percentile one-way delay of MRC data packets host port to
+    host port, from the run's captures (mrc only, None without captures)."""
+    from analysis import delay, metrics, pcap  # deferred: numpy/pandas, only to summarise
+    out: dict = {"line_rate_fraction": None, "fabric_delay_p999_ms": None}
+    times_s = [t / 1000 for t in summary.get("iteration_times_ms") or [] if t and t > 0]
+    if times_s and metrics._norm_collective(scn.collective.kind) in metrics.BUSBW_FACTORS:
+        _, busbw = metrics.bus_bandwidth([scn.collective.message_bytes] * len(times_s), times_s,
+                                         summary["world_size"], scn.collective.kind)
+        fraction = metrics.line_rate_fraction(busbw, scn.spec.planes, scn.spec.host_link_mbit)
+        out["line_rate_fraction"] = None if fraction != fraction else round(float(fraction), 3)
+    if transport == "mrc" and (tdir / "pcaps").is_dir():
+        try:
+            if packets is None:
+                packets = pcap.load_captures(tdir, clock=pcap.find_clock(tdir))
+            p999 = delay.fabric_delay_p999_ms(packets) if len(packets) else float("nan")
+        except Exception as exc:  # noqa: BLE001 - a bad capture must not cost the summary
+            out["fabric_delay_error"] = f"{exc.__class__.__name__}: {exc}"
+        else:
+            out["fabric_delay_p999_ms"] = None if p999 != p999 else round(float(p999), 2)
+    return out
+
+
+def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
+    """summary.json of one transport: the run model of its directory (analysis.runmodel, which
+    the report and the analysis load the same way) plus what only the runner knows (exit codes,
+    errors, whether the run was cut short). Works on partial runs too."""
+    from analysis import nccl_results, runmodel  # deferred: numpy/pandas, only to summarise
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
+    coll = scn.collective
+    model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
+    codes = state.get("exit_codes", {})
+    hosts = [h.name for h in scn.topology.hosts]
+    verified = (not state.get("partial") and len(model.iterations) == coll.iterations
+                and model.data_verified and all(codes.get(h) == 0 for h in hosts))
+    error = state.get("error") or state.get("scheduler_error")
+    summary = {
+        "scenario": scn.name,
+        "short": scn.short,
+        "transport": transport,
+        "routing": scn.routing_for(transport)[0],
+        "dynamic_convergence_s": scn.routing_for(transport)[1],
+        "collective": coll.kind,
+        "world_size": len(hosts),
+        "message_bytes": coll.message_bytes,
+        "qps_per_peer": coll.qps_per_peer,
+        "iterations_planned": coll.iterations,
+        "verified": verified,
+        "partial": bool(state.get("partial")),
+        "error": error,
+        "worker_exit_codes": codes,
+        "loss_policy": loss_policy_in_force(scn) if transport == "mrc" else None,
+        # times below are the emulated world's, rates at the declared link rates
+        "time_scale": float(scn.time_scale),
+        **model.summary_fields(),
+    }
+    summary["nccl"] = nccl_results.result_row(coll.kind, coll.message_bytes, len(hosts),
+                                               summary.get("iteration_times_ms"),
+                                               summary.get("wrong_elements"))
+    packets, capture_error = load_packets(tdir)
+    summary.update(bandwidth_and_delay(scn, transport, tdir, summary, packets))
+    if capture_error and "fabric_delay_error" not in summary and transport == "mrc":
+        summary["fabric_delay_error"] = capture_error
+    summary.update(retirement_fields(scn, transport, tdir))
+    summary["problems"] = transport_problems(summary, model)
+    summary.update(trim_analysis.transport_summary(tdir, scn.trimming_for(transport)))
+    k = float(scn.time_scale)        # the runner's records are the wall world's
+    applied = [timescale.scale_params(a, k, direction=timescale.BACK)
+               for a in state.get("applied", [])]
+    summary.update(path_monitor.run_denials(tdir / "faults.jsonl", applied))
+    summary["path_monitor_error"] = state.get("monitor_error")
+    from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
+    summary.update(flow_analysis.flow_summary(tdir))     # bisection flows, incast victim
+    summary.update(fidelity_fields(scn, transport, tdir, summary, packets))
+    write_csvs(tdir, model)
+    return summary
+
+
+def transport_problems(summary: dict, model) -> list[str]:
+    """What a user must know before trusting this transport's numbers, one sentence each."""
+    out = []
+    if summary.get("error"):
+        out.append(f"run error: {summary['error']}")
+    if summary.get("partial"):
+        out.append("the run was cut short; the numbers cover only what was logged")
+    done, planned = summary.get("iterations_completed"), summary.get("iterations_planned")
+    if planned is not None and done != planned:
+        out.append(f"{done} of {planned} iterations completed")
+    if not model.data_verified:
+        out.append("a collective result did not verify")
+    out += [f"worker {e}" for e in model.worker_errors]
+    bad = {h: c for h, c in (summary.get("worker_exit_codes") or {}).items() if c != 0}
+    if bad:
+        out.append("worker exit codes " + ", ".join(f"{h}={c}" for h, c in bad.items()))
+    from analysis.runmodel import describe_not_effective  # deferred: numpy, only to summarise
+    out += [describe_not_effective(f) for f in model.not_effective]
+    return out
+
+
+def fidelity_ok(summary: dict) -> bool:
+    return (summary.get("fidelity") or {}).get("verdict") == "ok"
+
+
+def run_verdict(summaries: list[dict], interrupted: bool,
+                require_fidelity: bool = False) -> tuple[int, list[str]]:
+    """(exit code, problems prefixed by transport) of a whole run: not verified beats a fault
+    that did not take effect, which beats (with require_fidelity) a fidelity verdict that is
+    not ok, which beats success."""
+    problems = [f"{s['transport']}: {p}" for s in summaries for p in s.get("problems") or []]
+    if interrupted:
+        return EXIT_INTERRUPTED, problems + ["interrupted: the summary is partial"]
+    if not all(s.get("verified") for s in summaries):
+        return EXIT_NOT_VERIFIED, problems
+    if not all(s.get("faults_ok", True) for s in summaries):
+        return EXIT_FAULT_NOT_EFFECTIVE, problems
+    if require_fidelity and not all(fidelity_ok(s) for s in summaries):
+        return EXIT_FIDELITY, problems
+    return EXIT_OK, problems
+
+
+TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified", "mean_iteration_ms",
+                    "slowest_iteration_ms", "recovery_ms", "fault_times_ns",
+                    "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
+                    "faults_failed", "faults_not_reached", "flows", "loss_policy",
+                    "evs_retired", "healthy_evs_retired", "nccl")
+
+
+def top_fidelity(summary: dict) -> dict | None:
+    """A transport's fidelity in the run's summary.json: verdict and violations (the
+    measurements stay in the transport's own summary.json)."""
+    fid = summary.get("fidelity")
+    if not isinstance(fid, dict):
+        return None
+    return {"verdict": fid.get("verdict"), "violations": fid.get("violations") or [],
+            "margins": fid.get("margins") or {}}
+
+
+def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted: bool,
+                require_fidelity: bool = False) -> dict:
+    """The run directory's summary.json: every transport's verdict and the run's exit code."""
+    from analysis import trimming as trim_analysis  # deferred: numpy/pandas, only to summarise
+    code, problems = run_verdict(summaries, interrupted, require_fidelity)
+    return {
+        "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
+        "time_scale": float(scn.time_scale),
+        "partial": interrupted or any(s.get("partial") for s in summaries),
+        "exit_code": code,
+        "verified": all(s.get("verified") for s in summaries),
+        "faults_ok": all(s.get("faults_ok", True) for s in summaries),
+        "problems": problems,
+        "transports": {s["transport"]: {**{k: s.get(k) for k in TOP_SUMMARY_KEYS
+                                           + trim_analysis.SUMMARY_KEYS},
+                                        "fidelity": top_fidelity(s)}
+                       for s in summaries},
+        "fidelity_ok": all(fidelity_ok(s) for s in summaries),
+        "trimming_option": scn.trimming,
+        "trimming_note": "[options] trimming: queue-based ECN marking on every switch port for "
+                         "every transport, trimming for mrc only" if scn.trimming else
+                         "[options] trimming = false: plain HTB switch ports, no marking, no trimming"}

@@ -1,0 +1,466 @@
+"""`mrclab run experiments/<name>.toml|<name> [--transport mrc|roce|tcp|all] [--results-dir results/] [--short]`.
+
+--short runs the scenario's [short] version (emulation/config/scenario.py: fewer, smaller iterations and
+the fault schedule scaled down), into results/<name>-short-<stamp>/.
+
+For each transport: build the fabric (routing per transport: mrc -> the scenario's routing,
+roce -> ecmp (optionally reconverging), tcp -> ecmp with dynamic reconvergence), start one
+worker per host in its namespace, capture host ports (headers only), apply the fault schedule
+through the controller's HTTP API at the right moments, show progress, and write
+
+    results/<name>-<stamp>/
+        scenario.toml                 copy of the scenario
+        summary.json                  comparison of the transports run (+ printed table),
+                                      exit_code, problems
+        <transport>/
+            summary.json              transport, verified, partial, problems, iteration_times_ms,
+                                      fault_times_ns, recovery_ms, faults, faults_ok,
+                                      faults_failed, faults_not_reached, ... (analysis.runmodel)
+            worker.json               the worker config
+            worker-h<n>.jsonl         worker event logs (iteration, goodput, ...)
+            worker-h<n>.stderr        worker stderr
+            faults-applied.jsonl      what the runner asked for and the controller's answers,
+                                      and a "reached": false record per entry never sent
+            faults.jsonl              the controller's fault log (copied from fabric/)
+            fabric/                   controller log, spec, fault log (Fabric's run_dir)
+            pcaps/h<n>-p<plane>.pcap  MRC headers only (-s CAPTURE_SNAPLEN)
+            iterations.csv, goodput.csv
+            cpu.csv                   the cores' busy share and cores per role, every 0.5 s
+                                      (emulation/run/cpu_meter.py); summary.json "cpu" holds the
+                                      same over the collective
+            ovs_stalls.json           ovs-vswitchd's long poll intervals during the timed
+                                      iterations; summary.json "fidelity" (analysis/fidelity.py,
+                                      docs/fidelity.md) says whether the run measured the fabric
+
+Fault times: at_s counts from the start of the timed iterations (the first worker's
+warmup_done); at_iteration = N fires as soon as any rank has finished timed iteration N-1;
+after_s = X fires X seconds after the previous entry (file order) was applied.
+Ctrl-C or a crash tears the fabric down (Fabric's context manager) and the summary is still
+written from the logs, with "partial": true.
+
+Exit code: 0 every transport verified and every scheduled fault took effect; 1 a transport did
+not verify (incomplete, failed, wrong data); 2 bad scenario; 3 verified, but a scheduled fault
+never took effect (sent after the traffic ended, refused by the controller, or never sent because
+the traffic ended first or the fault scheduler died); 4 (only with --require-fidelity) all of the
+above held, but a transport's fidelity verdict is not "ok" (analysis/fidelity.py); 130 interrupted.
+
+This module orchestrates (fabric, workers, captures, teardown) and holds the CLI; the pieces it
+drives live beside it: emulation/run/run_progress.py (log tail, progress bar), run_faults.py (fault
+schedule), run_summary.py (summaries, verdict, exit codes), run_output.py (CSV, table).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from emulation.network import path_monitor
+from emulation.run import metrics_server, run_record
+from emulation.config import scenario as scenario_mod
+from emulation.calibration import time_scale as time_scale_mod
+from analysis import cpu_usage
+from emulation.run.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
+from emulation.run.run_faults import FaultScheduler, unreached_reason, unreached_records
+from emulation.run.run_output import comparison_table
+from emulation.run.run_progress import LogTail, Progress
+from emulation.run.run_summary import (
+    EXIT_BAD_SCENARIO,
+    EXIT_FAULT_NOT_EFFECTIVE,
+    EXIT_FIDELITY,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_VERIFIED,
+    EXIT_OK,
+    summarize,
+    top_summary,
+)
+from emulation.config.scenario import TRANSPORTS, Scenario, ScenarioError, longest_run_s
+from traffic.core import codec
+from traffic.workload.worker_config import MRCSettings, TcpSettings, WorkerConfig
+from model import timescale
+from model.argtypes import add_renamed
+
+# The exit codes are part of `mrclab run`'s interface, so they are importable from here.
+__all__ = ["CAPTURE_SNAPLEN", "EXIT_BAD_SCENARIO", "EXIT_FAULT_NOT_EFFECTIVE", "EXIT_FIDELITY",
+           "EXIT_INTERRUPTED",
+           "EXIT_NOT_VERIFIED", "EXIT_OK", "add_arguments", "main", "run_transport",
+           "worker_config"]
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def mrc_header_snaplen() -> int:
+    """Bytes tcpdump must keep so every MRC frame's headers survive whole (tcpdump's -s counts
+    from the Ethernet header): the deepest stack the codec writes, an SRv6 (IPv6-in-IPv6) frame
+    with BTH plus either a data packet's METH+TSETH+RETH+ImmDt or a whole control body with its
+    ICRC (control packets have no payload, so they are kept entirely)."""
+    outer = codec.ETH_LEN + 2 * codec.IP6_LEN + codec.UDP_LEN + codec.BTH_LEN
+    data = codec.METH_LEN + codec.TSETH_LEN + codec.RETH_LEN + codec.IMM_LEN
+    control = max(codec.SACK_LEN, codec.NACK_LEN, codec.PROBE_LEN) + codec.ICRC_LEN
+    return outer + max(data, control)
+
+
+CAPTURE_SNAPLEN = mrc_header_snaplen()
+
+
+# ---------------------------------------------------------------- worker config
+
+
+def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
+    """The configuration every worker of `transport` reads (traffic/workload/worker_config.py), from the
+    scenario the machine runs (emulation/time_scale.wall_scenario)."""
+    topo = scn.topology
+    routing, _ = scn.routing_for(transport)
+    coll = scn.collective
+    return WorkerConfig(
+        scenario=scn.name,
+        transport=transport,
+        world_size=len(topo.hosts),
+        hosts=[h.name for h in topo.hosts],
+        collective=coll.kind,
+        message_bytes=coll.message_bytes,
+        iterations=coll.iterations,
+        warmup=coll.warmup,
+        qps_per_peer=coll.qps_per_peer,
+        timeout_s=coll.timeout_s,
+        incast_target=topo.host(coll.incast_target).index if coll.incast_target else 0,
+        victim=[topo.host(v).index for v in coll.victim] if coll.victim else None,
+        victim_only=coll.victim_only,
+        log_dir=str(log_dir),
+        goodput_interval_ms=scn.goodput_interval_ms,
+        fabric=scn.spec.to_dict(),
+        routing=routing,
+        trimming=scn.trimming,
+        tcp=TcpSettings(endpoints=[[[topo.nic_addr(h.index, p), scn.tcp_port]
+                                    for p in range(scn.spec.planes)] for h in topo.hosts],
+                        connect_timeout_s=30.0),
+        mrc=MRCSettings.from_dict(scn.mrc),
+        time_scale=float(scn.time_scale),
+    )
+
+
+# ---------------------------------------------------------------- one transport
+
+
+def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
+    """Run one transport of `scn` (as declared) into `tdir`. The fabric, workers, fault
+    schedule and control plane get the wall world (emulation/calibration/time_scale.py); the summary is
+    the emulated world's (analysis reads the run's files back through analysis/timescale.py)."""
+    from emulation.network.fabric import Fabric  # deferred: Mininet, only once a run starts (not --validate-only)
+
+    declared, scn = scn, time_scale_mod.wall_scenario(scn)
+    k = float(scn.time_scale)
+
+    _prepare_run_dir(tdir)
+    routing, convergence = scn.routing_for(transport)
+    config = worker_config(scn, transport, tdir)
+    control = path_monitor.RunControlPlane(scn, transport, config, tdir)   # sets control_dir
+    config.write(tdir / "worker.json")
+    hosts = config.hosts
+    tail = LogTail([tdir / f"worker-{h}.jsonl" for h in hosts])
+    state = {"partial": True, "error": None, "exit_codes": {}, "applied": [], "scheduler_error": None}
+    fabric_kw = {"trimming": scn.trimming_for(transport),
+                 "switch_buffer_bytes": (None if scn.switch_buffer_kb is None
+                                         else scn.switch_buffer_kb * 1024)}
+    scheduler = None
+    meter = None
+    metrics = None
+    procs: list[subprocess.Popen] = []
+    stderr_files = []
+    try:
+        with Fabric(scn.spec, routing=routing, dynamic_convergence_s=convergence,
+                    run_dir=tdir / "fabric", time_scale=k, control_class=scn.control_class,
+                    **fabric_kw) as fab:
+            captures = []
+            meter = _cpu_meter(fab, procs, captures).start()
+            if scn.capture:
+                _start_captures(scn, fab, tdir, captures)
+            _start_workers(fab, hosts, tdir, procs, stderr_files)
+            scheduler = FaultScheduler(scn, tail, fab.api_port, tdir / "faults-applied.jsonl")
+            scheduler.start()
+            # the monitor stops before the last iteration: finishing peers stop answering probes
+            control.start(fab.api_port, lambda: tail.max_done() < scn.collective.iterations - 1)
+            metrics = metrics_server.start(scn, transport, tdir, fab.api_port)
+            _wait_workers(scn, transport, procs, tail, scheduler, state)
+            meter.stop()
+            scheduler.stop()
+            for cap in captures:
+                cap.stop()
+            state["partial"] = False
+    except KeyboardInterrupt:
+        state["error"] = "interrupted (Ctrl-C)"
+        raise
+    except Exception as exc:  # noqa: BLE001 - the summary records it; the fabric is down
+        state["error"] = f"{type(exc).__name__}: {exc}"
+    finally:
+        if metrics is not None:
+            metrics.stop()
+        state["monitor_error"] = control.stop()
+        if scheduler is not None:
+            scheduler.stop()
+            state["applied"] = scheduler.applied
+            state["scheduler_error"] = scheduler.error
+        _record_unreached(scn, scheduler, state, tail, tdir)
+        for p, host in zip(procs, hosts):
+            state["exit_codes"].setdefault(host, p.poll())
+        for f in stderr_files:
+            f.close()
+        _copy_fabric_files(tdir)
+        summary = summarize(declared, transport, tdir, state)
+        if meter is not None:
+            _add_cpu(summary, meter, k, tdir)
+        (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
+    return summary
+
+
+def _prepare_run_dir(tdir: Path) -> None:
+    tdir.mkdir(parents=True, exist_ok=True)
+    (tdir / "pcaps").mkdir(exist_ok=True)
+    # tcpdump stamps packets with the wall clock; logs use CLOCK_MONOTONIC. Two readings taken
+    # back to back let analysis put pcap times on the monotonic axis (analysis.pcap.ClockOffset).
+    (tdir / "clock.json").write_text(json.dumps(
+        {"monotonic_ns": time.monotonic_ns(), "realtime_ns": time.time_ns()}))
+
+
+def _cpu_meter(fab, procs: list, captures: list) -> CpuMeter:
+    """The run's CPU meter by role; `procs` and `captures` are read at each sample, so processes
+    started after the meter are counted."""
+    return CpuMeter({
+        "workers": lambda: [p.pid for p in procs],
+        "switches": lambda: pids_from_files(OVS_PID_FILES),
+        "captures": lambda: [c.proc.pid for c in captures],
+        # none once the fabric is torn down (Ctrl-C): the meter's last sample comes later
+        "controller": lambda: [fab.controller_proc.pid] if fab.controller_proc else [],
+        "runner": lambda: [os.getpid()],
+    })
+
+
+def _start_captures(scn: Scenario, fab, tdir: Path, captures: list) -> None:
+    """One capture per host port, appended to `captures` as each starts."""
+    for h in scn.topology.hosts:
+        for p in range(scn.spec.planes):
+            captures.append(fab.capture(h.index, p, tdir / "pcaps" / f"{h.name}-p{p}.pcap",
+                                        snaplen=CAPTURE_SNAPLEN))
+
+
+def _start_workers(fab, hosts, tdir: Path, procs: list, stderr_files: list) -> None:
+    """One worker process per rank, appended to `procs` (its stderr file to `stderr_files`)."""
+    for rank, host in enumerate(hosts):
+        err = open(tdir / f"worker-{host}.stderr", "w")
+        stderr_files.append(err)
+        procs.append(fab.popen_in_host(
+            rank, [sys.executable, "-m", "traffic.workload.worker", "--config",
+                   str(tdir / "worker.json"), "--rank", str(rank)],
+            cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
+
+
+def _record_unreached(scn: Scenario, scheduler, state: dict, tail, tdir: Path) -> None:
+    """faults-applied.jsonl records for the schedule entries never sent, with the reason."""
+    stopped_ns = time.monotonic_ns()
+    tail.poll()
+    missing = unreached_records(scn, scheduler.sent if scheduler is not None else set(),
+                                unreached_reason(state, state["scheduler_error"],
+                                                 tail.timed_start_ns, stopped_ns))
+    if missing:
+        with open(tdir / "faults-applied.jsonl", "a") as out:
+            out.writelines(json.dumps(r) + "\n" for r in missing)
+
+
+def _copy_fabric_files(tdir: Path) -> None:
+    """The fabric's fault log and its teardown's counter snapshots, next to the run's files."""
+    fabric_log = tdir / "fabric" / "faults.jsonl"
+    if fabric_log.exists():
+        shutil.copy(fabric_log, tdir / "faults.jsonl")
+    for snapshot in ("trim_counters.json", "queue_counters.json"):   # Fabric's teardown
+        if (tdir / "fabric" / snapshot).exists():
+            shutil.copy(tdir / "fabric" / snapshot, tdir / snapshot)
+
+
+def _add_cpu(summary: dict, meter: CpuMeter, k: float, tdir: Path) -> None:
+    """The CPU meter's figures over the timed iterations (wall times: x k) into the summary,
+    beside the fidelity verdict, and cpu.csv."""
+    meter.stop()
+    summary["cpu"] = meter.usage(*(timescale.wall_ns(t, k) for t in (
+        summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
+    from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
+    add_cpu_evidence(summary.get("fidelity"), summary["cpu"])
+    try:
+        meter.write_csv(tdir / "cpu.csv")
+    except OSError as err:          # the summary matters more than the CSV
+        meter.error = meter.error or f"cpu.csv: {err}"
+    summary["cpu_meter_error"] = meter.error
+
+
+def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
+    coll = scn.collective
+    deadline = time.monotonic() + longest_run_s(coll)
+    progress = Progress(transport, coll.iterations)
+    total_faults = len(scn.faults)
+    first_failure = None
+    try:
+        while True:
+            tail.poll()
+            codes = [p.poll() for p in procs]
+            progress.update(tail.min_done(), total_faults - len(scheduler.pending), total_faults)
+            if all(c is not None for c in codes):
+                break
+            if first_failure is None and any(c not in (None, 0) for c in codes):
+                first_failure = time.monotonic()
+            # a failed worker makes its peers fail by timeout; do not wait longer than that
+            grace = coll.timeout_s + 5
+            if time.monotonic() > deadline or (first_failure and time.monotonic() - first_failure > grace):
+                for p in procs:
+                    if p.poll() is None:
+                        p.kill()
+                state["error"] = "workers killed: " + ("overall deadline passed"
+                                                       if time.monotonic() > deadline else
+                                                       "peers did not exit after a worker failed")
+            time.sleep(0.05)
+    finally:
+        progress.finish()
+    tail.poll()
+    state["exit_codes"] = {f"h{i}": p.returncode for i, p in enumerate(procs)}
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def exit_codes_text() -> str:
+    """The exit codes of `mrclab run`, for its --help (from the EXIT_* constants)."""
+    rows = ((EXIT_OK, "every transport verified its data and every scheduled fault took effect"),
+            (EXIT_NOT_VERIFIED, "a transport did not verify (iterations missing, a worker "
+                                "failed, a result mismatched)"),
+            (EXIT_BAD_SCENARIO, "the scenario or the command line is invalid (nothing started)"),
+            (EXIT_FAULT_NOT_EFFECTIVE, "the data verified, but a scheduled fault did not take "
+                                       "effect (refused, or due after the traffic ended)"),
+            (EXIT_INTERRUPTED, "interrupted (Ctrl-C); the summary is partial"))
+    return "exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in rows)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of `mrclab run`, declared on the CLI's subparser (or a standalone parser)."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = exit_codes_text()
+    parser.add_argument("scenario", help="a scenario file, or the NAME of experiments/NAME.toml")
+    parser.add_argument("--transport", default="all", choices=TRANSPORTS + ("all",),
+                        help="one transport, or all listed in the scenario's [transport] names")
+    parser.add_argument("--results-dir", default="results", metavar="DIR",
+                        help="where the run directory <name>-<stamp>/ is created "
+                             "(default: results)")
+    add_renamed(parser, "--out", "--results-dir")
+    parser.add_argument("--short", action="store_true",
+                        help="run the scenario's [short] version (fewer/smaller iterations, fault "
+                             "schedule scaled down; what the integration tests run)")
+    parser.add_argument("--validate-only", action="store_true",
+                        help="check the scenario and exit without starting anything")
+    parser.add_argument("--require-fidelity", action="store_true",
+                        help=f"exit {EXIT_FIDELITY} when every transport verified but one's "
+                             "fidelity verdict (summary.json 'fidelity', docs/fidelity.md) is not "
+                             "'ok': its figures measure this machine's CPU, not the fabric")
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(prog="mrclab run", description="Run a scenario (TOML) on the "
+                                     "emulated fabric for one or all transports.")
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def main(args: argparse.Namespace | list[str] | None = None) -> int:
+    """`mrclab run`: args parsed by the CLI's tree, or an argv list (parsed here)."""
+    if not isinstance(args, argparse.Namespace):
+        args = parse_args(sys.argv[1:] if args is None else args)
+    try:
+        scn = scenario_mod.load(args.scenario, short=args.short)
+    except ScenarioError as exc:
+        print(f"mrclab run: {exc}", file=sys.stderr)
+        return EXIT_BAD_SCENARIO
+    if scn.time_scale == "auto" and not args.validate_only:
+        from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
+        try:
+            scn.time_scale = calibrate.resolve(scn, run_transport, log=lambda text: print(
+                text, file=sys.stderr, flush=True))
+        except calibrate.CalibrationError as exc:
+            print(f"mrclab run: {exc}", file=sys.stderr)
+            return EXIT_NOT_VERIFIED
+    if args.validate_only:
+        version = "short version " if scn.short else ""
+        print(f"{args.scenario}: {version}ok ({len(scn.faults)} fault entries, "
+              f"{scn.collective.iterations} iterations, transports {', '.join(scn.transports)}"
+              f"{', has a [short] version' if scn.has_short and not scn.short else ''})")
+        return 0
+    transports = scn.transports if args.transport == "all" else [args.transport]
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    label = f"{scn.name}-short" if scn.short else scn.name
+    run_dir = Path(args.results_dir) / f"{label}-{stamp}"
+    suffix = 1
+    while run_dir.exists():
+        run_dir = Path(args.results_dir) / f"{label}-{stamp}-{suffix}"
+        suffix += 1
+    run_dir.mkdir(parents=True)
+    (run_dir / "scenario.toml").write_text(scn.text)
+    options = {k: v for k, v in vars(args).items() if not callable(v)}
+    record = run_record.start(run_dir, scn, options)
+    status, code, console = "crashed", None, None
+    try:
+        code, console = _run_transports(scn, transports, run_dir,
+                                        getattr(args, "require_fidelity", False))
+        status = "interrupted" if code == EXIT_INTERRUPTED else "finished"
+    except BaseException as exc:
+        status = ("interrupted" if isinstance(exc, KeyboardInterrupt)
+                  else f"crashed: {type(exc).__name__}: {exc}")
+        raise
+    finally:
+        record.finish(code, console, status)
+    return code
+
+
+def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
+                    require_fidelity: bool = False) -> tuple[int, str]:
+    """Run every transport into run_dir, write the run's summary.json and print the tables.
+    Returns (exit code, the console table as printed)."""
+    summaries, interrupted = [], False
+    for transport in transports:
+        tdir = run_dir / transport
+        print(f"mrclab run: {scn.name} over {transport} -> {tdir}", file=sys.stderr, flush=True)
+        try:
+            summaries.append(run_transport(scn, transport, tdir))
+        except KeyboardInterrupt:
+            interrupted = True
+            summaries.append(json.loads((tdir / "summary.json").read_text())
+                             if (tdir / "summary.json").exists() else
+                             {"transport": transport, "verified": False, "partial": True})
+            break
+    top = top_summary(scn, run_dir, summaries, interrupted,
+                      require_fidelity=require_fidelity)
+    (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
+    from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
+    from analysis import nccl_results  # deferred: numpy/pandas, only to summarise
+    console = [comparison_table(summaries),
+               nccl_results.table({s["transport"]: s["nccl"] for s in summaries if s.get("nccl")})]
+    for s in summaries:
+        for flow in s.get("flows") or []:
+            console.append(f"{s['transport']}: {flow_analysis.describe(flow)}")
+    for s in summaries:
+        if s.get("cpu"):
+            console.append(cpu_usage.describe(s["transport"], s["cpu"]))
+    console.append(f"run directory: {run_dir}")
+    print("\n".join(console))
+    if interrupted:
+        print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)
+    elif top["exit_code"] == EXIT_FAULT_NOT_EFFECTIVE:
+        print("mrclab run: the data verified, but a scheduled fault did not take effect "
+              "(see above); the recovery numbers do not measure the schedule you wrote",
+              file=sys.stderr)
+    elif top["exit_code"] == EXIT_FIDELITY:
+        print("mrclab run: the data verified, but a transport's fidelity is not ok (see above); "
+              "its figures measure this machine's CPU, not the fabric", file=sys.stderr)
+    return top["exit_code"], "\n".join(console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

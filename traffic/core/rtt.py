@@ -1,0 +1,104 @@
+"""RTT estimation of a sending QP and the timers derived from it (pure: samples are passed in).
+
+base RTT = the smallest RTT sample seen (MRCConfig.base_rtt_ns until the first sample);
+srtt / rttvar as RFC 6298 (gains 1/8 and 1/4). From them:
+  * RTO(t), t = timeouts the PSN already had (OCP mrc.h retry scheme, MRCConfig): retries
+    1..retry_linear_count are the linear phase, the next retry_exp_count the exponential one.
+    Linear, t <= retry_linear_count: base_rto with retry_fixed_interval (OCP's fixed interval),
+    else base_rto * (t + 1). Exponential, i = t - retry_linear_count >= 1: the last linear
+    interval * 2^i. Capped at max(rto_max_ns, base_rto).
+    base_rto = OCP's 1.024 us x 2^ack_timeout when ack_timeout is set, else rto_ns if set, else
+    max(rto_min_ns, rto_rtts x base RTT, srtt + 4 rttvar): OCP's timeouts are sized
+    for NIC RTTs of microseconds, the emulated fabric has RTTs around 1 ms.
+  * The SACK-gap reorder window: max(reorder_rtts x base RTT, srtt + 4 rttvar - base RTT)
+    so per-path queueing differences under load are not taken for failures.
+With a trimming fabric (fabric_delay_bound_ns set) both are at least what the trimmers' queue
+bound allows, so a late packet is never taken for a lost one.
+"""
+from __future__ import annotations
+
+from traffic.core.qp_config import MRCConfig
+
+
+class RttEstimator:
+    """Base RTT, srtt and rttvar of one QP, and the RTO / reorder window they give."""
+
+    # _rto_base / _reorder: the last values of rto_base_ns() / reorder_window_ns(), None once a
+    # sample changed what they derive from. The sender arms a timer per packet sent and checks
+    # the reorder window per SACK, while RTT samples come once per SACK at most.
+    __slots__ = ("cfg", "base_rtt_ns", "measured", "srtt_ns", "rttvar_ns", "_rto_base",
+                 "_reorder")
+
+    def __init__(self, config: MRCConfig):
+        self.cfg = config
+        self.base_rtt_ns = config.base_rtt_ns
+        self.measured = False               # base_rtt_ns is still the configured guess
+        self.srtt_ns: float | None = None
+        self.rttvar_ns = 0.0
+        self._rto_base: int | None = None
+        self._reorder: int | None = None
+
+    def rtts(self, n: float) -> int:
+        """n base RTTs in ns (at least 1)."""
+        return max(1, int(n * self.base_rtt_ns))
+
+    def queued(self, rtt_ns: int) -> bool:
+        """The sample shows queueing delay of at least congestion_delay_rtts base RTTs (only
+        once a base RTT was measured: the configured guess may be far off)."""
+        return (self.measured
+                and rtt_ns - self.base_rtt_ns >= self.cfg.congestion_delay_rtts * self.base_rtt_ns)
+
+    def update(self, rtt_ns: int) -> bool:
+        """Account one RTT sample (> 0); returns True if it set a new base RTT."""
+        self._rto_base = self._reorder = None
+        new_base = not self.measured or rtt_ns < self.base_rtt_ns
+        if new_base:
+            self.measured = True
+            self.base_rtt_ns = rtt_ns
+        if self.srtt_ns is None:
+            self.srtt_ns, self.rttvar_ns = float(rtt_ns), rtt_ns / 2.0
+        else:
+            self.rttvar_ns = 0.75 * self.rttvar_ns + 0.25 * abs(self.srtt_ns - rtt_ns)
+            self.srtt_ns = 0.875 * self.srtt_ns + 0.125 * rtt_ns
+        return new_base
+
+    def rto_base_ns(self) -> int:
+        rto = self._rto_base
+        if rto is None:
+            rto = self._rto_base = self._rto_base_now()
+        return rto
+
+    def _rto_base_now(self) -> int:
+        cfg = self.cfg
+        if cfg.ack_timeout is not None:
+            return cfg.ack_timeout_ns
+        if cfg.rto_ns is not None:
+            return cfg.rto_ns
+        rto = max(cfg.rto_min_ns, cfg.rto_rtts * self.base_rtt_ns)
+        if self.srtt_ns is not None:
+            rto = max(rto, self.srtt_ns + 4 * self.rttvar_ns)
+        if cfg.fabric_delay_bound_ns:
+            rto = max(rto, self.base_rtt_ns + 2 * cfg.fabric_delay_bound_ns)
+        return int(rto)
+
+    def rto_ns(self, timeouts: int) -> int:
+        """The ACK timeout of a transmission whose PSN already timed out `timeouts` times."""
+        base = self.rto_base_ns()
+        cfg = self.cfg
+        lin = cfg.retry_linear_count
+        last_linear = base if cfg.retry_fixed_interval else base * (min(timeouts, lin) + 1)
+        rto = last_linear if timeouts <= lin else last_linear * 2 ** (timeouts - lin)
+        return int(min(rto, max(cfg.rto_max_ns, base)))
+
+    def reorder_window_ns(self) -> int:
+        window = self._reorder
+        if window is None:
+            window = self._reorder = self._reorder_window_now()
+        return window
+
+    def _reorder_window_now(self) -> int:
+        cfg = self.cfg
+        window = int(cfg.reorder_rtts * self.base_rtt_ns)
+        if cfg.adaptive_reorder and self.srtt_ns is not None:
+            window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns))
+        return max(window, cfg.fabric_delay_bound_ns)
