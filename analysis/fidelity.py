@@ -51,7 +51,8 @@ from analysis.jsonl import read_jsonl
 from analysis.timescale import time_scale_of
 from model import timescale
 from model.events import Event
-from traffic.nic.endpoint_support import EndpointConfig, lateness_bucket_floor_ns
+from model.lateness import lateness_bucket_floor_ns
+from model.transport_defaults import MIN_BASE_RTT_NS
 
 # Timer and receive lateness: p99 at most half a base RTT. Above it, the endpoint's reaction time
 # (a timeout firing, a SACK sent, a paced packet leaving) is a measurable part of the RTT the
@@ -89,7 +90,7 @@ VOIDS = {
 
 def default_min_base_rtt_ns() -> int:
     """The endpoints' floor of a QP's base RTT (the RTT their timers start from)."""
-    return EndpointConfig.__dataclass_fields__["min_base_rtt_ns"].default
+    return MIN_BASE_RTT_NS
 
 
 # ---------------------------------------------------------------- lateness (endpoint logs)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from analysis.logs import resolve_run, transport_dirs
 from model.argtypes import UsageError, add_renamed
-from traffic.workload.worker_config import TRANSPORTS
+from model.events import TRANSPORTS
 from model.proc import run_checked
 
 DISSECTOR = Path(__file__).resolve().with_name("wireshark") / "mrc.lua"

@@ -36,9 +36,9 @@ from analysis.jsonl import read_jsonl
 from model import faults as fault_kinds
 from model.events import Event
 from model.topology import Topology, ev_plane, ev_spine, t0_name, t1_name
-from traffic.core.qp_config import MRCConfig
+from model.transport_defaults import RTO_MAX_NS
 
-DEFAULT_LOOKBACK_NS = MRCConfig().rto_max_ns
+DEFAULT_LOOKBACK_NS = RTO_MAX_NS                 # MRCConfig.rto_max_ns's default
 NOT_A_VERDICT = ("allowed",)            # ASSUMED_BAD reasons that judge no path
 SUMMARY_KEYS = ("evs_retired", "healthy_evs_retired", "evs_retired_for_lost_acks",
                 "reverse_evs_retired",

@@ -11,6 +11,10 @@ log is written or read anywhere else.
 """
 from __future__ import annotations
 
+# The transports a run compares: a run directory's sub-directory and the worker config's
+# "transport" (traffic/workload/worker_config.py), read back by the analysis.
+TRANSPORTS = ("mrc", "roce", "tcp")
+
 
 class Event:
     """The "event" of an endpoint or worker log line."""

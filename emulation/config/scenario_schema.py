@@ -18,7 +18,8 @@ from emulation.network.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.argtypes import print_to_pipe
 from model.clip import clip_values
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
-from traffic.workload.worker_config import COLLECTIVES, ROUTINGS, TRANSPORTS
+from model.events import TRANSPORTS
+from traffic.workload.worker_config import COLLECTIVES, ROUTINGS
 
 LINK_SELECTORS = ("host", "fabric", "all")
 

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from emulation.config import scenario as scenario_mod
-from emulation.config.scenario import TRANSPORTS, ScenarioError
+from emulation.config.scenario import ScenarioError
+from model.events import TRANSPORTS
 
 TOP_KEYS = ("name", "description", "scenario", "repeats", "transports", "x", "x_label",
             "x_values", "baseline", "set", "grid", "short")

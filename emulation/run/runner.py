@@ -78,11 +78,13 @@ from emulation.run.run_summary import (
     summarize,
     top_summary,
 )
-from emulation.config.scenario import TRANSPORTS, Scenario, ScenarioError, longest_run_s
+from emulation.config.scenario import Scenario, ScenarioError
+from emulation.config.scenario_faults import longest_run_s
 from traffic.core import codec
 from traffic.workload.worker_config import MRCSettings, TcpSettings, WorkerConfig
 from model import timescale
 from model.argtypes import add_renamed
+from model.events import TRANSPORTS
 
 # The exit codes are part of `mrclab run`'s interface, so they are importable from here.
 __all__ = ["CAPTURE_SNAPLEN", "EXIT_BAD_SCENARIO", "EXIT_FAULT_NOT_EFFECTIVE", "EXIT_FIDELITY",

@@ -13,7 +13,7 @@ from emulation.run import run_summary
 from model.events import Event
 from tests.helpers.synth import BASE_RTT_NS as RTT_NS
 from tests.helpers.synth import write_endpoint_log
-from traffic.nic.endpoint_support import lateness_bucket, lateness_bucket_floor_ns
+from model.lateness import lateness_bucket, lateness_bucket_floor_ns
 
 
 # ---------------------------------------------------------------- histogram arithmetic

@@ -112,7 +112,7 @@ def test_fidelity_lateness_is_judged_in_one_world(tmp_path):
     import pandas as pd
     from analysis import fidelity as F
     from tests.helpers.synth import write_endpoint_log
-    from traffic.nic.endpoint_support import lateness_bucket
+    from model.lateness import lateness_bucket
     (tmp_path / "worker.json").write_text(json.dumps({"time_scale": 2.0}))
     hist = sorted([[lateness_bucket(100_000), 985], [lateness_bucket(3_000_000), 15]])
     write_endpoint_log(tmp_path / "endpoint-h0.jsonl", [(100, hist)], base_rtt_ns=4_000_000)

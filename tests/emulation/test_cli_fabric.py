@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from emulation import cli
+from emulation import cli, cli_bench, cli_controller
 from tests.helpers.cli import run_mrclab as run
 
 
@@ -67,7 +67,7 @@ def test_bench_all_runs_every_bench_with_its_defaults(capsys, monkeypatch, tmp_p
         "def add(p):\n    p.add_argument('--n', type=int, default=4, help='x')\n"
         "def a(args):\n    print('figure a', args.n)\n    return {'n': args.n}\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(cli, "BENCHES", {"a": ("mrclab_fake_bench", "add", "a", "bench a")})
+    monkeypatch.setattr(cli_bench, "BENCHES", {"a": ("mrclab_fake_bench", "add", "a", "bench a")})
     rc, out, err = run(capsys, "bench", "all")
     assert rc == 0 and "figure a 4" in out and "== bench a" in out
     rc, out, err = run(capsys, "bench", "all", "--json")
@@ -83,15 +83,17 @@ def test_import_error_inside_module_is_not_masked(monkeypatch, tmp_path):
 
 def test_fault_bodies():
     p = cli.build_parser()
-    body = cli._fault_body(p.parse_args(["link", "loss", "t0p0g0", "t1p0s0", "5",
-                                         "--direction", "forward"]))
+    body = cli_controller.fault_body(p.parse_args(["link", "loss", "t0p0g0", "t1p0s0", "5",
+                                                    "--direction", "forward"]))
     assert body == {"action": "gray_loss", "a": "t0p0g0", "b": "t1p0s0", "percent": 5.0,
                     "direction": "a->b"}
-    assert cli._fault_body(p.parse_args(["link", "blackhole", "t1p0s0"])) == \
+    assert cli_controller.fault_body(p.parse_args(["link", "blackhole", "t1p0s0"])) == \
         {"action": "blackhole", "a": "t1p0s0"}
-    assert cli._fault_body(p.parse_args(["link", "clear", "ecn", "t0p0g0", "t1p0s0"])) == \
+    assert cli_controller.fault_body(
+        p.parse_args(["link", "clear", "ecn", "t0p0g0", "t1p0s0"])) == \
         {"action": "ecn_clear", "a": "t0p0g0", "b": "t1p0s0"}
-    assert cli._fault_body(p.parse_args(["link", "flap", "a", "b", "--count", "2"]))["count"] == 2
+    flap = cli_controller.fault_body(p.parse_args(["link", "flap", "a", "b", "--count", "2"]))
+    assert flap["count"] == 2
 
 
 def test_bench_pcap_runs_through_the_cli(capsys):

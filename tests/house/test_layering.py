@@ -1,14 +1,16 @@
 """The package layering contract, checked on the source (every import, function-local ones too).
 
-    model <- traffic <- analysis   <- emulation
-             traffic <- controller <- emulation
+    model <- traffic <- controller <- emulation
+    model <- analysis              <- emulation
 
 `model` (names, addresses, EV bit layout, uSIDs, DSCP values, the switch port policy, the command
 runner) imports no other project package; `traffic` (wire format, transport, endpoints,
 collectives) sees only `model`; `controller` (routing, faults, OpenFlow app, the denylist it pushes
 to endpoints over their control protocol) sees `model` and `traffic`; `analysis` reads what
-traffic writes; `emulation` (fabric, runner, CLI, benches) orchestrates everything. A cycle would make every package
-depend on every other one, which is what this layering forbids.
+traffic writes, through what `model` states of it alone (log names, the lateness bucket layout,
+the defaults a run is judged by); `emulation` (fabric, runner, CLI, benches) orchestrates
+everything. A cycle would make every package depend on every other one, which is what this
+layering forbids.
 
 A project import inside a function is allowed only where deferring it is the point (a heavy or
 root-only dependency such as Mininet, matplotlib or os-ken), and the line then says so with a
@@ -26,7 +28,7 @@ ALLOWED = {
     "model": set(),
     "traffic": {"model"},
     "controller": {"model", "traffic"},
-    "analysis": {"model", "traffic"},
+    "analysis": {"model"},
     "emulation": {"model", "traffic", "controller", "analysis"},
 }
 

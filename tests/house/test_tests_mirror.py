@@ -56,6 +56,15 @@ UNTESTED_BY_NAME = {
                          "receiver tests",
     "traffic/core/messages.py": "the message records: the codec tests "
                            "(tests/traffic/core/test_codec_*.py)",
+    "emulation/cli_common.py": "what the `mrclab` command families share (exit code, lazy "
+                               "import, parser class, root check): tests/emulation/test_cli*.py",
+    "emulation/cli_controller.py": "`mrclab link|deny|allow`: tests/emulation/test_cli.py, "
+                                   "test_cli_fabric.py (fault bodies), test_cli_vocabulary.py "
+                                   "and tests/model/test_faults.py",
+    "emulation/cli_bench.py": "`mrclab bench`: tests/emulation/test_cli.py and "
+                              "test_cli_fabric.py (bench all, --json, unknown names)",
+    "emulation/config/scenario_faults.py": "the [[faults]] checks of scenario.py, split off by "
+                                           "size: tests/emulation/config/test_scenario_*.py",
     "emulation/calibration/calibrate_cli.py": "`mrclab calibrate`: "
                                   "tests/emulation/calibration/test_calibrate.py",
     "emulation/network/check.py": "`mrclab fabric --check` on a real fabric: "

@@ -22,8 +22,8 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     (a clear with no fault before it), so the test lets it through that one check: what is
     under test is how the runner and every view report a refusal that reaches the controller
     (a state the file cannot foresee, e.g. a fault cleared by hand from another shell)."""
-    from emulation.config import scenario as scenario_mod
-    monkeypatch.setattr(scenario_mod, "_check_clears", lambda entries, times, ck: None)
+    from emulation.config import scenario_faults
+    monkeypatch.setattr(scenario_faults, "_check_clears", lambda entries, times, ck: None)
     scenario = tmp_path / "verdicts.toml"
     scenario.write_text(SCENARIO)
     rc = runner.main([str(scenario), "--results-dir", str(tmp_path / "results")])

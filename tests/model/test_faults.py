@@ -139,9 +139,9 @@ def test_the_controller_takes_exactly_the_registered_actions():
 
 
 def test_the_scenario_loader_and_the_command_line_name_registered_actions():
-    from emulation import cli
-    from emulation.config import scenario
-    assert set(scenario.CLEARED_BY.items()) <= set(R.CLEARS.items())
+    from emulation import cli, cli_controller
+    from emulation.config import scenario_faults
+    assert set(scenario_faults.CLEARED_BY.items()) <= set(R.CLEARS.items())
     parser = cli.build_parser()
     link = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     sub = next(a for a in link.choices["link"]._actions
@@ -153,11 +153,13 @@ def test_the_scenario_loader_and_the_command_line_name_registered_actions():
         args = ["t1p0s0"] if k.target == R.NODE else ["t0p0g0", "t1p0s0"]
         if word != "flap":          # a flap's parameters are options with defaults
             args += ["1" for p in k.params if p.required]
-        assert cli._fault_body(parser.parse_args(["link", word, *args]))["action"] == k.action
+        body = cli_controller.fault_body(parser.parse_args(["link", word, *args]))
+        assert body["action"] == k.action
     for word, k in R.BY_CLEAR_WORD.items():
         args = ["clear", word, "t1p0s0"] if k.target == R.NODE else \
             ["clear", word, "t0p0g0", "t1p0s0"]
-        assert cli._fault_body(parser.parse_args(["link", *args]))["action"] == k.action
+        body = cli_controller.fault_body(parser.parse_args(["link", *args]))
+        assert body["action"] == k.action
 
 
 def _action_literals(tree: ast.AST) -> set[str]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from model.transport_defaults import RTO_MAX_NS
 from traffic.core.messages import PSN_MASK
 
 PSN_SPACE = PSN_MASK + 1
@@ -54,7 +55,7 @@ class MRCConfig:
     rto_ns: int | None = None            # fixed base RTO; None -> derived from RTT
     rto_rtts: float = 4.0                # base RTO in base RTTs (when rto_ns and ack_timeout are unset)
     rto_min_ns: int = 1_000_000
-    rto_max_ns: int = 1_000_000_000
+    rto_max_ns: int = RTO_MAX_NS
     # Retries of one PSN, as OCP's struct mrc_qp_attr (mrc.h): `timeout` is the local ACK
     # timeout, 1.024 us x 2^timeout (max 24, 17.18 s); retry.linear_cnt (max 7) retries wait a
     # fixed interval, then retry.exp_cnt (max 25; 25 = never give up) retries double it; once

@@ -11,8 +11,10 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from model import timescale
+from model.lateness import LATENESS_BUCKETS, lateness_bucket
 from model.switchport import default_port_config
 from model.topology import FabricSpec
+from model.transport_defaults import MIN_BASE_RTT_NS
 from traffic.core.reliability import MRCConfig
 
 # Wire overhead of the largest data packet (SRv6 mode, TSETH and ImmDt present):
@@ -142,7 +144,7 @@ class EndpointConfig:
     # The idle base RTT through userspace OVS (0.5-2.5 ms) is far below the loaded one; a QP's
     # timers start from at least this much, and it is the QP's nscc_min_base_rtt_ns unless
     # `qp` sets that.
-    min_base_rtt_ns: int = 2_000_000
+    min_base_rtt_ns: int = MIN_BASE_RTT_NS
     port_poll_ms: float = 2.0
     goodput_interval_ms: float = 10.0
     seed: int | None = None                         # EV choice; None: from the clock
@@ -357,31 +359,9 @@ class Pacer:
         return now_ns + int(-self.tokens / self.bytes_per_ns) + 1
 
 
-# Lateness histogram buckets: a quarter octave each (4 per power of two), so a percentile read
-# from it is within 19% of the true value at the cost of a few integer operations per sample.
-LATENESS_SUB_BUCKETS = 4
-LATENESS_BUCKETS = 64 * LATENESS_SUB_BUCKETS
-
-
-def lateness_bucket(ns: int) -> int:
-    """The bucket of a lateness of `ns` nanoseconds (0 for anything up to 3 ns, never negative):
-    its octave (bit length) and which quarter of the octave the next two bits name."""
-    if ns < 4:
-        return 0 if ns < 0 else ns
-    bits = ns.bit_length()
-    return (bits - 2) * LATENESS_SUB_BUCKETS + ((ns >> (bits - 3)) & 3)
-
-
-def lateness_bucket_floor_ns(bucket: int) -> int:
-    """The smallest lateness (ns) that falls into `bucket` (lateness_bucket's inverse)."""
-    if bucket < 4:
-        return bucket
-    bits = bucket // LATENESS_SUB_BUCKETS + 2
-    return (4 + bucket % LATENESS_SUB_BUCKETS) << (bits - 3)
-
-
 class LatenessHistogram:
-    """How late something ran behind its schedule (ns), as counts per lateness_bucket: the
+    """How late something ran behind its schedule (ns), as counts per lateness_bucket (the
+    bucket layout, a log format shared with the reader, is model/lateness.py): the
     endpoint's fidelity evidence (analysis/fidelity.py), cheap enough for the hot path (no log
     line per sample; the endpoint logs the cumulative counts every few seconds)."""
 

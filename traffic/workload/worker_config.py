@@ -20,8 +20,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from model import timescale
+from model.events import TRANSPORTS
 
-TRANSPORTS = ("mrc", "roce", "tcp")
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
                "bisection")
 ROUTINGS = ("srv6", "ecmp")

@@ -106,10 +106,10 @@ def test_cli_bad_scenario_is_named(tmp_path, capsys):
 
 
 def test_bench_timescale_is_registered_and_names_a_bad_scenario(tmp_path, capsys):
-    from emulation import cli
+    from emulation import cli, cli_bench
     path = tmp_path / "bad.toml"
     path.write_text(SCN.replace("[collective]", 'time_scale = "fast"\n[collective]'))
-    assert "timescale" in cli.BENCHES
+    assert "timescale" in cli_bench.BENCHES
     assert cli.main(["bench", "timescale", "--scenario", str(path)]) == cli.EXIT_USAGE
     assert "time_scale: must be a number >= 1 or \"auto\", got 'fast'" in capsys.readouterr().err
 

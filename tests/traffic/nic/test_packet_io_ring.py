@@ -134,7 +134,8 @@ def test_ring_port_times_how_long_the_oldest_frame_waited():
     """RingPort.drain records now (CLOCK_REALTIME) minus the kernel's stamp of the oldest ready
     frame: the endpoint's receive lateness (analysis/fidelity.py)."""
     import time
-    from traffic.nic.endpoint_support import LatenessHistogram, lateness_bucket
+    from model.lateness import lateness_bucket
+    from traffic.nic.endpoint_support import LatenessHistogram
     from traffic.nic.packet_io import RingPort
     ring = bytearray(SLOT * 4)
     put_slot(ring, 0, b"old frame")

@@ -1,0 +1,14 @@
+"""Transport defaults that more than one package reads, stated once: the endpoint's and the
+QP's config objects (traffic/nic/endpoint_support.py EndpointConfig, traffic/core/qp_config.py
+MRCConfig) take their defaults from here, and the analysis that judges a run by them
+(analysis/fidelity.py, analysis/retirements.py) reads the same values without importing the
+transport.
+"""
+from __future__ import annotations
+
+# The floor of a QP's base RTT (EndpointConfig.min_base_rtt_ns): the idle base RTT through
+# userspace OVS (0.5-2.5 ms) is far below the loaded one, so a QP's timers start from at least
+# this much.
+MIN_BASE_RTT_NS = 2_000_000
+# The largest retransmission timeout of a QP (MRCConfig.rto_max_ns): no ACK timeout exceeds it.
+RTO_MAX_NS = 1_000_000_000

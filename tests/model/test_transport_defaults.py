@@ -1,0 +1,21 @@
+"""The transport defaults stated once in model/transport_defaults.py are the ones the endpoint,
+the QP and the analysis use."""
+from analysis import fidelity, retirements
+from model.transport_defaults import MIN_BASE_RTT_NS, RTO_MAX_NS
+from traffic.core.qp_config import MRCConfig
+from traffic.nic.endpoint_support import EndpointConfig
+
+
+def test_the_values():
+    assert MIN_BASE_RTT_NS == 2_000_000
+    assert RTO_MAX_NS == 1_000_000_000
+
+
+def test_the_endpoint_and_the_qp_take_their_defaults_from_model():
+    assert EndpointConfig.__dataclass_fields__["min_base_rtt_ns"].default == MIN_BASE_RTT_NS
+    assert MRCConfig().rto_max_ns == RTO_MAX_NS
+
+
+def test_the_analysis_reads_the_same_values():
+    assert fidelity.default_min_base_rtt_ns() == MIN_BASE_RTT_NS
+    assert retirements.DEFAULT_LOOKBACK_NS == RTO_MAX_NS
