@@ -141,6 +141,12 @@ _ETHERTYPE_HI, _ETHERTYPE_LO = ETHERTYPE_IPV6.to_bytes(ETHERNET["ethertype"].siz
 _UDP_CHECKSUM_OFF = UDP["checksum"].offset
 _EV_FLOW_SHIFT, _EV_FLOW_MASK = EV_FLOW.shift, EV_FLOW.mask
 _EV_SPORT_MASK = (1 << _EV_FLOW_SHIFT) - 1
+# Field widths the encoders check per packet, looked up once here (the table's lookup by name
+# is a search, too slow for the per-packet path).
+_QP_BITS = BTH["dqpn"].width
+_PSN_BITS = BTH["psn"].width
+_MSN_BITS = METH["msn"].width
+_CUM_PSN_BITS = SACK["cum_psn"].width
 
 
 def _struct(*headers) -> struct.Struct:
@@ -284,8 +290,8 @@ class Encoder:
 
     def _write_bth(self, opcode: int, flags4: int, qp: int, ackreq: bool, psn: int) -> None:
         """flags4: the flag bits of the BTH word at byte 4 (RETRANSMIT_BIT), in place."""
-        _check("dest_qp", qp, BTH["dqpn"].width)
-        _check("psn", psn, BTH["psn"].width)
+        _check("dest_qp", qp, _QP_BITS)
+        _check("psn", psn, _PSN_BITS)
         _BTH.pack_into(self._buf, self._bth_off, opcode, 0, BTH_PKEY_DEFAULT, flags4 | qp,
                        (ACKREQ_BIT if ackreq else 0) | psn)
 
@@ -297,7 +303,7 @@ class Encoder:
         if has_imm != (m.imm is not None):
             raise ValueError(f"imm must be set exactly on *_IMM opcodes (opcode {op:#x}, "
                              f"imm {m.imm!r})")
-        _check("msn", m.msn, METH["msn"].width)
+        _check("msn", m.msn, _MSN_BITS)
         self._write_bth(op, RETRANSMIT_BIT if m.retransmit else 0, m.dest_qp, m.ack_req, m.psn)
         buf = self._buf
         off = self._bth_off + BTH_LEN
@@ -321,7 +327,7 @@ class Encoder:
         return end
 
     def _write_sack(self, m: Sack) -> int:
-        _check("cum_psn", m.cum_psn, SACK["cum_psn"].width)
+        _check("cum_psn", m.cum_psn, _CUM_PSN_BITS)
         self._write_bth(Opcode.SACK, 0, m.dest_qp, False, m.cum_psn)
         off = self._bth_off + BTH_LEN
         try:
@@ -342,7 +348,7 @@ class Encoder:
         return off + NACK_LEN
 
     def _write_probe(self, m: Probe) -> int:
-        _check("seq", m.seq, BTH["psn"].width)       # the probe id is the PSN
+        _check("seq", m.seq, _PSN_BITS)       # the probe id is the PSN
         self._write_bth(Opcode.EP_RESPONSE if m.response else Opcode.EP_REQUEST, 0, PROBE_QP,
                         False, m.seq)
         off = self._bth_off + BTH_LEN
