@@ -6,9 +6,9 @@ transport.
 """
 from __future__ import annotations
 
-# The floor of a QP's base RTT (EndpointConfig.min_base_rtt_ns): the idle base RTT through
-# userspace OVS (0.5-2.5 ms) is far below the loaded one, so a QP's timers start from at least
-# this much.
+# The base RTT the fidelity monitor (analysis/fidelity.py) judges timer lateness against when
+# no QP logged one (a kernel TCP run). The QPs themselves have no such floor: their timers start
+# from the RTT the probes measure plus a full frame's serialization (traffic/core/rtt.py).
 MIN_BASE_RTT_NS = 2_000_000
 # The largest retransmission timeout of a QP (MRCConfig.rto_max_ns): no ACK timeout exceeds it.
 RTO_MAX_NS = 1_000_000_000

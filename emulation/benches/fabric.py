@@ -160,7 +160,7 @@ def goodput_bench(*, size_mib: int = 8, link_mbit: int = 30, mtu: int = 1500):
 
 def _measured_base_rtt_ns(log_path: str) -> int | None:
     """The min probe RTT the sender measured at QP creation (its `base_rtt` event), before the
-    endpoint's min_base_rtt_ns floor."""
+    full frame's serialization its timers add (and any min_base_rtt_ns floor)."""
     for e in read_jsonl(log_path, [], events=(Event.BASE_RTT,)):
         if e.get("rtt_ns"):
             return int(e["rtt_ns"])
@@ -217,8 +217,9 @@ def failover_bench(*, size_mib: int = 16, link_mbit: int = 30, keep_logs: str = 
     kw = dict(window_ms=50.0, step_ms=10.0)
     before = recovery.steady_goodput_bps(samples, t_start, t_fault, **kw)
     rec = recovery.recovery_time_ms(samples, t_fault, before, until_ns=t_end, hold_ms=200.0, **kw)
-    # Base RTT = the QP's base RTT: the min probe RTT measured at QP creation, raised to the
-    # endpoint's min_base_rtt_ns floor (2 ms) that its timers use; the raw min is printed too.
+    # Base RTT = the base RTT create_qp answered: the min probe RTT measured at QP creation
+    # (raised to min_base_rtt_ns where a config sets that floor; the QP's timers add a full
+    # frame's serialization on top); the raw min is printed too.
     rtt_ms = pair.base_rtt_ns / 1e6
     result = {"prefault_goodput_mbit": before * 8 / 1e6, "recovery_ms": rec,
               "recovery_base_rtts": None if rec is None else rec / rtt_ms, "base_rtt_ms": rtt_ms,

@@ -159,8 +159,9 @@ MRC_ENDPOINT = {
                        "probes)"),
     "default_base_rtt_ns": _i(None, 1, NS_MAX, "base RTT if probing gets no answer"),
     "rtt_probe_count": _i(None, 1, 1000, "probes that measure the base RTT"),
-    "min_base_rtt_ns": _i(None, 1, NS_MAX, "a QP's timers start from at least this base RTT "
-                           "(and [mrc.qp] nscc_min_base_rtt_ns defaults to it)"),
+    "min_base_rtt_ns": _i(None, 1, NS_MAX, "an optional floor of a QP's base RTT (and [mrc.qp] "
+                           "nscc_min_base_rtt_ns defaults to it); unset: none, the timers start "
+                           "from the probes' RTT plus a full frame's serialization"),
     "port_poll_ms": _pos(None, "NIC port state poll period, ms", hi=10000.0),
     "seed": _i(None, 0, (1 << 63) - 1, "EV choice seed (omit: from the clock)"),
     "path_probe_interval_ms": _n(None, 0.0, 60000.0, "path prober: one probe per path to every "

@@ -12,8 +12,9 @@ window ran out. Each answer is a Decision the sender only applies:
              another suspended loss open.
   CLEAR      a suspended loss was explained and none is left open: the EV returns to use.
 
-Two policies (MRCConfig.loss_policy): OcpLossPolicy is OCP's rule as written; TolerantLossPolicy
-adds what the emulated fabric needs today (its docstring says what and why).
+Two policies (MRCConfig.loss_policy): OcpLossPolicy, the default, is OCP's rule as written;
+TolerantLossPolicy softens it for a machine that cannot keep up (fidelity not "ok"), whose
+CPU-starved switches make healthy paths look lossy (its docstring says what and why).
 
 Nothing here reads a clock or does I/O: time is a parameter, so a fake clock tests it.
 """
@@ -146,15 +147,17 @@ class OcpLossPolicy(LossPolicy):
 
 
 class TolerantLossPolicy(LossPolicy):
-    """OCP's rule softened where the emulated fabric loses packets a real MRC fabric would not.
+    """OCP's rule softened where the emulated fabric loses packets a real MRC fabric would not:
+    the choice for a machine that cannot keep up (a run whose fidelity is not "ok").
 
     The fabric's switches are userspace Open vSwitch processes on a CPU shared with the
     endpoints. Starved of CPU, they hold packets for tens of ms and up to 250 ms before the
     egress trimmer runs, so a packet the sender already judged lost (by timeout or SACK gap) is
     often delivered, or its trimmed header NACKed, long afterwards, and OCP's rule would retire
-    healthy EVs for it. Each rule below spares one such kind of late evidence (the numbers:
-    docs/fidelity-to-ocp.md, "The loss rule, measured"); a black-holed path still
-    retires, because it explains nothing:
+    healthy EVs for it. At a time scale where the fabric, not the CPU, sets the times
+    (docs/fidelity-timescale.md) that does not happen and OCP's rule is the default. Each rule
+    below spares one such kind of late evidence; a black-holed path still retires, because it
+    explains nothing:
 
       * Stall: a timeout with nothing sent later delivered (on any EV) is no evidence against
         this EV: the peer, its CPU or every path stalled. Retransmit, no penalty, once per path

@@ -143,22 +143,21 @@ class MRCConfig:
     # before the lost one was delivered: the peer answered the same burst, so a message's last
     # packet lost into a dead path is judged at its first timeout, not its second. 0 = off.
     stall_burst_rtts: float = 0.0
-    # Which rule turns a loss into a verdict on its path (traffic/core/loss_policy.py): "ocp" retires
-    # the EV at the first loss a trim does not explain, and ignores first_packet_grace,
-    # loss_verdict_ns and the congestion forgiveness knobs; "tolerant" applies them and excuses
-    # a timeout with nothing later delivered, which the emulated fabric's CPU-starved userspace
-    # switches need while they hold packets for up to 250 ms before the egress trimmer.
-    loss_policy: str = "tolerant"
+    # Which rule turns a loss into a verdict on its path (traffic/core/loss_policy.py): "ocp", OCP's
+    # rule, retires the EV at the first loss a trim does not explain, and ignores
+    # first_packet_grace, loss_verdict_ns and the congestion forgiveness knobs. "tolerant" applies
+    # them and excuses a timeout with nothing later delivered: the choice for a machine that
+    # cannot keep up (fidelity not "ok"), whose CPU-starved userspace switches hold packets
+    # long enough to look lost.
+    loss_policy: str = "ocp"
     # A loss the policy holds against its path (RETIRE or SUSPEND) also suspends every other EV
     # of the same (plane, spine) path, and backups on that path are not drawn as replacements
     # while it is suspected; the EV layout names each EV's path (emulation/topology.py), so
     # the siblings need not each lose a packet of their own. The suspicion ends when an EV of
     # the path is probed back to GOOD, or its loss is explained or followed by a delivery.
     suspend_siblings: bool = False
-    # NSCC sizes its window (1.5 BDP) and delay target on the base RTT; through userspace OVS the
-    # idle min RTT (0.5-1 ms) is well under the RTT at line rate (2-3 ms: per-packet CPU in three
-    # switches), so a BDP from the min sample caps the window at ~half the line rate. The BDP
-    # uses at least this RTT (the timers keep the measured min).
+    # A floor of NSCC's base RTT (its BDP and delay target), for a fabric whose unloaded RTT the
+    # probes and nscc_frame_rtt_ns do not capture; 0: none (the timers never read it).
     nscc_min_base_rtt_ns: int = 0
     # What one full data frame adds to an unloaded round trip over the longest path: its
     # store-and-forward serialization on every link (host-T0-T1-T0-host). NSCC's delay is the
@@ -166,7 +165,9 @@ class MRCConfig:
     # (UET's base RTT), while the measured base comes from small probes. At NIC rates the term
     # is negligible (a 4 KiB frame: 0.1 us per 400G link); at emulated rates it dominates (a
     # 9000-byte frame: 2.9 ms per 25 Mbit/s link). NSCC's base RTT is at least the QP's base
-    # RTT plus this; the endpoint derives it from the fabric's link rates and its frame size.
+    # RTT plus this, and so is the RTT the QP's timers start from until a data frame's SACK
+    # gives a sample (traffic/core/rtt.py); the endpoint derives it from the fabric's link rates
+    # and its frame size.
     nscc_frame_rtt_ns: int = 0
     # pacing (userspace OVS drops bursts). The endpoint derives the rate from its port rate
     # (Mbit/s) x pacing_fraction and hands its own pacing_burst_packets.

@@ -1,6 +1,10 @@
 """RTT estimation of a sending QP and the timers derived from it (pure: samples are passed in).
 
-base RTT = the smallest RTT sample seen (MRCConfig.base_rtt_ns until the first sample);
+base RTT = the smallest RTT sample seen; until the first sample, MRCConfig.base_rtt_ns (what the
+probes measured) plus nscc_frame_rtt_ns: the probes are small packets, while a data frame is
+stored and forwarded whole on every link, so no full frame comes back sooner than that. The
+first data packets' timers then start from a round trip they can make, not from a probe's;
+SACK samples of data frames replace it;
 srtt / rttvar as RFC 6298 (gains 1/8 and 1/4). From them:
   * RTO(t), t = timeouts the PSN already had (OCP mrc.h retry scheme, MRCConfig): retries
     1..retry_linear_count are the linear phase, the next retry_exp_count the exponential one.
@@ -31,7 +35,7 @@ class RttEstimator:
 
     def __init__(self, config: MRCConfig):
         self.cfg = config
-        self.base_rtt_ns = config.base_rtt_ns
+        self.base_rtt_ns = config.base_rtt_ns + config.nscc_frame_rtt_ns
         self.measured = False               # base_rtt_ns is still the configured guess
         self.srtt_ns: float | None = None
         self.rttvar_ns = 0.0

@@ -165,7 +165,7 @@ class Endpoint(EndpointProbes):
         cfg = self.config
         header = MAX_DATA_OVERHEAD - (40 if cfg.routing == "ecmp" else 0) + 24
         values = {**EMULATED_FABRIC_QP_DEFAULTS,
-                  "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns, "header_overhead": header,
+                  "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns or 0, "header_overhead": header,
                   "nscc_frame_rtt_ns": frame_rtt_ns(cfg.spec, self.max_payload + header,
                                                     across_groups),
                   **cfg.qp,
@@ -199,7 +199,8 @@ class Endpoint(EndpointProbes):
             raise EndpointError(f"transport must be 'mrc' or 'roce', got {transport!r}")
         if base_rtt_ns is None:
             base_rtt_ns = self.measure_base_rtt(peer)
-        base_rtt_ns = max(base_rtt_ns, self.config.min_base_rtt_ns)
+        if self.config.min_base_rtt_ns:
+            base_rtt_ns = max(base_rtt_ns, self.config.min_base_rtt_ns)
         qcfg = self.qp_config(base_rtt_ns, qp_overrides, across_groups=(
             self.topo.host(peer).group != self.topo.host(self.host).group))
         planes = tuple(p for p in sorted(self.ports))

@@ -72,7 +72,8 @@ class EndpointProbes:
         # More rounds (up to 10) while the min is still implausibly slow: on a busy machine a
         # whole round can come back slow, and the QP's receiver timers (SACK delay, reverse
         # probes) are sized on this min, so a slow one slows every iteration of the run.
-        plausible = 4 * self.config.min_base_rtt_ns
+        # (implausible: above 4x the fallback base RTT, or 4x the floor when one is set)
+        plausible = 4 * (self.config.min_base_rtt_ns or self.config.default_base_rtt_ns)
         for _round in range(10):
             if _round >= 3 and (len(samples) == start or min(samples[start:]) <= plausible):
                 break           # nothing answers (peer not up: fall back), or a sane min

@@ -14,8 +14,8 @@ from model import timescale
 from model.lateness import LATENESS_BUCKETS, lateness_bucket
 from model.switchport import default_port_config
 from model.topology import FabricSpec
-from model.transport_defaults import MIN_BASE_RTT_NS
 from traffic.core.reliability import MRCConfig
+from traffic.core.rtt import RttEstimator
 
 # Wire overhead of the largest data packet (SRv6 mode, TSETH and ImmDt present):
 # Ethernet 14 + outer IPv6 40 + IPv6 40 + UDP 8 + BTH 12 + METH 4 + TSETH 8 + RETH 16 + ImmDt 4 + ICRC 4
@@ -70,10 +70,9 @@ def frame_rtt_ns(spec: FabricSpec, frame_bytes: int, across_groups: bool) -> int
 # they differ from the pure model's defaults; a config's `qp` table ([mrc.qp] of a scenario)
 # overrides each under the same name. Why each value:
 EMULATED_FABRIC_QP_DEFAULTS = {
-    # The RTO also grows with srtt + 4 rttvar (from RTT samples, so queueing under load counts) and a
-    # timeout retires an EV only when something sent later was delivered (traffic/core/loss_policy.py),
-    # so CPU stalls need no 25-RTT margin (the QP's base RTT is its min RTT sample, so 16 x is
-    # tens of ms on the emulated fabric; half that times out spuriously under incast).
+    # The RTO also grows with srtt + 4 rttvar (from RTT samples, so queueing under load counts);
+    # the QP's base RTT is its min RTT sample, a full data frame's round trip, so 16 x is tens
+    # of ms on the emulated fabric (half that timed out spuriously under incast).
     "rto_rtts": 16.0,
     "probe_period_rtts": 20.0,
     "skip_rtts": 2.0,
@@ -94,7 +93,8 @@ EMULATED_FABRIC_QP_DEFAULTS = {
     # at 1 the SACKs would be half the fabric's packets.
     "ack_every": 4,
     "ack_delay_rtts": 0.25,
-    # A fresh EV's first packet meets OVS's slow path (upcall).
+    # A fresh EV's first packet meets OVS's slow path (upcall). (This and loss_verdict_ns are
+    # the tolerant loss rule's; OCP's rule, the default, ignores both.)
     "first_packet_grace": True,
     # CPU-starved userspace switches hold packets before the egress trimmer, so a trimmed
     # header's NACK can reach the sender long after the SACK gap or timeout that declared it
@@ -141,10 +141,10 @@ class EndpointConfig:
     base_rtt_ns: int | None = None                  # None: measure with probes at QP creation
     default_base_rtt_ns: int = 1_000_000            # used if probing gets no answer
     rtt_probe_count: int = 8
-    # The idle base RTT through userspace OVS (0.5-2.5 ms) is far below the loaded one; a QP's
-    # timers start from at least this much, and it is the QP's nscc_min_base_rtt_ns unless
-    # `qp` sets that.
-    min_base_rtt_ns: int = MIN_BASE_RTT_NS
+    # An optional floor of a QP's base RTT (and its nscc_min_base_rtt_ns unless `qp` sets that).
+    # None: none. The timers start from what the probes measure plus a full frame's
+    # serialization on the path (MRCConfig.nscc_frame_rtt_ns), both facts of the fabric.
+    min_base_rtt_ns: int | None = None
     port_poll_ms: float = 2.0
     goodput_interval_ms: float = 10.0
     seed: int | None = None                         # EV choice; None: from the clock
@@ -194,6 +194,8 @@ class EndpointConfig:
         for name in ("pacing_burst_packets", "max_payload", "default_base_rtt_ns", "rtt_probe_count",
                      "min_base_rtt_ns"):
             value = getattr(self, name)
+            if name == "min_base_rtt_ns" and value is None:
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
         if not 64 <= self.max_payload <= 9000:
@@ -284,10 +286,12 @@ MOVED_TO_QP = {**{name: name for name in (
 
 
 def qp_timers(qp: MRCConfig) -> dict:
-    """RTO, probe period and skip time a QP starts with (its `qp` event): fixed values win
-    over the multiples of its base RTT."""
-    base = qp.base_rtt_ns
-    rto = qp.rto_ns or qp.ack_timeout_ns or int(qp.rto_rtts * base)
+    """Base RTT, RTO, probe period and skip time a QP starts with (its `qp` event), as its RTT
+    estimator derives them (traffic/core/rtt.py): fixed values win over the multiples of its
+    base RTT."""
+    rtt = RttEstimator(qp)
+    base = rtt.base_rtt_ns
+    rto = rtt.rto_base_ns()
     return {"base_rtt_ns": base, "rto_ns": rto,
             "probe_period_ns": qp.probe_period_ns or int(qp.probe_period_rtts * base),
             "skip_ns": qp.skip_ns or int(qp.skip_rtts * base)}

@@ -147,7 +147,7 @@ def test_every_absolute_endpoint_timer_scales_defaults_included():
     wall = T.wall_scenario(scenario())
     ep, qp = wall.mrc["endpoint"], wall.mrc["qp"]
     assert ep["port_poll_ms"] == 12.0                   # set: 3 x 4
-    assert ep["min_base_rtt_ns"] == 8_000_000           # default 2 ms x 4
+    assert "min_base_rtt_ns" not in ep                  # None: no floor, stays none
     assert ep["default_base_rtt_ns"] == 4_000_000       # default 1 ms x 4
     assert ep["path_probe_timeout_ms"] == 1000.0        # default 250 ms x 4
     assert "path_probe_interval_ms" not in ep           # 0: off, stays off

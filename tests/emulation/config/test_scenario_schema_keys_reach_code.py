@@ -159,7 +159,7 @@ READERS["mrc.qp"]["ev_pin_count"] = (9, lambda w: sum(
     if w.qp.sender.evs.evs[ev].plane == 0 and w.qp.sender.evs.evs[ev].spine == w.qp.sender.evs.pin_spine))
 # loss_policy is read off the policy object the sender actually consults, not the config field.
 READERS["mrc.qp"]["loss_policy"] = (
-    "ocp", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(
+    "tolerant", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(
         type(w.qp.sender.loss_policy), repr(w.qp.sender.loss_policy)))
 # [options] trimming turns the QPs' trimming flag on, which derives fabric_delay_bound_ns.
 BASE_OPTIONS = "[options]\ntrimming = true\ncapture = false\n"

@@ -13,15 +13,15 @@ def _with_qp(text: str, qp_lines: str) -> str:
         text.replace("[mrc.qp]\n", "[mrc.qp]\n" + qp_lines + "\n", 1)
 
 
-def test_default_policy_is_the_tolerant_one():
-    # The README and traffic/core/loss_policy.py document "tolerant" as the default.
-    assert run_summary.loss_policy_in_force(scenario.load(DEMO)) == "tolerant"
+def test_default_policy_is_ocps():
+    # The README and traffic/core/qp_config.py document OCP's rule as the default.
+    assert run_summary.loss_policy_in_force(scenario.load(DEMO)) == "ocp"
 
 
-def test_a_scenario_choosing_ocp_is_recorded_as_ocp(tmp_path):
-    path = tmp_path / "ocp.toml"
-    path.write_text(_with_qp(DEMO.read_text(), 'loss_policy = "ocp"'))
-    assert run_summary.loss_policy_in_force(scenario.load(path)) == "ocp"
+def test_a_scenario_choosing_tolerant_is_recorded_as_tolerant(tmp_path):
+    path = tmp_path / "tolerant.toml"
+    path.write_text(_with_qp(DEMO.read_text(), 'loss_policy = "tolerant"'))
+    assert run_summary.loss_policy_in_force(scenario.load(path)) == "tolerant"
 
 
 def test_line_rate_fraction_of_the_median_iteration(tmp_path):

@@ -71,7 +71,9 @@ def test_congestion_is_remembered_qp_wide_for_the_grace_window():
 def test_the_config_selects_the_policy():
     assert isinstance(make_loss_policy(MRCConfig(loss_policy="ocp"), RttEstimator(MRCConfig())),
                       OcpLossPolicy)
-    assert isinstance(make_loss_policy(MRCConfig(), RttEstimator(MRCConfig())),
-                      TolerantLossPolicy)          # the default, for now
+    assert isinstance(make_loss_policy(MRCConfig(loss_policy="tolerant"),
+                                       RttEstimator(MRCConfig())), TolerantLossPolicy)
+    # OCP's rule is the default (traffic/core/qp_config.py)
+    assert isinstance(make_loss_policy(MRCConfig(), RttEstimator(MRCConfig())), OcpLossPolicy)
     with pytest.raises(ValueError, match="loss_policy.*'strict'"):
         MRCConfig(loss_policy="strict")

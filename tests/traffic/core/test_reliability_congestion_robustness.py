@@ -17,7 +17,8 @@ MS = 1_000_000
 
 def _sender(**kw):
     cfg = MRCConfig(ev_count=8, ev_backup_count=8, max_payload=1000, base_rtt_ns=MS, rto_ns=5 * MS,
-                    nscc_enabled=False, reorder_rtts=0.5, **kw)
+                    nscc_enabled=False, reorder_rtts=0.5,
+                    loss_policy="tolerant", **kw)
     events = []
     tx = SenderQP(0x11, 0x22, cfg, PathInfo((0, 1), 2), random.Random(1), events.append)
     return tx, events

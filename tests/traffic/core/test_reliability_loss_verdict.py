@@ -22,7 +22,7 @@ VERDICT_NS = 60_000_000
 
 def _cfg(verdict_ns: int) -> MRCConfig:
     return MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=1_000_000,
-                     loss_verdict_ns=verdict_ns)
+                     loss_verdict_ns=verdict_ns, loss_policy="tolerant")
 
 
 def _forward_retired(h) -> list[dict]:
@@ -145,7 +145,7 @@ def test_late_packets_are_explained_even_with_coalesced_sacks():
     # (without the receiver's late-packet SACK some of the verdicts fail)
     net = _late_net(13, 1_500_000)
     cfg = MRCConfig(ev_count=16, ev_backup_count=16, max_payload=1000, base_rtt_ns=1_000_000,
-                    loss_verdict_ns=VERDICT_NS, ack_every=4)
+                    loss_verdict_ns=VERDICT_NS, ack_every=4, loss_policy="tolerant")
     h = Harness(net, cfg, seed=13)
     expected, region = h.post([150_000] * 4)
     h.run_until_idle()

@@ -73,3 +73,24 @@ def test_timers_asked_for_before_a_sample_follow_the_samples_after_it():
     est.update(9 * MS)
     assert est.rto_ns(0) == int(11.5 * MS) and est.rto_ns(8) == int(23 * MS)
     assert est.reorder_window_ns() == int(10.5 * MS)
+
+
+def test_timers_start_from_the_measured_base_rtt_with_no_floor():
+    """Probes measured 0.15 ms: 16 base RTTs are 2.4 ms (above the 1 ms rto_min_ns), no 2 ms
+    floor in between."""
+    est = RttEstimator(MRCConfig(base_rtt_ns=150_000, rto_rtts=16.0))
+    assert est.base_rtt_ns == 150_000
+    assert est.rto_base_ns() == 2_400_000
+
+
+def test_until_a_sample_the_base_is_a_full_frame_s_round_trip():
+    """Probes measured 0.15 ms; a 9000-byte frame stored and forwarded on 4 links of 100 Mbit/s
+    adds 4 x 0.72 ms = 2.88 ms (nscc_frame_rtt_ns). Before any sample the base is 3.03 ms, so
+    the first data packets' RTO is 16 x 3.03 = 48.48 ms, not 16 x the probe's 0.15 ms (which a
+    full frame's round trip alone exceeds); the first sample replaces it."""
+    est = RttEstimator(MRCConfig(base_rtt_ns=150_000, nscc_frame_rtt_ns=2_880_000,
+                                 rto_rtts=16.0))
+    assert est.base_rtt_ns == 3_030_000
+    assert est.rto_base_ns() == 48_480_000
+    assert est.update(3_200_000) is True
+    assert est.base_rtt_ns == 3_200_000

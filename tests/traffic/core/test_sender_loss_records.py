@@ -33,7 +33,7 @@ def sender(packets: int, gap_ns: int = 0, **cfg):
     """A harness whose sender has sent `packets` one-packet WRITEs from its start time,
     gap_ns apart; returns (harness, the packets by PSN)."""
     config = dict(rto_ns=100 * MS, base_rtt_ns=MS, nscc_enabled=False, ev_count=8,
-                  ev_backup_count=8, pacing_burst_packets=64)
+                  ev_backup_count=8, pacing_burst_packets=64, loss_policy="tolerant")
     config.update(cfg)
     h = Harness(SimNet(planes=2, spines=4, seed=5), cfg=MRCConfig(**config))
     region = h.registry.register(bytearray(100 * packets))

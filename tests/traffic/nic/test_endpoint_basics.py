@@ -5,6 +5,7 @@ import pytest
 
 from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
+from tests.helpers.endpoint_fakes import FakePort
 from traffic.core.codec import Codec
 from traffic.nic.endpoint import Endpoint
 from traffic.nic.endpoint_support import ConfigError, EndpointConfig, EventLog, Pacer, qp_timers
@@ -64,9 +65,17 @@ def test_config_defaults_and_timers():
     cfg = EndpointConfig.from_dict({"host": 1, "fabric": FabricSpec(planes=4).to_dict()})
     assert cfg.planes == [0, 1, 2, 3]
     assert cfg.port_rate_mbit == 100.0
-    # the emulated fabric's QP timers: RTO 16, probe period 20 base RTTs
+    # the emulated fabric's QP timers: RTO 16, probe period 20 base RTTs, of the RTT a full
+    # frame makes: the probes' 2 ms plus a 1518-byte frame (1344 payload + 174 header bytes)
+    # stored and forwarded on 4 links of 100 Mbit/s, 4 x 121.44 us
     t = qp_timers(Endpoint(cfg, ports={}).qp_config(2_000_000))
-    assert t["rto_ns"] == 16 * 2_000_000 and t["probe_period_ns"] == 20 * 2_000_000
+    base = 2_000_000 + 4 * 121_440
+    assert t["base_rtt_ns"] == base
+    assert t["rto_ns"] == 16 * base and t["probe_period_ns"] == 20 * base
+    # no floor under what the probes measured (0.15 ms): neither the base RTT nor NSCC's
+    qcfg = Endpoint(cfg, ports={}).qp_config(150_000)
+    assert (qcfg.base_rtt_ns, qcfg.nscc_min_base_rtt_ns) == (150_000, 0)
+    assert cfg.min_base_rtt_ns is None
     cfg2 = EndpointConfig.from_dict({"host": 0, "qp": {"rto_ns": 123_456}})
     assert qp_timers(Endpoint(cfg2, ports={}).qp_config(1_000_000))["rto_ns"] == 123_456
 
@@ -125,3 +134,15 @@ def test_event_log_writes_schema_lines(tmp_path):
     assert lines[0] == {"t_ns": 100, "host": "h3", "event": Event.PORT, "plane": 1, "up": False}
     assert lines[1]["t_ns"] == 7 and lines[1]["event"] == Event.PROBE
     log.close()
+
+
+def test_a_qp_keeps_the_base_rtt_its_probes_measured():
+    """No 2 ms floor: a QP created with a measured 0.15 ms base RTT has it; a floor applies
+    only when the config sets one."""
+    def qp_base(**config):
+        ep = Endpoint(EndpointConfig.from_dict({"host": 0, **config}),
+                      ports={p: FakePort(p) for p in range(2)})
+        return ep.create_qp(0x100, 2, 0x200, base_rtt_ns=150_000).sender.cfg.base_rtt_ns
+
+    assert qp_base() == 150_000
+    assert qp_base(min_base_rtt_ns=400_000) == 400_000
