@@ -20,6 +20,12 @@ they break). Every invariant here is a ratio to a time constant of the protocol 
                     waiting for the link (fraction of such gaps)
   ovs_stalls        ovs-vswitchd's "Unreasonably long N ms poll interval" during the timed
                     iterations, in base RTTs
+  recovery_window_stalls
+                    each fault's recovery window judged on its own (analysis/fidelity_windows.py):
+                    the worst lateness inside it over its bound; a window above 1 voids that
+                    fault's recovery_ms
+  fabric_link_pacing  never measured (T0-T1 links have no captures and no timed counters):
+                    listed under `unmeasured` with what can and cannot be checked there
 
 Verdict of one invariant: ratio = measured / bound; "ok" at ratio <= 1, "degraded" up to
 DEGRADED_MAX_RATIO, "invalid" above. The transport's verdict is its worst invariant's; an
@@ -31,13 +37,14 @@ bound for users.
 Pure: reads a transport's run directory (endpoint logs, captures, ovs_stalls.json), imports no
 Mininet or sockets. emulation/run/run_summary.py calls `transport_fidelity` for every transport.
 The verdict rules are analysis/fidelity_verdict.py; the invariants read from captures are
-analysis/fidelity_captures.py; the lateness and OVS invariants and the words are here.
+analysis/fidelity_captures.py; the evidence in time (recovery windows, stall fraction) is
+analysis/fidelity_windows.py; the verdict's words in every output are
+analysis/fidelity_words.py; the lateness and OVS invariants and the report's paragraph are here.
 """
 from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from pathlib import Path
 
@@ -50,8 +57,7 @@ from analysis.fidelity_captures import FabricFacts, capture_checks
 from analysis.fidelity_verdict import (DEGRADED, FABRIC_PACING, HELD_BEYOND_QUEUE, LINK_PACING,
                                        OK, OVS_STALLS, RECEIVE_LATENESS, RECOVERY_WINDOWS,
                                        TIMER_LATENESS, WORKER_LATENESS, Check, assemble, worst)
-from analysis.fidelity_windows import (histogram_counts, histogram_percentile_ns,  # noqa: F401
-                                       window_histograms)
+from analysis.fidelity_windows import histogram_percentile_ns, window_histograms
 from analysis.jsonl import read_jsonl
 from analysis.timescale import time_scale_of
 from model import timescale
