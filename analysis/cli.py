@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from analysis import metrics, nccl_results, plots, report, safe_write
+from analysis import fidelity_words, metrics, nccl_results, plots, report, safe_write
 from analysis.logs import resolve_run
 from model.argtypes import UsageError, add_renamed, positive_float
 
@@ -35,15 +35,32 @@ def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
             nccl[name] = nccl_results.transport_result(td.directory, td.model)
         except (OSError, ValueError):   # no worker.json (not written by the runner): no row
             continue
-    return {"report": rep, "figures": figs, "comparison": metrics.compare_transports(run),
+    return {"report": rep, "figures": figs, "comparison": with_verdicts(
+                metrics.compare_transports(run), run),
             "nccl": nccl, "problems": {n: t.problems for n, t in run.transports.items()}}
 
 
-# the comparison's columns the readable table shows, with their headings
-READABLE_COLUMNS = (("iterations", "iters", 0), ("iter_median_ms", "median ms", 1),
+def with_verdicts(comparison, run):
+    """The comparison with each transport's fidelity verdict, time scale and the number of
+    recovery times a stall voided (analysis/fidelity_words.py): every output of analyze carries
+    the verdict beside the numbers it judges."""
+    out = comparison.copy()
+    if not len(out):
+        return out
+    summaries = [run.transports[n].summary if n in run.transports else None for n in out.index]
+    out["fidelity"] = [fidelity_words.verdict_of(s) for s in summaries]
+    out["time_scale"] = [fidelity_words.time_scale_of(s) for s in summaries]
+    out["recovery_void"] = [len(fidelity_words.void_faults(s)) for s in summaries]
+    return out
+
+
+# the comparison's columns the readable table shows, with their headings (digits None: text)
+READABLE_COLUMNS = (("fidelity", "fidelity", None), ("time_scale", "k", 3),
+                    ("iterations", "iters", 0), ("iter_median_ms", "median ms", 1),
                     ("iter_p99_ms", "p99 ms", 1), ("goodput_mean_mbit", "goodput Mbit/s", 1),
                     ("retransmits", "retx", 0), ("recovery_first_fault_ms", "recovery ms", 0),
-                    ("recovery_max_ms", "max rec. ms", 0), ("problems", "problems", 0))
+                    ("recovery_max_ms", "max rec. ms", 0), ("recovery_void", "void", 0),
+                    ("problems", "problems", 0))
 
 
 def readable_table(comparison) -> str:
@@ -54,7 +71,8 @@ def readable_table(comparison) -> str:
         cells = [str(name)]
         for col, _, digits in present:
             v = row[col]
-            cells.append("-" if v is None or v != v else f"{float(v):.{digits}f}")
+            cells.append("-" if v is None or v != v else str(v) if digits is None
+                         else f"{float(v):g}" if col == "time_scale" else f"{float(v):.{digits}f}")
         lines.append(cells)
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     return "\n".join("  ".join(c.rjust(w) if i else c.ljust(w)

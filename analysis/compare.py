@@ -6,7 +6,9 @@ function of it): a percentile bootstrap interval of the difference of the median
 BOOTSTRAP_RESAMPLES resamples of each run's iterations with a fixed seed (so the verdict is
 reproducible); "yes" when the 95% interval excludes 0. Metrics with one value for a whole run (the
 slowest recovery, retransmissions, EVs retired) have no distribution: their difference is
-shown, their significance is "n/a".
+shown, their significance is "n/a". Each transport's rows open with both runs' fidelity verdict
+and time scale; when either verdict is not "ok", every other row of that transport is "void
+(fidelity)" instead of significant or not (analysis/fidelity_words.py).
 
 Runs of different scenarios (scenario.toml differs) are refused unless --force: their numbers
 measure different experiments. The two runs' goodput (all hosts, from goodput.csv) is drawn
@@ -22,6 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
+from analysis.fidelity_verdict import OK
+from analysis.fidelity_words import time_scale_of, verdict_of
 from analysis.logs import resolve_run
 from model.argtypes import add_renamed
 
@@ -29,6 +33,7 @@ BOOTSTRAP_RESAMPLES = 4000
 SEED = 20261127
 CONFIDENCE = 0.95
 GOODPUT_BIN_MS = 100.0
+VOID = "void (fidelity)"     # a row's significance when either run's verdict is not "ok"
 
 
 class CompareError(ValueError):
@@ -143,8 +148,28 @@ def compare(run_a, run_b, force: bool = False) -> dict:
             rows.append({"transport": t, "metric": metric, "n_a": 1, "n_b": 1, "a": a, "b": b,
                          "difference": None if a is None or b is None else b - a,
                          "low": None, "high": None, "significant": "n/a"})
+        rows = _judged(rows, t, sa, sb)
     return {"a": str(run_a), "b": str(run_b), "scenario_difference": difference, "rows": rows,
-            "transports": common}
+            "transports": common,
+            "fidelity": {t: {"a": verdict_of(ta[t]), "b": verdict_of(tb[t]),
+                             "time_scale_a": time_scale_of(ta[t]),
+                             "time_scale_b": time_scale_of(tb[t])} for t in common}}
+
+
+def _judged(rows: list[dict], t: str, sa: dict, sb: dict) -> list[dict]:
+    """Each run's fidelity verdict and time scale as rows of transport t, first; when either
+    verdict is not "ok" its other rows are not significant but void: a difference of two times
+    one of which measures the machine's CPU says nothing about the transport."""
+    va, vb = verdict_of(sa), verdict_of(sb)
+    void = va != OK or vb != OK
+    mine = [dict(r, significant=VOID) if void and r["transport"] == t else r for r in rows]
+    head = [{"transport": t, "metric": "fidelity", "n_a": 1, "n_b": 1, "a": va, "b": vb,
+             "difference": None, "low": None, "high": None, "significant": "n/a"},
+            {"transport": t, "metric": "time_scale", "n_a": 1, "n_b": 1, "a": time_scale_of(sa),
+             "b": time_scale_of(sb), "difference": None, "low": None, "high": None,
+             "significant": "n/a"}]
+    first = next(i for i, r in enumerate(mine) if r["transport"] == t)
+    return mine[:first] + head + mine[first:]
 
 
 def table(result: dict) -> str:

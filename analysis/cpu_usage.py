@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# A run whose cores were at least this busy (summed over all cores) is CPU-bound: the
-# emulator's processes, not the fabric's link rates, set its pace.
+# Cores at least this busy (summed over all cores) are saturated: the emulator's processes may
+# set the run's pace instead of the fabric's link rates. Whether they did is the fidelity
+# verdict's to say (analysis/fidelity.py), never this meter's: describe() reads the load
+# through the verdict, so the two never disagree.
 SATURATED_BUSY_FRACTION = 0.9
 
 
@@ -111,12 +113,23 @@ def usage_in_window(samples: list[CpuSample], start_ns: int, end_ns: int, *, hz:
     return usage_between(first, last, hz=hz, ncpu=ncpu)
 
 
-def describe(transport: str, usage: dict) -> str:
-    """One line for the run's printout."""
+def load_words(usage: dict, verdict: str | None) -> str:
+    """What the load means, read through the run's fidelity verdict (the one judgement):
+    saturated cores under an "ok" verdict measured the fabric all the same; a verdict other than
+    "ok" says the times measure this machine's CPU, whatever the busy share; without a verdict
+    the meter says only what it saw."""
+    if verdict is None:
+        return ("; cores saturated (no fidelity verdict says whether its times held)"
+                if usage.get("saturated") else "")
+    if verdict == "ok":
+        return ("; cores saturated, yet every fidelity invariant held: its times measure the "
+                "fabric" if usage.get("saturated") else "")
+    return f"; fidelity {verdict}: its times measure this machine's CPU, not the fabric's links"
+
+
+def describe(transport: str, usage: dict, verdict: str | None = None) -> str:
+    """One line for the run's printout; verdict: the transport's fidelity verdict."""
     roles = usage["cores_by_role"]
     parts = ", ".join(f"{role} {cores:.2f}" for role, cores in roles.items() if cores >= 0.005)
-    line = (f"{transport}: CPU {100 * usage['busy_fraction']:.0f}% of {usage['cores']} cores busy "
-            f"during the collective (cores: {parts})")
-    if usage["saturated"]:
-        line += "; CPU-bound: its times measure this machine's CPU, not the fabric's links"
-    return line
+    return (f"{transport}: CPU {100 * usage['busy_fraction']:.0f}% of {usage['cores']} cores busy "
+            f"during the collective (cores: {parts})" + load_words(usage, verdict))

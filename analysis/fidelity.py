@@ -20,6 +20,12 @@ they break). Every invariant here is a ratio to a time constant of the protocol 
                     waiting for the link (fraction of such gaps)
   ovs_stalls        ovs-vswitchd's "Unreasonably long N ms poll interval" during the timed
                     iterations, in base RTTs
+  recovery_window_stalls
+                    each fault's recovery window judged on its own (analysis/fidelity_windows.py):
+                    the worst lateness inside it over its bound; a window above 1 voids that
+                    fault's recovery_ms
+  fabric_link_pacing  never measured (T0-T1 links have no captures and no timed counters):
+                    listed under `unmeasured` with what can and cannot be checked there
 
 Verdict of one invariant: ratio = measured / bound; "ok" at ratio <= 1, "degraded" up to
 DEGRADED_MAX_RATIO, "invalid" above. The transport's verdict is its worst invariant's; an
@@ -31,27 +37,31 @@ bound for users.
 Pure: reads a transport's run directory (endpoint logs, captures, ovs_stalls.json), imports no
 Mininet or sockets. emulation/run/run_summary.py calls `transport_fidelity` for every transport.
 The verdict rules are analysis/fidelity_verdict.py; the invariants read from captures are
-analysis/fidelity_captures.py; the lateness and OVS invariants and the words are here.
+analysis/fidelity_captures.py; the evidence in time (recovery windows, stall fraction) is
+analysis/fidelity_windows.py; the verdict's words in every output are
+analysis/fidelity_words.py; the lateness and OVS invariants and the report's paragraph are here.
 """
 from __future__ import annotations
 
 import html
 import json
-import math
 import re
 from pathlib import Path
 
 import numpy as np
 
+from analysis import fidelity_windows as windows
+from analysis import fidelity_words
+from analysis.cpu_usage import SATURATED_BUSY_FRACTION
 from analysis.fidelity_captures import FabricFacts, capture_checks
-from analysis.fidelity_verdict import (DEGRADED, HELD_BEYOND_QUEUE, LINK_PACING, OK, OVS_STALLS,
-                                       RECEIVE_LATENESS, TIMER_LATENESS, WORKER_LATENESS, Check,
-                                       assemble, worst)
+from analysis.fidelity_verdict import (DEGRADED, FABRIC_PACING, HELD_BEYOND_QUEUE, LINK_PACING,
+                                       OK, OVS_STALLS, RECEIVE_LATENESS, RECOVERY_WINDOWS,
+                                       TIMER_LATENESS, WORKER_LATENESS, Check, assemble, worst)
+from analysis.fidelity_windows import histogram_percentile_ns, window_histograms
 from analysis.jsonl import read_jsonl
 from analysis.timescale import time_scale_of
 from model import timescale
 from model.events import Event
-from model.lateness import lateness_bucket_floor_ns
 from model.transport_defaults import MIN_BASE_RTT_NS
 
 # Timer and receive lateness: p99 at most half a base RTT. Above it, the endpoint's reaction time
@@ -60,13 +70,12 @@ from model.transport_defaults import MIN_BASE_RTT_NS
 LATENESS_P99_BOUND_RTTS = 0.5
 LATENESS_PERCENTILES = (50.0, 99.0, 99.9)
 LATENESS_MIN_SAMPLES = 100          # fewer samples than this say nothing about a p99
-DEFAULT_GOODPUT_INTERVAL_MS = 10.0  # the workers' sampling grid when worker.json has none
 # OVS stalls: a switch that does not poll for one base RTT holds every packet through it longer
 # than the protocol's RTT. ovs-vswitchd logs only poll intervals of 1000 ms and more
 # (lib/timeval.c), so any logged stall during the timed iterations breaks this bound ~100x.
 OVS_STALL_BOUND_RTTS = 1.0
 OVS_LOG = Path("/var/log/openvswitch/ovs-vswitchd.log")
-OVS_STALLS_FILE = "ovs_stalls.json"          # in a transport's run directory
+OVS_STALLS_FILE = windows.OVS_STALLS_FILE     # in a transport's run directory
 _OVS_STALL = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\|\d+\|timeval[^|]*\|WARN\|"
                         r"Unreasonably long (\d+)ms poll interval")
 
@@ -85,7 +94,16 @@ VOIDS = {
                  "fractions understate the fabric",
     OVS_STALLS: "a switch stopped forwarding for a second or more, so losses, timeouts and "
                 "recovery times in that window are the machine's, not the scenario's faults'",
+    RECOVERY_WINDOWS: "this machine stalled inside a fault's recovery window, so that fault's "
+                      "recovery time measures the stall, not the transport (void in the tables)",
 }
+# What the per-port evidence cannot show on the fabric's own links (docs/fidelity.md, Limits).
+FABRIC_PACING_UNMEASURED = (
+    "fabric links (T0-T1) have no captures and their queue counters are one snapshot at "
+    "teardown, without times, so a gap at a backlogged fabric port cannot be measured; a fabric "
+    "port stalled longer than its queue drains shows up in held_beyond_queue_bound (its path "
+    "bound counts the T0 uplink's and the T1 downlink's queues), and a whole switch's stall in "
+    "ovs_stalls")
 
 
 def default_min_base_rtt_ns() -> int:
@@ -94,49 +112,6 @@ def default_min_base_rtt_ns() -> int:
 
 
 # ---------------------------------------------------------------- lateness (endpoint logs)
-
-
-def histogram_counts(sparse) -> np.ndarray:
-    """[[bucket, count], ...] (an endpoint's lateness event) -> dense counts."""
-    out = np.zeros(0, dtype=np.int64)
-    for bucket, count in sparse or []:
-        b, c = int(bucket), int(count)
-        if b < 0 or c < 0:
-            raise ValueError(f"lateness bucket {bucket!r} count {count!r}")
-        if b >= len(out):
-            out = np.pad(out, (0, b + 1 - len(out)))
-        out[b] += c
-    return out
-
-
-def _subtract(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    n = max(len(a), len(b))
-    return np.clip(np.pad(a, (0, n - len(a))) - np.pad(b, (0, n - len(b))), 0, None)
-
-
-def histogram_percentile_ns(counts: np.ndarray, percentile: float) -> int | None:
-    """Nearest-rank percentile of a lateness histogram, as the upper edge of the bucket that
-    holds it (never understates the lateness; within a quarter octave of it). None: empty."""
-    total = int(counts.sum())
-    if total == 0:
-        return None
-    rank = max(1, math.ceil(round(percentile * total / 100, 9)))
-    bucket = int(np.searchsorted(np.cumsum(counts), rank))
-    return lateness_bucket_floor_ns(bucket + 1)
-
-
-def window_histograms(records: list[dict], start_ns: int | None, end_ns: int | None) -> dict:
-    """{"timer": counts, "rx": counts} of one endpoint over [start_ns, end_ns], from its
-    cumulative lateness events: the first snapshot at or after end_ns (else the last) minus the
-    last one at or before start_ns (else nothing)."""
-    snaps = sorted((r for r in records if isinstance(r.get("t_ns"), int)), key=lambda r: r["t_ns"])
-    if not snaps:
-        return {}
-    end = next((r for r in snaps if end_ns is not None and r["t_ns"] >= end_ns), snaps[-1])
-    before = [r for r in snaps if start_ns is not None and r["t_ns"] <= start_ns]
-    start = before[-1] if before else {}
-    return {kind: _subtract(histogram_counts(end.get(kind)), histogram_counts(start.get(kind)))
-            for kind in ("timer", "rx")}
 
 
 def endpoint_logs(tdir: Path, problems: list[str]) -> dict[str, dict]:
@@ -199,31 +174,18 @@ def worker_lateness_check(tdir: Path, rtt_ns: int, start_ns, end_ns, measurement
     """worker_lateness: every worker samples its goodput on a fixed grid (traffic/workload/worker.py
     GoodputSampler: sample k is due at the first sample's time + k intervals); a sample's
     lateness is its time minus its grid time. The last sample (taken at exit) is off the grid."""
-    interval_ms = DEFAULT_GOODPUT_INTERVAL_MS
-    try:
-        interval_ms = float(json.loads((Path(tdir) / "worker.json").read_text())
-                            .get("goodput_interval_ms") or interval_ms)
-    except (OSError, ValueError, TypeError, AttributeError):
-        pass
-    # worker.json's interval is the wall world's
-    interval_ms = timescale.emulated_time(interval_ms, time_scale_of(tdir))
     per_host, worst_p99 = {}, None
-    for path in sorted(Path(tdir).glob("worker-h*.jsonl")):
-        times = np.array([r["t_ns"] for r in read_jsonl(path, [], events=(Event.GOODPUT,))
-                          if isinstance(r.get("t_ns"), int)], dtype=np.int64)[:-1]
-        if len(times) < 2:
-            continue
-        late = times - (times[0] + np.arange(len(times)) * int(interval_ms * 1e6))
+    for host, (times, late) in windows.worker_lateness(tdir).items():
         keep = np.ones(len(times), dtype=bool)
         if start_ns is not None:
             keep &= times >= start_ns
         if end_ns is not None:
             keep &= times <= end_ns
-        late = np.clip(late[keep], 0, None)
+        late = late[keep]
         if len(late) < LATENESS_MIN_SAMPLES:
             continue
         ps = [float(np.percentile(late, p, method="inverted_cdf")) for p in LATENESS_PERCENTILES]
-        per_host[path.stem.removeprefix("worker-")] = {
+        per_host[host] = {
             "samples": int(len(late)), **{f"p{p:g}_ms".replace(".", ""): round(v / 1e6, 3)
                                           for p, v in zip(LATENESS_PERCENTILES, ps)}}
         worst_p99 = ps[1] if worst_p99 is None else max(worst_p99, ps[1])
@@ -306,11 +268,32 @@ def ovs_check(tdir: Path, rtt_ns: int, measurements: dict, unmeasured: dict,
 # ---------------------------------------------------------------- one transport
 
 
+def recovery_window_check(tdir: Path, logs: dict, rtt_ns: int, faults, end_ns,
+                          measurements: dict, unmeasured: dict, workers, ovs) -> Check | None:
+    """recovery_window_stalls: each fault's recovery window judged on its own
+    (analysis/fidelity_windows.py); the worst window's lateness over its stall bound."""
+    if not faults:
+        unmeasured[RECOVERY_WINDOWS] = "no fault took effect: no recovery window to judge"
+        return None
+    judged = windows.recovery_windows(tdir, logs, rtt_ns, faults, end_ns, workers, ovs)
+    measurements[RECOVERY_WINDOWS] = judged
+    ratios = [w["ratio"] for w in judged if w.get("ratio") is not None]
+    if not ratios:
+        unmeasured[RECOVERY_WINDOWS] = "no lateness evidence inside any fault's recovery window"
+        return None
+    return Check(RECOVERY_WINDOWS, max(ratios), 1.0,
+                 "worst lateness in a fault's recovery window, over its bound",
+                 "a stall inside a fault's recovery window lengthens exactly the recovery time "
+                 "measured there, however short it is against the whole run")
+
+
 def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: int | None,
-                       packets=None) -> dict:
+                       packets=None, faults=None) -> dict:
     """summary.json's `fidelity` of one transport run directory (start_ns..end_ns: the timed
     iterations, CLOCK_MONOTONIC). packets: its captures (analysis.pcap), loaded here when None.
-    Never raises on a partial run: what cannot be measured is listed with the reason."""
+    faults: [(t_ns, recovery_ms)] of the faults that took effect (summary.json's fault_times_ns
+    and recovery_ms), each judged in its recovery window. Never raises on a partial run: what
+    cannot be measured is listed with the reason."""
     tdir = Path(tdir)
     problems: list[str] = []
     measurements: dict = {}
@@ -320,22 +303,37 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
     measurements["base_rtt_ms"] = round(rtt_ns / 1e6, 3)
     measurements["base_rtt_source"] = rtt_source
     k = time_scale_of(tdir)
+    measurements["time_scale"] = k
     checks = lateness_checks(logs, rtt_ns, start_ns, end_ns, measurements, unmeasured, k)
     worker = worker_lateness_check(tdir, rtt_ns, start_ns, end_ns, measurements, unmeasured)
-    if worker is not None:
-        checks.append(worker)
     checks += capture_checks(tdir, facts, start_ns, end_ns, packets, measurements, unmeasured,
                              problems)
+    unmeasured[FABRIC_PACING] = FABRIC_PACING_UNMEASURED
     ovs = ovs_check(tdir, rtt_ns, measurements, unmeasured, k)
-    if ovs is not None:
-        checks.append(ovs)
+    workers, spans = windows.worker_lateness(tdir), windows.ovs_stall_spans(tdir)
+    stalls = windows.stall_fraction(windows.stall_spans(workers, spans, rtt_ns), start_ns, end_ns)
+    if stalls is not None:
+        measurements["stall_fraction"] = stalls
+    recovery = recovery_window_check(tdir, logs, rtt_ns, faults, end_ns, measurements,
+                                     unmeasured, workers, spans)
+    checks += [c for c in (worker, ovs, recovery) if c is not None]
     return assemble(checks, measurements, unmeasured, problems)
 
 
-def add_cpu_evidence(fidelity: dict, cpu: dict | None) -> None:
-    """The CPU meter's busy share beside the invariants (evidence, not a vote)."""
-    if fidelity is not None and cpu and "busy_fraction" in cpu:
-        fidelity.setdefault("measurements", {})["cpu_busy_fraction"] = cpu["busy_fraction"]
+def add_cpu_evidence(fidelity: dict, cpu: dict | None, tdir=None, start_ns=None,
+                     end_ns=None) -> None:
+    """The CPU meter's evidence beside the invariants (not a vote: the invariants say whether
+    the load cost the run its times): the busy share over the timed phase and, from cpu.csv in
+    tdir, the share of the timed phase (start_ns..end_ns, emulated) the cores were saturated."""
+    if fidelity is None or not cpu or "busy_fraction" not in cpu:
+        return
+    m = fidelity.setdefault("measurements", {})
+    m["cpu_busy_fraction"] = cpu["busy_fraction"]
+    if tdir is not None:
+        share = windows.cpu_saturated_fraction(Path(tdir), start_ns, end_ns,
+                                               SATURATED_BUSY_FRACTION)
+        if share is not None:
+            m["cpu_saturated_fraction"] = share
 
 
 # ---------------------------------------------------------------- words
@@ -385,13 +383,17 @@ def _sentences(run_dir) -> tuple[str, list[str]]:
     if not verdicts:
         return "unknown", ["Fidelity: not assessed (this run has no fidelity verdict)."]
     overall = worst(f.get("verdict", DEGRADED) for f in verdicts.values())
+    scales = sorted({time_scale_of(Path(run_dir) / t) for t in verdicts})
     lines = ["Fidelity: " + ", ".join(f"{t} {f.get('verdict', '?')}" for t, f in verdicts.items())
-             + "."]
+             + f"; time_scale {', '.join(f'{k:g}' for k in scales)}."]
     if overall == OK:
         lines.append("Every invariant measured held: the figures measure the emulated fabric.")
     for t, f in verdicts.items():
         for text in voided(f):
             lines.append(f"{t}: {text}.")
+    if overall != OK:
+        lines.append("For a valid run: " + fidelity_words.next_step(
+            str(Path(run_dir) / "scenario.toml"), scales[-1]) + ".")
     return overall, lines
 
 

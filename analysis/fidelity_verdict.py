@@ -25,8 +25,10 @@ WORKER_LATENESS = "worker_lateness"
 HELD_BEYOND_QUEUE = "held_beyond_queue_bound"
 LINK_PACING = "link_pacing"
 OVS_STALLS = "ovs_stalls"
+RECOVERY_WINDOWS = "recovery_window_stalls"
+FABRIC_PACING = "fabric_link_pacing"      # T0-T1 links: named, never measured (docs/fidelity.md)
 INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING,
-              OVS_STALLS)
+              OVS_STALLS, RECOVERY_WINDOWS, FABRIC_PACING)
 
 
 def severity(ratio: float) -> str:

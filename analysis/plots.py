@@ -22,6 +22,7 @@ from matplotlib.patches import Patch  # noqa: E402
 from analysis import metrics as m  # noqa: E402
 from analysis import recovery, safe_write  # noqa: E402
 from analysis import trimming as tr
+from analysis.fidelity_words import time_scale_of, verdict_of, void_by_entry
 from analysis.plots_common import TRANSPORT_COLORS, fault_markers, first_fault_ns, named_events
 from analysis.plots_ev import ev_state_figure
 from model import faults as fault_kinds
@@ -247,8 +248,13 @@ def recovery_figure(run: m.RunAnalysis):
         x = np.arange(len(vals)) + i * width
         color = TRANSPORT_COLORS.get(name)
         ax.bar(x, np.where(np.isnan(vals), 0, vals), width, color=color, label=name)
-        for xi, v in zip(x, vals):
-            if np.isnan(v):
+        for xi, v, void in zip(x, vals, void_rows(run.transports[name], rec)):
+            if void:        # a stall inside its recovery window: the bar is the machine's
+                ax.bar([xi], [top if np.isnan(v) else v], width, color="white",
+                       edgecolor=color, hatch="xx")
+                ax.text(xi, top * 0.5, "void (CPU stall)", ha="center", va="center",
+                        fontsize=7, rotation=90)
+            elif np.isnan(v):
                 ax.bar([xi], [top], width, color="none", edgecolor=color, hatch="//")
                 ax.text(xi, top * 0.5, "not recovered", ha="center", va="center", fontsize=7,
                         rotation=90)
@@ -263,9 +269,33 @@ def recovery_figure(run: m.RunAnalysis):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
     ax.set(title=f"Recovery time per fault (goodput back to {recovery.DEFAULT_THRESHOLD:.0%} of "
-                 "what the surviving paths allow; diamond: 0 ms)", ylabel="recovery time (ms)")
+                 "what the surviving paths allow; diamond: 0 ms)\n" + verdict_caption(run),
+           ylabel="recovery time (ms)")
     fig.tight_layout()
     return fig
+
+
+def void_rows(td, rec: pd.DataFrame) -> list:
+    """Per row of a recovery table (m.recovery_per_fault): why a stall voided it, else None;
+    matched to the run model's faults by time, else by order."""
+    voids = void_by_entry(td.model, td.summary) if td.model is not None else {}
+    at = {f.t_ns: voids[f.entry] for f in (td.model.faults if td.model else [])
+          if f.entry in voids}
+    ordered = list((td.summary or {}).get("recovery_void") or [])
+    out = []
+    for i, t in enumerate(rec["t_ns"] if "t_ns" in rec else [None] * len(rec)):
+        why = at.get(int(t)) if t is not None and t == t else None
+        if why is None and not at and len(ordered) == len(rec):
+            why = ordered[i]
+        out.append(why)
+    return out
+
+
+def verdict_caption(run: m.RunAnalysis) -> str:
+    """Each transport's fidelity verdict and the time scale, for a figure's title."""
+    words = [f"{n} {verdict_of(td.summary)}" for n, td in run.transports.items()]
+    scales = sorted({time_scale_of(td.summary) for td in run.transports.values()})
+    return (f"fidelity: {', '.join(words)}; time_scale {', '.join(f'{k:g}' for k in scales)}")
 
 
 def iteration_figure(run: m.RunAnalysis):

@@ -18,6 +18,8 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import cpu_usage, fidelity
+from analysis.fidelity_verdict import OK
+from analysis.fidelity_words import NOT_ASSESSED, verdict_of, void_by_entry
 from analysis import metrics as m
 from analysis import runmodel, safe_write
 from analysis import trimming as tr
@@ -216,9 +218,56 @@ def _fault_cells(run: m.RunAnalysis) -> dict[int, dict[str, str]]:
         following = {f.entry: (effective[i + 1].t_ns if i + 1 < len(effective) else None)
                      for i, f in enumerate(effective)}
         for f in model.faults:
-            out.setdefault(f.entry, {})[name] = _recovery_words(f, following.get(f.entry),
-                                                                model.traffic_end_ns)
+            words = _recovery_words(f, following.get(f.entry), model.traffic_end_ns)
+            if _void_reason(td, f):
+                words += " (void: a stall inside its recovery window)"
+            out.setdefault(f.entry, {})[name] = words
     return out
+
+
+def _headline(names, statuses, not_effective, schedule, unfaithful) -> str:
+    """The verdict box's first sentence: verified, faults in effect, and the fidelity verdict
+    (a run whose data verified but whose times measure the CPU gets no clean headline)."""
+    if all(ok for ok, _ in statuses) and not not_effective:
+        text = (f"Every transport ({', '.join(names)}) completed its iterations and verified "
+                f"the collective's data" + (f"; all {len(schedule)} scheduled faults took "
+                                           f"effect" if schedule else ""))
+        if not unfaithful:
+            return text + "."
+        return (text + f", but the fidelity of {', '.join(unfaithful)} is not \"ok\": its "
+                "times and recovery times measure this machine's CPU, not the fabric (the "
+                "fidelity box above says what to do).")
+    if not_effective and all(ok or "NOT" not in text for ok, text in statuses):
+        return ("The data verified, but a scheduled fault did not take effect: the recovery "
+                "numbers do not measure the schedule as written.")
+    return "This run did not verify: see below before trusting any number in it."
+
+
+def _cpu_lines(run: m.RunAnalysis) -> list[str]:
+    """Each transport's CPU load, read through its fidelity verdict (analysis/cpu_usage.py)."""
+    out = []
+    for name, td in run.transports.items():
+        cpu = (td.summary or {}).get("cpu")
+        if isinstance(cpu, dict):
+            verdict = verdict_of(td.summary)
+            verdict = None if verdict == NOT_ASSESSED else verdict
+            bad = verdict not in (None, OK) or (verdict is None and cpu.get("saturated"))
+            out.append(f"<p class='{'bad-text' if bad else 'muted'}'>"
+                       f"{_esc(cpu_usage.describe(name, cpu, verdict))}</p>")
+    return out
+
+
+def _void_reason(td: m.TransportData, fault: runmodel.Fault) -> str | None:
+    """Why a stall voided this fault's recovery time, None when it stands."""
+    return void_by_entry(td.model, td.summary).get(fault.entry)
+
+
+def _recovery_value(td: m.TransportData, fault: runmodel.Fault) -> str:
+    """A fault's recovery time in the report's table; void (with the reason on hover) when a
+    stall inside its recovery window voided it."""
+    why = _void_reason(td, fault)
+    value = "never" if fault.recovery_ms is None else _ms(fault.recovery_ms)
+    return (f"<span class='bad-text' title='{_esc(why)}'>{value} void</span>" if why else value)
 
 
 def verdict_html(run: m.RunAnalysis, out_dir: Path) -> str:
@@ -227,18 +276,12 @@ def verdict_html(run: m.RunAnalysis, out_dir: Path) -> str:
     statuses = [transport_status(td) for td in run.transports.values()]
     not_effective = [(name, f) for name, td in run.transports.items()
                      for f in td.model.not_effective]
-    all_ok = all(ok for ok, _ in statuses) and not not_effective
+    verified = all(ok for ok, _ in statuses) and not not_effective
+    unfaithful = [n for n, td in run.transports.items() if verdict_of(td.summary) != OK]
+    all_ok = verified and not unfaithful
     schedule = _schedule(run)
     names = list(run.transports)
-    if all_ok:
-        headline = (f"Every transport ({', '.join(names)}) completed its iterations and verified "
-                    f"the collective's data" + (f"; all {len(schedule)} scheduled faults took "
-                                               f"effect." if schedule else "."))
-    elif not_effective and all(ok or "NOT" not in text for ok, text in statuses):
-        headline = ("The data verified, but a scheduled fault did not take effect: the recovery "
-                    "numbers do not measure the schedule as written.")
-    else:
-        headline = "This run did not verify: see below before trusting any number in it."
+    headline = _headline(names, statuses, not_effective, schedule, unfaithful)
     parts = [f"<div class='verdict{'' if all_ok else ' bad'}'>",
              f"<p class='headline'>{_esc(headline)}</p>"]
     parts += [f"<p class='{'' if ok else 'bad-text'}'>{_esc(text)}</p>" for ok, text in statuses]
@@ -246,11 +289,7 @@ def verdict_html(run: m.RunAnalysis, out_dir: Path) -> str:
         for p in _strings((td.summary or {}).get("problems")) or []:
             if "did not take effect" not in p:
                 parts.append(f"<p class='bad-text'>{_esc(name)}: {_esc(p)}</p>")
-    for name, td in run.transports.items():
-        cpu = (td.summary or {}).get("cpu")
-        if isinstance(cpu, dict):       # a CPU-bound run's times measure the machine: say so here
-            parts.append(f"<p class='{'bad-text' if cpu.get('saturated') else 'muted'}'>"
-                         f"{_esc(cpu_usage.describe(name, cpu))}</p>")
+    parts += _cpu_lines(run)
     parts.append("</div>")
 
     if schedule:
@@ -275,8 +314,7 @@ def verdict_html(run: m.RunAnalysis, out_dir: Path) -> str:
                     continue
                 at = ("" if model.timed_start_ns is None else
                       f"<br><span class='muted'>at {(mine.t_ns - model.timed_start_ns) / 1e9:.2f} s</span>")
-                value = "never" if mine.recovery_ms is None else _ms(mine.recovery_ms)
-                tds.append(f"<td>{value}{at}</td>")
+                tds.append(f"<td>{_recovery_value(run.transports[n], mine)}{at}</td>")
             rows.append(f"<tr><td>{f.entry}</td><td class='text'>{_esc(f.label())}</td>"
                         f"<td class='text'>{_esc(f.when)}</td>{''.join(tds)}</tr>")
         parts.append("<div class='tablewrap'><table><tr><th>#</th><th class='text'>fault</th>"

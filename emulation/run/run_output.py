@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from analysis.fidelity_words import recovery_cell   # pure: the one way a recovery is shown
+
 
 def write_csvs(tdir: Path, model) -> None:
     with open(tdir / "iterations.csv", "w", newline="") as f:
@@ -39,15 +41,17 @@ def _fidelity_cell(s: dict) -> str:
 
 def comparison_table(summaries: list[dict]) -> str:
     """The terminal table, then one line per problem a user must know (faults that did not take
-    effect, errors), drawn from the summaries (which come from analysis.runmodel)."""
+    effect, errors), drawn from the summaries (which come from analysis.runmodel). The fidelity
+    verdict's own statement, once per transport, is analysis/fidelity_words.transport_line."""
     trim_cols = any("trimming" in s for s in summaries)
     rows = [("transport", "verified", "fidelity", "faults", "mean iter ms", "slowest iter ms",
              "recovery ms", "CPU busy %")
             + (("marked", "trimmed", "queue drops", "NACKs", "ASSUMED_BAD", "victim_Mbit/s")
                if trim_cols else ())]
     for s in summaries:
-        rec = s.get("recovery_ms") or []
-        rec_text = ", ".join("never" if r is None else f"{r:.0f}" for r in rec) or "-"
+        rec, void = s.get("recovery_ms") or [], s.get("recovery_void") or []
+        rec_text = ", ".join(recovery_cell(r, void[i] if i < len(void) else None)
+                             for i, r in enumerate(rec)) or "-"
         verified = "yes" if s.get("verified") else ("PARTIAL" if s.get("partial") else "NO")
         trim = (tuple("-" if s.get(k) is None else str(s[k])
                       for k in ("marked", "trimmed", "queue_drops", "nacks_sent", "ev_assumed_bad"))
@@ -62,20 +66,9 @@ def comparison_table(summaries: list[dict]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     for s in summaries:
         lines += [f"{s['transport']}: {p}" for p in s.get("problems") or []]
-    for s in summaries:
-        lines += [f"{s['transport']}: {note}" for note in fidelity_notes(s.get("fidelity"))]
     scales = sorted({s.get("time_scale") or 1.0 for s in summaries})
     if scales != [1.0]:
         lines.append(f"time_scale {', '.join(f'{k:g}' for k in scales)}: the fabric ran that many "
                      "times slower than the wall clock; times are the emulated world's, rates "
                      "the declared ones (emulation/calibration/time_scale.py)")
     return "\n".join(lines)
-
-
-def fidelity_notes(fid: dict | None) -> list[str]:
-    """One line per comparison a fidelity verdict other than "ok" voids (docs/fidelity.md)."""
-    if not fid or fid.get("verdict") in (None, "ok"):
-        return []
-    from analysis.fidelity import voided  # deferred: numpy, only when there is something to say
-    names = ", ".join(v.get("invariant", "?") for v in fid.get("violations") or [])
-    return [f"fidelity {fid['verdict']} ({names}): {text}" for text in voided(fid)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from analysis.fidelity_verdict import RECOVERY_WINDOWS   # pure: names and verdict rules
 from emulation.network import path_monitor
 from emulation.run.run_output import write_csvs
 from emulation.config.scenario import Scenario
@@ -77,11 +78,20 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
         host_groups={h.name: h.group for h in topo.hosts},
         port_addrs={(h.name, p): str(topo.nic_addr(h.index, p))
                     for h in topo.hosts for p in range(scn.spec.planes)})
+    faults = list(zip(summary.get("fault_times_ns") or [], summary.get("recovery_ms") or []))
     try:
-        return {"fidelity": fidelity.transport_fidelity(tdir, facts, start, end, packets=packets)}
+        fid = fidelity.transport_fidelity(tdir, facts, start, end, packets=packets, faults=faults)
+        return {"fidelity": fid, "recovery_void": recovery_void(fid, len(faults))}
     except Exception as exc:  # noqa: BLE001 - the rest of the summary matters more
         return {"fidelity": fidelity_verdict.assemble([], {}, {}, [
             f"fidelity monitor failed: {exc.__class__.__name__}: {exc}"])}
+
+
+def recovery_void(fid: dict, n_faults: int) -> list:
+    """Per fault (as recovery_ms): None, or why a stall inside its recovery window voids it."""
+    judged = (fid.get("measurements") or {}).get(RECOVERY_WINDOWS) or []
+    reasons = [w.get("reason") if w.get("void") else None for w in judged]
+    return (reasons + [None] * n_faults)[:n_faults]
 
 
 def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict,
@@ -208,7 +218,7 @@ def run_verdict(summaries: list[dict], interrupted: bool,
 
 
 TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified", "mean_iteration_ms",
-                    "slowest_iteration_ms", "recovery_ms", "fault_times_ns",
+                    "slowest_iteration_ms", "recovery_ms", "recovery_void", "fault_times_ns",
                     "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
                     "faults_failed", "faults_not_reached", "flows", "loss_policy",
                     "evs_retired", "healthy_evs_retired", "nccl")

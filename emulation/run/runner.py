@@ -63,7 +63,7 @@ from emulation.network import path_monitor
 from emulation.run import metrics_server, run_record
 from emulation.config import scenario as scenario_mod
 from emulation.calibration import time_scale as time_scale_mod
-from analysis import cpu_usage
+from analysis import fidelity_words
 from emulation.run.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
 from emulation.run.run_faults import FaultScheduler, unreached_reason, unreached_records
 from emulation.run.run_output import comparison_table
@@ -288,12 +288,13 @@ def _add_cpu(summary: dict, meter: CpuMeter, k: float, tdir: Path) -> None:
     meter.stop()
     summary["cpu"] = meter.usage(*(timescale.wall_ns(t, k) for t in (
         summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
-    from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
-    add_cpu_evidence(summary.get("fidelity"), summary["cpu"])
     try:
         meter.write_csv(tdir / "cpu.csv")
     except OSError as err:          # the summary matters more than the CSV
         meter.error = meter.error or f"cpu.csv: {err}"
+    from analysis.fidelity import add_cpu_evidence  # deferred: numpy, only to summarise
+    add_cpu_evidence(summary.get("fidelity"), summary["cpu"], tdir,
+                     summary.get("timed_start_ns"), summary.get("traffic_end_ns"))
     summary["cpu_meter_error"] = meter.error
 
 
@@ -381,7 +382,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"mrclab run: {exc}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
-    if scn.time_scale == "auto" and not args.validate_only:
+    auto = scn.time_scale == "auto"
+    if auto and not args.validate_only:
         from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
         try:
             scn.time_scale = calibrate.resolve(scn, run_transport, log=lambda text: print(
@@ -410,7 +412,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     status, code, console = "crashed", None, None
     try:
         code, console = _run_transports(scn, transports, run_dir,
-                                        getattr(args, "require_fidelity", False))
+                                        getattr(args, "require_fidelity", False),
+                                        source=args.scenario, auto=auto)
         status = "interrupted" if code == EXIT_INTERRUPTED else "finished"
     except BaseException as exc:
         status = ("interrupted" if isinstance(exc, KeyboardInterrupt)
@@ -422,9 +425,11 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
 
 
 def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
-                    require_fidelity: bool = False) -> tuple[int, str]:
+                    require_fidelity: bool = False, source: str | None = None,
+                    auto: bool | None = None) -> tuple[int, str]:
     """Run every transport into run_dir, write the run's summary.json and print the tables.
-    Returns (exit code, the console table as printed)."""
+    source, auto: the scenario as the user named it and whether its time scale was "auto" (the
+    next step a verdict other than "ok" names). Returns (exit code, the console as printed)."""
     summaries, interrupted = [], False
     for transport in transports:
         tdir = run_dir / transport
@@ -447,9 +452,8 @@ def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
     for s in summaries:
         for flow in s.get("flows") or []:
             console.append(f"{s['transport']}: {flow_analysis.describe(flow)}")
-    for s in summaries:
-        if s.get("cpu"):
-            console.append(cpu_usage.describe(s["transport"], s["cpu"]))
+    for s in summaries:     # the verdict once per transport, the CPU's load read through it
+        console.append(fidelity_words.transport_line(s, source, auto))
     console.append(f"run directory: {run_dir}")
     print("\n".join(console))
     if interrupted:

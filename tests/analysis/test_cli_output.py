@@ -60,3 +60,27 @@ def test_json_and_csv_exclude_each_other(run_dir, capsys):
     with pytest.raises(SystemExit):
         cli.main([str(run_dir), "--json", "--csv"])
     assert "not allowed with" in capsys.readouterr().err
+
+
+def test_every_output_carries_the_fidelity_verdict_and_time_scale(run_dir, capsys):
+    (run_dir / "tcp" / "summary.json").write_text(json.dumps(
+        {"transport": "tcp", "time_scale": 4.0, "recovery_void": ["a stall", None],
+         "fidelity": {"verdict": "invalid", "violations": []}}))
+    assert cli.main([str(run_dir)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[0].split()
+    row = next(x for x in lines if x.startswith("tcp") and "float" not in x).split()
+    assert head[:4] == ["transport", "fidelity", "k", "iters"] and row[:4] == ["tcp", "invalid",
+                                                                            "4", "10"]
+    assert head[-2:] == ["void", "problems"] and row[-2] == "1"     # one recovery voided
+    assert max(len(x) for x in lines) <= 100
+    assert cli.main([str(run_dir), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)["tcp"]
+    assert (data["fidelity"], data["time_scale"], data["recovery_void"]) == ("invalid", 4.0, 1)
+    assert cli.main([str(run_dir), "--csv"]) == 0
+    row = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert (row["fidelity"], row["time_scale"], row["recovery_void"]) == ("invalid", "4.0", "1")
+    # a run without a summary is not vouched for
+    (run_dir / "tcp" / "summary.json").unlink()
+    assert cli.main([str(run_dir), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["tcp"]["fidelity"] == "not assessed"

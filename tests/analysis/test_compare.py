@@ -10,14 +10,15 @@ from analysis import compare as C
 
 
 def make_run(root, name, times_ms, *, scenario="name = \"x\"\n", recovery=(100.0,), retx=10,
-             rate_bytes_per_10ms=10_000):
+             rate_bytes_per_10ms=10_000, verdict="ok", time_scale=1.0):
     run = root / name
     (run / "mrc").mkdir(parents=True)
     (run / "scenario.toml").write_text(scenario)
     mean = sum(times_ms) / len(times_ms)
     (run / "mrc" / "summary.json").write_text(json.dumps({
         "transport": "mrc", "iteration_times_ms": times_ms, "recovery_ms": list(recovery),
-        "retransmissions": retx, "evs_retired": 2,
+        "retransmissions": retx, "evs_retired": 2, "time_scale": time_scale,
+        "fidelity": {"verdict": verdict, "violations": []},
         "nccl": {"time_mean_ms": mean, "busbw_GBps": 1.0}}))
     rows = "".join(f"{i * 10_000_000},{i * rate_bytes_per_10ms}\n" for i in range(101))
     (run / "mrc" / "goodput.csv").write_text("t_ns,rx_bytes_all_hosts\n" + rows)
@@ -92,3 +93,26 @@ def test_a_faster_run_b_is_significant_too(tmp_path):
     b = make_run(tmp_path, "b", [100.0 + i for i in range(10)])
     row = next(r for r in C.compare(a, b)["rows"] if r["metric"] == "median iteration ms")
     assert row["difference"] == -100.0 and row["high"] < 0 and row["significant"] == "yes"
+
+
+def test_each_transport_opens_with_both_verdicts_and_a_bad_one_voids_its_rows(tmp_path, capsys):
+    a = make_run(tmp_path, "a", [200.0 + i for i in range(10)], time_scale=4.0)
+    b = make_run(tmp_path, "b", [100.0 + i for i in range(10)], verdict="invalid")
+    result = C.compare(a, b)
+    first, second = result["rows"][:2]
+    assert (first["metric"], first["a"], first["b"]) == ("fidelity", "ok", "invalid")
+    assert (second["metric"], second["a"], second["b"]) == ("time_scale", 4.0, 1.0)
+    # B is invalid: a shift of 100 ms is no longer "significant", it is void
+    row = next(r for r in result["rows"] if r["metric"] == "median iteration ms")
+    assert row["difference"] == -100.0 and row["significant"] == C.VOID
+    assert result["fidelity"]["mrc"] == {"a": "ok", "b": "invalid", "time_scale_a": 4.0,
+                                         "time_scale_b": 1.0}
+    assert C.main([str(a), str(b), "--figure", str(tmp_path / "g.png")]) == 0
+    out = capsys.readouterr().out
+    assert "fidelity" in out and "invalid" in out and "void (fidelity)" in out
+    # a run written without a verdict is not vouched for either
+    (b / "mrc" / "summary.json").write_text(json.dumps(
+        {k: v for k, v in json.loads((b / "mrc" / "summary.json").read_text()).items()
+         if k != "fidelity"}))
+    rows = C.compare(a, b)["rows"]
+    assert rows[0]["b"] == "not assessed" and rows[2]["significant"] == C.VOID

@@ -246,10 +246,12 @@ def test_paragraph_names_what_a_broken_invariant_voids(tmp_path):
         "tcp": {"fidelity": {"verdict": F.OK, "violations": []}}}}
     (tmp_path / "summary.json").write_text(json.dumps(top))
     html = F.paragraph_html(tmp_path)
-    assert "mrc invalid, tcp ok" in html and "verdict bad" in html
+    assert "mrc invalid, tcp ok; time_scale 1." in html and "verdict bad" in html
+    # the way to a valid run, on the run's own copy of the scenario
+    assert f"For a valid run: run `mrclab calibrate {tmp_path}/scenario.toml`" in html
     assert "iteration times and recovery times measure this machine&#x27;s CPU" in html
     md = F.paragraph_markdown(tmp_path)
-    assert md.startswith("**Fidelity: mrc invalid, tcp ok.**")
+    assert md.startswith("**Fidelity: mrc invalid, tcp ok; time_scale 1.**")
     top["transports"]["mrc"]["fidelity"] = {"verdict": F.OK, "violations": []}
     (tmp_path / "summary.json").write_text(json.dumps(top))
     assert "measure the emulated fabric" in F.paragraph_html(tmp_path)
@@ -267,7 +269,7 @@ def test_report_opens_with_the_fidelity_paragraph(tmp_path):
     (run_dir / "summary.json").write_text(json.dumps(top))
     text = report.write_report(metrics.load_run(run_dir), {}, tmp_path / "r.html").read_text()
     body = text[text.index("<h1>"):]
-    assert body.index("Fidelity: mrc degraded.") < body.index("<h2>Verdict</h2>")
+    assert body.index("Fidelity: mrc degraded; time_scale 1.") < body.index("<h2>Verdict</h2>")
     assert "waited in the switches longer than any queue can hold them" in body
 
 

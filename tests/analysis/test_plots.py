@@ -209,3 +209,15 @@ def test_trim_figure_leaves_zero_series_out_of_the_legend(tmp_path):
     assert [t.get_text() for t in right.get_legend().get_texts()] == ["mrc"]
     note = " ".join(t.get_text() for t in fig.texts)
     assert "tcp marked" in note and "tcp trimmed" in note
+
+
+def test_a_voided_recovery_is_drawn_void_and_the_title_names_the_verdicts(tmp_path):
+    mrc = _transport("mrc", 1.0, tmp_path, outage_ms=300)
+    mrc.summary.update(recovery_void=["a stall inside its recovery window"], time_scale=4.0,
+                       fidelity={"verdict": "invalid"})
+    run = m.RunAnalysis(tmp_path, {"mrc": mrc, "roce": _transport("roce", 1.0, tmp_path)},
+                        0, 10.0, {})
+    ax = plots.recovery_figure(run).axes[0]
+    texts = [t.get_text() for t in ax.texts]
+    assert texts.count("void (CPU stall)") == 1
+    assert "fidelity: mrc invalid, roce not assessed; time_scale 1, 4" in ax.get_title()

@@ -1,0 +1,58 @@
+"""What `mrclab run` prints after the transports ran (emulation/run/runner.py _run_transports):
+each transport's fidelity verdict once, with its time scale, the CPU's load read through the
+verdict, and, when the verdict is not "ok", the command that gets a valid run. The transports'
+summaries are canned (run_transport replaced): no fabric."""
+from __future__ import annotations
+
+from emulation.config import scenario as S
+from emulation.run import runner
+from tests.helpers.synthetic_run import TCP_RUN
+
+CPU = {"cores": 2, "window_s": 5.0, "busy_fraction": 0.96, "busy_cores": 1.92,
+       "cores_by_role": {"workers": 1.1, "switches": 0.8}, "saturated": True}
+
+
+def canned(verdict, transport):
+    violations = [] if verdict == "ok" else [
+        {"invariant": "timer_lateness", "ratio": 3.1}, {"invariant": "worker_lateness",
+                                                        "ratio": 2.4}]
+    return {"transport": transport, "verified": True, "faults_ok": True, "time_scale": 1.0,
+            "recovery_ms": [410.0, 0.0], "recovery_void": [None, None], "cpu": CPU,
+            "fidelity": {"verdict": verdict, "violations": violations}}
+
+
+def console(tmp_path, monkeypatch, capsys, verdicts):
+    monkeypatch.setattr(runner, "run_transport",
+                        lambda scn, transport, tdir: canned(verdicts[transport], transport))
+    scn = S.parse(TCP_RUN)
+    code, _ = runner._run_transports(scn, list(verdicts), tmp_path, source="experiments/x.toml",
+                                     auto=False)
+    return code, capsys.readouterr().out
+
+
+def flat(text: str) -> str:
+    """The console's words with its wrapping undone."""
+    return " ".join(text.split())
+
+
+def test_each_verdict_once_with_the_way_to_a_valid_run(tmp_path, monkeypatch, capsys):
+    code, printed = console(tmp_path, monkeypatch, capsys, {"mrc": "invalid", "roce": "ok"})
+    assert code == 0
+    assert max(len(line) for line in printed.splitlines()[-6:]) <= 100
+    out = flat(printed)
+    assert out.count("mrc: fidelity invalid at time_scale 1") == 1
+    assert "timer_lateness 3.1x, worker_lateness 2.4x" in out
+    assert out.count("For a valid run:") == 1 and "`mrclab calibrate experiments/x.toml`" in out
+    # the CPU meter never contradicts the verdict: saturated cores under "ok" measured the fabric
+    assert out.count("roce: fidelity ok at time_scale 1") == 1
+    assert "CPU-bound" not in out
+    roce = out[out.index("roce: fidelity ok"):]
+    assert "cores saturated, yet every fidelity invariant held" in roce[:roce.index("run directory")]
+
+
+def test_a_voided_recovery_reads_void_in_the_table(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "run_transport", lambda scn, transport, tdir: dict(
+        canned("invalid", transport), recovery_void=["a stall inside its recovery window", None]))
+    runner._run_transports(S.parse(TCP_RUN), ["mrc"], tmp_path)
+    out = flat(capsys.readouterr().out)
+    assert "410 void, 0" in out and "recovery of fault 1 void" in out
