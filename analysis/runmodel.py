@@ -114,6 +114,9 @@ class TransportRun:
     # packets the transport resent, summed over hosts (each worker's last `counters` event:
     # MRC/RoCE endpoint counters, TCP's tcpi_total_retrans); None when no worker logged them
     retransmissions: int | None = None
+    # the transport's own failure, when a worker's QP went to error (traffic/workload/worker.py
+    # logs it): {"host", "reason", "t_ns", "after_timed_start_ms"}; None when none did
+    transport_failure: dict | None = None
 
     @property
     def iteration_times_ms(self) -> list[float]:
@@ -153,6 +156,7 @@ class TransportRun:
             "wrong_elements": self.wrong_elements,
             "retransmissions": self.retransmissions,
             "worker_errors": list(self.worker_errors),
+            "transport_failure": self.transport_failure,
             "timed_start_ns": self.timed_start_ns,
             "traffic_end_ns": self.traffic_end_ns,
             "baseline_goodput_bps": self.baseline_goodput_bps,
@@ -235,6 +239,23 @@ def _retransmissions(logs: dict[str, list[dict]]) -> int | None:
             total += _int(last["retransmits"])
             seen = True
     return total if seen else None
+
+
+def _transport_failure(logs: dict[str, list[dict]], timed_start_ns: int | None) -> dict | None:
+    """The first QP error a worker logged (an error event with qp_error), with its time after
+    the timed iterations started (None before they did)."""
+    first = None
+    for host, events in logs.items():
+        for e in events:
+            t = _int(e.get("t_ns"))
+            if e.get("event") == Event.ERROR and e.get("qp_error") is True and t is not None:
+                if first is None or t < first["t_ns"]:
+                    first = {"host": host, "reason": str(e.get("reason")), "t_ns": t}
+                break
+    if first is not None:
+        first["after_timed_start_ms"] = (None if timed_start_ns is None
+                                         else (first["t_ns"] - timed_start_ns) / 1e6)
+    return first
 
 
 def _fault_records(tdir: Path, problems: list[str]) -> list[dict]:
@@ -452,4 +473,5 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
                         traffic_end_ns=traffic_end, data_verified=verified, worker_errors=errors,
                         faults=faults, baseline_goodput_bps=baseline, windows=windows,
                         rank_iterations=per_rank, problems=problems, groups=groups,
-                        wrong_elements=wrong, retransmissions=_retransmissions(logs))
+                        wrong_elements=wrong, retransmissions=_retransmissions(logs),
+                        transport_failure=_transport_failure(logs, timed_start))

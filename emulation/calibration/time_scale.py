@@ -8,38 +8,81 @@ What of a scenario is a time (x k) or a rate (/ k), and why each:
   - link rates (HTB, the endpoints' pacing, the degrade/ECN fault rates): rates;
   - fault times (at_s, after_s, a flap's period_s), ECMP reconvergence delays, the collective's
     and the connection set-up timeouts, the linger time, the goodput sampling period: times;
-  - every absolute timer of the endpoints ([mrc.endpoint] *_ns / *_ms, every [mrc.qp] *_ns,
-    whether the file sets it or the endpoint's default applies): times. Timers in base RTTs
-    (*_rtts) scale by themselves: the base RTT is taken from probes in the wall world;
+  - every absolute timer of the endpoints ([mrc.endpoint] *_ns / *_ms, the path prober's
+    other-path margin included, every [mrc.qp] *_ns and the [mrc.nscc] times in ns, whether
+    the file sets it or the endpoint's default applies): times. Timers in base RTTs (*_rtts)
+    scale by themselves: the base RTT is taken from probes in the wall world;
+  - the endpoints' EV event rate limit (events per second for the controller): a rate, so the
+    limit holds per emulated second;
   - OCP's ack_timeout (1.024 us x 2^n) becomes the equivalent fixed rto_ns, a time, as 2^n
-    cannot grow by a factor that is not a power of two;
+    cannot grow by a factor that is not a power of two; RoCE's roce_ack_timeout (NCCL_IB_TIMEOUT,
+    4.096 us x 2^n) becomes roce_ack_timeout_ns the same way, its default included;
   - the switches' ECN and trim thresholds stay the same bytes (drain times of the declared
     rate, model/switchport.py): the fabric and the endpoints get `time_scale` for that;
   - kernel TCP's minimum RTO (200 ms, Linux TCP_RTO_MIN): a time, through its routes
-    (emulation/network/hostnet.py). TCP's delayed-ACK timer (40 ms minimum) has no per-route setting
-    and stays unscaled.
+    (emulation/network/hostnet.py); the run's path monitor polls every PATH_MONITOR_PERIOD_S
+    of emulated time (emulation/network/path_monitor.py).
+What no setting reaches is in UNSCALED, each with its reason and its bias in emulated time.
 Byte counts (messages, buffers, MTU, windows in PSNs) do not change.
 """
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 from model import faults, timescale
 from model.timescale import TimeScaleError
 from model.topology import FabricSpec
+from traffic.core.qp_config import (ACK_TIMEOUT_UNIT_NS, NS_FIELDS_BY_OCP_NAME, MRCConfig,
+                                    roce_ack_timeout_ns)
 from traffic.nic.endpoint_support import EMULATED_FABRIC_QP_DEFAULTS, EndpointConfig
-from traffic.core.qp_config import MRCConfig
+from traffic.workload.worker_config import ENDPOINT_KEYS_FROM_THE_CONFIG
 
 AUTO = "auto"
-# [mrc.endpoint] absolute times; EndpointConfig's defaults apply when the file omits them.
-ENDPOINT_TIME_KEYS = ("base_rtt_ns", "default_base_rtt_ns", "min_base_rtt_ns", "port_poll_ms",
-                      "path_probe_interval_ms", "path_probe_timeout_ms")
-# [mrc.qp] absolute times: every MRCConfig *_ns field but the measured base RTT.
+# EndpointConfig fields the worker sets from the worker configuration (already in the wall world).
+_ENDPOINT_FROM_THE_WORKER = frozenset(ENDPOINT_KEYS_FROM_THE_CONFIG)
+# [mrc.endpoint] absolute times and rates: every EndpointConfig field whose name says so
+# (model/timescale.kind_of); EndpointConfig's defaults apply when the file omits them.
+ENDPOINT_TIME_KEYS = tuple(f.name for f in dataclasses.fields(EndpointConfig)
+                           if timescale.kind_of(f.name) == timescale.TIME
+                           and f.name not in _ENDPOINT_FROM_THE_WORKER)
+ENDPOINT_RATE_KEYS = tuple(f.name for f in dataclasses.fields(EndpointConfig)
+                           if timescale.kind_of(f.name) == timescale.RATE)
+# [mrc.qp] absolute times: every MRCConfig *_ns field but the measured base RTT, and the fields
+# in ns named after OCP's mrc_ctl.h (NSCC's period, target and quick-adapt threshold).
 QP_TIME_KEYS = tuple(f.name for f in dataclasses.fields(MRCConfig)
-                     if f.name.endswith("_ns") and f.name != "base_rtt_ns")
+                     if (f.name.endswith("_ns") or f.name in NS_FIELDS_BY_OCP_NAME)
+                     and f.name != "base_rtt_ns")
 # Defaults of mrc_comm.create() for the [mrc] keys that are times (traffic/workload/mrc_comm.py).
 MRC_TIME_DEFAULTS = {"linger_s": 0.3, "connect_timeout_s": 60.0}
-OCP_ACK_TIMEOUT_UNIT_NS = 1.024e3          # OCP mrc.h: local ACK timeout = 1.024 us x 2^n
+
+
+class Unscaled(NamedTuple):
+    """A time of the emulated world that the time scale cannot stretch."""
+    what: str
+    why: str
+    bias: str           # what it does to the emulated world's figures
+
+
+UNSCALED = (
+    Unscaled("kernel TCP's delayed-ACK timer (Linux TCP_DELACK_MIN 40 ms, TCP_DELACK_MAX "
+             "200 ms)",
+             "a kernel constant: no per-route, per-namespace or sysctl setting changes it "
+             "(`ip route` has `quickack`, which turns delayed ACKs off altogether, not a "
+             "longer delay)",
+             "a delayed ACK waits 40 ms / k of emulated time, k times less than a real "
+             "kernel's: TCP's ACK clock looks faster at k > 1"),
+    Unscaled("kernel TCP's initial RTO (Linux TCP_TIMEOUT_INIT 1 s) and its 3 s fallback "
+             "(TCP_TIMEOUT_FALLBACK)",
+             "no per-route or sysctl setting (`ip route` takes rto_min, not the initial RTO); "
+             "only a BPF sock_ops program (BPF_SOCK_OPS_TIMEOUT_INIT) could set it",
+             "a lost SYN is resent after 1 s / k of emulated time; the connections are set up "
+             "before the timed iterations, so no measured figure contains it"),
+    Unscaled("the run's own bookkeeping: the progress display, the CPU meter's samples, the "
+             "endpoints' lateness log period, the connection set-up's probe and READY retries",
+             "they measure or drive this machine, not the emulated fabric",
+             "none on a measured figure: they act outside the timed iterations or only observe"),
+)
 
 
 def wall_spec(spec: FabricSpec, k: float) -> FabricSpec:
@@ -58,8 +101,10 @@ def wall_endpoint(endpoint: dict, k: float) -> dict:
         if value:                               # None: measured; 0: off
             out[key] = (timescale.wall_ns(value, k) if key.endswith("_ns")
                         else timescale.wall_time(value, k))
-    if out.get("port_rate_mbit") is not None:
-        out["port_rate_mbit"] = timescale.wall_rate(out["port_rate_mbit"], k)
+    for key in ENDPOINT_RATE_KEYS:
+        value = out.get(key, fields[key].default)
+        if value is not None:                   # None: the fabric's (already / k)
+            out[key] = timescale.wall_rate(value, k)
     out["time_scale"] = k
     return out
 
@@ -69,8 +114,12 @@ def wall_qp(qp: dict, k: float, defaults: bool = True) -> dict:
     defaults for the keys `qp` omits ([mrc.qp]; a host's table over it has them already)."""
     out = dict(qp)
     if out.get("ack_timeout") is not None:
-        out["rto_ns"] = OCP_ACK_TIMEOUT_UNIT_NS * (1 << out.pop("ack_timeout"))
+        out["rto_ns"] = ACK_TIMEOUT_UNIT_NS * (1 << out.pop("ack_timeout"))
     fields = MRCConfig.__dataclass_fields__
+    exponent = out.pop("roce_ack_timeout", None)
+    if "roce_ack_timeout_ns" not in out and (exponent is not None or defaults):
+        out["roce_ack_timeout_ns"] = roce_ack_timeout_ns(
+            fields["roce_ack_timeout"].default if exponent is None else exponent)
     for key in QP_TIME_KEYS:
         if key in out:
             value = out[key]

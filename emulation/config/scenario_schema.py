@@ -169,6 +169,11 @@ MRC_ENDPOINT = {
                                  "denies the lossy links it finds)"),
     "path_probe_timeout_ms": _pos(None, "path prober: an unanswered probe is suspect after this, "
                                   "ms", hi=60000.0),
+    "path_probe_margin_ms": _pos(None, "path prober: a probe lost on a silent path is judged by "
+                                 "the peer's answers to probes sent this much later on other "
+                                 "paths, ms", hi=600000.0),
+    "ev_event_rate_per_s": _pos(None, "EV state-change events per second the endpoint offers "
+                                "the controller (more are counted as dropped)", hi=1e6),
 }
 MRC_ENDPOINT_RESERVED = {
     "host": "set by the runner per host", "fabric": "comes from [fabric]",
@@ -245,7 +250,12 @@ MRC_QP = {
     "tail_sack_copy": _b(None, "a tail SACK (a message's last packet, a retransmission, the "
                          "packet completing a message) also leaves over a second reverse path"),
     "roce_window_psns": _i(None, 1, PSN_SPACE // 2 - 1, "RoCE RC window, PSNs"),
-    "roce_retry_limit": _i(None, 1, 7, "RoCE retry_cnt (3 bits)"),
+    "roce_ack_timeout": _i(None, 0, 31, "RoCE's IB local ACK timeout, 4.096 us x 2^n, waited "
+                           "before every retry: NCCL_IB_TIMEOUT (NCCL's default 20, 4.29 s)"),
+    "roce_ack_timeout_ns": _i(None, 1, NS_MAX, "RoCE's ACK timeout itself, ns (wins over "
+                              "roce_ack_timeout)"),
+    "roce_retry_limit": _i(None, 1, 7, "RoCE retry_cnt (3 bits): NCCL_IB_RETRY_CNT (NCCL's "
+                           "default 7)"),
 }
 # [mrc.nscc]: OCP mrc_ctl.h struct mrc_ctl_cc_nscc_cfg, each key under its name there; it
 # reaches MRCConfig as nscc_<key> (traffic/core/qp_config.py, traffic/core/nscc.py for the rules and the

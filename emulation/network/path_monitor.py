@@ -25,6 +25,7 @@ from analysis.jsonl import read_jsonl
 from controller.client import ControllerClient, ControllerError
 from controller.localize import locate
 from emulation.network import control_secrets
+from model import timescale
 from model.events import ControllerLog
 from model.topology import Topology
 from traffic.nic.control import ControlClient
@@ -38,11 +39,20 @@ MIN_LOST = 3
 MIN_LOSS_RATE = 0.005
 CLEAN_MIN_SENT = 40
 MIN_PATHS = 2
+# How often the monitor reads the counts, in emulated seconds: a lossy link is denied within a
+# period or two of the probes' evidence. A dilated run polls k times less often on the wall
+# clock (monitor_period_s), so the same evidence gathers between two polls.
+PATH_MONITOR_PERIOD_S = 0.25
+
+
+def monitor_period_s(k: float) -> float:
+    """The monitor's poll period in the wall world of a run at time scale k."""
+    return timescale.wall_time(PATH_MONITOR_PERIOD_S, k)
 
 
 class PathMonitor(threading.Thread):
     def __init__(self, topo: Topology, sockets: dict[str, str], api_port: int, record_path: Path,
-                 *, period_s: float = 0.25, active=lambda: True):
+                 *, period_s: float = PATH_MONITOR_PERIOD_S, active=lambda: True):
         super().__init__(daemon=True, name="path-monitor")
         self.topo = topo
         self.sockets = dict(sockets)
@@ -169,6 +179,7 @@ class RunControlPlane:
 
     def __init__(self, scn, transport: str, worker_config: WorkerConfig, tdir: Path):
         self.topo = scn.topology
+        self.period_s = monitor_period_s(float(scn.time_scale))
         self.tdir = Path(tdir)
         self.enabled = transport == "mrc"
         endpoint = (scn.mrc or {}).get("endpoint") or {}
@@ -190,7 +201,8 @@ class RunControlPlane:
         ControllerClient(port=api_port).register_endpoints(self.sockets())
         if self.probing:
             self.monitor = PathMonitor(self.topo, self.sockets(), api_port,
-                                       self.tdir / "path-monitor.jsonl", active=active)
+                                       self.tdir / "path-monitor.jsonl",
+                                       period_s=self.period_s, active=active)
             self.monitor.start()
 
     def stop(self) -> str | None:

@@ -180,6 +180,9 @@ def transport_problems(summary: dict, model) -> list[str]:
     out = []
     if summary.get("error"):
         out.append(f"run error: {summary['error']}")
+    failure = summary.get("transport_failure")
+    if failure:
+        out.append(describe_transport_failure(failure, summary.get("iterations_completed")))
     if summary.get("partial"):
         out.append("the run was cut short; the numbers cover only what was logged")
     done, planned = summary.get("iterations_completed"), summary.get("iterations_planned")
@@ -194,6 +197,17 @@ def transport_problems(summary: dict, model) -> list[str]:
     from analysis.runmodel import describe_not_effective  # deferred: numpy, only to summarise
     out += [describe_not_effective(f) for f in model.not_effective]
     return out
+
+
+def describe_transport_failure(failure: dict, completed: int | None) -> str:
+    """One sentence: the transport's collective failed on a QP error, where and when (what a
+    job on this transport would have seen), and what the run did about it."""
+    after = failure.get("after_timed_start_ms")
+    when = ("before the timed iterations started" if after is None
+            else f"{after / 1e3:.3f} s after the timed iterations started")
+    return (f"the transport failed: the collective ended on {failure.get('host')}'s "
+            f"{failure.get('reason')}, {when}, after {completed} timed iterations; the other "
+            f"workers were stopped at once")
 
 
 def fidelity_ok(summary: dict) -> bool:
@@ -221,7 +235,7 @@ TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified",
                     "slowest_iteration_ms", "recovery_ms", "recovery_void", "fault_times_ns",
                     "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
                     "faults_failed", "faults_not_reached", "flows", "loss_policy",
-                    "evs_retired", "healthy_evs_retired", "nccl")
+                    "evs_retired", "healthy_evs_retired", "nccl", "transport_failure")
 
 
 def top_fidelity(summary: dict) -> dict | None:

@@ -81,7 +81,7 @@ from emulation.run.run_summary import (
 from emulation.config.scenario import Scenario, ScenarioError
 from emulation.config.scenario_faults import longest_run_s
 from traffic.core import codec
-from traffic.workload.worker_config import MRCSettings, TcpSettings, WorkerConfig
+from traffic.workload.worker_config import EXIT_QP_ERROR, MRCSettings, TcpSettings, WorkerConfig
 from model import timescale
 from model.argtypes import add_renamed
 from model.events import TRANSPORTS
@@ -112,6 +112,10 @@ CAPTURE_SNAPLEN = mrc_header_snaplen()
 # ---------------------------------------------------------------- worker config
 
 
+# How long the TCP workers may take to set up their connections, in emulated seconds.
+TCP_CONNECT_TIMEOUT_S = 30.0
+
+
 def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
     """The configuration every worker of `transport` reads (traffic/workload/worker_config.py), from the
     scenario the machine runs (emulation/time_scale.wall_scenario)."""
@@ -139,7 +143,8 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
         trimming=scn.trimming,
         tcp=TcpSettings(endpoints=[[[topo.nic_addr(h.index, p), scn.tcp_port]
                                     for p in range(scn.spec.planes)] for h in topo.hosts],
-                        connect_timeout_s=30.0),
+                        connect_timeout_s=timescale.wall_time(TCP_CONNECT_TIMEOUT_S,
+                                                              float(scn.time_scale))),
         mrc=MRCSettings.from_dict(scn.mrc),
         time_scale=float(scn.time_scale),
     )
@@ -298,12 +303,21 @@ def _add_cpu(summary: dict, meter: CpuMeter, k: float, tdir: Path) -> None:
     summary["cpu_meter_error"] = meter.error
 
 
+# After a QP error stops the other workers (SIGTERM: they close their logs and sockets), how
+# long they get, beyond their linger time ([mrc] linger_s), before they are killed.
+STOP_GRACE_S = 5.0
+
+
 def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
+    """Wait for every worker. A worker that exits on a QP error (EXIT_QP_ERROR) failed the
+    job as an RDMA job fails on an error completion: the others are stopped at once rather
+    than left to time out waiting for it (the collective's timeout_s); that is the transport's
+    outcome (summary "transport_failure"), not an error of the run."""
     coll = scn.collective
     deadline = time.monotonic() + longest_run_s(coll)
     progress = Progress(transport, coll.iterations)
     total_faults = len(scn.faults)
-    first_failure = None
+    first_failure = stopped = None
     try:
         while True:
             tail.poll()
@@ -311,17 +325,25 @@ def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
             progress.update(tail.min_done(), total_faults - len(scheduler.pending), total_faults)
             if all(c is not None for c in codes):
                 break
+            now = time.monotonic()
             if first_failure is None and any(c not in (None, 0) for c in codes):
-                first_failure = time.monotonic()
+                first_failure = now
+            if stopped is None and EXIT_QP_ERROR in codes:
+                stopped = now
+                for p in procs:
+                    if p.poll() is None:
+                        p.terminate()
             # a failed worker makes its peers fail by timeout; do not wait longer than that
-            grace = coll.timeout_s + 5
-            if time.monotonic() > deadline or (first_failure and time.monotonic() - first_failure > grace):
+            grace = (STOP_GRACE_S + float((scn.mrc or {}).get("linger_s") or 0) if stopped
+                     else coll.timeout_s + 5)
+            if now > deadline or (first_failure and now - first_failure > grace):
                 for p in procs:
                     if p.poll() is None:
                         p.kill()
-                state["error"] = "workers killed: " + ("overall deadline passed"
-                                                       if time.monotonic() > deadline else
-                                                       "peers did not exit after a worker failed")
+                if not stopped:
+                    state["error"] = "workers killed: " + (
+                        "overall deadline passed" if now > deadline
+                        else "peers did not exit after a worker failed")
             time.sleep(0.05)
     finally:
         progress.finish()

@@ -14,6 +14,9 @@ from __future__ import annotations
 
 from collections import deque
 
+# Events admitted per second of the world the endpoint runs in (the endpoint passes its
+# ev_event_rate_per_s, a rate the time scale divides by k, so the limit holds in emulated time).
+EV_EVENT_RATE_PER_S = 50.0
 # keys of an ev_state log event that are the log's, not the EV's
 NOT_EV_FIELDS = frozenset({"event", "host", "direction"})
 
@@ -21,7 +24,7 @@ NOT_EV_FIELDS = frozenset({"event", "host", "direction"})
 class EvEventQueue:
     """Bounded, rate-limited queue of EV state-change events with mrc_ctl.h drop counts."""
 
-    def __init__(self, capacity: int = 256, rate_per_s: float = 50.0, burst: int = 50):
+    def __init__(self, capacity: int = 256, rate_per_s: float = EV_EVENT_RATE_PER_S, burst: int = 50):
         if capacity < 1 or rate_per_s <= 0 or burst < 1:
             raise ValueError(f"EV event queue: capacity and burst must be >= 1 and rate_per_s "
                              f"> 0, got {capacity}, {burst}, {rate_per_s}")

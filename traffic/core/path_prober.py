@@ -19,7 +19,7 @@ What counts as lost (a stalled CPU must not look like a lossy link):
   path's packets, so judging by any later answer of the peer would make healthy paths look
   lossier than the lossy link they are meant to find;
 * a path that answers nothing at all (a black hole) is judged by the peer's other paths, but
-  only against answers to probes sent OTHER_PATH_MARGIN_NS later, longer than such a hold;
+  only against answers to probes sent `other_path_margin_ns` later, longer than such a hold;
 * a peer that stalls answers its backlog late, in order, and a late answer clears the suspect
   probe; a peer that is gone answers nothing and none is lost.
 """
@@ -34,11 +34,12 @@ from traffic.core.messages import PROBE_ID_MASK
 # endpoint's RTT/READY probes (0x100.., 0x200..), so a capture tells them apart.
 PROBER_ENTROPY = 0x300
 # A probe unanswered on a path that answers nothing else is judged by the peer's answers over
-# other paths to probes sent at least this much later: longer than a starved switch holds a
-# path's packets, with room for the pauses of a loaded machine.
+# other paths to probes sent at least this much later (the default of `other_path_margin_ns`;
+# the endpoint passes its path_probe_margin_ms, a time the time scale stretches): longer than a
+# starved switch holds a path's packets, with room for the pauses of a loaded machine.
 OTHER_PATH_MARGIN_NS = 2_000_000_000
 # Suspect probes of a peer that never answers again are forgotten this many timeouts after
-# OTHER_PATH_MARGIN_NS (when the peer's other paths could first have judged them).
+# the other-path margin (when the peer's other paths could first have judged them).
 FORGET_TIMEOUTS = 20
 
 
@@ -75,10 +76,12 @@ def probed_paths(topo: Topology, src: int, peers) -> list[tuple[int, int, int]]:
 class PathProber:
     """Schedule and bookkeeping of one host's path probes."""
 
-    def __init__(self, topo: Topology, host: int, interval_ns: int, timeout_ns: int):
-        if interval_ns <= 0 or timeout_ns <= 0:
-            raise ValueError(f"prober interval and timeout must be > 0, got {interval_ns}, "
-                             f"{timeout_ns}")
+    def __init__(self, topo: Topology, host: int, interval_ns: int, timeout_ns: int, *,
+                 other_path_margin_ns: int = OTHER_PATH_MARGIN_NS):
+        if interval_ns <= 0 or timeout_ns <= 0 or other_path_margin_ns <= 0:
+            raise ValueError(f"prober interval, timeout and other-path margin must be > 0, got "
+                             f"{interval_ns}, {timeout_ns}, {other_path_margin_ns}")
+        self.other_path_margin_ns = int(other_path_margin_ns)
         self.topo = topo
         self.host = host
         self.interval_ns = int(interval_ns)
@@ -130,13 +133,13 @@ class PathProber:
     def _judge(self, answered_path: tuple[int, int, int], answered_sent_ns: int) -> None:
         """A probe sent at answered_sent_ns on answered_path was answered: suspect probes sent
         before it on the same path were lost, and so were those of the same peer on other paths
-        sent at least OTHER_PATH_MARGIN_NS before it."""
+        sent at least other_path_margin_ns before it."""
         peer = answered_path[0]
         for seq, (path, sent) in list(self._suspect.items()):
             if path == answered_path:
                 lost = sent < answered_sent_ns
             else:
-                lost = path[0] == peer and sent <= answered_sent_ns - OTHER_PATH_MARGIN_NS
+                lost = path[0] == peer and sent <= answered_sent_ns - self.other_path_margin_ns
             if lost:
                 del self._suspect[seq]
                 self.counts[path].lost += 1
@@ -149,7 +152,7 @@ class PathProber:
                     self._suspect[seq] = (path, sent)
                 else:
                     self.counts[path].sent -= 1     # before the first answer: no evidence
-        forget = OTHER_PATH_MARGIN_NS + self.timeout_ns * FORGET_TIMEOUTS
+        forget = self.other_path_margin_ns + self.timeout_ns * FORGET_TIMEOUTS
         for seq, (path, sent) in list(self._suspect.items()):
             if now_ns - sent >= forget:
                 del self._suspect[seq]

@@ -19,6 +19,15 @@ RETRY_LINEAR_MAX = 7
 RETRY_EXP_MAX = 25
 RETRY_EXP_INFINITE = 25                 # exp_cnt 25: retry forever
 LOSS_POLICIES = ("ocp", "tolerant")
+# InfiniBand's local ACK timeout (IBTA, QP attribute `timeout`): 4.096 us x 2^n, n in 0..31.
+IB_ACK_TIMEOUT_UNIT_NS = 4096
+IB_ACK_TIMEOUT_MAX = 31
+ROCE_ACK_TIMEOUT_NCCL = 20              # NCCL_IB_TIMEOUT's default
+ROCE_RETRY_CNT_NCCL = 7                 # NCCL_IB_RETRY_CNT's default
+# MRCConfig fields that are times in ns although their names (mrc_ctl.h's, after nscc_) do not
+# end in _ns: the time scale (emulation/calibration/time_scale.py) scales them with the *_ns ones.
+NS_FIELDS_BY_OCP_NAME = ("nscc_adjust_period_threshold", "nscc_qa_threshold",
+                         "nscc_target_delay")
 
 
 @dataclass
@@ -184,9 +193,19 @@ class MRCConfig:
     # re-acknowledges a message's tail, so a tail SACK lost on a dead reverse path costs the
     # sender a whole RTO; a SACK of a retransmission lost the same way costs a second one.
     tail_sack_copy: bool = True
-    # RoCE RC baseline (traffic/core/roce_rc.py)
+    # RoCE RC baseline (traffic/core/roce_rc.py), its QP attributes as NCCL sets them for its
+    # IB/RoCE connections (NCCL's environment variables,
+    # https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
+    # roce_ack_timeout is NCCL_IB_TIMEOUT, the IB local ACK timeout 4.096 us x 2^n (NCCL's
+    # default 20: 4.29 s), waited afresh before every retry; roce_retry_limit is
+    # NCCL_IB_RETRY_CNT (NCCL's default 7, the 3-bit retry_cnt's maximum).
+    # roce_ack_timeout_ns, when set, is that interval itself and wins over the exponent: the
+    # time scale sets it (the interval x k), as 2^n cannot grow by a factor that is not a power
+    # of two.
     roce_window_psns: int = 1024
-    roce_retry_limit: int = 7            # RoCE retry_cnt maximum
+    roce_ack_timeout: int = ROCE_ACK_TIMEOUT_NCCL
+    roce_ack_timeout_ns: int | None = None
+    roce_retry_limit: int = ROCE_RETRY_CNT_NCCL
 
     def __post_init__(self) -> None:
         if self.ev_count is not None and (isinstance(self.ev_count, bool)
@@ -252,6 +271,16 @@ class MRCConfig:
             if self.rto_ns is not None:
                 raise ValueError("MRCConfig: set ack_timeout or rto_ns, not both (both fix "
                                  "the base retransmission timeout)")
+        if (isinstance(self.roce_ack_timeout, bool) or not isinstance(self.roce_ack_timeout, int)
+                or not 0 <= self.roce_ack_timeout <= IB_ACK_TIMEOUT_MAX):
+            raise ValueError(f"MRCConfig.roce_ack_timeout must be an integer in "
+                             f"0..{IB_ACK_TIMEOUT_MAX} (NCCL_IB_TIMEOUT: 4.096 us x 2^n), "
+                             f"got {self.roce_ack_timeout!r}")
+        if self.roce_ack_timeout_ns is not None and (
+                isinstance(self.roce_ack_timeout_ns, bool)
+                or not isinstance(self.roce_ack_timeout_ns, int) or self.roce_ack_timeout_ns <= 0):
+            raise ValueError(f"MRCConfig.roce_ack_timeout_ns must be a positive integer (ns) or "
+                             f"None, got {self.roce_ack_timeout_ns!r}")
         if self.loss_policy not in LOSS_POLICIES:
             raise ValueError(f"MRCConfig.loss_policy must be one of {', '.join(LOSS_POLICIES)}, "
                              f"got {self.loss_policy!r}")
@@ -284,11 +313,24 @@ class MRCConfig:
         return None if self.retries_infinite else self.retry_linear_count + self.retry_exp_count
 
     @property
+    def roce_ack_interval_ns(self) -> int:
+        """The RoCE QP's ACK timeout in ns: roce_ack_timeout_ns, else 4.096 us x
+        2^roce_ack_timeout."""
+        if self.roce_ack_timeout_ns is not None:
+            return self.roce_ack_timeout_ns
+        return roce_ack_timeout_ns(self.roce_ack_timeout)
+
+    @property
     def ack_timeout_ns(self) -> int | None:
         """OCP's local ACK timeout in ns (None: derived from the RTT)."""
         if self.ack_timeout is None:
             return None
         return round(ACK_TIMEOUT_UNIT_NS * (1 << self.ack_timeout))
+
+
+def roce_ack_timeout_ns(exponent: int) -> int:
+    """InfiniBand's local ACK timeout for the exponent n (NCCL_IB_TIMEOUT): 4.096 us x 2^n."""
+    return IB_ACK_TIMEOUT_UNIT_NS << exponent
 
 
 def unwrap(psn: int, ref: int) -> int:

@@ -7,7 +7,12 @@ strictly in-order acceptance at the receiver, go-back-N on loss:
     duplicates are re-ACKed; ACKs are Sack messages with cum_psn only (bitmap 0);
   * the sender on that NACK (or on an ACK timeout without progress) rewinds to the first
     unacknowledged PSN and resends everything from there (reason "gbn");
-  * retry_cnt (roce_retry_limit, default 7) timeouts without progress -> QP error.
+  * the ACK timeout is the IB local ACK timeout (4.096 us x 2^roce_ack_timeout), the same
+    interval before every retry (the QP attribute has no backoff), counted from the last
+    progress or the previous timeout;
+  * retry_cnt (roce_retry_limit) timeouts without progress -> QP error. The defaults are
+    NCCL's (NCCL_IB_TIMEOUT 20: 4.29 s, NCCL_IB_RETRY_CNT 7; traffic/core/qp_config.py): a QP
+    rides out (7 + 1) x 4.29 s = 34.4 s without any ACK before it errors.
 No path health, no EV change, no trimming support (a trimmed packet is just a loss), and no
 DCQCN (not modelled): the sender is paced to its plane's port rate with a fixed PSN window.
 """
@@ -26,6 +31,7 @@ from traffic.core.nscc import PlanePacer
 from traffic.core.reliability import (AccessError, AssembledCompletions, Completion, MemoryRegistry,
                                  MessageAssembler, MRCConfig, PostedWrites, _OutMessage, _TxRecord,
                                  unwrap)
+from traffic.core.work_requests import WC_REM_ACCESS_ERR, WC_RETRY_EXC_ERR
 
 
 def fixed_path(paths: PathInfo, qp_num: int, rng: random.Random) -> int:
@@ -77,9 +83,15 @@ class RoceSenderQP(PostedWrites):
         return not self.messages
 
     def rto_ns(self) -> int:
-        if self.cfg.rto_ns is not None:
-            return self.cfg.rto_ns
-        return int(max(self.cfg.rto_min_ns, self.cfg.rto_rtts * self.cfg.base_rtt_ns))
+        """The ACK timeout: one fixed interval (MRCConfig.roce_ack_interval_ns)."""
+        return self.cfg.roce_ack_interval_ns
+
+    def _timeout_at(self) -> int | None:
+        """When the ACK timer fires: one interval after the last progress (or the previous
+        timeout); None while nothing is outstanding."""
+        if self.snd_una < self.snd_nxt and self._progress_ns is not None:
+            return self._progress_ns + self.rto_ns()
+        return None
 
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
         if plane == self.plane and self.local_up != up:
@@ -91,8 +103,9 @@ class RoceSenderQP(PostedWrites):
         if self.error is not None:
             return None
         cands = []
-        if self.snd_una < self.snd_nxt and self._progress_ns is not None:
-            cands.append(self._progress_ns + self.rto_ns() * (self.retries + 1))
+        timeout_at = self._timeout_at()
+        if timeout_at is not None:
+            cands.append(timeout_at)
         if self._wake_ns is not None:
             cands.append(self._wake_ns if self._wake_ns >= 0 else now_ns)
         return min(cands) if cands else None
@@ -104,13 +117,14 @@ class RoceSenderQP(PostedWrites):
     def poll(self, now_ns: int) -> list[tuple[object, int]]:
         if self.error is not None:
             return []
-        if (self.snd_una < self.snd_nxt and self._progress_ns is not None
-                and now_ns >= self._progress_ns + self.rto_ns() * (self.retries + 1)):
+        timeout_at = self._timeout_at()
+        if timeout_at is not None and now_ns >= timeout_at:
             self.retries += 1
             self.counters["timeouts"] += 1
             if self.retries > self.cfg.roce_retry_limit:
                 self._fail(f"ACK timeout: PSN {self.snd_una & PSN_MASK} unacknowledged after "
-                           f"{self.cfg.roce_retry_limit} retries", now_ns)
+                           f"{self.cfg.roce_retry_limit} retries", now_ns, WC_RETRY_EXC_ERR,
+                           self.snd_una)
                 return []
             self._progress_ns = now_ns
             self._rewind(self.snd_una, now_ns)
@@ -187,7 +201,8 @@ class RoceSenderQP(PostedWrites):
             return
         self.counters["nacks"] += 1
         if nack.reason == NackReason.UNEXP_EVENT:
-            self._fail(f"remote access error (NACK UNEXP_EVENT for PSN {nack.psn})", now_ns)
+            self._fail(f"remote access error (NACK UNEXP_EVENT for PSN {nack.psn})", now_ns,
+                       WC_REM_ACCESS_ERR, unwrap(nack.psn & PSN_MASK, self.snd_una))
             return
         seq = unwrap(nack.psn & PSN_MASK, self.snd_una)
         if not self.snd_una <= seq <= self.snd_nxt:
@@ -289,16 +304,6 @@ class RoceReceiverQP(AssembledCompletions):
 
 # ---------------------------------------------------------------- endpoint adapter
 
-# InfiniBand "Local ACK Timeout" is 4.096 us * 2**exponent; 15 (~134 ms) is a common setting of
-# RoCE deployments. With retry_cnt 7 and the linear backoff above, a QP rides out ~4.8 s without
-# any ACK: long enough for a conventional fabric's multi-second ECMP reconvergence.
-ROCE_LOCAL_ACK_TIMEOUT_EXP = 15
-
-
-def roce_ack_timeout_ns(exponent: int = ROCE_LOCAL_ACK_TIMEOUT_EXP) -> int:
-    return int(4096 * 2 ** exponent)
-
-
 def qpn_entropy(qp_num: int) -> int:
     """UDP source port of a RoCE QP: a fixed function of the QP number (as RoCE NICs derive it),
     in the RoCEv2 source-port range 0xC000..0xFFFF."""
@@ -317,14 +322,11 @@ def ecmp_path_ev(qp_num: int, paths: PathInfo) -> int:
 
 def make_qp_halves(qp_num: int, peer_qp: int, config: MRCConfig, paths: PathInfo,
                    rng: random.Random, registry: MemoryRegistry | None = None,
-                   emit: Callable[[dict], None] | None = None, *,
-                   ack_timeout_ns: int | None = None):
+                   emit: Callable[[dict], None] | None = None):
     """(sender, receiver) of a RoCE RC QP for traffic/nic/endpoint.py: both halves on one fixed EV
-    (ACKs return on the same plane and sport), go-back-N, the IB local ACK timeout (unless the
-    config fixes rto_ns), no path health."""
-    import dataclasses
-    if config.rto_ns is None or ack_timeout_ns is not None:
-        config = dataclasses.replace(config, rto_ns=ack_timeout_ns or roce_ack_timeout_ns())
+    (ACKs return on the same plane and sport), go-back-N, the IB local ACK timeout of the
+    config (roce_ack_timeout / roce_ack_timeout_ns, already in the world the QP runs in), no
+    path health."""
     ev = ecmp_path_ev(qp_num, paths)
     sender = RoceSenderQP(qp_num, peer_qp, config, paths, rng, emit, ev=ev)
     receiver = RoceReceiverQP(qp_num, peer_qp, config, paths, rng, registry, emit, ev=ev)

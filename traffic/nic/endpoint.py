@@ -83,7 +83,7 @@ class Endpoint(EndpointProbes):
         self.codec = Codec(self.topo)
         self.log = EventLog(config.event_log, f"h{self.host}", clock)
         # forward EV state changes for the controller (control socket "ev_events")
-        self.ev_events = EvEventQueue()
+        self.ev_events = EvEventQueue(rate_per_s=config.ev_event_rate_per_s)
         self.counters = Counters()
         if ports is None and open_ports:
             port_class = port_class_for(config)
@@ -131,7 +131,8 @@ class Endpoint(EndpointProbes):
         if config.path_probe_interval_ms > 0:
             self.prober = PathProber(self.topo, self.host,
                                      int(config.path_probe_interval_ms * 1e6),
-                                     int(config.path_probe_timeout_ms * 1e6))
+                                     int(config.path_probe_timeout_ms * 1e6),
+                                     other_path_margin_ns=int(config.path_probe_margin_ms * 1e6))
         self._prober_peers = 0
         self.closed = False
 
@@ -240,7 +241,7 @@ class Endpoint(EndpointProbes):
                 qp.set_local_port(plane, False, now)
         self.qps[qpn] = qp
         self.log.emit(Event.QP, t_ns=now, qp=qpn, peer=f"h{peer}", peer_qp=peer_qpn,
-                      transport=transport, **qp_timers(qcfg))
+                      transport=transport, **qp_timers(qcfg, transport))
         if self.denylist.rules:
             self._apply_denylist(qp, now)
         # Move everything built so far (topology, codec tables, EV sets, buffers) out of the

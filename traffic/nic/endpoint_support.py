@@ -14,6 +14,8 @@ from model import timescale
 from model.lateness import LATENESS_BUCKETS, lateness_bucket
 from model.switchport import default_port_config
 from model.topology import FabricSpec
+from traffic.core.ev_events import EV_EVENT_RATE_PER_S
+from traffic.core.path_prober import OTHER_PATH_MARGIN_NS
 from traffic.core.reliability import MRCConfig
 from traffic.core.rtt import RttEstimator
 
@@ -155,6 +157,13 @@ class EndpointConfig:
     # A probe unanswered this long is lost. Under load a probe answer waits behind data in the
     # userspace switches and on a busy CPU (EV probes need 16 base RTTs for the same reason).
     path_probe_timeout_ms: float = 250.0
+    # A probe lost on a path that answers nothing is judged by answers over the peer's other
+    # paths to probes sent at least this much later (traffic/core/path_prober.py): longer than
+    # a starved switch holds a path's packets, with room for the pauses of a loaded machine.
+    path_probe_margin_ms: float = OTHER_PATH_MARGIN_NS / 1e6
+    # EV state-change events offered to the controller: at most this many per second
+    # (traffic/core/ev_events.py), so a flapping path cannot flood it.
+    ev_event_rate_per_s: float = EV_EVENT_RATE_PER_S
     # The run's time scale (emulation/calibration/time_scale.py): every other setting here is already in
     # the wall world; only the switches' thresholds, bytes of the declared rate, need it.
     time_scale: float = 1.0
@@ -181,7 +190,8 @@ class EndpointConfig:
                 for p in self.planes):
             raise ConfigError(f"planes must be a non-empty list of plane numbers "
                               f"0..{self.spec.planes - 1}, got {self.planes!r}")
-        for name in ("pacing_fraction", "port_poll_ms", "goodput_interval_ms"):
+        for name in ("pacing_fraction", "port_poll_ms", "goodput_interval_ms",
+                     "path_probe_margin_ms", "ev_event_rate_per_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
                 raise ConfigError(f"{name} must be a positive number, got {value!r}")
@@ -285,13 +295,13 @@ MOVED_TO_QP = {**{name: name for name in (
     "loss_verdict_ms": "loss_verdict_ns (in ns)"}
 
 
-def qp_timers(qp: MRCConfig) -> dict:
+def qp_timers(qp: MRCConfig, transport: str = "mrc") -> dict:
     """Base RTT, RTO, probe period and skip time a QP starts with (its `qp` event), as its RTT
     estimator derives them (traffic/core/rtt.py): fixed values win over the multiples of its
-    base RTT."""
+    base RTT. A RoCE QP's RTO is its IB ACK timeout."""
     rtt = RttEstimator(qp)
     base = rtt.base_rtt_ns
-    rto = rtt.rto_base_ns()
+    rto = qp.roce_ack_interval_ns if transport == "roce" else rtt.rto_base_ns()
     return {"base_rtt_ns": base, "rto_ns": rto,
             "probe_period_ns": qp.probe_period_ns or int(qp.probe_period_rtts * base),
             "skip_ns": qp.skip_ns or int(qp.skip_rtts * base)}

@@ -37,6 +37,12 @@ class CommTimeout(CommError):
     """wait() gave up; the message names what was still pending."""
 
 
+class QPFailed(CommError):
+    """A queue pair went to error (its retries ran out, or the peer refused an access): what
+    an RDMA job sees as a work completion with an error status. The collective fails at once,
+    as NCCL's does on such a completion; waiting for it could only time out."""
+
+
 class Handle:
     """One outstanding isend/irecv. `data` holds the received bytes once a recv is done."""
 

@@ -28,7 +28,8 @@ import struct
 import time
 from collections import defaultdict, deque
 
-from traffic.workload.comm import CommError, CommTimeout, Communicator, Handle, as_bytes, pending_summary
+from traffic.workload.comm import (CommError, CommTimeout, Communicator, Handle, QPFailed, as_bytes,
+                                   pending_summary)
 from traffic.nic.control import ControlServer
 from traffic.nic.endpoint import Endpoint
 from traffic.nic.endpoint_support import EndpointConfig, EndpointError
@@ -143,6 +144,7 @@ class MRCComm(Communicator):
         self.unexpected: dict[tuple[int, int], deque[bytes]] = defaultdict(deque)
         self.partial_unmatched: dict[tuple[int, int], deque[_Incoming]] = defaultdict(deque)
         self.error: str | None = None
+        self.qp_failed = False
         self.closed = False
         self.base_rtt_ns: dict[int, int] = {}
         self._connect(connect_timeout_s, base_rtt_ns)
@@ -282,15 +284,17 @@ class MRCComm(Communicator):
     # ------------------------------------------------------------------ progress
 
     def _raise_if_failed(self) -> None:
+        """CommError for a failure of the communicator; QPFailed, at once, for a QP in error."""
         if self.error is None:
             for st in self.qps.values():
                 qp = self.ep.qps.get(st.qpn)
                 if qp is not None and qp.error:
-                    self.error = (f"rank {self.rank} ({self.transport}): QP {st.k} to rank "
-                                  f"{st.peer} failed: {qp.error}")
+                    self.error = (f"QP error: rank {self.rank} ({self.transport}) QP {st.k} to "
+                                  f"rank {st.peer}: {qp.error}")
+                    self.qp_failed = True
                     break
         if self.error:
-            raise CommError(self.error)
+            raise (QPFailed if self.qp_failed else CommError)(self.error)
 
     def _post_pending(self, st: _QPState) -> None:
         while st.pending and st.send_ring.fits(st.pending[0].size):

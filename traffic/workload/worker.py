@@ -11,8 +11,9 @@ meaning are the fields of traffic/worker_config.WorkerConfig.
 Events: phase {phase: connecting|connected|warmup_done|done}, iteration {iter, start_ns, end_ns
 (the collective alone, not input set-up or verification), bytes (payload this rank sent),
 nccl_size_bytes (NCCL's S, algbw = S / t), verified, wrong (elements that failed
-verification)}, goodput, counters, error {reason}. Exit codes: 0 ok, 2 transport error, 3 result
-mismatch, 4 bad config.
+verification)}, goodput, counters, error {reason, qp_error}. Exit codes
+(traffic/workload/worker_config.py): 0 ok, 2 transport error, 3 result mismatch, 4 bad config,
+5 a QP in error (the collective failed at once, as NCCL's does on an error completion).
 """
 from __future__ import annotations
 
@@ -25,12 +26,11 @@ from pathlib import Path
 
 from model.events import Event, Phase
 from traffic.workload import collectives
-from traffic.workload.comm import CommError, create_communicator
+from traffic.workload.comm import CommError, QPFailed, create_communicator
 from traffic.nic.endpoint_support import EventLog
 from traffic.workload.iteration_inputs import InputPrefetcher
-from traffic.workload.worker_config import WorkerConfig, WorkerConfigError
-
-EXIT_OK, EXIT_TRANSPORT, EXIT_MISMATCH, EXIT_CONFIG = 0, 2, 3, 4
+from traffic.workload.worker_config import (EXIT_CONFIG, EXIT_MISMATCH, EXIT_OK, EXIT_QP_ERROR,
+                                            EXIT_TRANSPORT, WorkerConfig, WorkerConfigError)
 
 
 class GoodputSampler(threading.Thread):
@@ -123,6 +123,10 @@ def run(config: WorkerConfig, rank: int) -> int:
         log.emit(Event.COUNTERS, **comm.stats())
         log.emit(Event.PHASE, phase=Phase.DONE)
         return EXIT_OK
+    except QPFailed as exc:
+        log.emit(Event.ERROR, reason=str(exc), qp_error=True)
+        print(f"[{host}] {transport}: the collective failed: {exc}", file=sys.stderr, flush=True)
+        return EXIT_QP_ERROR
     except CommError as exc:
         log.emit(Event.ERROR, reason=str(exc))
         print(f"[{host}] TRANSPORT ERROR ({transport}): {exc}", file=sys.stderr, flush=True)

@@ -22,6 +22,10 @@ from pathlib import Path
 from model import timescale
 from model.events import TRANSPORTS
 
+# Exit codes of a worker (traffic/workload/worker.py), read back by the runner: EXIT_QP_ERROR is
+# a QP in error (the transport's outcome, reported as the run's result), EXIT_TRANSPORT any
+# other transport failure (a timeout, a lost connection).
+EXIT_OK, EXIT_TRANSPORT, EXIT_MISMATCH, EXIT_CONFIG, EXIT_QP_ERROR = 0, 2, 3, 4, 5
 COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "alltoall", "sendrecv", "incast",
                "bisection")
 ROUTINGS = ("srv6", "ecmp")

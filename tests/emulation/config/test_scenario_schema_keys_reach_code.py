@@ -121,6 +121,9 @@ READERS = {
         "seed": (12345, lambda w: w.ep._seed),
         "path_probe_interval_ms": (30.0, lambda w: w.ep.prober and w.ep.prober.interval_ns / 1e6),
         "path_probe_timeout_ms": (300.0, lambda w: w.ep.prober and w.ep.prober.timeout_ns / 1e6),
+        "path_probe_margin_ms": (1500.0, lambda w: w.ep.prober
+                                 and w.ep.prober.other_path_margin_ns / 1e6),
+        "ev_event_rate_per_s": (20.0, lambda w: w.ep.ev_events.rate_per_s),
     },
     "mrc.qp": {name: (value, lambda w, name=name: getattr(w.qcfg, name)) for name, value in {
         "ev_count": 24, "ev_backup_count": 10, "ev_min_active": 5, "probe_k": 4,
@@ -140,7 +143,7 @@ READERS = {
         "reverse_evs_per_plane": 3, "reverse_probe_rtts": 1.5,
         "reverse_probe_fail_limit": 3, "reverse_idle_rtts": 50.0, "tail_sack_copy": False,
         "roce_window_psns": 512,
-        "roce_retry_limit": 6, "probe_period_ns": 12_000_000, "skip_ns": 1_400_000}.items()},
+        "roce_retry_limit": 6, "roce_ack_timeout_ns": 3_000_000_000, "probe_period_ns": 12_000_000, "skip_ns": 1_400_000}.items()},
 }
 # [mrc.nscc]: mrc_ctl_cc_nscc_cfg's names, read off the Nscc object the sender consults.
 READERS["mrc.nscc"] = {name: (value, lambda w, attr=attr: getattr(w.qp.sender.nscc, attr))
@@ -157,6 +160,9 @@ READERS["mrc.qp"]["ev_pin_spine"] = (1, lambda w: w.qp.sender.evs.pin_spine)
 READERS["mrc.qp"]["ev_pin_count"] = (9, lambda w: sum(
     1 for ev in w.qp.sender.evs.rotation
     if w.qp.sender.evs.evs[ev].plane == 0 and w.qp.sender.evs.evs[ev].spine == w.qp.sender.evs.pin_spine))
+# RoCE's ACK timeout exponent is read as the interval the RoCE sender waits (4.096 us x 2^n).
+READERS["mrc.qp"]["roce_ack_timeout"] = (
+    14, lambda w: (w.qcfg.roce_ack_interval_ns // 4096).bit_length() - 1)
 # loss_policy is read off the policy object the sender actually consults, not the config field.
 READERS["mrc.qp"]["loss_policy"] = (
     "tolerant", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(
@@ -166,8 +172,10 @@ BASE_OPTIONS = "[options]\ntrimming = true\ncapture = false\n"
 # Keys whose value changes what other keys of the same table can be read through; each runs in
 # a scenario of its own. [mrc.endpoint] base_rtt_ns replaces the measurement that
 # default_base_rtt_ns and rtt_probe_count are read through.
-# [mrc.qp] ack_timeout and rto_ns both fix the base RTO, so the QP refuses the two together.
-SEPARATE = {("mrc.endpoint", "base_rtt_ns"), ("mrc.qp", "ack_timeout")}
+# [mrc.qp] ack_timeout and rto_ns both fix the base RTO, so the QP refuses the two together;
+# roce_ack_timeout_ns wins over roce_ack_timeout.
+SEPARATE = {("mrc.endpoint", "base_rtt_ns"), ("mrc.qp", "ack_timeout"),
+            ("mrc.qp", "roce_ack_timeout")}
 # Keys known not to reach their code yet, and what is missing. strict: once they do, the
 # xfail fails, so the entry must go.
 NOT_YET: dict = {}

@@ -64,3 +64,37 @@ def test_log_tail_reads_only_complete_lines(tmp_path):
         f.write(', "verified": true}\n')
     tail.poll()
     assert tail.max_done() == 1
+
+
+def test_a_qp_error_is_the_transports_outcome_with_where_and_when(tmp_path):
+    """h1's worker logged a QP error 1.25 s after the timed iterations started (12 of 30 done):
+    the summary names the failure, its host and its time (1250 ms after T0, by hand), and
+    says so among the problems; it is not a run error."""
+    scn = S.parse(TEXT)
+    write_logs(tmp_path, iterations=12)
+    with open(tmp_path / "worker-h1.jsonl", "a") as f:
+        f.write(json.dumps({"t_ns": T0 + 1250 * MS, "host": "h1", "event": Event.ERROR,
+                            "reason": "QP error: rank 1 (roce) QP 0 to rank 2: ACK timeout",
+                            "qp_error": True}) + "\n")
+    with open(tmp_path / "worker-h2.jsonl", "a") as f:       # a later, ordinary error
+        f.write(json.dumps({"t_ns": T0 + 1300 * MS, "host": "h2", "event": Event.ERROR,
+                            "reason": "wait timed out"}) + "\n")
+    s = summarize(scn, "tcp", tmp_path, {"partial": False, "applied": [],
+                                         "exit_codes": {"h0": 143, "h1": 5, "h2": 143,
+                                                        "h3": 143}})
+    failure = s["transport_failure"]
+    assert failure["host"] == "h1" and failure["reason"].startswith("QP error: rank 1")
+    assert failure["t_ns"] == T0 + 1250 * MS and failure["after_timed_start_ms"] == 1250.0
+    assert s["error"] is None and s["verified"] is False
+    said = [p for p in s["problems"] if p.startswith("the transport failed")]
+    assert said and "h1's QP error" in said[0] and "1.250 s after the timed" in said[0]
+    assert "after 12 timed iterations" in said[0]
+
+
+def test_no_qp_error_no_transport_failure(tmp_path):
+    scn = S.parse(TEXT)
+    write_logs(tmp_path)
+    s = summarize(scn, "tcp", tmp_path, {"partial": False, "applied": [],
+                                         "exit_codes": {f"h{i}": 0 for i in range(4)}})
+    assert s["transport_failure"] is None
+    assert not any(p.startswith("the transport failed") for p in s["problems"])

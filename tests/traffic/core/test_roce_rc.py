@@ -1,8 +1,11 @@
 """The single-path RoCE RC baseline by its rules (in-order receiver, go-back-N, retry_cnt, QP
 error on a remote access error), driven packet by packet, and the memory registry's errors."""
+import random
+
 import pytest
 
 from model.events import Event
+from traffic.core.evs import PathInfo
 from traffic.core.messages import DataPacket, Nack, NackReason, Sack
 from traffic.core.reliability import AccessError, MemoryRegistry, MRCConfig
 from traffic.core.roce_rc import RoceReceiverQP, RoceSenderQP
@@ -15,7 +18,7 @@ MS = 1_000_000
 
 
 def roce(cfg=None, net=None):
-    return Harness(net or SimNet(seed=21), cfg=cfg or MRCConfig(max_payload=1000, rto_ns=MS),
+    return Harness(net or SimNet(seed=21), cfg=cfg or MRCConfig(max_payload=1000, roce_ack_timeout_ns=MS),
                    sender_cls=RoceSenderQP, receiver_cls=RoceReceiverQP)
 
 
@@ -44,7 +47,7 @@ def to_receiver(h, pkts):
 def test_lost_packet_is_naked_once_and_everything_from_it_is_resent():
     """6 packets, PSN 2 lost: the receiver ACKs 0 and 1, drops 3..5 (out of order) with ONE
     sequence-error NAK naming PSN 2, and the sender goes back to 2 and resends 2, 3, 4, 5."""
-    h = roce(MRCConfig(max_payload=1000, rto_ns=1000 * MS))
+    h = roce(MRCConfig(max_payload=1000, roce_ack_timeout_ns=1000 * MS))
     region = h.registry.register(bytearray(6000))
     h.sender.post_write(bytes(range(200)) * 30, region.va, region.rkey)
     first = drain(h)
@@ -65,20 +68,38 @@ def test_lost_packet_is_naked_once_and_everything_from_it_is_resent():
     assert bytes(region.buf) == bytes(range(200)) * 30
 
 
-def test_retry_limit_then_qp_error_with_linear_ack_timeouts():
-    """No ACK ever: timeout k fires k x 1 ms after the previous one (1, 2, 3, 4 ms), each one a
-    go-back-N resend; the 4th exceeds retry_cnt 3 -> QP error at 1+2+3+4 = 10 ms."""
+def test_retry_limit_then_qp_error_at_a_fixed_ack_timeout():
+    """No ACK ever: the IB ACK timeout is one fixed interval (1 ms here), waited afresh after
+    every timeout: timeouts at 1, 2, 3, 4 ms, the first three each a go-back-N resend; the 4th
+    exceeds retry_cnt 3 -> QP error at 4 x 1 ms."""
     net = SimNet(seed=22, planes=2, spines=2)
     net.failed_planes.update({0, 1})
-    h = roce(MRCConfig(max_payload=1000, rto_ns=MS, roce_retry_limit=3), net)
+    h = roce(MRCConfig(max_payload=1000, roce_ack_timeout_ns=MS, roce_retry_limit=3), net)
     start = h.clock.now_ns
     h.post([500])
     h.run_until_idle(until_ns=10_000 * MS)
     assert h.sender.error and "3 retries" in h.sender.error
     assert h.sender.counters["timeouts"] == 4
     assert h.sender.counters["retransmitted_packets"] == 3
-    assert 10 * MS <= h.clock.now_ns - start <= 10 * MS + MS // 10
+    assert 4 * MS <= h.clock.now_ns - start <= 4 * MS + MS // 10
     assert h.sender.poll(h.clock.now_ns) == [] and h.sender.next_deadline(h.clock.now_ns) is None
+
+
+def test_nccl_defaults_error_a_blackholed_qp_after_7_retries_of_4_29_s():
+    """NCCL's settings (NCCL_IB_TIMEOUT 20, NCCL_IB_RETRY_CNT 7, NCCL's environment variable
+    documentation) are the defaults: a QP whose path answers nothing resends at 4.096 us x 2^20
+    = 4.294967296 s, 8.59 s, ... 30.06 s (7 retries) and errors at the 8th timeout,
+    8 x 4.294967296 s = 34.359738368 s after its first packet."""
+    net = SimNet(seed=23, planes=2, spines=2)
+    net.failed_planes.update({0, 1})
+    h = roce(MRCConfig(max_payload=1000), net)
+    start = h.clock.now_ns
+    h.post([500])
+    h.run_until_idle(until_ns=100_000 * MS)
+    assert h.sender.error and "7 retries" in h.sender.error
+    resends = [e["t_ns"] - start for e in h.events_of(Event.RETRANSMIT, reason="gbn")]
+    assert resends == pytest.approx([i * 4_294_967_296 for i in range(1, 8)], abs=MS)
+    assert h.clock.now_ns - start == pytest.approx(34_359_738_368, abs=MS)
 
 
 def test_remote_access_error_is_a_qp_error():
@@ -118,17 +139,33 @@ def test_memory_registry_rejects_what_it_cannot_honour():
     assert b.va - a.va == 0x20000 and a.rkey != b.rkey
 
 
-def test_ack_timeout_grows_linearly_with_the_retries():
-    """Timer k (k = 1, 2, ...) runs k x rto from the previous timeout: with rto 1 ms and one
-    packet sent at t0, resends at t0+1 ms and t0+3 ms, nothing in between."""
-    h = roce(MRCConfig(max_payload=1000, rto_ns=MS))
+def test_ack_timeout_is_one_fixed_interval_from_the_previous_timeout():
+    """The IB ACK timeout has no backoff: with a 1 ms timeout and one packet sent at t0 the
+    resends go at t0+1 ms and t0+2 ms, nothing in between; the QP's own rto_ns (MRC's) does
+    not change it."""
+    h = roce(MRCConfig(max_payload=1000, roce_ack_timeout_ns=MS, rto_ns=50 * MS))
     region = h.registry.register(bytearray(100))
     h.sender.post_write(b"y" * 100, region.va, region.rkey)
     t0 = h.clock.now_ns
     assert len(data_of(h.sender.poll(t0))) == 1
     assert data_of(h.sender.poll(t0 + MS - 1)) == []
     assert len(data_of(h.sender.poll(t0 + MS))) == 1
-    assert h.sender.next_deadline(t0 + MS) == t0 + 3 * MS
-    assert data_of(h.sender.poll(t0 + 3 * MS - 1)) == []
-    assert len(data_of(h.sender.poll(t0 + 3 * MS))) == 1
+    assert h.sender.next_deadline(t0 + MS) == t0 + 2 * MS
+    assert data_of(h.sender.poll(t0 + 2 * MS - 1)) == []
+    assert len(data_of(h.sender.poll(t0 + 2 * MS))) == 1
     assert h.sender.counters["timeouts"] == 2
+
+
+def test_the_ack_timeout_exponent_is_4_096_us_times_2_to_the_n():
+    """roce_ack_timeout n: 4.096 us x 2^n (IBTA local ACK timeout; n = 14: 67.108864 ms);
+    roce_ack_timeout_ns, when set, is the interval itself."""
+    assert RoceSenderQP(0x10, 0x11, MRCConfig(roce_ack_timeout=14), _paths(),
+                        random.Random(1)).rto_ns() == 67_108_864
+    assert RoceSenderQP(0x10, 0x11, MRCConfig(roce_ack_timeout=14, roce_ack_timeout_ns=5),
+                        _paths(), random.Random(1)).rto_ns() == 5
+    with pytest.raises(ValueError, match="NCCL_IB_TIMEOUT"):
+        MRCConfig(roce_ack_timeout=32)
+
+
+def _paths():
+    return PathInfo(planes=(0, 1), spines=2)

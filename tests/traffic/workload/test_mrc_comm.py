@@ -139,3 +139,31 @@ def test_send_ring_never_overlaps_outstanding_fragments():
     assert ring.fits(c.size)
     ring.take(c)
     assert c.offset == 0
+
+
+def test_a_roce_qp_in_error_fails_the_wait_at_once(tmp_path):
+    """Rank 1 closes once rank 0 is connected; rank 0's RoCE QP (ACK timeout 20 ms,
+    retry_cnt 1) gets no ACK and errors at its 2nd timeout, 40 ms after the send: wait() raises
+    QPFailed then, not after its own 30 s timeout."""
+    import threading
+    import time
+
+    from traffic.workload.comm import QPFailed
+    connected = threading.Event()
+
+    def body(comm):
+        if comm.rank == 1:
+            while not connected.is_set():           # answer rank 0's READY probes until then
+                comm.ep.run_once(0.005)
+            return None
+        connected.set()
+        time.sleep(0.5)                             # rank 1 is gone by now
+        start = time.monotonic()
+        with pytest.raises(QPFailed, match=r"QP error: rank 0 \(roce\).*after 1 retries"):
+            comm.wait([comm.isend(1, b"1234", tag=1)], 30)
+        return time.monotonic() - start
+
+    results, errors, _ = run_world(tmp_path, "roce", 2, body, qps=1, extra={
+        "linger_s": 0.0, "qp": {"roce_ack_timeout_ns": 20_000_000, "roce_retry_limit": 1}})
+    assert not errors, errors
+    assert 0.04 <= results[0] < 5.0

@@ -36,3 +36,39 @@ def test_dead_peer_makes_the_worker_fail_not_hang(tmp_path):
     _, err = procs[1].communicate(timeout=30)
     procs[0].communicate()
     assert procs[1].returncode == 2 and "TRANSPORT ERROR" in err
+
+
+def test_a_qp_error_fails_the_collective_at_once_with_its_own_exit_code(tmp_path, monkeypatch):
+    """A communicator whose QP went to error (QPFailed on the first wait): the worker logs the
+    error with qp_error, exits EXIT_QP_ERROR (5) and runs no further iteration."""
+    from traffic.workload import worker
+    from traffic.workload.comm import Communicator, Handle, QPFailed
+    from traffic.workload.worker_config import EXIT_QP_ERROR, WorkerConfig
+
+    class QPInError(Communicator):
+        waits = 0
+
+        def isend(self, peer, data, tag=0, *, qp=None):
+            return Handle("send", peer, tag, 0, 0)
+
+        def irecv(self, peer, nbytes, tag=0, *, qp=None):
+            return Handle("recv", peer, tag, nbytes, 0)
+
+        def wait(self, handles, timeout_s=None):
+            QPInError.waits += 1
+            raise QPFailed("QP error: rank 0 (roce) QP 0 to rank 1: ACK timeout: PSN 7 "
+                           "unacknowledged after 7 retries")
+
+        def test(self, handle):
+            return False
+
+    monkeypatch.setattr(worker, "create_communicator",
+                        lambda transport, rank, config: QPInError(rank, config.world_size))
+    config = WorkerConfig(transport="roce", world_size=2, collective="sendrecv",
+                          message_bytes=4, iterations=5, log_dir=str(tmp_path))
+    assert worker.run(config, 0) == EXIT_QP_ERROR == 5
+    assert QPInError.waits == 1
+    errors = [e for e in events(tmp_path / "worker-h0.jsonl") if e["event"] == Event.ERROR]
+    assert len(errors) == 1 and errors[0]["qp_error"] is True
+    assert errors[0]["reason"].startswith("QP error: rank 0 (roce)")
+    assert not [e for e in events(tmp_path / "worker-h0.jsonl") if e["event"] == Event.ITERATION]

@@ -1,0 +1,68 @@
+"""How the runner waits for its workers (emulation/run/runner.py _wait_workers), with fake
+processes: a QP error stops the other workers at once instead of leaving them to time out."""
+import time
+
+from emulation.config import scenario as S
+from emulation.run import runner
+from tests.helpers.synthetic_run import TCP_RUN
+from traffic.workload.worker_config import EXIT_QP_ERROR, EXIT_TRANSPORT
+
+
+class FakeProc:
+    """A worker that exits with `code` after `after_s`, or (code None) runs until signalled."""
+
+    def __init__(self, code=None, after_s=0.0):
+        self.code, self.end = code, time.monotonic() + after_s
+        self.returncode = None
+        self.signals = []
+
+    def poll(self):
+        if self.returncode is None and self.code is not None and time.monotonic() >= self.end:
+            self.returncode = self.code
+        return self.returncode
+
+    def terminate(self):
+        self.signals.append("TERM")
+        self.returncode = -15
+
+    def kill(self):
+        self.signals.append("KILL")
+        self.returncode = -9
+
+
+class FakeTail:
+    def poll(self):
+        pass
+
+    def min_done(self):
+        return 0
+
+
+class FakeScheduler:
+    pending = ()
+
+
+def wait(procs, timeout_s=60):
+    scn = S.parse(TCP_RUN.replace("iterations = 30", f"iterations = 30\ntimeout_s = {timeout_s}"))
+    state = {"error": None}
+    start = time.monotonic()
+    runner._wait_workers(scn, "roce", procs, FakeTail(), FakeScheduler(), state)
+    return time.monotonic() - start, state
+
+
+def test_a_qp_error_stops_the_other_workers_at_once_and_is_no_run_error():
+    procs = [FakeProc(EXIT_QP_ERROR, after_s=0.1), FakeProc(), FakeProc(), FakeProc()]
+    took, state = wait(procs)
+    assert took < 2.0                                   # not the collective's 60 s timeout
+    assert [p.signals for p in procs] == [[], ["TERM"], ["TERM"], ["TERM"]]
+    assert state["error"] is None
+    assert state["exit_codes"] == {"h0": EXIT_QP_ERROR, "h1": -15, "h2": -15, "h3": -15}
+
+
+def test_any_other_failure_still_leaves_the_peers_their_timeout():
+    """A transport error that is not a QP's (a lost connection): the peers get the collective's
+    timeout (here 1 s) + 5 s to fail by themselves; they exit on their own in 0.5 s."""
+    procs = [FakeProc(EXIT_TRANSPORT, after_s=0.1), FakeProc(EXIT_TRANSPORT, after_s=0.6)]
+    took, state = wait(procs, timeout_s=1)
+    assert 0.5 <= took < 2.0
+    assert [p.signals for p in procs] == [[], []] and state["error"] is None
