@@ -157,6 +157,8 @@ READERS["mrc.qp"]["ev_pin_spine"] = (1, lambda w: w.qp.sender.evs.pin_spine)
 READERS["mrc.qp"]["ev_pin_count"] = (9, lambda w: sum(
     1 for ev in w.qp.sender.evs.rotation
     if w.qp.sender.evs.evs[ev].plane == 0 and w.qp.sender.evs.evs[ev].spine == w.qp.sender.evs.pin_spine))
+# NSCC's reference RTT is read off the Nscc object the sender consults.
+READERS["mrc.qp"]["nscc_reference_rtt_ns"] = (24_000, lambda w: w.qp.sender.nscc.reference_rtt_ns)
 # loss_policy is read off the policy object the sender actually consults, not the config field.
 READERS["mrc.qp"]["loss_policy"] = (
     "ocp", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(
