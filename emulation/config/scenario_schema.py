@@ -225,9 +225,13 @@ MRC_QP = {
     "ack_delay_ns": _i(None, 1, NS_MAX, "delayed-SACK limit (wins over ack_delay_rtts)"),
     "ack_delay_rtts": _pos(None, "delayed-SACK limit, base RTTs"),
     "nscc_enabled": _b(None, "NSCC congestion control"),
-    "nscc_prop_gain": _pos(None, "NSCC proportional increase gain", hi=100.0),
+    "nscc_prop_gain": _pos(None, "NSCC proportional increase, times uet-htsim's alpha",
+                           hi=100.0),
     "nscc_max_window_bdp": _pos(None, "NSCC window ceiling, BDPs", hi=100.0),
-    "nscc_initial_window_bdp": _pos(None, "NSCC initial window, BDPs", hi=100.0),
+    "nscc_initial_window_bdp": _pos(None, "NSCC initial window, BDPs (omit: the ceiling)",
+                                    hi=100.0),
+    "nscc_reference_rtt_ns": _i(None, 1, NS_MAX, "uet-htsim's reference RTT (12 us there) "
+                                "for NSCC's alpha and fast increase (omit: the network RTT)"),
     "fabric_delay_bound_ns": _i(None, 0, NS_MAX, "queueing bound of a trimming fabric"),
     "first_packet_grace": _b(None, "a fresh EV's first loss does not retire it"),
     "stall_burst_rtts": _n(None, 0.0, 1e6, "no stall excuse for a timeout when a packet sent "

@@ -121,9 +121,12 @@ class MRCConfig:
     nscc_qa_threshold: int | None = None               # ns (htsim: 4 x target)
     nscc_target_delay: int | None = None               # ns (htsim: base RTT; 0.75 trimming)
     nscc_delay_alpha: float = 0.0125     # htsim's EWMA gain of the averaged delay
-    nscc_prop_gain: float = 1.0          # the emulator's proportional gain (traffic/core/nscc.py)
+    nscc_prop_gain: float = 1.0          # multiplies htsim's alpha (1.0: the reference)
     nscc_max_window_bdp: float = 1.5
-    nscc_initial_window_bdp: float = 1.0
+    nscc_initial_window_bdp: float | None = None       # None: max_cwnd (htsim: _maxwnd)
+    # htsim's reference network RTT (12 us there), for b = target / it and the fast-increase
+    # threshold it / 12; None: the connection's own network RTT (traffic/core/nscc.py says why).
+    nscc_reference_rtt_ns: int | None = None
     trimming: bool = False               # fabric trims -> target 0.75 x base RTT
     # Upper bound on the extra (queueing) delay a data packet can see on one path through a
     # TRIMMING fabric: every switch queue trims above its threshold, so a packet that is not
@@ -289,6 +292,12 @@ class MRCConfig:
         if isinstance(self.nscc_qa_gate, bool) or not 0 <= self.nscc_qa_gate <= 31:
             raise ValueError(f"MRCConfig.nscc_qa_gate must be an integer in 0..31 (a shift of "
                              f"max_cwnd), got {self.nscc_qa_gate!r}")
+        if self.nscc_reference_rtt_ns is not None and (
+                isinstance(self.nscc_reference_rtt_ns, bool)
+                or not isinstance(self.nscc_reference_rtt_ns, int)
+                or self.nscc_reference_rtt_ns <= 0):
+            raise ValueError(f"MRCConfig.nscc_reference_rtt_ns must be a positive integer (ns) "
+                             f"or None, got {self.nscc_reference_rtt_ns!r}")
         if not 0 < self.nscc_delay_alpha <= 1:
             raise ValueError(f"MRCConfig.nscc_delay_alpha must be in (0, 1], "
                              f"got {self.nscc_delay_alpha!r}")

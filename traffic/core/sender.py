@@ -95,7 +95,8 @@ class SenderQP(PostedWrites):
                          disable_qa=config.nscc_disable_qa,
                          adjust_bytes_threshold=config.nscc_adjust_bytes_threshold,
                          adjust_period_ns=config.nscc_adjust_period_threshold,
-                         delay_alpha=config.nscc_delay_alpha)
+                         delay_alpha=config.nscc_delay_alpha,
+                         reference_rtt_ns=config.nscc_reference_rtt_ns)
         self._mpr_window = config.mpr_window  # read per packet; the config never changes
         self.snd_una = config.start_psn     # absolute sequence numbers; wire PSN = seq & mask
         self.snd_nxt = config.start_psn
@@ -403,8 +404,12 @@ class SenderQP(PostedWrites):
                                             later_delivered=later_delivered, path=path)
         self._apply(rec.ev, decision, now_ns)
         if self.cfg.nscc_enabled:
-            self.nscc.on_loss(now_ns, rec.length, self.inflight_bytes,
-                              timeout=cause == lp.TIMEOUT)
+            # Only a trim is a congestion signal (traffic/core/nscc.py "Losses"); htsim's NACK
+            # reaches NSCC while the NACKed bytes still count as in flight.
+            if cause == lp.TRIMMED or cause == lp.TRIMMED_LASTHOP:
+                self.nscc.on_trim_nack(now_ns, rec.length, self.inflight_bytes + rec.length)
+            elif cause == lp.TIMEOUT:
+                self.nscc.on_timeout(rec.length)
         self._wake_ns = -1
 
     def _apply(self, ev: int, decision: lp.Decision, now_ns: int) -> None:

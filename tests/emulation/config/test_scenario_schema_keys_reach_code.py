@@ -163,6 +163,8 @@ READERS["mrc.qp"]["ev_pin_count"] = (9, lambda w: sum(
 # RoCE's ACK timeout exponent is read as the interval the RoCE sender waits (4.096 us x 2^n).
 READERS["mrc.qp"]["roce_ack_timeout"] = (
     14, lambda w: (w.qcfg.roce_ack_interval_ns // 4096).bit_length() - 1)
+# NSCC's reference RTT is read off the Nscc object the sender consults.
+READERS["mrc.qp"]["nscc_reference_rtt_ns"] = (24_000, lambda w: w.qp.sender.nscc.reference_rtt_ns)
 # loss_policy is read off the policy object the sender actually consults, not the config field.
 READERS["mrc.qp"]["loss_policy"] = (
     "tolerant", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(

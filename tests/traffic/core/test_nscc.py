@@ -1,12 +1,15 @@
 """NSCC as UEC's reference model (uet-htsim htsim/sim/uec.cpp, traffic/core/nscc.py docstring) has
 it: the quick-adapt gate, batched increases with eta, fast increase (fi_scale), the decrease on
-the averaged delay, lost bytes off cwnd; and the per-plane pacer.
+the averaged delay, trimmed bytes off cwnd; and the per-plane pacer. The reference's arithmetic
+rule by rule, with its lines in uec.cpp: tests/traffic/core/test_nscc_reference.py.
 
 Hand-worked numbers: base RTT 2 ms, 25 MB/s, MSS 8832 -> BDP 50,000 B, max_cwnd 1.5 BDP =
-75,000 B, scaling a = 50,000 / (100 Gbit/s x 12 us = 150,000 B) = 1/3, so fi = 5 x 8832 / 3 =
-14,720 B, eta = 0.15 x 8832 / 3 = 441.6 B, fi_scale = 0.25 / 3, target = 2 ms, qa_threshold =
-8 ms, quick-adapt windows of base RTT + target = 4 ms, gate 75,000 >> 3 = 9,375 B,
-adjust_bytes_threshold 8 x 8832 = 70,656 B, adjust period 2 ms, fast-increase delay 2 ms / 12.
+75,000 B (also the initial window), scaling a = 50,000 / (100 Gbit/s x 12 us = 150,000 B) =
+1/3, so fi = 5 x 8832 / 3 = 14,720 B, eta = 0.15 x 8832 / 3 = 441.6 B, fi_scale = 0.25 / 3,
+target = 2 ms, qa_threshold = 8 ms, quick-adapt windows of base RTT + target = 4 ms, gate
+75,000 >> 3 = 9,375 B, adjust_bytes_threshold 8 x 8832 = 70,656 B, adjust period 2 ms; the
+reference RTT is the network RTT (2 ms): b = 1, alpha = 4 x 8832 / 3 / 2 ms = 0.005888 B/ns,
+fast-increase delay 2 ms / 12.
 """
 import pytest
 
@@ -27,7 +30,8 @@ def nscc(**kw):
 
 def test_derived_knobs_by_hand():
     cc = nscc()
-    assert cc.bdp == 50_000 and cc.max_window == 75_000 and cc.cwnd == 50_000
+    assert cc.bdp == 50_000 and cc.max_window == 75_000 and cc.cwnd == 75_000
+    assert cc.alpha == pytest.approx(0.005888) and cc.fast_delay_ns == pytest.approx(2 * MS / 12)
     assert cc.fi == pytest.approx(14_720) and cc.eta == pytest.approx(441.6)
     assert cc.fi_scale == pytest.approx(0.25 / 3)
     assert cc.target_ns == 2 * MS and cc.qa_threshold_ns == 8 * MS
@@ -46,7 +50,7 @@ def test_the_issue_example_a_flow_at_0_8_bdp_keeps_its_window_on_one_loss():
     for i in range(10):
         cc.on_ack(8000, RTT, False, i * 400_000)
     assert cc.cwnd == 75_000
-    assert cc.on_loss(4_400_000, lost_bytes=MSS) is False
+    assert cc.on_trim_nack(4_400_000, nacked_bytes=MSS) is False
     assert cc.cwnd == pytest.approx(66_168)
     assert cc.counts["quick_adapt"] == 0
 
@@ -58,13 +62,13 @@ def test_quick_adapt_fires_below_the_gate_and_not_at_it():
     cc.on_ack(1000, RTT, False, 0)                 # opens the window; reset to 0 bytes
     cc.on_ack(4500, 3 * MS, False, 1 * MS)
     cc.on_ack(4500, 3 * MS, False, 2 * MS)
-    assert cc.on_loss(4_500_000, lost_bytes=MSS) is True
+    assert cc.on_trim_nack(4_500_000, nacked_bytes=MSS) is True
     assert cc.cwnd == 9_000 and cc.last_response == NsccResponse.QUICK_ADAPT
     cc = nscc(initial_window_bdp=1.5)
     cc.on_ack(1000, RTT, False, 0)
     cc.on_ack(4687, 3 * MS, False, 1 * MS)
     cc.on_ack(4688, 3 * MS, False, 2 * MS)
-    assert cc.on_loss(4_500_000, lost_bytes=MSS) is False
+    assert cc.on_trim_nack(4_500_000, nacked_bytes=MSS) is False
     assert cc.cwnd == pytest.approx(75_000 - MSS)
 
 
@@ -75,7 +79,7 @@ def test_a_loss_inside_the_window_arms_quick_adapt_for_the_windows_end():
     cc = nscc(initial_window_bdp=1.5)
     cc.on_ack(1000, RTT, False, 0)
     cc.on_ack(3000, RTT, False, 1 * MS)
-    assert cc.on_loss(1_500_000, lost_bytes=MSS) is False
+    assert cc.on_trim_nack(1_500_000, nacked_bytes=MSS) is False
     assert cc.cwnd == pytest.approx(66_168)
     assert cc.on_ack(2000, RTT, False, 4_100_000) == NsccResponse.QUICK_ADAPT
     assert cc.cwnd == MSS
@@ -89,25 +93,27 @@ def test_after_a_quick_adapt_losses_of_the_bytes_then_in_flight_are_ignored():
     cc = nscc(initial_window_bdp=1.5, min_window=1000)
     cc.on_ack(1000, RTT, False, 0)
     cc.on_ack(5000, RTT, False, 1 * MS)
-    assert cc.on_loss(4_500_000, lost_bytes=MSS, inflight_bytes=20_000) is True
+    assert cc.on_trim_nack(4_500_000, nacked_bytes=MSS, inflight_bytes=20_000) is True
     assert cc.cwnd == 5000
-    assert cc.on_loss(4_600_000, lost_bytes=MSS) is False
+    assert cc.on_trim_nack(4_600_000, nacked_bytes=MSS) is False
     assert cc.cwnd == 5000 and cc.last_response == NsccResponse.IGNORED
     assert cc.on_ack(1000, RTT + 3 * MS, True, 4_650_000) == NsccResponse.IGNORED
-    assert cc.on_loss(4_700_000, lost_bytes=MSS) is False
+    assert cc.on_trim_nack(4_700_000, nacked_bytes=MSS) is False
     assert cc.cwnd == 5000
-    assert cc.on_loss(4_800_000, lost_bytes=2000) is False
+    assert cc.on_trim_nack(4_800_000, nacked_bytes=2000) is False
     assert cc.cwnd == 3000
 
 
 def test_timeouts_and_disabled_quick_adapt_only_take_the_bytes_off():
+    """A timeout takes its packet off and arms nothing; a trim with quick adapt disabled takes
+    its bytes off: 75,000 - 8,832 = 66,168 either way."""
     cc = nscc(initial_window_bdp=1.5)
     cc.on_ack(1000, RTT, False, 0)
-    assert cc.on_loss(5 * MS, lost_bytes=MSS, timeout=True) is False
+    assert cc.on_timeout(MSS) is None
     assert cc.cwnd == pytest.approx(66_168) and not cc.trigger_qa
     cc = nscc(initial_window_bdp=1.5, disable_qa=True)
     cc.on_ack(1000, RTT, False, 0)
-    assert cc.on_loss(5 * MS, lost_bytes=MSS) is False
+    assert cc.on_trim_nack(5 * MS, nacked_bytes=MSS) is False
     assert cc.cwnd == pytest.approx(66_168)
 
 
@@ -130,7 +136,7 @@ def test_fair_increase_is_batched_and_eta_comes_once_per_period():
     cwnd unchanged. ACK 61,000 at 1 ms: 71,000 B > 70,656 -> cwnd += 14,720 x 71,000 / 50,000
     = 20,902.4 (no eta: 1 ms < 2 ms). ACK 1,000 at 2.5 ms (2.5 ms since the period began): cwnd
     += 14,720 x 1,000 / 70,902.4, plus eta 441.6."""
-    cc = nscc()
+    cc = nscc(initial_window_bdp=1.0)
     assert cc.on_ack(10_000, RTT + 2_500_000, False, 0) == NsccResponse.FAIR_INCREASE
     assert cc.cwnd == 50_000
     cc.on_ack(61_000, RTT + 2_500_000, False, 1 * MS)
@@ -140,19 +146,20 @@ def test_fair_increase_is_batched_and_eta_comes_once_per_period():
 
 
 def test_proportional_increase_is_batched():
-    """cwnd 25,000 (0.5 BDP). Delay 1 ms: 10,000 x (2 - 1) / 2 = 5,000 pending; delay 1.5 ms:
-    61,000 x 0.25 = 15,250; 71,000 B > 70,656 -> cwnd 25,000 + 20,250 = 45,250."""
+    """cwnd 25,000 (0.5 BDP), alpha 0.005888 B/ns. Delay 1 ms: 0.005888 x 10,000 x 1 ms =
+    58,880,000 pending; delay 1.5 ms: 0.005888 x 61,000 x 0.5 ms = 179,584,000; 71,000 B >
+    70,656 -> cwnd 25,000 + 238,464,000 / 25,000 = 34,538.56."""
     cc = nscc(initial_window_bdp=0.5)
     assert cc.on_ack(10_000, RTT + 1 * MS, False, 0) == NsccResponse.PROPORTIONAL_INCREASE
     assert cc.cwnd == 25_000
     cc.on_ack(61_000, RTT + 1_500_000, False, 100_000)
-    assert cc.cwnd == pytest.approx(45_250)
+    assert cc.cwnd == pytest.approx(34_538.56)
 
 
 def test_fast_increase_after_a_window_at_near_zero_delay():
     """Delay 0 (< 2 ms / 12): 30,000 B (not yet a window of 50,000) -> proportional; 30,000 B
     more (60,000 > 50,000) -> fast increase at once: 50,000 + 30,000 x 0.25 / 3 = 52,500."""
-    cc = nscc()
+    cc = nscc(initial_window_bdp=1.0)
     assert cc.on_ack(30_000, RTT, False, 0) == NsccResponse.PROPORTIONAL_INCREASE
     assert cc.on_ack(30_000, RTT, False, 100_000) == NsccResponse.FAST_INCREASE
     assert cc.cwnd == pytest.approx(52_500)
@@ -163,35 +170,35 @@ def test_multiplicative_decrease_reads_the_averaged_delay():
     below the 2 ms target: no decrease (the old rule: x 0.6 on the instantaneous delay). With
     gain 1 the average is the 4 ms: factor max(1 - 0.8 x (4 - 2) / 4, 0.5) = 0.6 -> 30,000; a
     second one within the base RTT does nothing, one base RTT later it applies again."""
-    cc = nscc()
+    cc = nscc(initial_window_bdp=1.0)
     assert cc.on_ack(0, RTT + 4 * MS, True, 0) == NsccResponse.MULTIPLICATIVE_DECREASE
     assert cc.avg_delay_ns == pytest.approx(50_000) and cc.cwnd == 50_000
-    cc = nscc(delay_alpha=1.0)
+    cc = nscc(delay_alpha=1.0, initial_window_bdp=1.0)
     cc.on_ack(0, RTT + 4 * MS, True, 0)
     assert cc.cwnd == pytest.approx(30_000)
     cc.on_ack(0, RTT + 4 * MS, True, RTT - 1)
     assert cc.cwnd == pytest.approx(30_000)
     cc.on_ack(0, RTT + 4 * MS, True, RTT)
     assert cc.cwnd == pytest.approx(18_000)
-    cc = nscc(delay_alpha=1.0, gamma=0.8)
+    cc = nscc(delay_alpha=1.0, gamma=0.8, initial_window_bdp=1.0)
     cc.on_ack(0, RTT + 20 * MS, True, 0)        # 1 - 0.8 x 18/20 = 0.28 -> bounded at 0.5
     assert cc.cwnd == pytest.approx(25_000)
 
 
 def test_the_average_counts_unmarked_high_delay_as_a_quarter_rtt_and_a_loss_as_one_rtt():
     """Gain 0.5. No ECN, 3 ms (> target): sample 0.5 ms -> avg 250 us. ECN, 1 ms: 625 us.
-    A loss: sample 2 ms -> 1,312.5 us."""
+    A trimmed NACK: sample one network RTT, 2 ms -> 1,312.5 us."""
     cc = nscc(delay_alpha=0.5)
     cc.on_ack(1000, RTT + 3 * MS, False, 0)
     assert cc.avg_delay_ns == pytest.approx(250_000)
     cc.on_ack(1000, RTT + 1 * MS, True, 1000)
     assert cc.avg_delay_ns == pytest.approx(625_000)
-    cc.on_loss(2000, lost_bytes=0)
+    cc.on_trim_nack(2000, nacked_bytes=0)
     assert cc.avg_delay_ns == pytest.approx(1_312_500)
 
 
 def test_ecn_below_target_changes_nothing_and_bounds_hold():
-    cc = nscc()
+    cc = nscc(initial_window_bdp=1.0)
     assert cc.on_ack(1000, RTT + 10_000, True, 0) == NsccResponse.NO_CHANGE
     assert cc.cwnd == 50_000
     assert nscc(initial_window_bdp=3).cwnd == 75_000

@@ -23,8 +23,9 @@ ACKS, ACKED = 2000, 100        # 200 kB acknowledged in all, per instance
 
 def growth(delay_ns: int) -> float:
     """Window growth over ACKS acknowledgements of ACKED bytes at a constant queueing delay,
-    on a 10 GB/s link (BDP 10 MB, so 200 kB of growth is ~2% of the window)."""
-    cc = Nscc(base_rtt_ns=RTT, link_rate_Bps=10e9, mss=1000, target_frac=0.75)
+    on a 10 GB/s link from a window of one BDP (10 MB, so 200 kB of growth is ~2% of it)."""
+    cc = Nscc(base_rtt_ns=RTT, link_rate_Bps=10e9, mss=1000, target_frac=0.75,
+              initial_window_bdp=1.0)
     assert cc.target_ns == 750_000
     start = cc.cwnd
     responses = {cc.on_ack(ACKED, RTT + delay_ns, False, 0) for _ in range(ACKS)}

@@ -61,16 +61,16 @@ def test_the_send_completion_is_logged_as_the_send_side():
 
 
 def test_nscc_holds_the_data_in_flight_to_its_window():
-    """100 Mbit/s per plane x 2 planes x 1 ms base RTT: a BDP of 25000 B, the initial window.
-    Of 100 x 1024-byte packets posted (the pacer's burst raised out of the way), the first
-    poll sends only what fits the window."""
+    """100 Mbit/s per plane x 2 planes x 1 ms base RTT: a BDP of 25000 B; the initial window
+    is max_cwnd, 1.5 BDP = 37,500 B (uet-htsim initNscc). Of 100 x 1024-byte packets posted
+    (the pacer's burst raised out of the way), the first poll sends only what fits it."""
     h = Harness(SimNet(seed=31), cfg=MRCConfig(rto_ns=100 * MS, pacing_burst_packets=100))
     region = h.registry.register(bytearray(102_400))
     h.sender.post_write(bytes(102_400), region.va, region.rkey)
     sent = h.sender.poll(h.clock.now_ns)
     cwnd = h.sender.nscc.cwnd
-    assert cwnd == 25_000
-    assert len(sent) == 24                           # 24 x 1024 <= 25000 < 25 x 1024
+    assert cwnd == 37_500
+    assert len(sent) == 36                           # 36 x 1024 <= 37,500 < 37 x 1024
 
 
 def test_a_sack_beyond_what_was_sent_is_counted_as_bad_and_ignored():
