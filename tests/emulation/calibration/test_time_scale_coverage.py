@@ -73,7 +73,7 @@ EXPLICIT = {
                "loss_verdict_ns": 50_000_000, "probe_period_ns": 12_000_000,
                "skip_ns": 1_400_000, "nscc_min_base_rtt_ns": 1_500_000,
                "nscc_frame_rtt_ns": 3_300_000, "roce_ack_timeout": 14,
-               "roce_ack_timeout_ns": 3_000_000_000},
+               "roce_ack_timeout_ns": 3_000_000_000, "nscc_reference_rtt_ns": 24_000},
     "mrc.nscc": {"adjust_period_threshold": 3_456_789, "qa_threshold": 9_876_543,
                  "target_delay": 1_234_567},
 }
