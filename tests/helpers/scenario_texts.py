@@ -148,7 +148,7 @@ timeout_s = 20
 capture = false
 ''' + link_fault("link_down", "t0p0g0", "t1p0s0", at_iteration=5) + \
     link_fault("link_up", "t0p0g0", "t1p0s0", after_s=0.3) + \
-    link_fault("gray_loss_clear", "t0p1g0", "t1p1s0", at_s=2.0) + \
+    link_fault("gray_loss_clear", "t0p1g0", "t1p1s0", at_iteration=20) + \
     link_fault("link_down", "t0p1g0", "t1p1s1", at_s=600.0)
 
 # tests/integration/test_runner_mrc.py: a short ring all-reduce over MRC and RoCE.

@@ -46,7 +46,7 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     assert late["entry"] == 3 and "traffic ended before it was due" in late["reason"]
     assert top["transports"]["tcp"]["faults_failed"] == per["faults_failed"]
     assert top["transports"]["tcp"]["faults_not_reached"] == per["faults_not_reached"]
-    assert any("gray_loss_clear t0p1g0~t1p1s0 (at_s=2) did not take effect" in p
+    assert any("gray_loss_clear t0p1g0~t1p1s0 (at_iteration=20) did not take effect" in p
                for p in top["problems"])
     assert any("link_down t0p1g0~t1p1s1 (at_s=600) did not take effect" in p
                for p in top["problems"])
@@ -70,5 +70,5 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     opening = html[html.index("<h2>Verdict</h2>"):html.index("<h2>Figures</h2>")]
     cells = re.findall(r"<td>(never|\d+ ms)<br>", opening)
     assert cells == ["never" if r is None else f"{r:.0f} ms" for r in recovery]
-    assert "gray_loss_clear t0p1g0~t1p1s0 (at_s=2) did not take effect" in opening
+    assert "gray_loss_clear t0p1g0~t1p1s0 (at_iteration=20) did not take effect" in opening
     assert 'href="../summary.json"' in html
