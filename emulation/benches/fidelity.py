@@ -17,6 +17,7 @@ import tempfile
 import tomllib
 from pathlib import Path
 
+from emulation.config.scenario_schema import FABRIC
 from model.argtypes import UsageError, add_renamed, nonneg_int
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,19 +44,31 @@ def fidelity_main(args) -> dict:
 
 
 def scenario_time_scale(text: str):
-    """[fabric] time_scale of a scenario's text (1 when it has none)."""
+    """[fabric] time_scale of a scenario's text (the key's default when it has none)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"the scenario is not valid TOML: {exc}") from None
-    return (data.get("fabric") or {}).get("time_scale", 1)
+    return (data.get("fabric") or {}).get("time_scale", FABRIC["time_scale"].default)
+
+
+def unpin_short(text: str) -> str:
+    """The scenario's text without its [short] fabric_time_scale (the number the test suite
+    runs the short version at), so the bench's short runs take [fabric] time_scale: the
+    calibrated k when it is "auto"."""
+    return re.sub(r"(?m)^\s*fabric_time_scale\s*=.*\n?", "", text)
 
 
 def pin_time_scale(text: str, scale) -> str:
-    """The scenario's text with [fabric] time_scale = "auto" replaced by the number the first
-    run used, so both runs share one time scale."""
-    return re.sub(r'(?m)^(\s*time_scale\s*=\s*)"auto"', lambda m: f"{m.group(1)}{scale}", text,
-                  count=1)
+    """The scenario's text with [fabric] time_scale = "auto" (written, or the default) replaced
+    by the number the first run used, so both runs share one time scale."""
+    pinned, found = re.subn(r'(?m)^(\s*time_scale\s*=\s*)"auto"',
+                            lambda m: f"{m.group(1)}{scale}", text, count=1)
+    if found:
+        return pinned
+    pinned, found = re.subn(r"(?m)^\[fabric\][^\n]*\n", lambda m: f"{m.group(0)}time_scale = "
+                            f"{scale}\n", text, count=1)
+    return pinned if found else f"{text}\n[fabric]\ntime_scale = {scale}\n"
 
 
 def start_busy(n: int) -> list[subprocess.Popen]:
@@ -101,14 +114,15 @@ def fidelity_bench(scenario: Path, busy: int = 2, out: Path | None = None) -> di
     scale = scenario_time_scale(text)
     out = out or Path(tempfile.mkdtemp(prefix="mrclab-bench-fidelity-"))
     out.mkdir(parents=True, exist_ok=True)
+    text = unpin_short(text)
+    scenario = out / scenario.name
+    scenario.write_text(text)
     idle = one_run(scenario, out, "idle")
     if scale == "auto":
         scale = idle.get("time_scale", scale)
         if scale == "auto":
             raise RuntimeError("the idle run did not record the time scale it used")
-        pinned = out / scenario.name
-        pinned.write_text(pin_time_scale(text, scale))
-        scenario = pinned
+        scenario.write_text(pin_time_scale(text, scale))
     procs = start_busy(busy)
     try:
         loaded = one_run(scenario, out, "loaded")

@@ -189,14 +189,21 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
 
 
 def resolve(scn: Scenario, run_transport=None, cache_dir: Path = CACHE_DIR, log=print,
-            measure=None) -> float:
-    """The number a `time_scale = "auto"` scenario runs at: cached, else calibrated now."""
+            measure=None, trial: Scenario | None = None) -> float:
+    """The number a `time_scale = "auto"` scenario runs at: cached, else calibrated now with
+    `trial` (the scenario's short version; default `scn` itself), whose fabric is scn's."""
     hit = cached(scn, "mrc", cache_dir)
     if hit is not None:
-        log(f"mrclab run: time_scale auto = {hit['time_scale']:g} (calibrated "
-            f"{hit.get('measured_at', '?')}, {cache_dir})")
+        log(f"mrclab run: time_scale auto = {hit['time_scale']:g} (calibrated on this machine "
+            f"{hit.get('measured_at', '?')}, cached in {cache_dir})")
         return float(hit["time_scale"])
     log("mrclab run: time_scale = \"auto\" and no calibration of this fabric on this machine: "
-        "calibrating (short runs at k = 1, 2, 4, ...)")
-    return float(calibrate(scn, "mrc", cache_dir, measure=measure, run_transport=run_transport,
-                           log=log)["time_scale"])
+        "calibrating once (short mrc runs at k = 1, 2, 4, ... until fidelity is \"ok\"; "
+        "cached afterwards)")
+    started = time.monotonic()
+    result = calibrate(trial or scn, "mrc", cache_dir, measure=measure,
+                       run_transport=run_transport, log=log)
+    log(f"mrclab run: time_scale auto = {result['time_scale']:g} (calibrated in "
+        f"{time.monotonic() - started:.0f} s over {len(result['trials'])} short runs, cached in "
+        f"{cache_dir})")
+    return float(result["time_scale"])

@@ -14,9 +14,11 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
     mtu = 1500                          # link MTU of every host and switch port, 1280..9000
                                         #   (omit: HTB's deep default, ~1000 packets;
                                         #   emulation/network/switchqueue.py)
-    time_scale = 1.0                    # k >= 1: the emulated world runs k times slower than
-                                        #   the wall clock (emulation/calibration/time_scale.py); "auto":
-                                        #   the smallest k this machine keeps up with
+    time_scale = "auto"                 # the default: the smallest k this machine keeps up
+                                        #   with (mrclab calibrate; cached per machine and
+                                        #   fabric); a number k >= 1: the emulated world runs k
+                                        #   times slower than the wall clock
+                                        #   (emulation/calibration/time_scale.py)
 
     [transport]
     names = ["mrc", "roce", "tcp"]      # what `--transport all` runs (and the default)
@@ -43,13 +45,16 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
     metrics_port = 9302                 # live counters for Prometheus on 127.0.0.1 (omit: none)
     control_class = true                # every port serves SACKs, NACKs, probes ahead of data
 
-    [[faults]]                          # any number, applied in time order
-    at_s = 2.0                          # seconds after the timed iterations start, or
+    [[faults]]                          # any number, applied in time order; times are
+                                        #   the emulated world's
     at_iteration = 10                   # when any rank starts timed iteration 10, or
+    at_s = 2.0                          # seconds after the timed iterations start, or
     after_s = 3.0                       # this long after the previous entry (file order) was
                                         #   applied: a repair that comes even if the fault
                                         #   stalled the collective (a baseline stuck on a dead
                                         #   path still sees the link come back)
+                                        # every entry must be due inside the traffic at line
+                                        #   rate (emulation/config/scenario_timing.py)
     action = "link_down"                # controller fault API action
     a = "t0p0g0"                        # link ends (or a = switch for blackhole), or
     b = "t1p0s0"
@@ -77,8 +82,8 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
     iterations = 12                     # any [collective] key (message_bytes, warmup, timeout_s..)
     message_bytes = 262144
     capture = false                     # any [options] key
-    time_scale = 0.5                    # multiplies every fault's at_s, after_s, a flap's period_s;
-                                        # at_iteration scales with short/full iterations
+    fault_time_factor = 0.5             # multiplies every fault's at_s, after_s, a flap's
+                                        # period_s; at_iteration scales with short/full iterations
     fabric_time_scale = 1               # the short version's [fabric] time_scale (a number)
 
 The short version exists so tests can run every shipped scenario in seconds with the same fault

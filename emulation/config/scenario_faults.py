@@ -1,7 +1,8 @@
 """The [[faults]] schedule of a scenario file: each entry checked against the fabric and the
 fault registry (model/faults.py, through controller.faults), a `links` selector expanded into one
 command per link, then the checks across entries (a time the run can reach, a clear that has a
-fault before it). emulation/config/scenario.py calls parse_faults() while loading a file;
+fault before it, a time inside the traffic: emulation/config/scenario_timing.py).
+emulation/config/scenario.py calls parse_faults() while loading a file;
 `coll` is always its CollectiveSpec (read here: iterations, warmup, timeout_s), passed untyped
 since scenario.py imports this module."""
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller import faults
+from emulation.config import scenario_timing as timing
 from emulation.config.scenario_schema import FAULT, LINK_SELECTORS, Checker, ScenarioError
 from model import faults as fault_kinds
 from model.topology import Topology
@@ -56,8 +58,15 @@ def parse_faults(entries: list, ck: Checker, topo: Topology, coll) -> list[Fault
         except ScenarioError:
             continue            # recorded in ck.errors; check the next entry too
     if len(out) == len(entries):    # the checks across entries need every entry parsed
-        times = _check_fault_times(out, ck, coll)
-        _check_clears(out, times, ck)
+        _check_fault_times(out, ck, coll)
+        try:
+            bound = timing.traffic_bound(coll, topo)
+        except ValueError:      # a collective already refused (an odd bisection): no bound
+            bound = None
+        places = timing.placements(out)
+        if bound is not None:
+            _check_fit(out, places, bound, ck)
+        _check_clears(out, places, bound.iteration_s if bound else 0.0, ck)
     return out
 
 
@@ -136,28 +145,51 @@ def _check_fault_times(entries: list[FaultEntry], ck: Checker,
     return times
 
 
-def _fault_target(cmd: dict):
-    return fault_kinds.target_of(cmd)
+def _check_fit(entries: list[FaultEntry], places: list, bound, ck: Checker) -> None:
+    """Every entry due inside the traffic at any time scale and for any transport
+    (emulation/config/scenario_timing.py); an entry placed by iteration alone always is."""
+    for i, (e, place) in enumerate(zip(entries, places)):
+        key = "at_s" if e.at_s is not None else "after_s" if e.after_s is not None else \
+            "at_iteration"
+        problem = timing.misfit(place, bound, key)
+        if problem:
+            ck.note(f"[[faults]] #{i + 1} {key}", problem, ck.loc.key("faults", key, i) or e.line)
 
 
-def _check_clears(entries: list[FaultEntry], times: list, ck: Checker) -> None:
-    """A clear needs its fault on the same target in an entry that can come before it."""
+# clear -> the fault it ends, for every clear (link_up included: the controller accepts a
+# link_up on a link that is up, but a schedule that may bring a link up before it goes down
+# does not test what it says)
+FAULT_OF_CLEAR = dict(fault_kinds.CLEARS)
+
+
+def _check_clears(entries: list[FaultEntry], places: list, iteration_s: float,
+                  ck: Checker) -> None:
+    """A clear needs its fault on the same target in an entry that comes before it however
+    fast or slow the traffic runs (scenario_timing.surely_after). A clear the controller
+    refuses without its fault needs one; a link_up is checked against the link_downs of its
+    link when there are any."""
     for i, e in enumerate(entries):
         for cmd in e.commands:
-            fault = CLEARED_BY.get(cmd["action"])
+            fault = FAULT_OF_CLEAR.get(cmd["action"])
             if fault is None:
                 continue
-            target = _fault_target(cmd)
-            earlier = any(c["action"] == fault and _fault_target(c) == target
-                          for j, f in enumerate(entries) if j != i and (
-                              times[i] is None or times[j] is None or times[j] <= times[i])
-                          for c in f.commands)
-            if not earlier:
-                what = cmd.get("a") if isinstance(target, str) else \
-                    f"{cmd.get('a')}~{cmd.get('b')}"
+            target = fault_kinds.target_of(cmd)
+            faults_on = [j for j, f in enumerate(entries) if j != i and any(
+                c["action"] == fault and fault_kinds.target_of(c) == target for c in f.commands)]
+            if any(timing.surely_after(places[i], places[j], iteration_s) for j in faults_on):
+                continue
+            what = cmd.get("a") if isinstance(target, str) else f"{cmd.get('a')}~{cmd.get('b')}"
+            line = ck.loc.key("faults", "action", i) or e.line
+            either = [j for j in faults_on if places[j].anchor != places[i].anchor]
+            if either:
+                ck.fail(f"[[faults]] #{i + 1}", f"{cmd['action']} on {what} may come before "
+                        f"the {fault} of entry #{either[0] + 1}: entries placed by different "
+                        f"iterations (at_s counts from iteration 0) can come in either order "
+                        f"depending on how fast the traffic runs; place it after_s after that "
+                        f"entry, or at a later at_iteration", line)
+            elif faults_on or cmd["action"] in CLEARED_BY:
                 ck.fail(f"[[faults]] #{i + 1}", f"{cmd['action']} on {what} clears nothing: no "
-                        f"{fault} on it comes before (add one, or remove this entry)",
-                        ck.loc.key("faults", "action", i) or e.line)
+                        f"{fault} on it comes before (add one, or remove this entry)", line)
 
 
 def _expand_links(selector: str, body: dict, ck: Checker, topo: Topology, switches: set,

@@ -91,10 +91,11 @@ FABRIC = {
                            "drop-tail buffer of every switch egress port, KiB (omit: HTB's "
                            "deep default)"),
     "mtu": _i(1500, 1280, 9000, "link MTU of every host and switch port"),
-    "time_scale": Key("scale", 1.0, "run the emulated world this many times slower than the "
-                      "wall clock (link rates / k, times x k; emulation/calibration/time_scale.py), or "
-                      "\"auto\": the smallest k this machine keeps up with (mrclab calibrate)",
-                      1, TIME_SCALE_MAX),
+    "time_scale": Key("scale", "auto", "run the emulated world this many times slower than "
+                      "the wall clock (link rates / k, times x k; "
+                      "emulation/calibration/time_scale.py); \"auto\": the smallest k this "
+                      "machine keeps up with, calibrated once per machine and fabric and cached "
+                      "(mrclab calibrate)", 1, TIME_SCALE_MAX),
 }
 
 TRANSPORT = {
@@ -128,10 +129,14 @@ OPTIONS = {
 }
 
 SHORT_ONLY = {
-    "time_scale": _n(1.0, 0.01, 1.0, "multiplies every fault's at_s, after_s and flap period_s"),
+    "fault_time_factor": _n(1.0, 0.01, 1.0, "multiplies every fault's at_s, after_s and flap "
+                            "period_s (at_iteration scales with the iterations)"),
     "fabric_time_scale": _n(None, 1, TIME_SCALE_MAX, "the short version's [fabric] time_scale "
                             "(a number: the tests run the short versions and never calibrate)"),
 }
+SHORT_RESERVED = {"time_scale": "renamed: use fault_time_factor (the factor on the fault "
+                                "times); the short version's [fabric] time_scale is "
+                                "fabric_time_scale"}
 
 MRC = {
     "ring_bytes": _i(None, 4096, 1 << 30, "receive ring per QP"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from controller.client import ControllerClient, ControllerError
@@ -87,9 +88,24 @@ class FaultScheduler(threading.Thread):
         self.join(15)
 
 
-def unreached_records(scn: Scenario, sent: set[int], reason: str) -> list[dict]:
+@dataclass
+class RunProgress:
+    """How far the run got when the workers finished, for saying why an entry was never sent:
+    wall-clock monotonic ns, and the time scale that turns them into the emulated world's."""
+    timed_start_ns: int | None
+    stopped_ns: int
+    applied_at: dict[int, int] = field(default_factory=dict)   # entry index -> applied (ns)
+    done: int = 0                       # the most timed iterations any rank completed
+    k: float = 1.0
+
+    def seconds(self, ns: int) -> float:
+        """Emulated seconds since the timed start at wall-clock time `ns`."""
+        return (ns - self.timed_start_ns) / 1e9 / self.k
+
+
+def unreached_records(scn: Scenario, sent: set[int], reason_of) -> list[dict]:
     """faults-applied.jsonl records for the schedule entries that were never sent, so the run
-    directory itself says which faults did not take effect and why."""
+    directory itself says which faults did not take effect and why (reason_of(index))."""
     out = []
     for index, entry in enumerate(scn.faults):
         if index in sent:
@@ -97,18 +113,35 @@ def unreached_records(scn: Scenario, sent: set[int], reason: str) -> list[dict]:
         first = entry.commands[0] if entry.commands else {}
         out.append({"entry": index, "when": entry.when(), "reached": False, "ok": False,
                     "action": first.get("action"), "a": first.get("a"), "b": first.get("b"),
-                    "commands": len(entry.commands), "reason": reason})
+                    "commands": len(entry.commands), "reason": reason_of(index)})
     return out
 
 
-def unreached_reason(state: dict, scheduler_error: str | None, timed_start_ns: int | None,
-                     stopped_ns: int) -> str:
-    """Why the entries still pending when the workers finished were never sent."""
+def unreached_reason(state: dict, scheduler_error: str | None, progress: RunProgress,
+                     scn: Scenario, index: int) -> str:
+    """Why entry `index`, still pending when the workers finished, was never sent. Times are
+    the emulated world's (the file's), counted from the start of the timed iterations."""
     if scheduler_error:
         return f"the fault scheduler died before it was due ({scheduler_error})"
     if state.get("error"):
         return f"the run stopped before it was due ({state['error']})"
-    if timed_start_ns is None:
+    if progress.timed_start_ns is None:
         return "the timed iterations never started"
-    return (f"the traffic ended before it was due (the workers finished "
-            f"{(stopped_ns - timed_start_ns) / 1e9:.1f} s after the timed iterations started)")
+    entry, k = scn.faults[index], progress.k
+    unit = " of emulated time" if k != 1 else ""
+    ended = f"the traffic ended {progress.seconds(progress.stopped_ns):.2f} s{unit} after the " \
+            f"timed iterations started"
+    if entry.at_iteration is not None:
+        return (f"the traffic ended before it was due: it was due when a rank started timed "
+                f"iteration {entry.at_iteration}, and no rank got past {progress.done}")
+    if entry.at_s is not None:
+        return (f"the traffic ended before it was due: it was due {entry.at_s / k:g} s{unit} "
+                f"after the timed iterations started, and {ended}")
+    previous = scn.faults[index - 1].when()
+    if index - 1 not in progress.applied_at:
+        return (f"it was due {entry.after_s / k:g} s after the previous entry ({previous}), "
+                f"which was never applied")
+    applied = progress.seconds(progress.applied_at[index - 1])
+    return (f"the traffic ended before it was due: it was due {entry.after_s / k:g} s after the "
+            f"previous entry ({previous}), which was applied {applied:.2f} s after the timed "
+            f"iterations started, so at {applied + entry.after_s / k:.2f} s, and {ended}")

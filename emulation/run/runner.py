@@ -65,7 +65,8 @@ from emulation.config import scenario as scenario_mod
 from emulation.calibration import time_scale as time_scale_mod
 from analysis import fidelity_words
 from emulation.run.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
-from emulation.run.run_faults import FaultScheduler, unreached_reason, unreached_records
+from emulation.run.run_faults import (FaultScheduler, RunProgress, unreached_reason,
+                                      unreached_records)
 from emulation.run.run_output import comparison_table
 from emulation.run.run_progress import LogTail, Progress
 from emulation.run.run_summary import (
@@ -269,9 +270,12 @@ def _record_unreached(scn: Scenario, scheduler, state: dict, tail, tdir: Path) -
     """faults-applied.jsonl records for the schedule entries never sent, with the reason."""
     stopped_ns = time.monotonic_ns()
     tail.poll()
+    progress = RunProgress(tail.timed_start_ns, stopped_ns,
+                           dict(scheduler.applied_at) if scheduler is not None else {},
+                           tail.max_done(), float(scn.time_scale))
     missing = unreached_records(scn, scheduler.sent if scheduler is not None else set(),
-                                unreached_reason(state, state["scheduler_error"],
-                                                 tail.timed_start_ns, stopped_ns))
+                                lambda index: unreached_reason(state, state["scheduler_error"],
+                                                               progress, scn, index))
     if missing:
         with open(tdir / "faults-applied.jsonl", "a") as out:
             out.writelines(json.dumps(r) + "\n" for r in missing)
@@ -407,9 +411,10 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     auto = scn.time_scale == "auto"
     if auto and not args.validate_only:
         from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
-        try:
+        try:           # the trials are short runs: the [short] version when there is one
+            trial = scenario_mod.load(args.scenario, short=True) if scn.has_short else scn
             scn.time_scale = calibrate.resolve(scn, run_transport, log=lambda text: print(
-                text, file=sys.stderr, flush=True))
+                text, file=sys.stderr, flush=True), trial=trial)
         except calibrate.CalibrationError as exc:
             print(f"mrclab run: {exc}", file=sys.stderr)
             return EXIT_NOT_VERIFIED

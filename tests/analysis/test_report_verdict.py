@@ -7,8 +7,7 @@ import re
 
 from analysis import metrics, report
 from emulation.run import run_summary
-from emulation.config import scenario as S
-from tests.helpers.synthetic_run import TEXT, make_run_dir, records, write_run
+from tests.helpers.synthetic_run import TEXT, make_run_dir, parse_run, records, write_run
 
 
 def test_report_opens_with_the_verdict_and_names_each_fault_that_did_not_take_effect(tmp_path):
@@ -35,8 +34,8 @@ def test_a_clean_run_says_so_first(tmp_path):
     run_dir = tmp_path / "clean-20260101"
     tdir = run_dir / "tcp"
     tdir.mkdir(parents=True)
-    scn = S.parse(TEXT.split("[[faults]]\nat_s = 2.8")[0])      # only the two faults that ran
-    write_run(tdir, records(S.parse(TEXT))[:2])
+    scn = parse_run(TEXT.split("[[faults]]\nat_s = 2.8")[0])      # only the two faults that ran
+    write_run(tdir, records(parse_run())[:2])
     s = run_summary.summarize(scn, "tcp", tdir, {"partial": False,
                                             "exit_codes": {f"h{i}": 0 for i in range(4)}})
     (tdir / "summary.json").write_text(json.dumps(s))

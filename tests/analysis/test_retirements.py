@@ -180,7 +180,7 @@ def test_a_transport_directory_is_read_from_its_files(tmp_path):
 def test_the_runner_summarises_mrc_retirements_and_shows_them_per_transport(tmp_path):
     from emulation.run import run_summary
     from emulation.config import scenario
-    scn = scenario.parse('name = "t"\n[fabric]\nplanes = 2\ngroups = 2\nspines = 2\n'
+    scn = scenario.parse('name = "t"\n[fabric]\ntime_scale = 1\nplanes = 2\ngroups = 2\nspines = 2\n'
                          'hosts_per_group = 2\n[collective]\nkind = "allreduce"\n'
                          'message_bytes = 1048576\niterations = 3\n'
                          '[mrc.qp]\nloss_policy = "ocp"\nrto_max_ns = 3000000000\n')

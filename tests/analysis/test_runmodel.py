@@ -9,13 +9,12 @@ deliver nothing; the workers keep sampling (flat) until 5000 ms. 30 iterations o
 import json
 
 from analysis import runmodel
-from emulation.config import scenario as S
 from model.events import ControllerLog
-from tests.helpers.synthetic_run import MS, T0, TEXT, records, write_run
+from tests.helpers.synthetic_run import MS, T0, TEXT, parse_run, records, write_run
 
 
 def test_recovery_inputs_start_at_the_timed_start_and_end_with_the_traffic(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run()
     write_run(tmp_path, records(scn))
     model = runmodel.load_transport(tmp_path)
     # warm-up windows (2 s at 0 B/s) would make the median baseline 0 if counted
@@ -35,7 +34,7 @@ def test_recovery_inputs_start_at_the_timed_start_and_end_with_the_traffic(tmp_p
 
 
 def test_every_fault_that_did_not_take_effect_is_named_with_its_reason(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run()
     write_run(tmp_path, records(scn))
     model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
     status = {f.entry: f.status for f in model.faults}
@@ -58,7 +57,7 @@ def test_every_fault_that_did_not_take_effect_is_named_with_its_reason(tmp_path)
 
 
 def test_an_entry_without_any_record_is_not_reached(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run()
     write_run(tmp_path, records(scn)[:2])
     assert runmodel.load_transport(tmp_path).summary_fields()["faults_ok"] is True
     model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
@@ -67,7 +66,7 @@ def test_an_entry_without_any_record_is_not_reached(tmp_path):
 
 
 def test_cut_and_malformed_lines_are_reported_not_raised(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run()
     write_run(tmp_path, records(scn)[:1])
     with open(tmp_path / "worker-h0.jsonl", "a") as f:
         f.write('[1, 2]\n{"t_ns": 5, "event": "iteration", "iter": "x"}\n{"t_ns": 7, "ev')
@@ -79,7 +78,7 @@ def test_cut_and_malformed_lines_are_reported_not_raised(tmp_path):
 
 
 def test_controller_log_is_the_fallback_when_the_runner_log_is_absent(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run()
     write_run(tmp_path, [])
     (tmp_path / "faults-applied.jsonl").unlink()
     log = [{"t_ns": T0 + 1000 * MS, "action": "link_down", "a": "t0p0g0", "b": "t1p0s0"},

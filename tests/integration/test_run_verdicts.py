@@ -18,12 +18,15 @@ pytestmark = [pytest.mark.integration,
 
 def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_path, capsys,
                                                                            monkeypatch):
-    """Entry 2 is a clear the controller refuses at run time. Validation refuses such a file
-    (a clear with no fault before it), so the test lets it through that one check: what is
-    under test is how the runner and every view report a refusal that reaches the controller
-    (a state the file cannot foresee, e.g. a fault cleared by hand from another shell)."""
+    """Entry 2 is a clear the controller refuses at run time, entry 3 a fault due long after
+    the traffic. Validation refuses both (a clear with no fault before it, a time past the
+    traffic at line rate), so the test lets them through those two checks: what is under test
+    is how the runner and every view report a refusal that reaches the controller (a state the
+    file cannot foresee, e.g. a fault cleared by hand from another shell) and a fault the
+    traffic never reached."""
     from emulation.config import scenario_faults
-    monkeypatch.setattr(scenario_faults, "_check_clears", lambda entries, times, ck: None)
+    monkeypatch.setattr(scenario_faults, "_check_clears", lambda *args: None)
+    monkeypatch.setattr(scenario_faults, "_check_fit", lambda *args: None)
     scenario = tmp_path / "verdicts.toml"
     scenario.write_text(SCENARIO)
     rc = runner.main([str(scenario), "--results-dir", str(tmp_path / "results")])
@@ -43,7 +46,7 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     assert late["entry"] == 3 and "traffic ended before it was due" in late["reason"]
     assert top["transports"]["tcp"]["faults_failed"] == per["faults_failed"]
     assert top["transports"]["tcp"]["faults_not_reached"] == per["faults_not_reached"]
-    assert any("gray_loss_clear t0p1g0~t1p1s0 (at_s=2) did not take effect" in p
+    assert any("gray_loss_clear t0p1g0~t1p1s0 (at_iteration=20) did not take effect" in p
                for p in top["problems"])
     assert any("link_down t0p1g0~t1p1s1 (at_s=600) did not take effect" in p
                for p in top["problems"])
@@ -67,5 +70,5 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     opening = html[html.index("<h2>Verdict</h2>"):html.index("<h2>Figures</h2>")]
     cells = re.findall(r"<td>(never|\d+ ms)<br>", opening)
     assert cells == ["never" if r is None else f"{r:.0f} ms" for r in recovery]
-    assert "gray_loss_clear t0p1g0~t1p1s0 (at_s=2) did not take effect" in opening
+    assert "gray_loss_clear t0p1g0~t1p1s0 (at_iteration=20) did not take effect" in opening
     assert 'href="../summary.json"' in html

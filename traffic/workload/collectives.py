@@ -520,3 +520,19 @@ def bytes_moved(collective: str, n: int, world_size: int, rank: int = 0, target:
         copies = victim_messages(w, target, victim, victim_only)
         return sent + (copies * size if victim is not None and rank == victim[0] else 0)
     return size
+
+
+def bytes_received(collective: str, n: int, world_size: int, rank: int = 0, target: int = 0,
+                   victim: tuple[int, int] | None = None, victim_only: bool = False) -> int:
+    """Payload bytes `rank` receives in one call: in the ring collectives, all-to-all and
+    send/recv every rank receives what it sends; a bisection's second half receives the
+    message; the incast target receives one message from each sender, the victim flow's
+    destination its copies (the target's 4-byte release messages not counted)."""
+    w, size = world_size, n * DTYPE().itemsize
+    if collective == "bisection":
+        return size if bisection_peer(rank, w)[0] == "recv" else 0
+    if collective == "incast":
+        got = size * len(incast_senders(w, target, victim, victim_only)) if rank == target else 0
+        copies = victim_messages(w, target, victim, victim_only)
+        return got + (copies * size if victim is not None and rank == victim[1] else 0)
+    return bytes_moved(collective, n, w, rank)

@@ -12,18 +12,30 @@ SCENARIO = """name = "x"
 planes = 2
 time_scale = "auto"
 [short]
-time_scale = 0.3
+fault_time_factor = 0.3
+fabric_time_scale = 1
 """
 
 
 def test_time_scale_read_and_pinned():
     assert B.scenario_time_scale(SCENARIO) == "auto"
-    assert B.scenario_time_scale('name = "x"\n[fabric]\nplanes = 2\n') == 1
+    default = 'name = "x"\n[fabric]\nplanes = 2\n'
+    assert B.scenario_time_scale(default) == "auto"           # the key's default
     pinned = B.pin_time_scale(SCENARIO, 3)
     assert B.scenario_time_scale(pinned) == 3
-    assert "[short]\ntime_scale = 0.3" in pinned          # the short table's own key is kept
+    assert "[short]\nfault_time_factor = 0.3" in pinned    # the short table's own keys are kept
+    assert B.scenario_time_scale(B.pin_time_scale(default, 3)) == 3
+    assert B.scenario_time_scale(B.pin_time_scale('name = "x"\n', 3)) == 3
     with pytest.raises(UsageError, match="not valid TOML"):
         B.scenario_time_scale("[fabric")
+
+
+def test_the_bench_runs_the_short_version_at_the_fabric_time_scale():
+    """The test suite pins the short versions' scale ([short] fabric_time_scale); the bench
+    measures the calibrated one, so it drops that pin."""
+    unpinned = B.unpin_short(SCENARIO)
+    assert "fabric_time_scale" not in unpinned
+    assert unpinned.endswith("[short]\nfault_time_factor = 0.3\n")
 
 
 def test_busy_processes_are_started_and_stopped_by_pid():

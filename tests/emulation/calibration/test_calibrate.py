@@ -2,6 +2,7 @@
 whose threshold is known, the verdict of a trial's summaries, the cache key and the CLI's cache
 paths. (A trial on the fabric is the integration test's and `make bench`'s.)"""
 import json
+import re
 
 import pytest
 
@@ -58,7 +59,7 @@ def test_a_summary_without_fidelity_is_a_clear_error():
 
 def test_the_cache_key_follows_the_fabric_not_the_time_scale():
     base = S.parse(SCN)
-    same = S.parse(SCN.replace("[collective]", 'time_scale = 4\n[collective]'))
+    same = S.parse(SCN.replace("time_scale = 1", "time_scale = 4"))
     wider = S.parse(SCN.replace("planes = 2", "planes = 3"))
     assert C.cache_key(base, "mrc", "d")[0] == C.cache_key(same, "mrc", "d")[0]
     assert C.cache_key(base, "mrc", "d")[0] != C.cache_key(wider, "mrc", "d")[0]
@@ -76,6 +77,32 @@ def test_calibrate_caches_and_resolve_reuses_it(tmp_path):
     assert ran == [1.0, 2.0, 1.5, 1.75]
     assert C.resolve(scn, None, tmp_path, log=lambda _: None, measure=lambda k: pytest.fail(
         "ran a trial although the cache had the answer")) == 2.0
+
+
+def test_resolve_calibrates_on_the_short_version_once_and_says_how_long_it_took(tmp_path):
+    """The first "auto" run on a machine calibrates with the trial scenario it is given (the
+    runner passes the [short] version), one progress line per trial and the total time; the
+    second reads the cache and runs nothing."""
+    full = S.parse(SCN + "[short]\niterations = 2\n")
+    short = S.parse(SCN + "[short]\niterations = 2\n", short=True)
+    ran = []
+
+    def run_transport(scn, transport, tdir):
+        ran.append((scn.collective.iterations, scn.time_scale, transport))
+        verdict = "ok" if scn.time_scale >= 2 else "invalid"
+        return {"time_scale": scn.time_scale, "fidelity": {"verdict": verdict, "margins": {}}}
+
+    lines = []
+    assert C.resolve(full, run_transport, tmp_path, log=lines.append, trial=short) == 2.0
+    assert ran == [(2, 1.0, "mrc"), (2, 2.0, "mrc"), (2, 1.5, "mrc"), (2, 1.75, "mrc")]
+    assert "calibrating once" in lines[0]
+    assert [line.startswith("mrclab calibrate: time_scale ") for line in lines[1:-1]] == [True] * 4
+    assert re.fullmatch(r"mrclab run: time_scale auto = 2 \(calibrated in \d+ s over 4 short "
+                        r"runs, cached in .*\)", lines[-1]), lines[-1]
+    lines.clear()
+    assert C.resolve(full, lambda *a: pytest.fail("ran a trial with the answer cached"),
+                     tmp_path, log=lines.append, trial=short) == 2.0
+    assert len(lines) == 1 and "time_scale auto = 2 (calibrated on this machine" in lines[0]
 
 
 def test_calibrate_without_a_pass_says_what_to_do(tmp_path):
@@ -100,7 +127,7 @@ def test_cli_cached_reports_a_miss_and_prints_a_hit_as_json(tmp_path, capsys):
 
 def test_cli_bad_scenario_is_named(tmp_path, capsys):
     path = tmp_path / "bad.toml"
-    path.write_text(SCN.replace("[collective]", "time_scale = 0.5\n[collective]"))
+    path.write_text(SCN.replace("time_scale = 1", "time_scale = 0.5"))
     assert calibrate_cli.main([str(path), "--cached"]) == 2
     assert "time_scale: must be between 1 and 1000, got 0.5" in capsys.readouterr().err
 
@@ -108,7 +135,7 @@ def test_cli_bad_scenario_is_named(tmp_path, capsys):
 def test_bench_timescale_is_registered_and_names_a_bad_scenario(tmp_path, capsys):
     from emulation import cli, cli_bench
     path = tmp_path / "bad.toml"
-    path.write_text(SCN.replace("[collective]", 'time_scale = "fast"\n[collective]'))
+    path.write_text(SCN.replace("time_scale = 1", 'time_scale = "fast"'))
     assert "timescale" in cli_bench.BENCHES
     assert cli.main(["bench", "timescale", "--scenario", str(path)]) == cli.EXIT_USAGE
     assert "time_scale: must be a number >= 1 or \"auto\", got 'fast'" in capsys.readouterr().err

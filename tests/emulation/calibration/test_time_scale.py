@@ -13,8 +13,11 @@ from model.topology import FabricSpec, Topology
 from tests.helpers.scenario_texts import SMALL_FABRIC
 from traffic.nic.endpoint_support import EndpointConfig, trimming_delay_bound_ns
 
+# SMALL_FABRIC without its pinned time_scale: each test here sets its own. 4 MiB messages, 20
+# iterations: at line rate at least 4.8 s of traffic after the timed start, so the faults below
+# land inside it (emulation/config/scenario_timing.py).
 BASE = """name = "t"
-""" + SMALL_FABRIC + """host_link_mbit = 100
+""" + SMALL_FABRIC.replace("time_scale = 1\n", "") + """host_link_mbit = 100
 fabric_link_mbit = 50
 mtu = 1500
 {scale}
@@ -23,8 +26,8 @@ tcp_reconvergence_s = 2.0
 roce_reconvergence_s = 1.5
 
 [collective]
-message_bytes = 4096
-iterations = 10
+message_bytes = 4194304
+iterations = 20
 timeout_s = 20
 
 [options]
@@ -69,8 +72,9 @@ def scenario(scale="time_scale = 4"):
 # ---------------------------------------------------------------- the key
 
 
-def test_time_scale_defaults_to_one_and_keeps_the_scenario_as_is():
-    scn = scenario(scale="")
+def test_time_scale_defaults_to_auto_and_one_keeps_the_scenario_as_is():
+    assert scenario(scale="").time_scale == "auto"
+    scn = scenario(scale="time_scale = 1")
     assert scn.time_scale == 1.0
     assert T.wall_scenario(scn) is scn
 
@@ -115,7 +119,7 @@ def test_rates_are_divided_and_bytes_kept():
     assert wall.spec.host_link_mbit == 25.0            # 100 / 4
     assert wall.spec.fabric_link_mbit == 12.5          # 50 / 4
     assert wall.spec.mtu == 1500
-    assert wall.collective.message_bytes == 4096
+    assert wall.collective.message_bytes == 4194304
     assert wall.mrc["endpoint"]["port_rate_mbit"] == 20.0       # 80 / 4
     assert wall.topology.link("t0p0g0", "t1p0s0").mbit == 12.5
 
@@ -207,7 +211,7 @@ def test_tcp_minimum_rto_scales_through_the_plane_routes():
 
 def test_the_short_version_may_run_at_its_own_numeric_scale():
     text = BASE.format(scale='time_scale = "auto"') + "\n[short]\niterations = 4\n" \
-        "fabric_time_scale = 2\n"
+        "fault_time_factor = 0.2\nfabric_time_scale = 2\n"
     assert S.parse(text).time_scale == "auto"
     assert S.parse(text, short=True).time_scale == 2.0
     with pytest.raises(S.ScenarioError, match=r"\[short\] fabric_time_scale: must be between 1 "

@@ -17,6 +17,11 @@ from tests.helpers.synthetic_run import TCP_RUN
 # TCP_RUN: 30 iterations, warmup 2, timeout_s 60 (the schema's defaults): the run lasts at most
 # 60 + (2 + 30) * 60 = 1980 s.
 LONGEST_S = 1980.0
+# TCP_RUN with traffic that outlasts any of these schedules at line rate (1 GiB messages over
+# 2 x 0.1 Mbit/s), so what is under test is the rule named, not the fit to the traffic
+# (tests/emulation/config/test_scenario_timing.py).
+LONG_RUN = TCP_RUN.replace("message_bytes = 4000", "message_bytes = 1073741824").replace(
+    "planes = 2\n", "planes = 2\nhost_link_mbit = 0.1\n")
 
 
 def nft_check(script: str) -> subprocess.CompletedProcess:
@@ -66,30 +71,32 @@ def fault(action, when, extra=""):
 
 
 def test_a_fault_due_after_the_longest_run_is_refused_with_its_line():
-    S.parse(TCP_RUN + fault("link_down", f"at_s = {LONGEST_S}"))
+    S.parse(LONG_RUN + fault("link_down", f"at_s = {LONGEST_S}"))
     with pytest.raises(S.ScenarioError) as err:
-        S.parse(TCP_RUN + fault("link_down", f"at_s = {LONGEST_S + 1}"))
-    line = (TCP_RUN + fault("link_down", "at_s")).splitlines().index(f"at_s") + 1
+        S.parse(LONG_RUN + fault("link_down", f"at_s = {LONGEST_S + 1}"))
+    line = (LONG_RUN + fault("link_down", "at_s")).splitlines().index(f"at_s") + 1
     assert f"<scenario>:{line}: [[faults]] #1 at_s" in str(err.value)
     assert "past the longest this run can last (1980 s" in str(err.value)
     # after_s chains add up: 1000 + 1000 > 1980
     with pytest.raises(S.ScenarioError, match="#2 after_s: comes 2000 s after"):
-        S.parse(TCP_RUN + fault("link_down", "at_s = 1000") + fault("link_up", "after_s = 1000"))
+        S.parse(LONG_RUN + fault("link_down", "at_s = 1000") + fault("link_up", "after_s = 1000"))
 
 
 def test_a_clear_without_its_fault_is_refused_at_validation():
     with pytest.raises(S.ScenarioError, match="#1: gray_loss_clear on t0p0g0~t1p0s1 clears "
                                               "nothing: no gray_loss on it comes before"):
-        S.parse(TCP_RUN + fault("gray_loss_clear", "at_s = 2"))
+        S.parse(LONG_RUN + fault("gray_loss_clear", "at_s = 2"))
     with pytest.raises(S.ScenarioError, match="#2: gray_loss_clear .* clears nothing"):
-        S.parse(TCP_RUN + fault("gray_loss", "at_s = 3", "percent = 5\n")
+        S.parse(LONG_RUN + fault("gray_loss", "at_s = 3", "percent = 5\n")
                 + fault("gray_loss_clear", "at_s = 2"))       # the fault comes after it
     with pytest.raises(S.ScenarioError, match="degrade_clear .* clears nothing"):
-        S.parse(TCP_RUN + fault("gray_loss", "at_s = 1", "percent = 5\n")
+        S.parse(LONG_RUN + fault("gray_loss", "at_s = 1", "percent = 5\n")
                 + fault("degrade_clear", "at_s = 2"))         # another kind of fault
-    ok = S.parse(TCP_RUN + fault("gray_loss", "at_s = 1", "percent = 5\n")
+    ok = S.parse(LONG_RUN + fault("gray_loss", "at_s = 1", "percent = 5\n")
                  + fault("gray_loss_clear", "after_s = 1"))
     assert [e.commands[0]["action"] for e in ok.faults] == ["gray_loss", "gray_loss_clear"]
-    # due at an iteration: its time is known only at run time, so it may come first
-    S.parse(TCP_RUN + fault("gray_loss_clear", "at_s = 2")
-            + fault("gray_loss", "at_iteration = 3", "percent = 5\n"))
+    # a fault due at an iteration may come after a clear due at a time, on a slow run
+    with pytest.raises(S.ScenarioError, match="#1: gray_loss_clear on t0p0g0~t1p0s1 may come "
+                                              "before the gray_loss of entry #2"):
+        S.parse(LONG_RUN + fault("gray_loss_clear", "at_s = 2")
+                + fault("gray_loss", "at_iteration = 3", "percent = 5\n"))

@@ -8,6 +8,7 @@ from emulation.run.runner import worker_config
 INCAST = """
 name = "v"
 [fabric]
+time_scale = 1
 planes = 1
 groups = 2
 spines = 2
@@ -37,12 +38,12 @@ def test_victim_only_defaults_to_false(tmp_path):
 
 
 @pytest.mark.parametrize("victim, hpg, expect", [
-    ("victim_only = true", 4, "v.toml:13: [collective] victim_only: needs a victim"),
+    ("victim_only = true", 4, "v.toml:14: [collective] victim_only: needs a victim"),
     ('victim = ["h0", "h1"]\nvictim_only = true', 4,
-     "v.toml:13: [collective] victim: with victim_only the victim's source must not be the "
+     "v.toml:14: [collective] victim: with victim_only the victim's source must not be the "
      "incast target"),
     ('victim = ["h2", "h1"]\nvictim_only = true', 1,
-     "v.toml:13: [collective] victim: must be [src, dst]"),
+     "v.toml:14: [collective] victim: must be [src, dst]"),
 ])
 def test_bad_victim_only_names_key_and_line(victim, hpg, expect):
     with pytest.raises(S.ScenarioError) as err:
@@ -64,6 +65,7 @@ def test_victim_only_needs_an_incast_sender():
 BISECTION = """
 name = "b"
 [fabric]
+time_scale = 1
 planes = 1
 groups = {groups}
 spines = 2
@@ -82,9 +84,9 @@ def test_bisection_parses_on_an_even_fabric():
 def test_bisection_refuses_an_odd_number_of_hosts():
     with pytest.raises(S.ScenarioError) as err:
         S.parse(BISECTION.format(groups=3), source="b.toml")
-    assert str(err.value).startswith("b.toml:9: [collective] kind: bisection pairs"), str(err.value)
+    assert str(err.value).startswith("b.toml:10: [collective] kind: bisection pairs"), str(err.value)
 
 
 def test_victim_only_is_for_incast_only():
-    with pytest.raises(S.ScenarioError, match=r"b.toml:12: \[collective\] victim_only: only used"):
+    with pytest.raises(S.ScenarioError, match=r"b.toml:13: \[collective\] victim_only: only used"):
         S.parse(BISECTION.format(groups=2) + "victim_only = true\n", source="b.toml")

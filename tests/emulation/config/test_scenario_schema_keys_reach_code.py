@@ -31,6 +31,7 @@ from traffic.workload.mrc_comm import FRAG, create
 BASE = """
 name = "plumbing"
 [fabric]
+time_scale = 1
 planes = 2
 groups = 1
 spines = 2

@@ -5,24 +5,26 @@ import pytest
 
 from emulation.run import run_faults, runner
 from emulation.config import scenario as S
-from tests.helpers.scenario_texts import SMALL_FABRIC
+from tests.helpers.scenario_texts import fabric_table
 from traffic.nic.endpoint_support import EndpointConfig
 from tests.helpers.paths import REPO
 
 SHIPPED = sorted((REPO / "experiments").glob("*.toml"))
 
+# Links of 1 Mbit/s: at line rate an iteration takes at least 6.3 s (full) and 1.6 s (short),
+# so every fault below lands inside the traffic (emulation/config/scenario_timing.py).
 BASE = """
 name = "t"
-""" + SMALL_FABRIC + """[collective]
+""" + fabric_table(link_mbit=1) + """[collective]
 kind = "allreduce"
 message_bytes = 1048576
 iterations = 40
 timeout_s = 30
 [short]
 iterations = 10
-message_bytes = 65536
+message_bytes = 262144
 capture = false
-time_scale = 0.5
+fault_time_factor = 0.5
 [[faults]]
 at_s = 4.0
 action = "flap"
@@ -66,7 +68,7 @@ def test_short_overrides_collective_options_and_scales_the_fault_schedule():
     assert (full.collective.iterations, full.collective.message_bytes, full.capture) == \
         (40, 1048576, True)
     assert (short.collective.iterations, short.collective.message_bytes, short.capture) == \
-        (10, 65536, False)
+        (10, 262144, False)
     assert short.collective.timeout_s == 30.0            # not overridden: kept
     flap, down, up = short.faults
     assert flap.at_s == 2.0 and flap.commands[0]["period_s"] == 1.0
@@ -82,9 +84,10 @@ def test_short_without_a_short_table_is_a_clear_error():
 
 
 @pytest.mark.parametrize("edit,expect", [
-    (("time_scale = 0.5", "time_scale = 0.5\niteratons = 3"), "x.toml:18: [short] iteratons: unknown key"),
-    (("time_scale = 0.5", "time_scale = 2.0"), "x.toml:17: [short] time_scale: must be between 0.01 and 1.0"),
-    (("message_bytes = 65536", "message_bytes = 65535"), "must be a multiple of 4 (float32), got 65535 (in the short version"),
+    (("fault_time_factor = 0.5", "fault_time_factor = 0.5\niteratons = 3"), "x.toml:21: [short] iteratons: unknown key"),
+    (("fault_time_factor = 0.5", "fault_time_factor = 2.0"), "x.toml:20: [short] fault_time_factor: must be between 0.01 and 1.0"),
+    (("fault_time_factor = 0.5", "time_scale = 0.5"), "x.toml:20: [short] time_scale: unknown key here (renamed: use fault_time_factor"),
+    (("message_bytes = 262144", "message_bytes = 262142"), "must be a multiple of 4 (float32), got 262142 (in the short version"),
     (("capture = false", "capture = 1"), "[short] capture: must be true or false, got 1"),
 ])
 def test_bad_short_tables_fail_even_when_the_full_version_is_asked_for(edit, expect):

@@ -10,11 +10,13 @@ from tests.helpers.paths import REPO
 
 SHIPPED = sorted((REPO / "experiments").glob("*.toml"))
 
+# 4 MiB messages: at line rate the 10 iterations take at least 2.5 s, so the link-down at 1.5 s
+# lands inside the traffic (emulation/config/scenario_timing.py).
 GOOD = """
 name = "t"
 """ + SMALL_FABRIC + """[collective]
 kind = "allreduce"
-message_bytes = 4096
+message_bytes = 4194304
 iterations = 10
 """ + LINK_DOWN_AT_1_5_S
 
@@ -47,13 +49,13 @@ def error_of(text):
 
 
 @pytest.mark.parametrize("edit,expect", [
-    (("iterations = 10", "iterations = 10\nmesage_bytes = 4"), "x.toml:12: [collective] mesage_bytes: unknown key"),
-    (("message_bytes = 4096", "message_bytes = 4097"), "x.toml:10: [collective] message_bytes: must be a multiple of 4"),
-    (("iterations = 10", "iterations = \"ten\""), "x.toml:11: [collective] iterations: must be an integer"),
+    (("iterations = 10", "iterations = 10\nmesage_bytes = 4"), "x.toml:13: [collective] mesage_bytes: unknown key"),
+    (("message_bytes = 4194304", "message_bytes = 4194305"), "x.toml:11: [collective] message_bytes: must be a multiple of 4"),
+    (("iterations = 10", "iterations = \"ten\""), "x.toml:12: [collective] iterations: must be an integer"),
     (("planes = 2", "planes = 0"), "x.toml:4: [fabric] planes: must be between 1 and 8"),
-    (('b = "t1p0s0"', 'b = "t1p0s7"'), "x.toml:16: [[faults]] #1 b: no node 't1p0s7'"),
+    (('b = "t1p0s0"', 'b = "t1p0s7"'), "x.toml:17: [[faults]] #1 b: no node 't1p0s7'"),
     (('b = "t1p0s0"', 'b = "h3"'), "no link between 't0p0g0' and 'h3'"),
-    (("at_s = 1.5", "at_s = 1.5\nat_iteration = 2"), "x.toml:12: [[faults]] #1: needs exactly one of"),
+    (("at_s = 1.5", "at_s = 1.5\nat_iteration = 2"), "x.toml:13: [[faults]] #1: needs exactly one of"),
     (("at_s = 1.5", "at_iteration = 10"), "at_iteration: must be between 0 and 9"),
     (('action = "link_down"', 'action = "explode"'), "unknown action 'explode'"),
     (('kind = "allreduce"', 'kind = "broadcast"'), "[collective] kind: must be one of"),

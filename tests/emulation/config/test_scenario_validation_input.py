@@ -19,7 +19,7 @@ iterations = 3
 \"\"\"
 """ + SMALL_FABRIC + """[collective]
 kind = "allreduce"
-message_bytes = 4096
+message_bytes = 4194304     # 10 iterations of at least 0.25 s: the fault at 1.5 s fits
 iterations = 10
 """ + LINK_DOWN_AT_1_5_S
 
@@ -98,7 +98,7 @@ def test_key_inside_a_multiline_string_does_not_move_line_numbers():
     text = BASE.replace("iterations = 10", 'iterations = "ten"')
     # the description's "iterations = 3" and "[collective]" lines are text, not TOML
     line = line_of(text, 'iterations = "ten"')
-    assert line == 14
+    assert line == 15
     assert f"x.toml:{line}: [collective] iterations: must be an integer" in error_of(text)
 
 

@@ -13,12 +13,13 @@ from emulation.config import scenario
 SCENARIO = """
 name = "rec"
 [fabric]
+time_scale = 1
 planes = 3
 [collective]
 message_bytes = 4096
 iterations = 5
 [[faults]]
-at_s = 1.0
+at_iteration = 1
 action = "link_down"
 a = "t0p0g0"
 b = "t1p0s0"

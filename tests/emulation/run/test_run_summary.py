@@ -1,13 +1,12 @@
 """The runner's summary from worker logs and applied faults (no fabric needed)."""
 import json
 
-from emulation.config import scenario as S
 from emulation.run.run_progress import LogTail
 from emulation.run.run_summary import summarize
 from emulation.run.runner import worker_config
 from model.events import Event, Phase
 from tests.helpers.scenario_texts import link_fault
-from tests.helpers.synthetic_run import MS, TCP_RUN, write_worker_logs
+from tests.helpers.synthetic_run import MS, TCP_RUN, parse_run, write_worker_logs
 
 T0 = 10_000 * MS
 TEXT = TCP_RUN + link_fault("link_down", "t0p0g0", "t1p0s0", at_s=1.0)
@@ -21,7 +20,7 @@ def write_logs(tdir, iterations=30):
 
 
 def test_summary_reports_iterations_faults_and_recovery(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run(TEXT)
     t0 = write_logs(tmp_path)
     applied = [{"entry": 0, "when": "at_s=1.0", "t_ns": t0 + 1000 * MS, "ok": True,
                 "command": scn.faults[0].commands[0]}]
@@ -40,7 +39,7 @@ def test_summary_reports_iterations_faults_and_recovery(tmp_path):
 
 
 def test_partial_or_failed_runs_are_not_verified(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run(TEXT)
     write_logs(tmp_path, iterations=12)
     s = summarize(scn, "tcp", tmp_path, {"partial": True, "exit_codes": {}, "applied": []})
     assert s["verified"] is False and s["partial"] is True and s["iterations_completed"] == 12

@@ -28,7 +28,7 @@ def test_line_rate_fraction_of_the_median_iteration(tmp_path):
     """A 4-rank all-reduce of 1 MiB per rank over 2 planes of 30 Mbit/s host links, iterations
     of 0.4, 0.5 and 0.9 s: the median 0.5 s gives algbw 1048576 / 0.5 = 2097152 B/s, busbw x 2(4-1)/4
     = 3145728 B/s = 25.165824 Mbit/s, over 2 x 30 Mbit/s = 0.419 of the line rate."""
-    text = ('name = "t"\n[fabric]\nplanes = 2\ngroups = 2\nspines = 2\nhosts_per_group = 2\n'
+    text = ('name = "t"\n[fabric]\ntime_scale = 1\nplanes = 2\ngroups = 2\nspines = 2\nhosts_per_group = 2\n'
             'host_link_mbit = 30\n[collective]\nkind = "allreduce"\nmessage_bytes = 1048576\n'
             'iterations = 3\n')
     scn = scenario.parse(text)

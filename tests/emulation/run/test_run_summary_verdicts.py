@@ -6,9 +6,9 @@ import socket
 import time
 
 from emulation.run import run_faults, run_output, run_progress, run_summary, runner
-from emulation.config import scenario as S
 from model.events import Event, Phase
-from tests.helpers.synthetic_run import MS, T0, TEXT, records, sent, write_run
+from tests.helpers.scenario_texts import link_fault
+from tests.helpers.synthetic_run import MS, T0, TEXT, parse_run, records, sent, write_run
 
 
 def summary_of(tmp_path, recs):
@@ -18,7 +18,7 @@ def summary_of(tmp_path, recs):
 
 
 def test_a_refused_clear_and_a_late_fault_fail_the_run_with_their_names(tmp_path):
-    scn, s = summary_of(tmp_path, records(S.parse(TEXT)))
+    scn, s = summary_of(tmp_path, records(parse_run()))
     assert s["verified"] is True and s["data_verified"] is True      # the data is fine ...
     assert s["faults_ok"] is False                                   # ... the schedule is not
     assert [f["entry"] for f in s["faults_failed"]] == [2]
@@ -37,10 +37,10 @@ def test_a_refused_clear_and_a_late_fault_fail_the_run_with_their_names(tmp_path
 
 
 def test_all_faults_applied_in_time_exit_zero(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run()
     c = [e.commands[0] for e in scn.faults]
     recs = [sent(0, "at_s=1.0", 1000, c[0]), sent(1, "at_s=2.7", 2700, c[1])]
-    scn2 = S.parse(TEXT.split("[[faults]]\nat_s = 2.8")[0])
+    scn2 = parse_run(TEXT.split("[[faults]]\nat_s = 2.8")[0])
     write_run(tmp_path, recs)
     s = run_summary.summarize(scn2, "tcp", tmp_path, {"partial": False,
                                                  "exit_codes": {f"h{i}": 0 for i in range(4)}})
@@ -52,7 +52,7 @@ def test_all_faults_applied_in_time_exit_zero(tmp_path):
 
 
 def test_not_verified_outranks_a_fault_that_did_not_take_effect(tmp_path):
-    scn = write_run(tmp_path, records(S.parse(TEXT)))
+    scn = write_run(tmp_path, records(parse_run()))
     s = run_summary.summarize(scn, "tcp", tmp_path, {"partial": False,
                                                 "exit_codes": {"h0": 4, "h1": 0, "h2": 0, "h3": 0}})
     code, problems = run_summary.run_verdict([s], interrupted=False)
@@ -61,7 +61,7 @@ def test_not_verified_outranks_a_fault_that_did_not_take_effect(tmp_path):
 
 
 def test_a_scheduler_that_dies_leaves_its_entries_named_as_not_reached(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run()
     with socket.socket() as s:            # a port nobody listens on: the POST fails
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -74,15 +74,45 @@ def test_a_scheduler_that_dies_leaves_its_entries_named_as_not_reached(tmp_path)
     sched.join(10)
     assert not sched.is_alive() and sched.error and "fault scheduler failed" in sched.error
     assert sched.sent == set()           # died on the first POST, before any answer
-    reason = run_faults.unreached_reason({}, sched.error, tail.timed_start_ns, time.monotonic_ns())
-    recs = run_faults.unreached_records(scn, sched.sent, reason)
+    progress = run_faults.RunProgress(tail.timed_start_ns, time.monotonic_ns())
+    recs = run_faults.unreached_records(scn, sched.sent, lambda i: run_faults.unreached_reason(
+        {}, sched.error, progress, scn, i))
     assert [r["entry"] for r in recs] == [0, 1, 2, 3, 4, 5]
     assert all(r["reached"] is False and "scheduler died" in r["reason"] for r in recs)
     assert recs[2]["action"] == "gray_loss_clear" and recs[2]["when"] == "at_s=2.8"
 
 
-def test_unreached_reason_says_how_long_the_traffic_ran():
+def test_unreached_reason_names_why_the_run_never_reached_an_entry():
+    scn = parse_run()
+    at_start = run_faults.RunProgress(T0, T0)
     assert "the run stopped before it was due (boom)" in run_faults.unreached_reason(
-        {"error": "boom"}, None, T0, T0)
-    assert run_faults.unreached_reason({}, None, None, T0) == "the timed iterations never started"
-    assert "finished 3.2 s after" in run_faults.unreached_reason({}, None, T0, T0 + 3200 * MS)
+        {"error": "boom"}, None, at_start, scn, 4)
+    assert run_faults.unreached_reason({}, None, run_faults.RunProgress(None, T0), scn, 4) == \
+        "the timed iterations never started"
+
+
+def test_a_late_entry_says_when_it_was_due_and_when_the_traffic_ended():
+    """Both on one clock, the emulated world's: TEXT's entry 4 is at_s = 9.0, entry 5
+    at_iteration = 29; an after_s entry is due its after_s after the previous one was applied."""
+    scn = parse_run()
+    ran = run_faults.RunProgress(T0, T0 + 3200 * MS, done=28)
+    late = run_faults.unreached_reason({}, None, ran, scn, 4)
+    assert late == ("the traffic ended before it was due: it was due 9 s after the timed "
+                    "iterations started, and the traffic ended 3.20 s after the timed iterations "
+                    "started")
+    assert run_faults.unreached_reason({}, None, ran, scn, 5) == (
+        "the traffic ended before it was due: it was due when a rank started timed iteration "
+        "29, and no rank got past 28")
+    # at time scale 4 the same wall times are a quarter as long in the emulated world
+    slow = run_faults.RunProgress(T0, T0 + 3200 * MS, k=4.0)
+    assert "ended 0.80 s of emulated time after" in run_faults.unreached_reason(
+        {}, None, slow, scn, 4)
+    chained = parse_run(TEXT + link_fault("link_up", "t0p1g0", "t1p1s1", after_s=5.0))
+    applied = run_faults.RunProgress(T0, T0 + 6500 * MS, applied_at={5: T0 + 1500 * MS})
+    assert run_faults.unreached_reason({}, None, applied, scn=chained, index=6) == (
+        "the traffic ended before it was due: it was due 5 s after the previous entry "
+        "(at_iteration=29), which was applied 1.50 s after the timed iterations started, so at "
+        "6.50 s, and the traffic ended 6.50 s after the timed iterations started")
+    never = run_faults.RunProgress(T0, T0 + 6500 * MS)
+    assert run_faults.unreached_reason({}, None, never, chained, 6) == (
+        "it was due 5 s after the previous entry (at_iteration=29), which was never applied")

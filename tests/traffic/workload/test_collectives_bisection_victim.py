@@ -112,3 +112,17 @@ def test_victim_only_refuses_the_target_as_victim_source():
     with pytest.raises(ValueError, match="victim source"):
         run_world(4, lambda c: C.incast(c, np.zeros(4, np.float32), target=0, victim=(0, 1),
                                          victim_only=True, timeout_s=2))
+
+
+def test_bytes_received_is_what_the_peers_send_each_rank():
+    # 10 floats = 40 B. Incast, 8 ranks, target 0, victim 4 -> 1 with victim_only: the target
+    # takes 5 senders x 40 B, the victim's destination its 5 copies; a plain victim flow
+    # carries one copy and every rank but the target sends to it (7 x 40 B).
+    got = [C.bytes_received("incast", 10, 8, r, 0, (4, 1), True) for r in range(8)]
+    assert got == [200, 200, 0, 0, 0, 0, 0, 0]
+    got = [C.bytes_received("incast", 10, 8, r, 0, (4, 1), False) for r in range(8)]
+    assert got == [280, 40, 0, 0, 0, 0, 0, 0]
+    # bisection: the second half receives the message; a ring receives what it sends
+    assert [C.bytes_received("bisection", 10, 4, r) for r in range(4)] == [0, 0, 40, 40]
+    assert C.bytes_received("allreduce", 10, 4, 2) == 2 * 3 * 40 // 4 == 60
+    assert C.bytes_received("alltoall", 10, 4, 1) == 3 * 40 // 4 == 30
