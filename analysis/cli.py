@@ -9,6 +9,7 @@ the way papermill does, `-p NAME VALUE`) and saves the executed copy as
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 
@@ -170,6 +171,30 @@ def parameter_value(text: str):
     return text
 
 
+def check_parameter_kinds(source: str, parameters: dict) -> None:
+    """UsageError when a -p value is not of its parameter's kind: a parameter whose default
+    in the `parameters` cell is a number takes a number (BIN_MS abc would fail in a cell)."""
+    import ast
+    defaults = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+                isinstance(node.targets[0], ast.Name):
+            try:
+                defaults[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    for name, value in parameters.items():
+        default = defaults.get(name)
+        numeric = isinstance(default, (int, float)) and not isinstance(default, bool)
+        if numeric and (isinstance(value, bool) or not isinstance(value, (int, float))
+                        or value != value or value in (float("inf"), float("-inf"))):
+            raise UsageError(f"-p {name} {str(value)[:40]!r}: {name} is a number (default "
+                             f"{default!r})")
+
+
+ANSI_ESCAPE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
 def notebook_parameters(nb) -> tuple[int, list[str]]:
     """(index of the cell tagged `parameters`, the names it assigns)."""
     import ast
@@ -203,6 +228,7 @@ def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
     if unknown:
         raise UsageError(f"-p {unknown[0]}: not a parameter of the notebook; its parameters: "
                          f"{', '.join(known)}")
+    check_parameter_kinds(nb.cells[at].source, parameters or {})
     source = "\n".join(["# Injected by mrclab notebook"]
                        + [f"{name} = {value!r}" for name, value in values.items()])
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell(
@@ -213,9 +239,13 @@ def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
     with tempfile.TemporaryDirectory(prefix="mrclab-kernel-") as sockets:
         km = KernelManager(kernel_name="python3", transport="ipc",
                            ip=str(Path(sockets) / "kernel"))
+        # the kernel's working directory is on its sys.path: never the run directory (a
+        # planted matplotlib.py there would run as the caller), but an empty one of ours
+        cwd = Path(sockets) / "cwd"
+        cwd.mkdir(mode=0o700)
         try:
             NotebookClient(nb, km=km, timeout=timeout_s, kernel_name="python3",
-                           resources={"metadata": {"path": str(run_dir)}}).execute()
+                           resources={"metadata": {"path": str(cwd)}}).execute()
         finally:                # a kernel manager we pass in is ours to shut down
             if km.has_kernel:
                 km.shutdown_kernel(now=True)
@@ -250,7 +280,8 @@ def notebook_main(args=None) -> int:
         print(f"mrclab notebook: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:   # a failing cell: name it, exit non-zero
-        print(f"mrclab notebook: a cell failed: {str(exc)[-2000:]}", file=sys.stderr)
+        text = ANSI_ESCAPE.sub("", str(exc))    # cut after stripping: never inside an escape
+        print(f"mrclab notebook: a cell failed: {text[-2000:]}", file=sys.stderr)
         return 1
     print(f"executed notebook: {out}")
     print(f"as HTML:           {Path(out).with_suffix('.html')}")

@@ -19,15 +19,18 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import math
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from analysis import safe_write
 from analysis.fidelity_verdict import OK
 from analysis.fidelity_words import time_scale_of, verdict_of
-from analysis.logs import resolve_run
+from analysis.logs import MAX_JSON_BYTES, resolve_run
 from model.argtypes import add_renamed
+from model.safe_read import read_regular
 
 BOOTSTRAP_RESAMPLES = 4000
 SEED = 20261127
@@ -56,15 +59,40 @@ def bootstrap_median_difference(a, b, resamples: int = BOOTSTRAP_RESAMPLES, seed
     return float(np.median(b) - np.median(a)), float(low), float(high)
 
 
+MAX_SCENARIO_BYTES = 1 << 20          # emulation/config/scenario.py's bound on a scenario file
+
+
 def _summary(tdir: Path) -> dict:
     try:
-        data = json.loads((tdir / "summary.json").read_text())
-    except (OSError, ValueError) as exc:
+        data = json.loads(read_regular(tdir / "summary.json", MAX_JSON_BYTES))
+    except (OSError, ValueError, RecursionError) as exc:
         raise CompareError(f"{tdir}: no readable summary.json ({exc.__class__.__name__}); was "
                            f"the run written by `mrclab run`?") from None
     if not isinstance(data, dict):
         raise CompareError(f"{tdir}/summary.json: not a JSON object")
+    for key, ok, kind in SUMMARY_KINDS:
+        if data.get(key) is not None and not ok(data[key]):
+            raise CompareError(f"{tdir}/summary.json: {key} is not {kind}; was the run written "
+                               f"by `mrclab run`?")
     return data
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _numbers(v) -> bool:
+    return isinstance(v, list) and all(x is None or _number(x) for x in v)
+
+
+# the summary.json fields compare computes with, and their kinds
+SUMMARY_KINDS = (
+    ("iteration_times_ms", _numbers, "a list of numbers"),
+    ("recovery_ms", _numbers, "a list of numbers (or nulls)"),
+    ("nccl", lambda v: isinstance(v, dict) and all(
+        v.get(k) is None or _number(v[k]) for k in ("busbw_GBps", "time_mean_ms")),
+     "an object with numeric busbw_GBps and time_mean_ms"),
+    ("retransmissions", _number, "a number"), ("evs_retired", _number, "a number"))
 
 
 def _transports(run: Path) -> dict[str, dict]:
@@ -83,7 +111,8 @@ def check_same_scenario(run_a: Path, run_b: Path) -> str | None:
     texts = []
     for run in (run_a, run_b):
         try:
-            texts.append((run / "scenario.toml").read_text())
+            texts.append(read_regular(run / "scenario.toml", MAX_SCENARIO_BYTES)
+                         .decode("utf-8", "replace"))
         except OSError:
             return f"{run} has no scenario.toml"
     if texts[0] == texts[1]:
@@ -116,7 +145,8 @@ SCALARS = (("slowest recovery ms", _recovery_max),
 
 def compare(run_a, run_b, force: bool = False) -> dict:
     """{"a", "b", "scenario_difference", "rows": [...]}; raises CompareError."""
-    run_a, run_b = resolve_run(run_a), resolve_run(run_b)
+    run_a = safe_write.check_run_dir(resolve_run(run_a))
+    run_b = safe_write.check_run_dir(resolve_run(run_b))
     difference = check_same_scenario(run_a, run_b)
     if difference and not force:
         raise CompareError(f"the runs are of different scenarios ({difference}); "
@@ -227,10 +257,10 @@ def plot_goodput(result: dict, path: Path) -> Path:
         ax.legend(fontsize=7)
     axes[-1, 0].set_xlabel(f"s from the first goodput sample ({GOODPUT_BIN_MS:.0f} ms bins)")
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    try:
+        return safe_write.save_figure(fig, path, dpi=110)     # never through a planted link
+    finally:
+        plt.close(fig)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

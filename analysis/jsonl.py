@@ -16,6 +16,12 @@ from typing import Callable, Iterable
 
 from analysis.timescale import time_scale_of
 from model import timescale
+from model.events import Event
+from model.safe_read import NotRegularFile, read_regular
+
+# A run of minutes writes logs of tens of MB; a larger one (a sparse file of GiBs, say) is not a
+# run's log, and reading it whole would exhaust memory.
+MAX_LOG_BYTES = 1 << 29
 
 
 def parse_json(data: bytes | str):
@@ -36,6 +42,33 @@ def parse_record(line: bytes | str) -> tuple[dict | None, str | None]:
     if not isinstance(obj, dict):
         return None, "not a JSON object"
     return obj, None
+
+
+def log_host(path) -> str | None:
+    """The host a runner's per-host log belongs to: worker-h3.jsonl, endpoint-h3.jsonl -> h3."""
+    stem = Path(path).stem
+    for prefix in ("worker-", "endpoint-"):
+        if stem.startswith(prefix) and len(stem) > len(prefix):
+            return stem[len(prefix):]
+    return None
+
+
+def contradiction(obj: dict, host: str | None) -> str | None:
+    """Why a record contradicts itself or the log it is in, or None: another host's record in
+    a host's log (a log replaced by, or spoofed as, another rank's: ranks are counted by file),
+    an iteration that ends before it starts, one verified beside a count of wrong elements."""
+    who = obj.get("host")
+    if host is not None and who is not None and who != host:
+        return f"a record of host {str(who)[:40]!r} in {host}'s log (another host's record)"
+    if obj.get("event") != Event.ITERATION:
+        return None
+    start, end, wrong = obj.get("start_ns"), obj.get("end_ns"), obj.get("wrong")
+    if isinstance(start, int) and isinstance(end, int) and end < start:
+        return f"iteration {obj.get('iter')!r} ends ({end}) before it starts ({start})"
+    if obj.get("verified") is True and isinstance(wrong, int) and not isinstance(wrong, bool) \
+            and wrong != 0:
+        return f"iteration {obj.get('iter')!r} says verified beside wrong = {wrong}"
+    return None
 
 
 MAX_TIME_SPREAD_S = 86_400   # a run lasts minutes: a record a day from the others is not its own
@@ -81,10 +114,13 @@ def read_jsonl(path, problems: list[str], *, check: Callable[[dict], str | None]
     needles = None if wanted is None else tuple(w.encode() for w in wanted)
     out: list[dict] = []
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_LOG_BYTES)
     except FileNotFoundError:
         if not missing_ok:
             problems.append(f"{path.name}: missing")
+        return out
+    except NotRegularFile as exc:
+        problems.append(f"{path.name}: not read ({str(exc).split(' ', 1)[-1]})")
         return out
     except OSError as exc:
         problems.append(f"{path.name}: cannot read ({exc.strerror or exc})")

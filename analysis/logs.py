@@ -19,6 +19,7 @@ import pandas as pd
 from analysis import jsonl
 from analysis.jsonl import parse_json
 from model.events import Event
+from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 
 EVENT_REQUIRED = ("t_ns", "event")
@@ -26,6 +27,7 @@ FAULT_REQUIRED = ("t_ns", "action")
 FAULT_LOG = "faults.jsonl"          # the controller's fault log, copied into each transport dir
 NOT_EVENT_LOGS = (FAULT_LOG, "faults-applied.jsonl")   # + the runner's request/answer log
 INT64_MAX = (1 << 63) - 1          # t_ns and other *_ns values become int64 columns
+MAX_JSON_BYTES = 16 << 20          # summary, clock, counters, worker config: kB to a few MB
 
 # The fields the analysis computes with, per event, and their kinds: a line whose field has
 # another kind is reported and skipped, so one corrupt line (a process killed mid-write, a hand
@@ -100,8 +102,11 @@ def read_json(path, problems: list | None = None, what: str = "a JSON object"):
     is missing; an unreadable or non-object file is None too and is reported in `problems`."""
     path = Path(path)
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path, MAX_JSON_BYTES)
     except FileNotFoundError:
+        return None
+    except NotRegularFile as exc:
+        _note(problems, f"{path.name}: not read ({str(exc).split(' ', 1)[-1]})")
         return None
     except OSError as exc:
         _note(problems, f"{path.name}: cannot read ({exc.strerror})")
@@ -125,8 +130,9 @@ def _note(problems: list | None, text: str) -> None:
 def read_jsonl(path, required=EVENT_REQUIRED) -> tuple[list[dict], list[str]]:
     """(records, problems) of one JSONL file; a bad line is a problem, not an exception."""
     problems: list[str] = []
-    records = jsonl.read_jsonl(path, problems, check=lambda obj: record_problem(obj, required),
-                               missing_ok=False)
+    host = jsonl.log_host(path)
+    records = jsonl.read_jsonl(path, problems, check=lambda obj: record_problem(obj, required)
+                               or jsonl.contradiction(obj, host), missing_ok=False)
     return records, problems
 
 
@@ -212,15 +218,24 @@ def events_of(df: pd.DataFrame, name: str) -> pd.DataFrame:
 # ---------------------------------------------------------------- run directory layout
 
 
+NOT_RUNS = ("sweeps",)      # results/ directories that hold other things than one run
+
+
 def resolve_run(path, results_root="results") -> Path:
-    """A run directory, or 'latest' = the most recently modified directory under results/."""
+    """A run directory, or 'latest' = the most recently modified finished run under results/:
+    a directory holding its summary.json (the runner writes it last, so a run still being
+    written is not one), never results/sweeps."""
     if str(path) == "latest":
         root = Path(results_root)
-        runs = [d for d in root.iterdir() if d.is_dir()] if root.is_dir() else []
-        if not runs:
-            raise FileNotFoundError(f"no run directory under {root.resolve()}; run an experiment "
-                                    f"first (mrclab run experiments/<name>.toml)")
-        return max(runs, key=lambda d: d.stat().st_mtime)
+        runs = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink()
+                and d.name not in NOT_RUNS] if root.is_dir() else []
+        done = [d for d in runs if (d / "summary.json").is_file()]
+        if not done:
+            also = (f" ({len(runs)} without a summary.json: still running or cut short; name "
+                    f"one to read it anyway)" if runs else "")
+            raise FileNotFoundError(f"no finished run directory under {root.resolve()}{also}; "
+                                    f"run an experiment first (mrclab run experiments/<name>.toml)")
+        return max(done, key=lambda d: d.stat().st_mtime)
     p = Path(path)
     if p.exists() and not p.is_dir():
         raise FileNotFoundError(f"{p} is not a run directory (a directory of one run's results)")

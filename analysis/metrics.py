@@ -24,7 +24,8 @@ import pandas as pd
 from analysis import runmodel
 from analysis import flows, recovery
 from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
-from analysis.pcap import load_captures
+from analysis.pcap import drop_far_packets, load_captures
+from analysis.timescale import time_scale_problem
 from model.events import Event, Phase
 from model.faults import ACTIONS as FAULT_ACTIONS
 
@@ -456,6 +457,11 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
         problems = list(events.attrs.get("log_problems", [])) + list(faults.attrs.get("log_problems", []))
         for rep in pk.attrs.get("pcap_reports", []):
             problems += [f"{Path(rep['path']).name}: {p}" for p in rep.get("problems", [])]
+        pk = drop_far_packets(pk, int(events["t_ns"].median()) if len(events) else None,
+                              problems)
+        scale_problem = time_scale_problem(d)
+        if scale_problem:
+            problems.append(scale_problem)
         summary = load_summary(d, problems)
         topology = run_topology(d, problems) or run_topology(run_dir, problems)
         problems = list(dict.fromkeys(problems + run_problems))   # one line per problem

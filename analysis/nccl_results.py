@@ -14,8 +14,12 @@ Pure (no pandas, no I/O) except transport_result, which reads a transport direct
 from __future__ import annotations
 
 import statistics
+from pathlib import Path
 
+from analysis.jsonl import parse_json
 from analysis.metrics import BUSBW_FACTORS, _norm_collective, busbw_factor
+from analysis.timescale import MAX_WORKER_JSON_BYTES
+from model.safe_read import read_regular
 
 ELEMENT_TYPE = "float"       # traffic/workload/collectives.py computes on float32 (nccl-tests' "float")
 ELEMENT_BYTES = 4
@@ -76,9 +80,7 @@ def transport_result(tdir, model) -> dict:
     """The row of one transport directory: the collective, its size and world size from the
     worker.json the runner wrote, the times and #wrong from its run model (analysis.runmodel).
     Raises OSError / ValueError when worker.json is missing or unreadable."""
-    import json
-    from pathlib import Path
-    config = json.loads((Path(tdir) / "worker.json").read_text())
+    config = parse_json(read_regular(Path(tdir) / "worker.json", MAX_WORKER_JSON_BYTES))
     needed = {"collective", "message_bytes", "world_size"}
     if not isinstance(config, dict) or not needed <= set(config):
         raise ValueError(f"{tdir}/worker.json: no collective / message_bytes / world_size")

@@ -11,8 +11,10 @@ import os
 import shlex
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
+from analysis import safe_write
 from analysis.logs import resolve_run, transport_dirs
 from model.argtypes import UsageError, add_renamed
 from model.events import TRANSPORTS
@@ -55,14 +57,27 @@ def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
 
 def merge(pcaps: list[Path], out: Path) -> Path:
     """mergecap the captures into out (chronological merge); raises on a missing or failing
-    mergecap with its stderr."""
+    mergecap with its stderr. mergecap opens its output following links, so it writes into a
+    private directory made beside `out` (mode 0700, new: nobody can plant a link in it) and
+    the result is renamed over `out`: a link standing at `out` is replaced, never followed."""
     mergecap = shutil.which("mergecap")
     if mergecap is None:
         raise UsageError("mergecap is not installed (Debian package wireshark-common, which "
                          "tshark depends on; scripts/setup.sh installs it)")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    run_checked([mergecap, "-w", str(out), *map(str, pcaps)], timeout=600,
-                what="merging the captures", error=RuntimeError)
+    for p in pcaps:
+        if not p.is_file():         # a FIFO would keep mergecap waiting forever
+            raise UsageError(f"{p} is not a regular file; refusing to merge it")
+    directory = safe_write.ensure_dir(out.parent)
+    private = Path(tempfile.mkdtemp(prefix=".merge-", dir=directory))
+    try:
+        tmp = private / out.name
+        run_checked([mergecap, "-w", str(tmp), *map(str, pcaps)], timeout=600,
+                    what="merging the captures", error=RuntimeError)
+        if (directory / out.name).is_dir() and not (directory / out.name).is_symlink():
+            raise safe_write.UnsafePath(f"{out} is a directory; cannot write the capture there")
+        os.replace(tmp, directory / out.name)
+    finally:
+        shutil.rmtree(private, ignore_errors=True)
     return out
 
 
@@ -91,8 +106,8 @@ def main(args) -> int:
     import sys
 
     try:
-        run_dir = resolve_run(args.run)
-    except FileNotFoundError as err:
+        run_dir = safe_write.check_run_dir(resolve_run(args.run))
+    except OSError as err:          # missing, or a planted link, FIFO or nesting (UnsafePath)
         raise UsageError(str(err)) from None
     pcaps = run_captures(run_dir, args.transport)
     out = Path(args.merged_pcap) if args.merged_pcap else \

@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.jsonl import MAX_TIME_SPREAD_S
 from analysis.logs import run_topology
 from analysis.timescale import time_scale_of
 from model import timescale, wire
@@ -524,7 +525,9 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
         df["transport"] = pd.Categorical([tname] * len(df))
         frames.append(df)
     if frames:
-        out = pd.concat(frames, ignore_index=True)
+        # a capture without a decodable record adds no row, and its empty columns (object
+        # dtype) would turn the others' bool and int columns into objects
+        out = pd.concat([f for f in frames if len(f)] or frames[:1], ignore_index=True)
         for c in ("host", "direction", "opname", "src", "dst", "nack_reason_name", "transport"):
             out[c] = out[c].astype("category")
         out = out.sort_values("time_ns", kind="stable").reset_index(drop=True)
@@ -541,6 +544,27 @@ def load_captures(run_dir, *, clock: ClockOffset | None = None,
             "no clock.json: pcap times converted with the realtime-monotonic offset of the analysis "
             "machine now (right only on the same boot, without a clock step since the run)"]})
     out.attrs = {"pcap_reports": reports, "clock": clock_kind}
+    return out
+
+
+def drop_far_packets(pk: pd.DataFrame, reference_ns: int | None, problems: list[str],
+                     spread_s: float = MAX_TIME_SPREAD_S) -> pd.DataFrame:
+    """pk without the packets whose time_ns lies more than spread_s from reference_ns (the
+    event logs' median time; the packets' own median without one), named in `problems`. A run
+    lasts minutes: a packet a day away comes from a corrupt timestamp or clock.json, and the
+    analysis puts packets on time grids that would then ask for terabytes."""
+    if len(pk) == 0:
+        return pk
+    times = pk["time_ns"].to_numpy()
+    ref = int(np.median(times)) if reference_ns is None else int(reference_ns)
+    far = np.abs(times.astype(np.float64) - float(ref)) > spread_s * 1e9
+    if not far.any():
+        return pk
+    problems.append(f"captures: {int(far.sum())} of {len(pk)} packets time-stamped more than "
+                    f"{spread_s:g} s from the run's {'log' if reference_ns is not None else 'median'}"
+                    f" time (a corrupt timestamp or clock.json): skipped")
+    out = pk[~far].reset_index(drop=True)
+    out.attrs = dict(pk.attrs)
     return out
 
 

@@ -31,9 +31,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analysis import flows, recovery
-from analysis.jsonl import drop_far_times, parse_json, read_jsonl
+from analysis.jsonl import contradiction, drop_far_times, parse_json, read_jsonl
+from analysis.timescale import MAX_WORKER_JSON_BYTES
 from model.events import Event, Phase
 from model.faults import ACTIONS as FAULT_ACTIONS
+from model.safe_read import read_regular
 from model.topology import FabricSpec, SpecError, Topology
 
 APPLIED, FAILED, NOT_REACHED, AFTER_TRAFFIC = "applied", "failed", "not_reached", "after_traffic"
@@ -224,7 +226,9 @@ def _worker_logs(tdir: Path, hosts: list[str], problems: list[str]) -> dict[str,
     if not hosts:
         hosts = sorted((p.name[len("worker-"):-len(".jsonl")] for p in tdir.glob("worker-*.jsonl")),
                        key=lambda h: (len(h), h))
-    logs = {f"worker-{h}.jsonl": read_jsonl(tdir / f"worker-{h}.jsonl", problems) for h in hosts}
+    logs = {f"worker-{h}.jsonl": read_jsonl(tdir / f"worker-{h}.jsonl", problems,
+                                            check=lambda obj, h=h: contradiction(obj, h))
+            for h in hosts}
     logs = drop_far_times(logs, problems)
     return {h: logs[f"worker-{h}.jsonl"] for h in hosts}
 
@@ -429,7 +433,7 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
     tdir = Path(tdir)
     problems: list[str] = []
     try:
-        config = parse_json((tdir / "worker.json").read_bytes())
+        config = parse_json(read_regular(tdir / "worker.json", MAX_WORKER_JSON_BYTES))
         if not isinstance(config, dict):
             raise ValueError("not a JSON object")
     except FileNotFoundError:

@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 
 MAX_ENTRIES = 100_000      # a run directory with more entries than this is not one of ours
+MAX_DEPTH = 32             # nor one nested deeper (a run is <run>/<transport>/pcaps/...)
 
 
 class UnsafePath(OSError):
@@ -23,28 +24,46 @@ class UnsafePath(OSError):
 
 
 def check_run_dir(run_dir) -> Path:
-    """The run directory, resolved, after checking that no link inside it points outside it."""
+    """The run directory, resolved, after checking that no link inside it points outside it.
+    Walked with an explicit stack (a planted chain of a thousand directories must not exhaust
+    the recursion), at most MAX_DEPTH levels and MAX_ENTRIES entries deep."""
     root = Path(os.path.realpath(run_dir))
     seen = 0
-    for here, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
+    stack = [(str(root), 0)]
+    while stack:
+        here, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise UnsafePath(f"{root}: directories nested more than {MAX_DEPTH} deep; not a run "
+                             f"directory")
+        with os.scandir(here) as entries:
+            names = [e.name for e in entries]
+        for name in names:
             seen += 1
             if seen > MAX_ENTRIES:
                 raise UnsafePath(f"{root}: more than {MAX_ENTRIES} entries; not a run directory")
             path = os.path.join(here, name)
             mode = os.lstat(path).st_mode
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            if stat.S_ISDIR(mode):
+                stack.append((path, depth + 1))
+                continue
+            if not (stat.S_ISREG(mode) or stat.S_ISLNK(mode)):
                 raise UnsafePath(f"{path} is not a regular file (a FIFO, device or socket); a "
                                  f"run directory holds none: refusing to read this run")
-            if not os.path.islink(path):
-                continue
-            target = os.path.realpath(path)
-            if os.path.commonpath([target, str(root)]) != str(root):
-                raise UnsafePath(f"{path} is a link to {target[:120]}, outside the run directory "
-                                 f"{root}; refusing to read or write this run (remove the link)")
-            if os.path.exists(target) and not (os.path.isfile(target) or os.path.isdir(target)):
-                raise UnsafePath(f"{path} links to {target[:120]}, not a regular file")
+            if stat.S_ISLNK(mode):
+                _check_link(path, root)
     return root
+
+
+def _check_link(path: str, root: Path) -> None:
+    """A link inside the run must stay inside it (by whole path components: a sibling
+    <run>-evil/ shares the run's name as a string prefix, not as a directory) and end at a
+    regular file or a directory."""
+    target = os.path.realpath(path)
+    if os.path.commonpath([target, str(root)]) != str(root):
+        raise UnsafePath(f"{path} is a link to {target[:120]}, outside the run directory "
+                         f"{root}; refusing to read or write this run (remove the link)")
+    if os.path.exists(target) and not (os.path.isfile(target) or os.path.isdir(target)):
+        raise UnsafePath(f"{path} links to {target[:120]}, not a regular file")
 
 
 def ensure_dir(path) -> Path:

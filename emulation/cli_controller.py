@@ -8,8 +8,9 @@ import sys
 
 from emulation.cli_common import EXIT_USAGE, Parser
 from model.argtypes import UsageError, bounded_float, bounded_int, nonneg_int, tcp_port
+from model.ports import API_PORT
 
-DEFAULT_API_PORT = 8787
+DEFAULT_API_PORT = API_PORT     # model/ports.py
 
 
 # Shell-safe spellings of the controller's directions ("a->b" would be a redirect to file "b").

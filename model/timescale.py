@@ -31,7 +31,7 @@ rounding both ways, so forward then back gives the int back), an integer array o
 pandas) keeps its dtype, and scale_params keeps an int under a `*_ns` name whole. None (a
 setting left unset) stays None; k = 1 gives every value back as it is.
 
-k itself: check() is the one test of a time scale, a finite number >= 1 (never a bool), and
+k itself: check() is the one test of a time scale, a number in 1..MAX_SCALE (never a bool), and
 every conversion here applies it.
 
 Pure standard library.
@@ -48,18 +48,25 @@ TIME_SUFFIXES = ("_s", "_ms", "_us", "_ns")
 RATE_SUFFIXES = ("_mbit", "_bps", "_per_s")
 
 
+# A time scale beyond this would stretch a 1 s fault schedule past 17 minutes: not meant, and a
+# run's file claiming one (1e308 would make every time of it 0) is not a run's.
+MAX_SCALE = 1000
+
+
 class TimeScaleError(ValueError):
     """A time scale that cannot be applied; the message names the value."""
 
 
 def check(k) -> float:
-    """k as a float, or a TimeScaleError: a time scale is a finite number >= 1 (the emulated
+    """k as a float, or a TimeScaleError: a time scale is a number in 1..MAX_SCALE (the emulated
     world runs k times slower than the wall clock, never faster); a bool is not a number here."""
     if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k):
         raise TimeScaleError(f"time_scale must be a finite number >= 1, got {k!r}")
     if k < 1:
         raise TimeScaleError(f"time_scale must be >= 1 (the emulated world runs k times slower "
                              f"than the wall clock, never faster), got {k!r}")
+    if k > MAX_SCALE:
+        raise TimeScaleError(f"time_scale must be at most {MAX_SCALE}, got {k!r}")
     return float(k)
 
 

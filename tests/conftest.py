@@ -54,9 +54,27 @@ def api_server():
         server.stop()
 
 
+FAILED_OUTCOMES = ("traceback", "accepted wrongly", "hang")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A hostile-corpus test that fails records its outcome too: a Hang (its deadline passed)
+    is a hang, a failed assertion an input accepted wrongly, any other exception a traceback."""
+    outcome = yield
+    report = outcome.get_result()
+    if (report.when == "call" and report.failed and call.excinfo is not None
+            and item.module.__name__ == "tests.house.test_hostile_corpus"):
+        kind = call.excinfo.typename
+        verdict = ("hang" if kind == "Hang" else "accepted wrongly" if kind == "AssertionError"
+                   else "traceback")
+        item.module.OUTCOMES.append(("failed", item.name, verdict))
+
+
 def pytest_terminal_summary(terminalreporter):
     """One line counting the hostile corpus's outcomes (tests/house/test_hostile_corpus.py),
-    when it ran: how many inputs, how many ended in a clear error or were handled."""
+    when it ran: how many inputs were tried, how many ended in a clear error or were handled,
+    and how many in a traceback, were accepted wrongly, or hung (each should be 0)."""
     import sys
     module = sys.modules.get("tests.house.test_hostile_corpus")
     outcomes = getattr(module, "OUTCOMES", None)
@@ -64,8 +82,10 @@ def pytest_terminal_summary(terminalreporter):
         return
     errors = sum(o == "clear error" for _, _, o in outcomes)
     handled = sum(o.startswith("handled") for _, _, o in outcomes)
-    kinds = sorted({k for k, _, _ in outcomes})
+    failed = {name: sum(o == name for _, _, o in outcomes) for name in FAILED_OUTCOMES}
+    kinds = sorted({k for k, _, _ in outcomes if k != "failed"})
     terminalreporter.write_line(
-        f"hostile corpus: {len(outcomes)} inputs ({', '.join(kinds)}), {errors} clear errors, "
-        f"{handled} handled (the sound part read, the rest named), "
-        f"{len(outcomes) - errors - handled} other")
+        f"hostile corpus: {len(outcomes)} inputs tried ({', '.join(kinds)}), {errors} clear "
+        f"errors, {handled} handled (the sound part read, the rest named), "
+        f"{failed['traceback']} tracebacks, {failed['accepted wrongly']} accepted wrongly, "
+        f"{failed['hang']} hangs")

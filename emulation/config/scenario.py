@@ -123,6 +123,7 @@ from emulation.config.scenario_schema import (
 )
 from emulation.config.scenario_faults import FaultEntry, parse_faults
 from emulation.config.scenario_short import apply_short
+from model.ports import CONTROLLER_PORTS
 from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 from traffic.nic.endpoint_support import ConfigError, EndpointConfig
@@ -314,7 +315,12 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
     _check_collective(coll, ck, topo)
 
     op = with_defaults(ck.table(data, "options", OPTIONS), OPTIONS)
+    if op["metrics_port"] in CONTROLLER_PORTS:
+        ck.note("[options] metrics_port", f"{op['metrics_port']} is "
+                f"{CONTROLLER_PORTS[op['metrics_port']]} on the same address; choose another",
+                ck.loc.key("options", "metrics_port"))
     mrc = _parse_mrc(data, ck, spec)
+    _check_ring_memory(mrc, coll, spec, ck)
     faults = parse_faults(data.get("faults", []), ck, topo, coll)
     scn = Scenario(name=name, description=description, spec=spec, routing=fab["routing"],
                    transports=list(names), tcp_reconvergence_s=tr["tcp_reconvergence_s"],
@@ -327,6 +333,23 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
     ck.raise_errors()
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn
+
+
+DEFAULT_RING_BYTES = 4 << 20        # traffic/workload/mrc_comm.py's (it imports the endpoint)
+# Every MRC/RoCE QP holds a receive ring of ring_bytes (traffic/workload/mrc_comm.py); all the
+# hosts share the machine's memory, so one host's rings are bounded well below it.
+MAX_RING_BYTES_PER_HOST = 4 << 30
+
+
+def _check_ring_memory(mrc: dict, coll: CollectiveSpec, spec: FabricSpec, ck: Checker) -> None:
+    """ring_bytes x qps_per_peer x peers: the receive rings one host allocates."""
+    ring = mrc.get("ring_bytes", DEFAULT_RING_BYTES)
+    per_host = ring * coll.qps_per_peer * (spec.num_hosts - 1)
+    if per_host > MAX_RING_BYTES_PER_HOST:
+        ck.note("[mrc] ring_bytes", f"{ring} bytes x {coll.qps_per_peer} QPs per peer x "
+                f"{spec.num_hosts - 1} peers = {per_host / 2**30:.1f} GiB of receive rings per "
+                f"host; at most {MAX_RING_BYTES_PER_HOST >> 30} GiB (lower ring_bytes or "
+                f"qps_per_peer)", ck.loc.key("mrc", "ring_bytes"))
 
 
 def _check_collective(coll: CollectiveSpec, ck: Checker, topo: Topology) -> None:
@@ -380,7 +403,7 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
     traffic/core/qp_config.py apply unchanged."""
     out = ck.table(data, "mrc", MRC, reserved=MRC_RESERVED)
     raw = data.get("mrc", {})
-    ring = out.get("ring_bytes", 4 << 20)
+    ring = out.get("ring_bytes", DEFAULT_RING_BYTES)
     frag = out.get("fragment_bytes", 256 << 10)
     if frag > ring // 2:
         ck.fail("[mrc] fragment_bytes", f"must be at most ring_bytes / 2 = {ring // 2}, got {frag}",
@@ -479,6 +502,10 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
         ck.note(f"[{table}] ev_count", f"must be at least the number of planes in use "
                 f"({used_planes}): EVs are split equally over the planes, got {ev_count}",
                 ck.loc.key(table, "ev_count"))
+    elif ev_count % used_planes:
+        ck.note(f"[{table}] ev_count", f"must be a multiple of the number of planes in use "
+                f"({used_planes}): EVs are split equally over the planes, so {ev_count} would "
+                f"run {ev_count // used_planes * used_planes}", ck.loc.key(table, "ev_count"))
     if qp.get("ev_min_active", 0) > ev_count:
         ck.note(f"[{table}] ev_min_active", f"must be at most ev_count ({ev_count}), got "
                 f"{qp['ev_min_active']}", ck.loc.key(table, "ev_min_active"))

@@ -19,6 +19,7 @@ from model.argtypes import print_to_pipe
 from model.clip import clip_values
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 from model.events import TRANSPORTS
+from model.timescale import MAX_SCALE
 from traffic.workload.worker_config import COLLECTIVES, ROUTINGS
 
 LINK_SELECTORS = ("host", "fabric", "all")
@@ -31,8 +32,7 @@ PSN_SPACE = 1 << 24
 MPR_UNIT = 128                      # MRC's MPR is in units of 128 PSNs (OCP)
 SACK_BITMAP_BITS = 64
 EV_COUNT_MAX = 4096                 # entropy space is 0x4000 values per (plane, spine)
-# A time scale beyond this would stretch a 1 s fault schedule past 17 minutes: not meant.
-TIME_SCALE_MAX = 1000
+TIME_SCALE_MAX = MAX_SCALE           # model/timescale.py's bound
 
 
 class ScenarioError(ValueError):
@@ -167,7 +167,8 @@ MRC_ENDPOINT = {
     "min_base_rtt_ns": _i(None, 1, NS_MAX, "an optional floor of a QP's base RTT (and [mrc.qp] "
                            "nscc_min_base_rtt_ns defaults to it); unset: none, the timers start "
                            "from the probes' RTT plus a full frame's serialization"),
-    "port_poll_ms": _pos(None, "NIC port state poll period, ms", hi=10000.0),
+    # below 0.1 ms the endpoint would read the port state on every loop turn (0 ns apart)
+    "port_poll_ms": _n(None, 0.1, 10000.0, "NIC port state poll period, ms"),
     "seed": _i(None, 0, (1 << 63) - 1, "EV choice seed (omit: from the clock)"),
     "path_probe_interval_ms": _n(None, 0.0, 60000.0, "path prober: one probe per path to every "
                                  "peer this often, ms (0: off; on: the run's path monitor "

@@ -40,11 +40,16 @@ from pathlib import Path
 from emulation.config import scenario as scenario_mod
 from emulation.config.scenario import ScenarioError
 from model.events import TRANSPORTS
+from model.safe_read import NotRegularFile, read_regular
 
 TOP_KEYS = ("name", "description", "scenario", "repeats", "transports", "x", "x_label",
             "x_values", "baseline", "set", "grid", "short")
 SHORT_KEYS = ("repeats", "grid", "x_values", "transports", "set")
-_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)((?:\[\d+\])*)")
+_SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)((?:\[\d{1,9}\])*)")   # no scenario list is longer
+MAX_SWEEP_BYTES = 1 << 20      # a sweep file is a few hundred bytes
+# Every point is at least one fabric run of a minute or more per transport and repeat: a grid
+# of more points is a typo (and expanding 100^6 of them would exhaust memory).
+MAX_POINTS = 1000
 
 
 class SweepError(ValueError):
@@ -250,11 +255,18 @@ def parse(text: str, source: Path, short: bool = False) -> Sweep:
     if "scenario" not in data or not isinstance(data["scenario"], str):
         raise SweepError(f"{where}: 'scenario' (the base scenario file, relative to the sweep "
                          f"file) is required")
+    for key in ("name", "description", "x_label"):
+        if key in data and not isinstance(data[key], str):
+            raise SweepError(f"{where}: {key} must be a string, got {data[key]!r}")
     scenario_path = (Path(source).parent / data["scenario"]).resolve()
+    base_text = _read(scenario_path, scenario_mod.MAX_SCENARIO_BYTES,
+                      f"{where}: cannot read the base scenario")
     try:
-        base_text = scenario_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepError(f"{where}: cannot read the base scenario {scenario_path}: {exc}") from None
+        tomllib.loads(base_text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        raise SweepError(f"{where}: the base scenario {scenario_path} is not valid TOML: "
+                         f"{why}") from None
     repeats = data.get("repeats", 1)
     if not isinstance(repeats, int) or isinstance(repeats, bool) or not 1 <= repeats <= 100:
         raise SweepError(f"{where}: repeats must be an integer in 1..100, got {repeats!r}")
@@ -266,6 +278,10 @@ def parse(text: str, source: Path, short: bool = False) -> Sweep:
         if not isinstance(values, list) or not values:
             raise SweepError(f"{where}: grid key {key!r} must have a non-empty list of values, "
                              f"got {values!r}")
+    size = math.prod(len(v) for v in grid.values())
+    if size > MAX_POINTS:
+        raise SweepError(f"{where}: the grid has {size} points; at most {MAX_POINTS} (each is "
+                         f"a fabric run per transport and repeat)")
     fixed = data.get("set", {})
     if not isinstance(fixed, dict):
         raise SweepError(f"{where}: [set] must be a table of key = value")
@@ -281,9 +297,14 @@ def parse(text: str, source: Path, short: bool = False) -> Sweep:
     elif not all(_is_number(v) for v in grid[x]):
         raise SweepError(f"{where}: the values of {x!r} are not all numbers: give x_values, "
                          f"the number each stands for on the x axis")
+    axis = x_values if x_values is not None else grid[x]
+    if not all(math.isfinite(v) for v in axis):
+        raise SweepError(f"{where}: the x values ({'x_values' if x_values is not None else x!r})"
+                         f" must be finite numbers, got {axis!r}")
     baseline = data.get("baseline")
-    if baseline is not None and not _is_number(baseline):
-        raise SweepError(f"{where}: baseline must be a number (an x value), got {baseline!r}")
+    if baseline is not None and (not _is_number(baseline) or baseline not in axis):
+        raise SweepError(f"{where}: baseline must be one of the x values "
+                         f"({', '.join(map(repr, axis))}), got {baseline!r}")
     sweep = Sweep(name=data.get("name", Path(source).stem), description=data.get("description", ""),
                   source=Path(source), scenario_path=scenario_path, base_text=base_text,
                   repeats=repeats, transports=[], grid=grid, x=x,
@@ -322,10 +343,19 @@ def _describe(values: dict) -> str:
     return ", ".join(f"{k} = {v!r}" for k, v in values.items())
 
 
+def _read(path: Path, max_bytes: int, what: str) -> str:
+    """The UTF-8 text of a regular file of at most max_bytes (a FIFO would block, /dev/zero
+    never end); SweepError naming `what` otherwise."""
+    try:
+        return read_regular(path, max_bytes).decode("utf-8")
+    except NotRegularFile as exc:
+        raise SweepError(f"{what}: {exc}") from None
+    except OSError as exc:
+        raise SweepError(f"{what} {path}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise SweepError(f"{what} {path}: not UTF-8 text") from None
+
+
 def load(path: str | Path, short: bool = False) -> Sweep:
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SweepError(f"cannot read sweep file {path}: {exc}") from None
-    return parse(text, path, short=short)
+    return parse(_read(path, MAX_SWEEP_BYTES, "cannot read sweep file"), path, short=short)

@@ -34,12 +34,11 @@ from controller.client import ControllerClient, ControllerError
 from controller import api_auth
 from emulation.network import cleanup, control_secrets, hostnet, ovs_service, ovs_sndbuf, switchqueue
 from emulation.network import trimming as trim_mod
+from model.ports import API_PORT, OF_PORT
 from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
 
 LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
-OF_PORT = 6653
-API_PORT = 8787
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 

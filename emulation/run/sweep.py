@@ -27,6 +27,7 @@ from analysis import sweep_stats
 from emulation.config import sweep_plan
 from emulation.config.sweep_plan import SweepError
 from model.argtypes import add_renamed
+from model.clip import clip_values
 
 EXIT_OK, EXIT_NOT_VERIFIED, EXIT_BAD_SWEEP, EXIT_INTERRUPTED = 0, 1, 2, 130
 RUN_EXIT_BAD_SCENARIO, RUN_EXIT_INTERRUPTED = 2, 130   # emulation/run/run_summary.py's
@@ -39,6 +40,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out-dir", help="sweep directory (default results/sweeps/<name>[-short]); "
                                       "an existing one of the same sweep is resumed")
     add_renamed(parser, "--out", "--out-dir")
+    parser.add_argument("--validate-only", action="store_true",
+                        help="check the sweep file and every point's scenario, print what would "
+                             "run, and exit (no fabric, no root needed)")
 
 
 def _param_columns(sweep, point) -> dict:
@@ -182,8 +186,14 @@ def main(args=None) -> int:
     try:
         sweep = sweep_plan.load(args.file, short=args.short)
     except SweepError as exc:
-        print(f"mrclab sweep: {exc}", file=sys.stderr)
+        print(f"mrclab sweep: {clip_values(str(exc))}", file=sys.stderr)
         return EXIT_BAD_SWEEP
+    if getattr(args, "validate_only", False):
+        runs = len(sweep.points) * sweep.repeats * len(sweep.transports)
+        print(f"{args.file}: valid sweep {sweep.name!r}: {len(sweep.points)} point(s) x "
+              f"{sweep.repeats} repeat(s) x {len(sweep.transports)} transport(s) "
+              f"({', '.join(sweep.transports)}) = {runs} run(s)")
+        return EXIT_OK
     out = Path(args.out_dir) if args.out_dir else (Path("results") / "sweeps"
                                            / (sweep.name + ("-short" if sweep.short else "")))
     copy = out / "sweep.toml"

@@ -16,9 +16,10 @@ from pathlib import Path
 
 from emulation.run.live_state import Watcher
 from emulation.run.metrics_server import controller_getter
+from model.ports import API_PORT
 from model.topology import FabricSpec, SpecError, Topology
 
-DEFAULT_API_PORT = 8787     # emulation/network/fabric.py's API_PORT: the runner's controller
+DEFAULT_API_PORT = API_PORT     # the runner's controller (model/ports.py)
 
 
 def running_transport(run_dir: Path) -> Path | None:

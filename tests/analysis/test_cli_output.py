@@ -84,3 +84,30 @@ def test_every_output_carries_the_fidelity_verdict_and_time_scale(run_dir, capsy
     (run_dir / "tcp" / "summary.json").unlink()
     assert cli.main([str(run_dir), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["tcp"]["fidelity"] == "not assessed"
+
+
+def test_a_failing_cell_is_reported_without_its_terminal_colours(capsys, monkeypatch):
+    # nbclient's error text carries ANSI colour escapes: they are removed before the message is
+    # cut to its last 2000 characters, so the cut never lands inside one
+    escape = "\x1b[0;31m"
+    message = (escape + "x" * 7 + "\x1b[0m") * 400 + "ValueError: the cell's own error"
+
+    def fail(*args, **kwargs):
+        raise RuntimeError(message)
+    monkeypatch.setattr(cli, "run_notebook", fail)
+    assert cli.notebook_main(["some-run"]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and err.rstrip().endswith("ValueError: the cell's own error")
+
+
+@pytest.mark.parametrize("value, ok", [("20", True), ("2.5", True), ("abc", False),
+                                       ("True", False), ("nan", False)])
+def test_a_numeric_notebook_parameter_takes_a_number(value, ok):
+    source = 'RUN = "latest"\nBIN_MS = 10.0\n'
+    params = {"BIN_MS": cli.parameter_value(value)}
+    if ok:
+        cli.check_parameter_kinds(source, params)
+    else:
+        with pytest.raises(cli.UsageError, match="BIN_MS is a number"):
+            cli.check_parameter_kinds(source, params)
+    cli.check_parameter_kinds(source, {"RUN": cli.parameter_value("5")})   # a string takes any

@@ -116,3 +116,34 @@ def test_each_transport_opens_with_both_verdicts_and_a_bad_one_voids_its_rows(tm
          if k != "fidelity"}))
     rows = C.compare(a, b)["rows"]
     assert rows[0]["b"] == "not assessed" and rows[2]["significant"] == C.VOID
+
+
+def test_the_95_percent_interval_is_the_2_5th_to_97_5th_percentile_near_the_boundary():
+    # A is constant (every resample's median is 0); B holds 5 negative values among 17, so a
+    # resample's median (its 9th value) is negative exactly when 9 or more of its 17 draws are
+    # negative: P = sum_{k=9..17} C(17,k) (5/17)^k (12/17)^(17-k) = 0.0356, by hand below.
+    # That lies between 2.5% and 5%: the 95% interval (2.5th percentile) reaches below 0, the
+    # 90% interval (5th percentile) does not. 4000 resamples put the observed share within
+    # 0.0356 +- 0.003 (one standard error), over 3.5 of them from either boundary.
+    from math import comb
+    p_negative = sum(comb(17, k) * (5 / 17) ** k * (12 / 17) ** (17 - k) for k in range(9, 18))
+    assert 0.025 + 0.01 < p_negative < 0.05 - 0.01
+    a = [0.0] * 5
+    b = [-5.0, -4.0, -3.0, -2.0, -1.0] + [float(v) for v in range(1, 13)]
+    d, low, high = C.bootstrap_median_difference(a, b)                 # 95%
+    assert d == 4.0 and low < 0 < high                  # the median of B is its 9th value, 4
+    d, low90, high90 = C.bootstrap_median_difference(a, b, confidence=0.90)
+    assert low90 > 0 and high90 <= high
+
+
+def test_fields_of_the_wrong_type_are_a_clear_error(tmp_path):
+    a = make_run(tmp_path, "a", [100.0, 101.0])
+    b = make_run(tmp_path, "b", [100.0, 101.0])
+    path = b / "mrc" / "summary.json"
+    s = json.loads(path.read_text())
+    path.write_text(json.dumps({**s, "iteration_times_ms": "123"}))
+    with pytest.raises(C.CompareError, match="iteration_times_ms is not a list of numbers"):
+        C.compare(a, b)
+    path.write_text(json.dumps({**s, "nccl": [1, 2]}))
+    with pytest.raises(C.CompareError, match="nccl is not an object"):
+        C.compare(a, b)

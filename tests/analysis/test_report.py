@@ -57,7 +57,7 @@ def test_topology_figure_marks_the_failed_link(run_dir):
 def test_analyze_latest_and_missing(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["latest"]) == 2
-    assert "no run directory" in capsys.readouterr().err
+    assert "no finished run directory" in capsys.readouterr().err
     assert cli.main([str(tmp_path / "nope")]) == 2
 
 

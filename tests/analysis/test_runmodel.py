@@ -9,7 +9,8 @@ deliver nothing; the workers keep sampling (flat) until 5000 ms. 30 iterations o
 import json
 
 from analysis import runmodel
-from model.events import ControllerLog
+from emulation.config import scenario as S
+from model.events import ControllerLog, Event
 from tests.helpers.synthetic_run import MS, T0, TEXT, parse_run, records, write_run
 
 
@@ -88,3 +89,45 @@ def test_controller_log_is_the_fallback_when_the_runner_log_is_absent(tmp_path):
     model = runmodel.load_transport(tmp_path)
     (fault,) = model.faults
     assert fault.status == "applied" and abs(fault.recovery_ms - 360.0) < 1e-6
+
+
+def _edit_iterations(tdir, hosts, edit):
+    """Rewrite the iteration records of worker-<host>.jsonl for each host with edit(record)."""
+    for h in hosts:
+        path = tdir / f"worker-{h}.jsonl"
+        recs = [json.loads(line) for line in path.read_text().splitlines()]
+        path.write_text("".join(json.dumps(edit(r) if r.get("event") == Event.ITERATION else r)
+                                + "\n" for r in recs))
+
+
+def test_a_record_without_verified_does_not_count_as_verified(tmp_path):
+    write_run(tmp_path, records(S.parse(TEXT)))
+    assert runmodel.load_transport(tmp_path).records_verified        # the run as written
+    _edit_iterations(tmp_path, ["h2"], lambda r: {k: v for k, v in r.items()
+                                                  if not (k == "verified" and r["iter"] == 7)})
+    model = runmodel.load_transport(tmp_path)
+    assert not model.records_verified and not model.data_verified
+
+
+def test_the_planned_indices_are_checked_not_their_count(tmp_path):
+    # 30 planned; every rank logs 0..28 and 30: thirty complete iterations, but not 0..29
+    write_run(tmp_path, records(S.parse(TEXT)))
+    _edit_iterations(tmp_path, ["h0", "h1", "h2", "h3"],
+                     lambda r: {**r, "iter": 30} if r["iter"] == 29 else r)
+    model = runmodel.load_transport(tmp_path)
+    assert model.iterations_planned == 30 and len(model.iterations) == 30
+    assert not model.records_verified
+
+
+def test_records_that_contradict_themselves_or_their_log_are_named_and_skipped(tmp_path):
+    write_run(tmp_path, records(S.parse(TEXT)))
+    _edit_iterations(tmp_path, ["h0"], lambda r: {**r, "end_ns": r["start_ns"] - 1}
+                     if r["iter"] == 3 else {**r, "wrong": 5} if r["iter"] == 4 else r)
+    (tmp_path / "worker-h1.jsonl").write_bytes((tmp_path / "worker-h2.jsonl").read_bytes())
+    model = runmodel.load_transport(tmp_path)
+    text = "\n".join(model.problems)
+    assert "iteration 3 ends" in text and "before it starts" in text
+    assert "iteration 4 says verified beside wrong = 5" in text
+    assert "a record of host 'h2' in h1's log" in text
+    assert not model.records_verified
+    assert [it.index for it in model.iterations] == []     # h1 has no iteration of its own

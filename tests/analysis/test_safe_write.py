@@ -8,6 +8,7 @@ import pytest
 
 from analysis import safe_write
 from tests.helpers.cli import run_mrclab as run
+from tests.helpers.hostile_corpus import remove_tree
 from tests.helpers.synthetic_run import make_run_dir
 
 
@@ -89,3 +90,31 @@ def test_write_text_makes_missing_directories_and_refuses_a_file_in_the_way(tmp_
     with pytest.raises(OSError):
         safe_write.write_text(tmp_path / "a", "x")     # a directory stands at the name
     assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["c.txt"]   # no temp left
+
+
+def test_a_link_into_a_sibling_sharing_the_runs_name_as_a_prefix_is_outside(tmp_path):
+    run = tmp_path / "run"
+    evil = tmp_path / "run-evil"          # "<run>-evil" starts with the run's path as a string
+    (run / "tcp").mkdir(parents=True)
+    evil.mkdir()
+    (evil / "x").write_text("planted")
+    (run / "tcp" / "x").symlink_to(evil / "x")
+    with pytest.raises(safe_write.UnsafePath, match="outside the run directory"):
+        safe_write.check_run_dir(run)
+    (run / "tcp" / "x").unlink()
+    (run / "tcp" / "x").symlink_to(run / "tcp")          # inside: fine
+    assert safe_write.check_run_dir(run) == run.resolve()
+
+
+def test_a_thousand_nested_directories_are_refused_without_recursion(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    for _ in range(1100):
+        d = d / "d"
+        os.mkdir(d)
+    try:
+        with pytest.raises(safe_write.UnsafePath,
+                           match=f"nested more than {safe_write.MAX_DEPTH}"):
+            safe_write.check_run_dir(tmp_path / "run")
+    finally:            # pytest's own clean-up of the tree would recurse past the limit
+        remove_tree(tmp_path / "run")

@@ -82,3 +82,18 @@ def test_figure_is_written_and_none_without_data(tmp_path):
     agg = S.aggregate(rows)
     assert S.plot(agg, "time_mean_ms", "x", "t", tmp_path / "f.png").stat().st_size > 1000
     assert S.plot(agg, "busbw_GBps", "x", "t", tmp_path / "g.png") is None
+
+
+def test_two_grid_keys_sharing_an_x_stay_two_points():
+    # a two-key grid: points 0 and 1 share x = 1.0 and differ in the other key; each point's
+    # repeats are averaged on their own: (10 + 14) / 2 = 12 and (30 + 34) / 2 = 32, never the
+    # four together (22)
+    rows = [_row(0, 1.0, "mrc", 10.0), _row(0, 1.0, "mrc", 14.0, repeat=2),
+            _row(1, 1.0, "mrc", 30.0), _row(1, 1.0, "mrc", 34.0, repeat=2)]
+    for r, policy in zip(rows, ["ocp", "ocp", "tolerant", "tolerant"]):
+        r["policy"] = policy
+    agg = {a["point"]: a for a in S.aggregate(rows, ["policy"])}
+    assert sorted(agg) == [0, 1]
+    assert (agg[0]["n"], agg[0]["time_mean_ms"]) == (2, 12.0)
+    assert (agg[1]["n"], agg[1]["time_mean_ms"]) == (2, 32.0)
+    assert agg[1]["series"] == "mrc, policy = tolerant"

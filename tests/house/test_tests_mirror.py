@@ -28,8 +28,6 @@ UNTESTED_BY_NAME = {
     "model/dscp.py": "constants: tests/emulation/network/test_fabric_control_class.py and "
                      "test_trimming_commands.py check the bytes and tc commands they make",
     "model/events.py": "the log names: tests/house/test_event_names.py",
-    "model/safe_read.py": "reading user-named files: the hostile corpus "
-                          "(tests/house/test_hostile_corpus.py) and the scenario loading tests",
     "model/switchport.py": "a port's default queue configuration: "
                            "tests/emulation/calibration/test_time_scale.py",
     "controller/actions.py": "the fault actions by name: tests/house/test_event_names.py and "

@@ -167,7 +167,7 @@ def test_check_takes_a_finite_number_at_least_one(k):
 
 
 @pytest.mark.parametrize("k", [0.5, 0.99, 0, -1, math.nan, math.inf, -math.inf, "x", "2",
-                               True, False, None])
+                               True, False, None, 1000.5, 1e308])
 def test_check_refuses_and_names_the_value(k):
     with pytest.raises(T.TimeScaleError) as err:
         T.check(k)

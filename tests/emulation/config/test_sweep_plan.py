@@ -98,6 +98,15 @@ def test_an_unknown_scenario_key_is_refused_by_the_loader(tmp_path):
     ('transports = ["rdma"]\n[grid]\n"fabric.planes" = [2]\n', "transports must list"),
     ('colour = 1\n[grid]\n"fabric.planes" = [2]\n', "unknown key"),
     ('[grid]\n"fabric.planes" = [2]\n[short]\nrepeat = 1\n', "unknown; known"),
+    ('name = 5\n[grid]\n"fabric.planes" = [2]\n', "name must be a string"),
+    ('[grid]\n"faults[1234567890].percent" = [1.0]\n', "is not a key name"),
+    ('baseline = 3\n[grid]\n"fabric.planes" = [2, 4]\n', r"baseline must be one of the x "
+     r"values \(2, 4\), got 3"),
+    ('baseline = nan\n[grid]\n"fabric.planes" = [2, 4]\n', "baseline must be one of"),
+    ('[grid]\n"fabric.planes" = [2, nan]\n', "must be finite numbers"),
+    ('x_values = [1, inf]\n[grid]\n"fabric.planes" = [2, 4]\n', "must be finite numbers"),
+    ('[grid]\n' + "".join(f'"options.k{i}" = [1, 2, 3, 4]\n' for i in range(5)),
+     "the grid has 1024 points; at most 1000"),
 ])
 def test_bad_sweep_files_are_named(tmp_path, body, message):
     with pytest.raises(SweepError, match=message):
@@ -132,3 +141,19 @@ SHIPPED = sorted(p.name for p in (REPO / "experiments" / "sweeps").glob("*.toml"
 def test_shipped_sweeps_are_valid(name, short):
     sweep = P.load(REPO / "experiments" / "sweeps" / name, short=short)
     assert sweep.points and sweep.transports
+
+
+def test_the_largest_grid_allowed_has_max_points(tmp_path):
+    # 10 x 10 x 10 = 1000 points: the size check passes (each point is then validated; a grid
+    # key the scenario does not know fails there, naming the point)
+    body = "[grid]\n" + "".join(f'"mrc.qp.k{i}" = {list(range(10))}\n' for i in range(3))
+    with pytest.raises(SweepError, match="point p000 makes an invalid scenario"):
+        P.load(sweep_file(tmp_path, body))
+
+
+def test_a_base_scenario_that_is_not_toml_is_named(tmp_path):
+    (tmp_path / "base.toml").write_text("[fabric\n")
+    path = tmp_path / "s.toml"
+    path.write_text('scenario = "base.toml"\n[grid]\n"fabric.planes" = [2]\n')
+    with pytest.raises(SweepError, match="base scenario .*base.toml is not valid TOML"):
+        P.load(path)

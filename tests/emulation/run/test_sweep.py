@@ -59,6 +59,15 @@ def test_a_bad_sweep_file_exits_2_naming_it(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
+def test_validate_only_checks_every_point_and_runs_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert S.main([str(SWEEP), "--validate-only"]) == 0
+    # random-loss.toml: 5 points x 3 repeats x 3 transports
+    assert "5 point(s) x 3 repeat(s) x 3 transport(s) (mrc, roce, tcp) = 45 run(s)" in \
+        capsys.readouterr().out
+    assert not (tmp_path / "results").exists()
+
+
 def test_a_directory_of_another_sweep_is_refused(tmp_path, capsys):
     out = tmp_path / "o"
     out.mkdir()

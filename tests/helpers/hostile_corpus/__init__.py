@@ -114,6 +114,97 @@ RUN_DIR_CASES = {
 }
 
 
+def _rewrite_log(host: str, edit):
+    """Rewrite worker-<host>.jsonl record by record: edit(record) returns the record to write."""
+    def change(run_dir: Path):
+        path = run_dir / "tcp" / f"worker-{host}.jsonl"
+        records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        path.write_text("".join(json.dumps(edit(r)) + "\n" for r in records))
+    return change
+
+
+def _iteration(index: int, **fields):
+    def edit(r: dict) -> dict:
+        if r.get("event") == Event.ITERATION and r.get("iter") == index:
+            r = {**r, **fields}
+            return {k: v for k, v in r.items() if v is not None}
+        return r
+    return edit
+
+
+def _copy_log(src: str, dst: str):
+    def change(run_dir: Path):
+        (run_dir / "tcp" / f"worker-{dst}.jsonl").write_bytes(
+            (run_dir / "tcp" / f"worker-{src}.jsonl").read_bytes())
+    return change
+
+
+def _set_worker(key, value):
+    def change(run_dir: Path):
+        path = run_dir / "tcp" / "worker.json"
+        w = json.loads(path.read_text())
+        w[key] = value
+        path.write_text(json.dumps(w))
+    return change
+
+
+def remove_tree(top) -> None:
+    """Remove a directory tree with an explicit stack: shutil.rmtree (and pytest's clean-up of
+    old temporary directories, which uses it) recurses, and a 1,100-deep chain exhausts it."""
+    stack, order = [str(top)], []
+    while stack:
+        d = stack.pop()
+        order.append(d)
+        with os.scandir(d) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                else:
+                    os.unlink(e.path)
+    for d in reversed(order):
+        os.rmdir(d)
+
+
+NESTED = "tcp/d"        # where _nested_dirs starts its chain (the test removes it afterwards)
+
+
+def _nested_dirs(depth: int):
+    def change(run_dir: Path):
+        d = run_dir / "tcp"
+        for _ in range(depth):          # one level at a time: os.makedirs recurses
+            d = d / "d"
+            os.mkdir(d)
+    return change
+
+
+def _sparse(rel: str, size: int):
+    def change(run_dir: Path):
+        with open(run_dir / rel, "r+b") as f:
+            f.truncate(size)
+    return change
+
+
+RUN_DIR_CASES.update({
+    "worker.json nested 100000 deep": (
+        _replace("tcp/worker.json", lambda p, r: p.write_text("[" * 100000 + "]" * 100000)),
+        "handled", "worker.json"),
+    "an iteration that ends before it starts": (
+        _rewrite_log("h0", _iteration(3, end_ns=1)), "handled", "before it starts"),
+    "time_scale 1e308 in worker.json": (_set_worker("time_scale", 1e308), "handled",
+                                        "time_scale must be at most"),
+    "wrong = 5 beside verified = true": (
+        _rewrite_log("h0", _iteration(3, wrong=5)), "handled", "verified beside wrong"),
+    "a worker log replaced by another rank's": (_copy_log("h0", "h1"), "handled",
+                                                "another host's record"),
+    "a worker log with its host spoofed": (
+        _rewrite_log("h2", lambda r: {**r, "host": "h3"}), "handled", "another host's record"),
+    "1,100 nested directories": (_nested_dirs(1100), "error", "nested more than"),
+    "a sparse 8 GiB worker log": (_sparse("tcp/worker-h0.jsonl", 8 << 30), "handled",
+                                  "not read"),
+    "a sparse 8 GiB summary.json": (_sparse("tcp/summary.json", 8 << 30), "handled", "not read"),
+})
+
+
 def generated_scenarios(tmp: Path) -> dict[str, str]:
     """name -> path of the scenarios that cannot be stored as files of the corpus."""
     base = SCENARIO_FILES[0].read_text().split("[[faults]]")[0]
