@@ -82,8 +82,8 @@ def test_no_green_verdict_over_a_run_whose_fidelity_is_not_ok(tmp_path):
     run_dir = tmp_path / "clean-20260101"
     tdir = run_dir / "tcp"
     tdir.mkdir(parents=True)
-    scn = S.parse(TEXT.split("[[faults]]\nat_s = 2.8")[0])      # only the two faults that ran
-    write_run(tdir, records(S.parse(TEXT))[:2])
+    scn = parse_run(TEXT.split("[[faults]]\nat_s = 2.8")[0])      # only the two faults that ran
+    write_run(tdir, records(parse_run(TEXT))[:2])
     s = run_summary.summarize(scn, "tcp", tdir, {"partial": False,
                                             "exit_codes": {f"h{i}": 0 for i in range(4)}})
     assert s["fidelity"]["verdict"] == "ok"      # the workers sampled on their grid

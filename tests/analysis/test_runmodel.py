@@ -9,7 +9,6 @@ deliver nothing; the workers keep sampling (flat) until 5000 ms. 30 iterations o
 import json
 
 from analysis import runmodel
-from emulation.config import scenario as S
 from model.events import ControllerLog, Event
 from tests.helpers.synthetic_run import MS, T0, TEXT, parse_run, records, write_run
 
@@ -101,7 +100,7 @@ def _edit_iterations(tdir, hosts, edit):
 
 
 def test_a_record_without_verified_does_not_count_as_verified(tmp_path):
-    write_run(tmp_path, records(S.parse(TEXT)))
+    write_run(tmp_path, records(parse_run(TEXT)))
     assert runmodel.load_transport(tmp_path).records_verified        # the run as written
     _edit_iterations(tmp_path, ["h2"], lambda r: {k: v for k, v in r.items()
                                                   if not (k == "verified" and r["iter"] == 7)})
@@ -111,7 +110,7 @@ def test_a_record_without_verified_does_not_count_as_verified(tmp_path):
 
 def test_the_planned_indices_are_checked_not_their_count(tmp_path):
     # 30 planned; every rank logs 0..28 and 30: thirty complete iterations, but not 0..29
-    write_run(tmp_path, records(S.parse(TEXT)))
+    write_run(tmp_path, records(parse_run(TEXT)))
     _edit_iterations(tmp_path, ["h0", "h1", "h2", "h3"],
                      lambda r: {**r, "iter": 30} if r["iter"] == 29 else r)
     model = runmodel.load_transport(tmp_path)
@@ -120,7 +119,7 @@ def test_the_planned_indices_are_checked_not_their_count(tmp_path):
 
 
 def test_records_that_contradict_themselves_or_their_log_are_named_and_skipped(tmp_path):
-    write_run(tmp_path, records(S.parse(TEXT)))
+    write_run(tmp_path, records(parse_run(TEXT)))
     _edit_iterations(tmp_path, ["h0"], lambda r: {**r, "end_ns": r["start_ns"] - 1}
                      if r["iter"] == 3 else {**r, "wrong": 5} if r["iter"] == 4 else r)
     (tmp_path / "worker-h1.jsonl").write_bytes((tmp_path / "worker-h2.jsonl").read_bytes())

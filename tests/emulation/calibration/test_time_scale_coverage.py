@@ -130,7 +130,8 @@ def scenario_text(k: float, explicit: bool) -> str:
                   "mrc.nscc"):
         values = dict(tables.get(table, {}))
         if table == "collective":
-            values = {"message_bytes": 4096, "iterations": 10, **values}
+            # 16 MiB an iteration: the traffic lasts long enough at line rate for FAULTS to land
+            values = {"message_bytes": 16 << 20, "iterations": 10, **values}
         if table == "mrc.qp" and explicit:
             values.pop("roce_ack_timeout_ns")        # it wins over roce_ack_timeout: own world
         text += f"[{table}]\n" + "".join(f"{key} = {toml(v)}\n" for key, v in values.items())

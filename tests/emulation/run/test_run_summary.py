@@ -69,7 +69,7 @@ def test_a_qp_error_is_the_transports_outcome_with_where_and_when(tmp_path):
     """h1's worker logged a QP error 1.25 s after the timed iterations started (12 of 30 done):
     the summary names the failure, its host and its time (1250 ms after T0, by hand), and
     says so among the problems; it is not a run error."""
-    scn = S.parse(TEXT)
+    scn = parse_run(TEXT)
     write_logs(tmp_path, iterations=12)
     with open(tmp_path / "worker-h1.jsonl", "a") as f:
         f.write(json.dumps({"t_ns": T0 + 1250 * MS, "host": "h1", "event": Event.ERROR,
@@ -91,7 +91,7 @@ def test_a_qp_error_is_the_transports_outcome_with_where_and_when(tmp_path):
 
 
 def test_no_qp_error_no_transport_failure(tmp_path):
-    scn = S.parse(TEXT)
+    scn = parse_run(TEXT)
     write_logs(tmp_path)
     s = summarize(scn, "tcp", tmp_path, {"partial": False, "applied": [],
                                          "exit_codes": {f"h{i}": 0 for i in range(4)}})
