@@ -22,7 +22,11 @@ def test_16mib_write_survives_t0_t1_link_down(tmp_path):
     with Fabric(FabricSpec(planes=2, groups=2, spines=2, hosts_per_group=2),
                 routing="srv6") as fab:
         src, dst = 0, 2
-        ep_src, ep_dst = EndpointProcess(fab, src, tmp_path), EndpointProcess(fab, dst, tmp_path)
+        # the tolerant rule (suspend, then a loss verdict) is what this test reads; at time
+        # scale 1 on a shared machine CPU stalls look like losses, which OCP's rule retires
+        tolerant = {"qp": {"loss_policy": "tolerant"}}
+        ep_src = EndpointProcess(fab, src, tmp_path, tolerant)
+        ep_dst = EndpointProcess(fab, dst, tmp_path, tolerant)
         c_src, c_dst = ep_src.client, ep_dst.client
         try:
             c_dst.call("reg_mr", size=size, rkey=0x77, va=0)

@@ -52,7 +52,10 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
         assert cpu["window_s"] >= timed_s - 0.01, (t, cpu, timed_s)
         rows = (run_dir / t / "cpu.csv").read_text().splitlines()
         assert len(rows) - 1 >= cpu["window_s"] / 0.5 - 1, (t, len(rows))
-        assert f"{t}: CPU {100 * cpu['busy_fraction']:.0f}% of {cpu['cores']} cores busy" in out
+        # one statement per transport, wrapped for the terminal: read it unwrapped
+        said = " ".join(out.replace("\n    ", " ").split())
+        assert f"{t}: fidelity {s['fidelity']['verdict']} at time_scale" in said
+        assert f"CPU {100 * cpu['busy_fraction']:.0f}% of {cpu['cores']} cores busy" in said
     t_fault = {t: s["fault_times_ns"][0] for t, s in summaries.items()}
     retired = []
     for h in range(4):
