@@ -61,14 +61,18 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     # one set of recovery numbers: summary.json, the terminal table, report.html
     recovery = per["recovery_ms"]
     assert len(recovery) == 2 and top["transports"]["tcp"]["recovery_ms"] == recovery
-    expected = ", ".join("never" if r is None else f"{r:.0f}" for r in recovery)
+    # a recovery a stall voided (summary.json recovery_void, parallel to recovery_ms) reads
+    # "<ms> void" in the table
+    voids = per.get("recovery_void") or [None] * len(recovery)
+    expected = ", ".join(("never" if r is None else f"{r:.0f}") + (" void" if v else "")
+                         for r, v in zip(recovery, voids))
     column = header.index("recovery ms")
     following = re.search(r"\S", header[column + len("recovery ms"):])
     end = column + len("recovery ms") + following.start() if following else None
     assert row[column:end].strip() == expected
     html = cli.analyze(run_dir)["report"].read_text()
     opening = html[html.index("<h2>Verdict</h2>"):html.index("<h2>Figures</h2>")]
-    cells = re.findall(r"<td>(never|\d+ ms)<br>", opening)
+    cells = re.findall(r"<td>(?:<span[^>]*>)?(never|\d+ ms)(?: void</span>)?<br>", opening)
     assert cells == ["never" if r is None else f"{r:.0f} ms" for r in recovery]
     assert "gray_loss_clear t0p1g0~t1p1s0 (at_iteration=20) did not take effect" in opening
     assert 'href="../summary.json"' in html
