@@ -16,7 +16,7 @@ VERDICTS = (OK, DEGRADED, INVALID)
 # A bound exceeded by at most this factor leaves figures that are off, but in the right order of
 # magnitude ("degraded": read with care); more, and the machine set them ("invalid").
 DEGRADED_MAX_RATIO = 2.0
-# margins (bound / measured) are capped here, so a measured 0 stays a finite JSON number.
+# margins (bound / observed value) are capped here, so an observed 0 stays a finite JSON number.
 MARGIN_CAP = 1000.0
 
 TIMER_LATENESS = "timer_lateness"
@@ -26,7 +26,7 @@ HELD_BEYOND_QUEUE = "held_beyond_queue_bound"
 LINK_PACING = "link_pacing"
 OVS_STALLS = "ovs_stalls"
 RECOVERY_WINDOWS = "recovery_window_stalls"
-FABRIC_PACING = "fabric_link_pacing"      # T0-T1 links: named, never measured (docs/fidelity.md)
+FABRIC_PACING = "fabric_link_pacing"      # T0-T1 links: named, no evidence exists (docs/fidelity.md)
 INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING,
               OVS_STALLS, RECOVERY_WINDOWS, FABRIC_PACING)
 

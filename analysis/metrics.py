@@ -451,7 +451,7 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
         events = load_events(d)
         raw_faults = load_faults(d)
         # entries that are not faults (port_status notifications, flap steps, ...) stay in
-        # the raw log but are not drawn or measured as faults
+        # the raw log but are not drawn or timed as faults
         faults = raw_faults[raw_faults["action"].isin(FAULT_ACTIONS)].reset_index(drop=True)
         faults.attrs = dict(raw_faults.attrs)
         problems = list(events.attrs.get("log_problems", [])) + list(faults.attrs.get("log_problems", []))
