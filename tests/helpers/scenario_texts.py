@@ -205,3 +205,22 @@ timeout_s = 20
 capture = false
 trimming = true
 ''' + link_fault("link_down", "t0p1g1", "t1p1s1", at_s=0.3)
+
+# tests/emulation/calibration: a fault with a time (a flap's period) and one with a rate (an
+# ECN marking rate), both of which the time scale converts.
+FLAP_THEN_ECN = """
+[[faults]]
+at_s = 1.5
+action = "flap"
+a = "t0p0g0"
+b = "t1p0s0"
+period_s = 0.5
+count = 2
+
+[[faults]]
+after_s = 2.0
+action = "ecn_mark"
+a = "t0p0g0"
+b = "t1p0s0"
+rate_mbit = 40
+"""

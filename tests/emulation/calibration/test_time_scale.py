@@ -10,7 +10,7 @@ from emulation.network.hostnet import host_argvs
 from emulation.run.runner import worker_config
 from model.switchport import default_port_config
 from model.topology import FabricSpec, Topology
-from tests.helpers.scenario_texts import SMALL_FABRIC
+from tests.helpers.scenario_texts import FLAP_THEN_ECN, SMALL_FABRIC
 from traffic.nic.endpoint_support import EndpointConfig, trimming_delay_bound_ns
 
 # SMALL_FABRIC without its pinned time_scale: each test here sets its own. 4 MiB messages, 20
@@ -47,22 +47,7 @@ ack_timeout = 12
 
 [mrc.host_qp.h1]
 skip_ns = 3000000
-
-[[faults]]
-at_s = 1.5
-action = "flap"
-a = "t0p0g0"
-b = "t1p0s0"
-period_s = 0.5
-count = 2
-
-[[faults]]
-after_s = 2.0
-action = "ecn_mark"
-a = "t0p0g0"
-b = "t1p0s0"
-rate_mbit = 40
-"""
+""" + FLAP_THEN_ECN
 
 
 def scenario(scale="time_scale = 4"):

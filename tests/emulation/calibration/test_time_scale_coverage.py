@@ -26,6 +26,7 @@ from emulation.network import path_monitor
 from emulation.network.hostnet import host_argvs
 from emulation.run.runner import worker_config
 from model.topology import Topology
+from tests.helpers.scenario_texts import FLAP_THEN_ECN
 from traffic.core.qp_config import MRCConfig
 from traffic.nic.endpoint import Endpoint
 from traffic.nic.endpoint_support import EndpointConfig, qp_timers
@@ -77,22 +78,7 @@ EXPLICIT = {
     "mrc.nscc": {"adjust_period_threshold": 3_456_789, "qa_threshold": 9_876_543,
                  "target_delay": 1_234_567},
 }
-FAULTS = """
-[[faults]]
-at_s = 1.5
-action = "flap"
-a = "t0p0g0"
-b = "t1p0s0"
-period_s = 0.5
-count = 2
-
-[[faults]]
-after_s = 2.0
-action = "ecn_mark"
-a = "t0p0g0"
-b = "t1p0s0"
-rate_mbit = 40
-"""
+FAULTS = FLAP_THEN_ECN
 
 
 def kind(name: str, doc: str = "") -> str | None:
