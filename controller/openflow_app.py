@@ -18,6 +18,7 @@ from os_ken.controller.handler import (CONFIG_DISPATCHER, DEAD_DISPATCHER, MAIN_
 from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
+from controller import openflow_tls
 from controller.service import FabricController
 
 LOG = logging.getLogger("mrclab.controller")
@@ -92,25 +93,28 @@ class MrcLabApp(app_manager.OSKenApp):
         finally:
             self.waiters.pop(msg.xid, None)
 
-    def _stats(self, dp, make_request):
-        """A stats request and its replies. Stats requests change nothing, so one that gets no
-        reply is asked once more: a lost reply (seen about once in ten fabric checks over the TLS
-        channel) must not fail a read-only query that a second try answers."""
+    def _stats(self, switch, make_request):
+        """A stats request to `switch` and its replies. Stats requests change nothing, so one
+        that gets no reply is asked once more, of the switch's current connection (a switch
+        that reconnected in between has a new datapath)."""
         try:
-            return self._request(dp, make_request())
+            dp = self._dp(switch)
+            return self._request(dp, make_request(dp))
         except TimeoutError as err:
             LOG.warning("%s; asking once more", err)
-            return self._request(dp, make_request())
+            dp = self._dp(switch)
+            return self._request(dp, make_request(dp))
 
     def _barrier(self, dp):
         self._request(dp, dp.ofproto_parser.OFPBarrierRequest(dp))
 
     def port_stats(self):
         out = {}
-        for name, dp in sorted(self.datapaths.items()):
-            ofp, parser = dp.ofproto, dp.ofproto_parser
+        for name in sorted(self.datapaths):
+            ofp = self._dp(name).ofproto
             ports = {}
-            for reply in self._stats(dp, lambda: parser.OFPPortStatsRequest(dp, 0, ofp.OFPP_ANY)):
+            for reply in self._stats(name, lambda dp: dp.ofproto_parser.OFPPortStatsRequest(
+                    dp, 0, ofp.OFPP_ANY)):
                 for st in reply.body:
                     if st.port_no > ofp.OFPP_MAX:
                         continue
@@ -123,10 +127,10 @@ class MrcLabApp(app_manager.OSKenApp):
 
     def flow_stats(self):
         out = {}
-        for name, dp in sorted(self.datapaths.items()):
-            ofp, parser = dp.ofproto, dp.ofproto_parser
+        for name in sorted(self.datapaths):
+            ofp = self._dp(name).ofproto
             flows = []
-            for reply in self._stats(dp, lambda: parser.OFPFlowStatsRequest(
+            for reply in self._stats(name, lambda dp: dp.ofproto_parser.OFPFlowStatsRequest(
                     dp, 0, ofp.OFPTT_ALL, ofp.OFPP_ANY, ofp.OFPG_ANY)):
                 for st in reply.body:
                     flows.append({"table_id": st.table_id, "priority": st.priority,
@@ -212,6 +216,7 @@ class MrcLabApp(app_manager.OSKenApp):
 def run(controller: FabricController) -> None:
     """Run MrcLabApp (and os-ken's OpenFlow handler, which it depends on) with `controller`
     until the hub stops. os-ken's options (listen port) must be set before."""
+    openflow_tls.serialize_tls_sockets()
     manager = app_manager.AppManager.get_instance()
     manager.load_apps([__name__])
     contexts = manager.create_contexts()

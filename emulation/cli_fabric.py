@@ -52,9 +52,14 @@ def add_clean_parser(sub) -> argparse.ArgumentParser:
 
 
 def fabric_main(args) -> int:
-    """`mrclab fabric`: a FabricError (OVS down, a failed command) is a message, not a traceback."""
+    """`mrclab fabric`: a FabricError (OVS down, a failed command) or a controller that does not
+    answer is a message, not a traceback."""
+    from controller.client import ControllerError  # deferred: only for this subcommand
     try:
         return _fabric(args)
+    except ControllerError as e:
+        print(f"mrclab fabric: the controller failed: {e}", file=sys.stderr)
+        return 1
     except RuntimeError as e:
         if not is_fabric_error(e):
             raise

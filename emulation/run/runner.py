@@ -51,6 +51,7 @@ schedule), run_summary.py (summaries, verdict, exit codes), run_output.py (CSV, 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -82,6 +83,7 @@ from emulation.run.run_summary import (
 from emulation.config.scenario import Scenario, ScenarioError
 from emulation.config.scenario_faults import longest_run_s
 from traffic.core import codec
+from traffic.core.qp_config import MRCConfig
 from traffic.workload.worker_config import EXIT_QP_ERROR, MRCSettings, TcpSettings, WorkerConfig
 from model import timescale
 from model.argtypes import add_renamed
@@ -117,6 +119,28 @@ CAPTURE_SNAPLEN = mrc_header_snaplen()
 TCP_CONNECT_TIMEOUT_S = 30.0
 
 
+def wait_timeout_s(scn: Scenario, transport: str) -> float:
+    """A worker's limit on one wait(), in the wall world of `scn`: the collective's timeout_s,
+    but never shorter than the time the transport itself keeps retrying one packet before its
+    QP fails (RoCE: retry_cnt + 1 ACK timeouts, 8 x 4.29 s as NCCL sets it). A transport still
+    recovering by its own rules is not stuck; its QP error, not the worker's patience, ends it."""
+    wait = float(scn.collective.timeout_s)
+    if transport != "roce":
+        return wait
+    mrc = MRCSettings.from_dict(scn.mrc or {})
+    roce_keys = ("roce_ack_timeout", "roce_ack_timeout_ns", "roce_retry_limit")
+    for table in [mrc.qp, *mrc.host_qp.values()]:
+        merged = {**mrc.qp, **table}
+        qp = MRCConfig(**{k: merged[k] for k in roce_keys if k in merged})
+        wait = max(wait, (qp.roce_retry_limit + 1) * qp.roce_ack_interval_ns / 1e9 + WAIT_SLACK_S)
+    return wait
+
+
+# Beyond the transport's own give-up time, how long a worker still waits: the QP error's
+# completion reaches the worker within one endpoint poll, well inside this.
+WAIT_SLACK_S = 5.0
+
+
 def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
     """The configuration every worker of `transport` reads (traffic/workload/worker_config.py), from the
     scenario the machine runs (emulation/time_scale.wall_scenario)."""
@@ -133,7 +157,7 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
         iterations=coll.iterations,
         warmup=coll.warmup,
         qps_per_peer=coll.qps_per_peer,
-        timeout_s=coll.timeout_s,
+        timeout_s=wait_timeout_s(scn, transport),
         incast_target=topo.host(coll.incast_target).index if coll.incast_target else 0,
         victim=[topo.host(v).index for v in coll.victim] if coll.victim else None,
         victim_only=coll.victim_only,
@@ -318,7 +342,8 @@ def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
     than left to time out waiting for it (the collective's timeout_s); that is the transport's
     outcome (summary "transport_failure"), not an error of the run."""
     coll = scn.collective
-    deadline = time.monotonic() + longest_run_s(coll)
+    wait_s = wait_timeout_s(scn, transport)
+    deadline = time.monotonic() + longest_run_s(dataclasses.replace(coll, timeout_s=wait_s))
     progress = Progress(transport, coll.iterations)
     total_faults = len(scn.faults)
     first_failure = stopped = None
@@ -339,7 +364,7 @@ def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
                         p.terminate()
             # a failed worker makes its peers fail by timeout; do not wait longer than that
             grace = (STOP_GRACE_S + float((scn.mrc or {}).get("linger_s") or 0) if stopped
-                     else coll.timeout_s + 5)
+                     else wait_s + 5)
             if now > deadline or (first_failure and now - first_failure > grace):
                 for p in procs:
                     if p.poll() is None:

@@ -103,3 +103,20 @@ def test_bench_pcap_runs_through_the_cli(capsys):
     assert "pcap loading, 500 packets" in out and "ratio" in out
     rc, _, err = run(capsys, "bench", "pcap", "--packets", "0")
     assert rc == 2 and "--packets: must be >= 1" in err
+
+
+def test_a_controller_that_fails_is_a_message_not_a_traceback(capsys, monkeypatch):
+    """The real client of a fabric that is not there: ControllerError, printed in one line."""
+    import socket
+
+    from controller.client import ControllerClient
+    from emulation import cli_fabric
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed_port = s.getsockname()[1]
+    client = ControllerClient(port=closed_port, timeout_s=1.0)
+    monkeypatch.setattr(cli_fabric, "_fabric", lambda args: client.port_counters())
+    assert cli_fabric.fabric_main(None) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mrclab fabric: the controller failed: ")
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -2,6 +2,8 @@
 processes: a QP error stops the other workers at once instead of leaving them to time out."""
 import time
 
+import pytest
+
 from emulation.config import scenario as S
 from emulation.run import runner
 from tests.helpers.synthetic_run import TCP_RUN
@@ -66,3 +68,24 @@ def test_any_other_failure_still_leaves_the_peers_their_timeout():
     took, state = wait(procs, timeout_s=1)
     assert 0.5 <= took < 2.0
     assert [p.signals for p in procs] == [[], []] and state["error"] is None
+
+
+def test_a_roce_worker_outwaits_the_qps_own_retries():
+    """NCCL's RoCE (NCCL_IB_TIMEOUT 20, NCCL_IB_RETRY_CNT 7) retries one packet for
+    8 x 4.096 us x 2^20 = 34.36 s before its QP fails; a worker that gave up after the
+    collective's 20 s would call a recovering QP stuck."""
+    scn = S.parse(TCP_RUN.replace("iterations = 30", "iterations = 30\ntimeout_s = 20"))
+    assert runner.wait_timeout_s(scn, "roce") == pytest.approx(8 * 4.096e-6 * 2**20
+                                                               + runner.WAIT_SLACK_S)
+    assert runner.wait_timeout_s(scn, "tcp") == 20
+    assert runner.wait_timeout_s(scn, "mrc") == 20
+    # a short RoCE budget (4 x 67 ms) leaves the collective's limit in force
+    short = S.parse(TCP_RUN.replace("iterations = 30", "iterations = 30\ntimeout_s = 20")
+                    + "[mrc.qp]\nroce_ack_timeout = 14\nroce_retry_limit = 3\n")
+    assert runner.wait_timeout_s(short, "roce") == 20
+    # one host's longer timeout counts: 2 x 4.096 us x 2^22 = 34.36 s
+    one_host = S.parse(TCP_RUN.replace("iterations = 30", "iterations = 30\ntimeout_s = 20")
+                       + "[mrc.qp]\nroce_retry_limit = 1\nroce_ack_timeout = 14\n"
+                       + "[mrc.host_qp.h1]\nroce_ack_timeout = 22\n")
+    assert runner.wait_timeout_s(one_host, "roce") == pytest.approx(
+        2 * 4.096e-6 * 2**22 + runner.WAIT_SLACK_S)
