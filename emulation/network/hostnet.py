@@ -25,9 +25,13 @@ NETEM_OPTIONS = ("delay", "jitter", "loss", "enable_ecn", "enable_red", "max_que
 HTB_HANDLE = "5:"
 HTB_CLASS = "5:1"
 CONTROL_LEAF_CLASSES = ("5:10", "5:20")
-# The control class's guaranteed share of the link: SACKs and probes are ~1/100 of the data
-# they answer at a 9000-byte MTU; both classes may borrow the whole link (ceil).
-CONTROL_SHARE = 0.1
+# The priority leaf's assured rate, as a share of the link. HTB serves a leaf that is under its
+# assured rate before any leaf that borrows, whatever their prio (prio only orders leaves in the
+# same state), so a priority leaf with a small share is served AFTER backlogged data whenever
+# its own traffic exceeds that share. With nearly the whole link assured, the priority leaf
+# stays under its rate (and is served first) until priority traffic fills 99% of the link; the
+# data leaf borrows whatever it leaves unused (both ceil the link), so data still gets the link.
+CONTROL_SHARE = 0.99
 
 
 class LinkOptionError(ValueError):

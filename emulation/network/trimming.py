@@ -41,7 +41,7 @@ from emulation.network.vqueue import (  # noqa: F401  (re-exported for callers o
     PortConfig,
     default_port_config,
 )
-from emulation.network.hostnet import priority_filter_argvs
+from emulation.network.hostnet import CONTROL_SHARE, priority_filter_argvs
 from model.dscp import PRIORITY_DSCPS
 from model.proc import run_checked as run_command
 
@@ -70,7 +70,7 @@ def _kbit(mbit: float) -> str:
     return f"{max(1, int(round(mbit * 1000)))}kbit"
 
 
-def port_qdisc_commands(intf: str, rate_mbit: float, header_share: float = 0.1,
+def port_qdisc_commands(intf: str, rate_mbit: float, header_share: float = CONTROL_SHARE,
                         limit_packets: int | None = None,
                         control_class: bool = True) -> list[list[str]]:
     """HTB at rate_mbit where trimmed headers (DSCP TRIMMED / TRIMMED_LASTHOP on the outermost
@@ -79,8 +79,8 @@ def port_qdisc_commands(intf: str, rate_mbit: float, header_share: float = 0.1,
 
     This kernel has HTB but no prio qdisc, so priority is HTB's: class 1:10 (prio 0) holds the
     trimmed headers, 1:20 (prio 1, the default) everything else; both may use the whole link
-    (ceil), and whenever both have packets, 1:10 is served first within its guaranteed share
-    (header_share of the link; headers are ~1/10 of an MTU each) and first again when borrowing.
+    (ceil), and whenever both have packets, 1:10 is served first: it stays under its assured
+    rate (header_share of the link, hostnet.CONTROL_SHARE: why it is nearly the whole link).
     u32 'ip6 priority' matches the 8-bit traffic class; mask 0xfc ignores the ECN bits.
     """
     if isinstance(rate_mbit, bool) or not isinstance(rate_mbit, (int, float)) or rate_mbit <= 0:

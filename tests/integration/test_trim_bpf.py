@@ -25,6 +25,9 @@ from emulation.network.vqueue import (DSCP_TRIMMED, DSCP_TRIMMED_LASTHOP, ECN_CE
 SRC, DST, OUTER_DST = "fd00:0:0:0::1", "fd00:0:1:0::1", "fcbb:bb00:1000:2000:1001:3000::"
 
 
+SO_SNDBUFFORCE = 32     # linux/asm-generic/socket.h (root may exceed net.core.wmem_max)
+
+
 def mrc_data(ident, outer=True, tseth=False, imm=False, ecn=2, payload=900):
     opcode = 0xC9 if imm else 0xC7
     body = struct.pack("!BBHII", opcode, 0, 0xFFFF, 0x11, ident)
@@ -223,6 +226,39 @@ def test_htb_priority_lets_trimmed_headers_overtake_full_packets():
         assert sorted(order) == list(range(1, 41)) + [101, 102, 103]
         # Sent last, the headers must arrive well before the full packets queued ahead of them.
         assert max(order.index(i) for i in (101, 102, 103)) < order.index(30)
+
+
+def test_priority_leaf_is_served_first_when_priority_traffic_is_a_quarter_of_the_link():
+    """HTB serves a leaf under its assured rate before any leaf that borrows, whatever their prio.
+    Priority frames (trimmed headers, three per full packet) are about a quarter of the bytes
+    here, queued among 120 full packets all at once: served first, every header leaves before the
+    20th full packet (the 360 headers' 48 KB take 77 ms at 5 Mbit/s; 20 full packets would take
+    43 ms). A priority leaf assured only a tenth of the link spreads them through the backlog."""
+    with trimming.scratch_veth("mtq") as (a, b, netns):
+        for argv in trimming.port_qdisc_commands(a, 5):
+            trimming.run(argv)
+        rx = trimming.packet_socket_in_netns(netns, b)
+        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        # every frame queued before the first leaves: queued frames count against the sender's
+        # buffer, and the default one would pace the sends by the link
+        tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
+        tx.bind((a, 0))
+        try:
+            frames = []
+            for i in range(1, 121):
+                frames.append(mrc_data(i, payload=1200))
+                frames += [trim_frame(mrc_data(1000 + 3 * i + j, payload=1200), last_hop=False)
+                           for j in (0, 1, 2)]
+            headers = {ident_of(f) for f in frames if ident_of(f) >= 1000}
+            header_bytes = sum(len(f) for f in frames if ident_of(f) >= 1000)
+            assert 0.2 < header_bytes / sum(len(f) for f in frames) < 0.3
+            got = send_and_capture(tx, rx, frames, settle_s=1.0)
+        finally:
+            tx.close()
+            rx.close()
+        order = [ident_of(f) for f in got]
+        assert len(order) == len(frames)
+        assert max(order.index(h) for h in headers) < order.index(20)
 
 
 def test_bench_measures_both_ports_and_cleans_up():

@@ -40,17 +40,18 @@ def test_a_control_frame_decodes_as_itself_not_as_a_trimmed_packet():
 
 
 def test_every_port_without_trimming_gets_a_control_class_ahead_of_data():
-    # 100 Mbit/s, MTU 9000: burst 10 frames = 90000 bytes; control 10 Mbit/s prio 0, the rest
-    # 90 Mbit/s prio 1, both up to 100; DSCP 0x37 -> traffic class 0xdc under mask 0xfc
+    # 100 Mbit/s, MTU 9000: burst 10 frames = 90000 bytes; control assured 99 Mbit/s prio 0 (so
+    # it stays under its rate: HTB serves such a leaf before one that borrows), the rest 1 Mbit/s
+    # prio 1, both up to 100; DSCP 0x37 -> traffic class 0xdc under mask 0xfc
     shape = ["burst", "90000", "cburst", "90000"]
     assert hostnet.htb_argvs("h0-p0", 100, 9000, control_class=True) == [
         ["tc", "qdisc", "replace", "dev", "h0-p0", "root", "handle", "5:", "htb", "default", "20"],
         ["tc", "class", "replace", "dev", "h0-p0", "parent", "5:", "classid", "5:1", "htb",
          "rate", "100mbit", "ceil", "100mbit", *shape],
         ["tc", "class", "replace", "dev", "h0-p0", "parent", "5:1", "classid", "5:10", "htb",
-         "rate", "10mbit", "ceil", "100mbit", "prio", "0", *shape],
+         "rate", "99mbit", "ceil", "100mbit", "prio", "0", *shape],
         ["tc", "class", "replace", "dev", "h0-p0", "parent", "5:1", "classid", "5:20", "htb",
-         "rate", "90mbit", "ceil", "100mbit", "prio", "1", *shape],
+         "rate", "1mbit", "ceil", "100mbit", "prio", "1", *shape],
         ["tc", "filter", "replace", "dev", "h0-p0", "parent", "5:", "protocol", "ipv6", "pref",
          "1", "u32", "match", "ip6", "priority", "0xdc", "0xfc", "flowid", "5:10"],
     ]
