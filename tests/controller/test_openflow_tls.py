@@ -1,7 +1,7 @@
 """The OpenFlow channel's TLS socket under os-ken's two-threads-per-connection use: one thread
-reading, another writing, one TLS connection, over the loopback. With ssl.SSLSocket itself the
-reader sees a spurious end of stream in about a third of such runs (measured: 4 of 13); with
-SerializedSSLSocket never, so twelve runs in a row must all deliver every byte."""
+reading, another writing, one TLS connection, over the loopback. OpenSSL does not allow the two
+at once (ssl.SSLSocket itself then now and then shows the reader a false end of stream); a
+SerializedSSLSocket must deliver every byte, twelve connections in a row."""
 import select
 import socket
 import ssl
