@@ -60,7 +60,8 @@ def read_table(tables: Path, name: str) -> tuple[dict, list[dict]] | None:
     return json.loads(meta_path.read_text()), read_rows(csv_path)
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
+    """A wall time in whole minutes, with hours from one hour on."""
     minutes = round(seconds / 60)
     return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 
@@ -77,7 +78,7 @@ def conditions(meta: dict, rows: list[dict]) -> str:
         ("short version, " if meta.get("short") else "")
         + f"time scale k = {', '.join(f'{k:g}' for k in ks) or 'not recorded'}",
         f"{meta.get('repeats')} repeat(s) per point, {len(rows)} run(s), {ok} with fidelity ok",
-        f"wall time {_duration(sum(walls))}" if walls else "wall time not recorded",
+        f"wall time {duration(sum(walls))}" if walls else "wall time not recorded",
         (f"CPU load outside the run's roles ('other', kernel work included): mean "
          f"{sum(others) / len(others):.2f}, at most {max(others):.2f} of "
          f"{'/'.join(f'{c:g}' for c in cores) or '?'} cores") if others

@@ -61,11 +61,6 @@ def shipped(sweeps_dir: Path = SWEEPS_DIR) -> dict[str, Path]:
     return {p.stem: p for p in sorted(sweeps_dir.glob("*.toml"))}
 
 
-def _duration(seconds: float) -> str:
-    minutes = round(seconds / 60)
-    return f"{minutes // 60} h {minutes % 60:02d} min" if minutes >= 60 else f"{minutes} min"
-
-
 class Progress:
     """The one line printed before each run: the run's place among all runs of the command,
     the runs left and the time they should take at the mean wall time of the finished ones."""
@@ -78,8 +73,8 @@ class Progress:
         left = self.total - self.finished
         if self.walls:
             mean = sum(self.walls) / len(self.walls)
-            eta = (f"about {_duration(left * mean)} left ({_duration(mean)} a run, mean of "
-                   f"{len(self.walls)})")
+            eta = (f"about {paper_page.duration(left * mean)} left "
+                   f"({paper_page.duration(mean)} a run, mean of {len(self.walls)})")
         else:
             eta = "time left known after the first run"
         return (f"mrclab paper: run {self.finished + 1} of {self.total} ({self.sweep} "
@@ -190,6 +185,11 @@ def main(args=None) -> int:
         except SweepError as exc:
             print(f"mrclab paper: {exc}", file=sys.stderr)
             return EXIT_BAD
+        except KeyboardInterrupt:           # between two runs: the finished ones are kept
+            code = EXIT_INTERRUPTED
+        if code == EXIT_INTERRUPTED:
+            print("mrclab paper: interrupted; run it again to go on (finished runs are kept)",
+                  file=sys.stderr)
     written = paper_page.write_page(tables, page, list(files))
     print(f"page:   {written}")
     print(f"tables: {tables}")
