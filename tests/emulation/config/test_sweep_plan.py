@@ -186,7 +186,7 @@ GOOD_CLAIM = 'claim = "c"\nmetric = "time_mean_ms"\nexpect = "lower"\ncompare = 
 ])
 def test_bad_claims_are_named(tmp_path, claim, message):
     body = '[grid]\n"faults[0].percent" = [0.1, 1.0]\n[[paper]]\n' + claim
-    with pytest.raises(SweepError, match=r"\[\[paper\]\] 1: " + message):
+    with pytest.raises(SweepError, match=r"\[\[paper\]\] 1: .*" + message):
         P.load(sweep_file(tmp_path, body))
 
 
