@@ -61,7 +61,9 @@ def read_table(tables: Path, name: str) -> tuple[dict, list[dict]] | None:
 
 
 def duration(seconds: float) -> str:
-    """A wall time in whole minutes, with hours from one hour on."""
+    """A wall time in seconds under a minute, else whole minutes, with hours from one hour on."""
+    if seconds < 60:
+        return f"{round(seconds)} s"
     minutes = round(seconds / 60)
     return f"{minutes // 60} h {minutes % 60} min" if minutes >= 60 else f"{minutes} min"
 

@@ -56,7 +56,7 @@ def test_short_only_one_sweep_keeps_its_table_and_writes_the_page(tmp_path, monk
 def test_progress_counts_the_runs_left_and_their_time():
     progress = paper.Progress(total=10, done=4, walls=[60.0, 120.0], log=None)
     progress.sweep = "s"
-    # 6 runs left at a mean of 90 s: 9 min
+    # 6 runs left at a mean of 90 s: 9 min; under a minute in seconds
     assert progress.line("p003", 2, "roce") == (
         "mrclab paper: run 5 of 10 (s p003 repeat 2 roce); 6 to go, about 9 min left "
         "(2 min a run, mean of 2)")
@@ -106,3 +106,8 @@ def test_default_places_keep_the_short_version_away_from_docs(short):
     else:
         assert (str(results), str(tables), str(page)) == (
             "results/paper", "docs/results/paper", "docs/results/paper.md")
+
+
+def test_short_runs_read_in_seconds():
+    progress = paper.Progress(total=3, done=1, walls=[20.0], log=None)
+    assert progress.line("p001", 1, "mrc").endswith("about 40 s left (20 s a run, mean of 1)")
