@@ -10,7 +10,7 @@ EXP     ?= nic-link-down
 RUN     ?= latest
 ARGS    ?=
 
-.PHONY: setup venv-ready demo test unit integration integration-loaded mutation fabric experiment analyze notebook bench clean distclean
+.PHONY: setup venv-ready demo paper test unit integration integration-loaded mutation fabric experiment analyze notebook bench clean distclean
 
 setup:
 	@bash scripts/setup.sh
@@ -18,6 +18,11 @@ setup:
 demo: setup
 	$(MRCLAB) run experiments/demo.toml --transport all
 	$(MRCLAB) analyze latest
+
+# Every shipped sweep in full (hours; resumes where it stopped), then docs/results/paper.md.
+# ARGS="--only random-loss" runs one sweep; ARGS=--page-only only rewrites the page.
+paper: setup
+	$(MRCLAB) paper $(ARGS)
 
 # The transport core runs compiled when `make setup` built it; its own unit tests (marked `core`)
 # run a second time on the interpreted modules (the one source both builds come from).

@@ -24,14 +24,18 @@ T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8
 Z975 = 1.960
 
 # the metrics of a row (from a transport's summary.json) and of the curves
-METRICS = ("time_median_ms", "time_mean_ms", "algbw_GBps", "busbw_GBps", "slowdown",
-           "recovery_max_ms", "retransmissions", "evs_retired")
-FIGURE_METRICS = ("time_mean_ms", "busbw_GBps", "slowdown", "recovery_max_ms", "retransmissions",
-                  "evs_retired")
+METRICS = ("time_median_ms", "time_mean_ms", "slowest_iteration_ms", "algbw_GBps", "busbw_GBps",
+           "line_rate_fraction", "slowdown", "recovery_max_ms", "retransmissions", "evs_retired",
+           "victim_goodput_mbit", "trimmed")
+FIGURE_METRICS = ("time_mean_ms", "slowest_iteration_ms", "busbw_GBps", "line_rate_fraction",
+                  "slowdown", "recovery_max_ms", "retransmissions", "evs_retired",
+                  "victim_goodput_mbit", "trimmed")
 LABELS = {"time_median_ms": "median iteration (ms)", "time_mean_ms": "mean iteration (ms)",
-          "algbw_GBps": "algbw (GB/s)", "busbw_GBps": "busbw (GB/s)",
+          "slowest_iteration_ms": "slowest iteration (ms)", "algbw_GBps": "algbw (GB/s)", "busbw_GBps": "busbw (GB/s)",
           "slowdown": "mean iteration / loss-free mean", "recovery_max_ms": "slowest recovery (ms)",
-          "retransmissions": "retransmissions", "evs_retired": "EVs retired"}
+          "retransmissions": "retransmissions", "evs_retired": "EVs retired",
+          "line_rate_fraction": "busbw / host line rate", "trimmed": "packets trimmed",
+          "victim_goodput_mbit": "victim flow's goodput (Mbit/s)"}
 TRUSTED = "ok"
 
 
@@ -64,6 +68,7 @@ def row_of(summary: dict, point: dict, repeat: int, run_dir: str | None) -> dict
     recovery = summary.get("recovery_ms") or []
     fidelity = summary.get("fidelity")
     verdict = fidelity.get("verdict") if isinstance(fidelity, dict) else None
+    cpu = summary.get("cpu") if isinstance(summary.get("cpu"), dict) else {}
     row = {**point, "repeat": repeat, "transport": summary.get("transport"),
            "verified": bool(summary.get("verified")), "fidelity": verdict or "unknown",
            **{k: nccl.get(k) for k in ("time_median_ms", "time_mean_ms", "algbw_GBps",
@@ -74,6 +79,14 @@ def row_of(summary: dict, point: dict, repeat: int, run_dir: str | None) -> dict
            "faults_not_recovered": sum(r is None for r in recovery),
            "retransmissions": summary.get("retransmissions"),
            "evs_retired": summary.get("evs_retired"),
+           "slowest_iteration_ms": summary.get("slowest_iteration_ms"),
+           "line_rate_fraction": summary.get("line_rate_fraction"),
+           "victim_goodput_mbit": summary.get("victim_goodput_mbit"),
+           "trimmed": summary.get("trimmed"),
+           # the run's conditions: its time scale and the load no role of the run accounts for
+           "time_scale": summary.get("time_scale"),
+           "cpu_other_cores": (cpu.get("cores_by_role") or {}).get("other"),
+           "cores": cpu.get("cores"),
            "run_dir": run_dir}
     for i, r in enumerate(recovery):
         row[f"recovery_ms_f{i}"] = r
@@ -90,8 +103,21 @@ def rows_of_run(run_dir: Path, transports: list[str], point: dict, repeat: int) 
             summary = json.loads(path.read_text())
         except (OSError, ValueError):
             summary = {"transport": t, "verified": False}
-        rows.append(row_of(summary, point, repeat, str(run_dir)))
+        rows.append({**row_of(summary, point, repeat, str(run_dir)), **run_record(run_dir)})
     return rows
+
+
+def run_record(run_dir: Path) -> dict:
+    """What the run's run.json says of its conditions: wall time (s), commit, machine."""
+    try:
+        record = json.loads((Path(run_dir) / "run.json").read_text())
+    except (OSError, ValueError):
+        record = None
+    record = record if isinstance(record, dict) else {}
+    git = record.get("git") if isinstance(record.get("git"), dict) else {}
+    machine = record.get("machine") if isinstance(record.get("machine"), dict) else {}
+    return {"wall_s": record.get("duration_s"), "commit": git.get("commit"),
+            "machine": machine.get("hostname"), "cpu_model": machine.get("cpu_model")}
 
 
 def add_slowdown(rows: list[dict], baseline_x: float | None) -> None:
@@ -111,7 +137,8 @@ def add_slowdown(rows: list[dict], baseline_x: float | None) -> None:
 
 def aggregate(rows: list[dict], series_keys: list[str] = ()) -> list[dict]:
     """One record per (point, transport): its x, the series it belongs to (the transport and
-    the values of series_keys, the grid keys other than x: one line of a figure each), n,
+    the values of series_keys, the grid keys other than x: one line of a figure each; `group`
+    is the series without the transport, what transports are compared within), n,
     trusted (every repeat's fidelity "ok"), and for each metric its mean and 95% interval
     (metric, metric_low, metric_high)."""
     groups: dict[tuple, list[dict]] = {}
@@ -119,8 +146,10 @@ def aggregate(rows: list[dict], series_keys: list[str] = ()) -> list[dict]:
         groups.setdefault((r["point"], r["transport"]), []).append(r)
     out = []
     for (point, t), rs in groups.items():
-        series = ", ".join([str(t)] + [f"{k} = {rs[0].get(k)}" for k in series_keys])
-        rec = {"point": point, "x": rs[0]["x"], "transport": t, "series": series, "n": len(rs),
+        group = ", ".join(f"{k} = {rs[0].get(k)}" for k in series_keys)
+        series = ", ".join([str(t)] + ([group] if group else []))
+        rec = {"point": point, "x": rs[0]["x"], "transport": t, "series": series, "group": group,
+               "n": len(rs),
                "trusted": all(r.get("fidelity") == TRUSTED for r in rs)}
         for m in METRICS:
             rec[m], rec[f"{m}_low"], rec[f"{m}_high"] = mean_interval(r.get(m) for r in rs)

@@ -6,7 +6,7 @@
     mrclab clean
     mrclab run | analyze | notebook | wireshark ...
     mrclab scenario keys
-    mrclab sweep | compare | top ...
+    mrclab sweep | compare | top | paper ...
     mrclab bench NAME|all [--json]
 
 One argparse tree: every subcommand declares its own options (`mrclab <command> --help`).
@@ -58,6 +58,8 @@ EXPERIMENT_COMMANDS = {
                                     "metric both values, the difference, its significance"),
     "top": ("emulation.run.top", "live view of a running experiment: goodput per plane, EV states, "
                              "retransmissions, trims, faults, CPU"),
+    "paper": ("emulation.run.paper", "every shipped sweep in full (resumable), then "
+                                     "docs/results/paper.md from their tables"),
 }
 for _name, (_module, _help) in EXPERIMENT_COMMANDS.items():
     DISPATCH[_name], ARGUMENTS[_name] = f"{_module}:main", f"{_module}:add_arguments"
@@ -176,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
         return clean(args)
     if args.cmd == "bench":
         return bench(args, parser)
-    if (args.cmd in ("run", "sweep") and not getattr(args, "validate_only", False)
+    if (args.cmd in ("run", "sweep", "paper") and not getattr(args, "validate_only", False)
+            and not getattr(args, "page_only", False)
             and not_root(f"mrclab {args.cmd}",
                           "it builds the fabric: namespaces, veths, OVS bridges")):
         return EXIT_USAGE

@@ -18,6 +18,16 @@ expanded into one scenario text per point, each validated by the scenario loader
     repeats = 1                              #   version, and these replacements of repeats,
     grid = {"faults[0].percent" = [0.0, 1.0]}  # grid, x_values or transports; its `set`
                                              #   adds to (and overrides keys of) [set]
+    [[paper]]                                # optional, one per figure of `mrclab paper`:
+    claim = "MRC's slowdown stays below RoCE's"  #   what the paper says, in a sentence
+    metric = "slowdown"                      #   a column of the curves (analysis/sweep_stats.py)
+    expect = "lower"                         #   "lower" or "higher"
+    compare = "transports"                   #   the first transport against each other one, at
+    at = [0.5, 1.0, 2.0]                     #   each x of `at` (default every x); "x": in each
+                                             #   series, the metric at at[1] against at at[0]
+                                             #   (default the last x against the first)
+    transports = ["mrc", "roce"]             #   optional: the transports the claim is about
+                                             #   (default the sweep's; the first is the reference)
 
 Keys are dotted paths into the scenario's TOML: `fabric.planes`, `mrc.qp.ev_count`,
 `faults[0].percent` (the first [[faults]] entry), `collective.message_bytes`. A path must reach
@@ -37,13 +47,17 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from analysis.sweep_stats import METRICS
 from emulation.config import scenario as scenario_mod
 from emulation.config.scenario import ScenarioError
 from model.events import TRANSPORTS
 from model.safe_read import NotRegularFile, read_regular
 
 TOP_KEYS = ("name", "description", "scenario", "repeats", "transports", "x", "x_label",
-            "x_values", "baseline", "set", "grid", "short")
+            "x_values", "baseline", "set", "grid", "short", "paper")
+CLAIM_KEYS = ("claim", "metric", "expect", "compare", "at", "transports")
+EXPECTS = ("lower", "higher")
+COMPARES = ("transports", "x")
 SHORT_KEYS = ("repeats", "grid", "x_values", "transports", "set")
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*)((?:\[\d{1,9}\])*)")   # no scenario list is longer
 MAX_SWEEP_BYTES = 1 << 20      # a sweep file is a few hundred bytes
@@ -68,6 +82,23 @@ class Point:
         return f"p{self.index:03d}"
 
 
+@dataclass(frozen=True)
+class Claim:
+    """One figure of `mrclab paper`: what the paper says of `metric` and how the intervals judge
+    it (analysis/paper_verdict.py)."""
+    claim: str
+    metric: str
+    expect: str
+    compare: str
+    at: tuple | None = None
+    transports: tuple | None = None
+
+    def to_json(self) -> dict:
+        return {"claim": self.claim, "metric": self.metric, "expect": self.expect,
+                "compare": self.compare, "at": None if self.at is None else list(self.at),
+                "transports": None if self.transports is None else list(self.transports)}
+
+
 @dataclass
 class Sweep:
     name: str
@@ -85,6 +116,7 @@ class Sweep:
     points: list[Point] = field(default_factory=list)
     short: bool = False
     text: str = ""
+    claims: list[Claim] = field(default_factory=list)
 
     def scenario_text(self, point: Point) -> str:
         """The point's scenario file: the base with [set] and the point's values applied."""
@@ -322,7 +354,56 @@ def parse(text: str, source: Path, short: bool = False) -> Sweep:
         raise SweepError(f"{where}: transports must list each of {', '.join(TRANSPORTS)} at most "
                          f"once, got {names!r}")
     sweep.transports = list(names)
+    sweep.claims = parse_claims(data.get("paper", []), where, sweep, axis)
     return sweep
+
+
+def parse_claims(entries, where: str, sweep: Sweep, axis: list) -> list[Claim]:
+    """The [[paper]] entries. The short version keeps the full version's claims, so an `at`
+    outside its grid or a comparison of transports it does not run is allowed there (the page
+    then says the intervals cannot tell)."""
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise SweepError(f"{where}: paper must be [[paper]] tables (claim, metric, expect, ...)")
+    out = []
+    for i, e in enumerate(entries):
+        at = f"{where}: [[paper]] {i + 1}"
+        unknown = [k for k in e if k not in CLAIM_KEYS]
+        if unknown:
+            raise SweepError(f"{at}: unknown key(s) {', '.join(map(repr, unknown))}; known: "
+                             f"{', '.join(CLAIM_KEYS)}")
+        if not isinstance(e.get("claim"), str) or not e["claim"].strip():
+            raise SweepError(f"{at}: claim must be a sentence (what the paper says)")
+        checks = (("metric", METRICS), ("expect", EXPECTS), ("compare", COMPARES))
+        for key, allowed in checks:
+            if e.get(key) not in allowed:
+                raise SweepError(f"{at}: {key} must be one of {', '.join(allowed)}, got "
+                                 f"{e.get(key)!r}")
+        xs = e.get("at")
+        if xs is not None:
+            if not isinstance(xs, list) or not xs or not all(_is_number(v) for v in xs):
+                raise SweepError(f"{at}: at must be a list of x values, got {xs!r}")
+            if e["compare"] == "x" and len(xs) != 2:
+                raise SweepError(f"{at}: with compare = \"x\", at names two x values (from, to), "
+                                 f"got {xs!r}")
+            missing = [v for v in xs if v not in axis]
+            if missing and not sweep.short:
+                raise SweepError(f"{at}: at {missing!r} not among the x values "
+                                 f"({', '.join(map(repr, axis))})")
+        names = e.get("transports")
+        if names is not None and (not isinstance(names, list) or not names
+                                  or not all(n in TRANSPORTS for n in names)):
+            raise SweepError(f"{at}: transports must list some of {', '.join(TRANSPORTS)}, got "
+                             f"{names!r}")
+        if names is not None and not sweep.short and not set(names) <= set(sweep.transports):
+            raise SweepError(f"{at}: transports {names!r} are not all run by the sweep "
+                             f"({', '.join(sweep.transports)})")
+        if (e["compare"] == "transports" and len(names or sweep.transports) < 2
+                and not sweep.short):
+            raise SweepError(f"{at}: compare = \"transports\" needs at least two transports")
+        out.append(Claim(e["claim"].strip(), e["metric"], e["expect"], e["compare"],
+                         None if xs is None else tuple(xs),
+                         None if names is None else tuple(names)))
+    return out
 
 
 def _freeze(v):

@@ -78,9 +78,11 @@ def run_point(sweep, point, repeat: int, transport: str, pdir: Path) -> dict:
     return {**rows[0], "run_exit_code": code}
 
 
-def run_sweep(sweep, out: Path, log=print) -> tuple[list[dict], bool]:
+def run_sweep(sweep, out: Path, log=print, progress=None) -> tuple[list[dict], bool]:
     """Every (point, repeat, transport) not done yet, in turn. Returns (all rows done,
-    interrupted)."""
+    interrupted). Before each run its place is written to <out>/progress.json (what `mrclab
+    top` shows of a sweep) and, with `progress`, progress.start(run, total, point, repeat,
+    transport) is called; after it progress.done(row)."""
     rows: list[dict] = []
     total = len(sweep.points) * sweep.repeats * len(sweep.transports)
     n = 0
@@ -98,15 +100,38 @@ def run_sweep(sweep, out: Path, log=print) -> tuple[list[dict], bool]:
                 values = ", ".join(f"{k} = {v!r}" for k, v in point.values.items())
                 log(f"mrclab sweep: [{n}/{total}] {point.label} ({values}) repeat {repeat} "
                     f"{transport}", file=sys.stderr, flush=True)
+                write_progress(out, sweep, {"run": n, "total": total, "done": len(rows),
+                                            "point": point.label, "values": values,
+                                            "repeat": repeat, "transport": transport,
+                                            "run_parent": str(pdir / transport)})
+                if progress is not None:
+                    progress.start(n, total, point, repeat, transport)
                 try:
                     row = run_point(sweep, point, repeat, transport, pdir)
                 except KeyboardInterrupt:
+                    write_progress(out, sweep, {"status": "interrupted", "total": total,
+                                                "done": len(rows)})
                     return rows, True
                 tmp = marker.with_suffix(".json.tmp")
                 tmp.write_text(json.dumps(row, indent=2))
                 tmp.replace(marker)
                 rows.append(row)
+                if progress is not None:
+                    progress.done(row)
+    write_progress(out, sweep, {"status": "finished", "total": total, "done": len(rows)})
     return rows, False
+
+
+def write_progress(out: Path, sweep, fields: dict) -> None:
+    """<out>/progress.json: the sweep's name and where it stands (status "running" with the
+    run under way, or "finished" / "interrupted"), replaced whole so a reader never sees half."""
+    record = {"sweep": sweep.name, "short": sweep.short, "status": "running", **fields}
+    tmp = out / "progress.json.tmp"
+    try:
+        tmp.write_text(json.dumps(record))
+        tmp.replace(out / "progress.json")
+    except OSError:
+        pass          # the live view's file: a sweep runs on without it
 
 
 def _columns(rows: list[dict]) -> list[str]:
@@ -178,6 +203,21 @@ def curve_table(curves: list[dict]) -> str:
                      for line in lines)
 
 
+def claim_dir(sweep, out: Path, source) -> str | None:
+    """Make `out` this sweep's directory (a copy of the sweep file in it); what is wrong
+    instead: it holds another sweep, or it cannot be written."""
+    copy = out / "sweep.toml"
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        if copy.exists() and copy.read_text() != sweep.text:
+            return (f"{out} holds another sweep (its sweep.toml differs from {source}); give "
+                    f"another --out-dir or remove it")
+        copy.write_text(sweep.text)
+    except OSError as exc:
+        return f"cannot use {out}: {exc}"
+    return None
+
+
 def main(args=None) -> int:
     if not isinstance(args, argparse.Namespace):
         parser = argparse.ArgumentParser(prog="mrclab sweep", description=__doc__.splitlines()[0])
@@ -196,16 +236,9 @@ def main(args=None) -> int:
         return EXIT_OK
     out = Path(args.out_dir) if args.out_dir else (Path("results") / "sweeps"
                                            / (sweep.name + ("-short" if sweep.short else "")))
-    copy = out / "sweep.toml"
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        if copy.exists() and copy.read_text() != sweep.text:
-            print(f"mrclab sweep: {out} holds another sweep (its sweep.toml differs from "
-                  f"{args.file}); give another --out-dir or remove it", file=sys.stderr)
-            return EXIT_BAD_SWEEP
-        copy.write_text(sweep.text)
-    except OSError as exc:
-        print(f"mrclab sweep: cannot use {out}: {exc}", file=sys.stderr)
+    problem = claim_dir(sweep, out, args.file)
+    if problem:
+        print(f"mrclab sweep: {problem}", file=sys.stderr)
         return EXIT_BAD_SWEEP
     try:
         rows, interrupted = run_sweep(sweep, out)

@@ -97,3 +97,28 @@ def test_two_grid_keys_sharing_an_x_stay_two_points():
     assert (agg[0]["n"], agg[0]["time_mean_ms"]) == (2, 12.0)
     assert (agg[1]["n"], agg[1]["time_mean_ms"]) == (2, 32.0)
     assert agg[1]["series"] == "mrc, policy = tolerant"
+
+
+def test_rows_carry_the_runs_conditions_and_the_paper_metrics(tmp_path):
+    """What the results page reads of each run: its time scale, the CPU no role accounts for,
+    wall time, machine and commit (run.json), and the tail, efficiency, victim and trim
+    numbers of summary.json."""
+    (tmp_path / "mrc").mkdir()
+    (tmp_path / "mrc" / "summary.json").write_text(json.dumps({
+        "transport": "mrc", "verified": True, "time_scale": 8.0,
+        "cpu": {"cores": 2, "cores_by_role": {"switches": 1.2, "other": 0.15}},
+        "slowest_iteration_ms": 250.0, "line_rate_fraction": 0.4,
+        "victim_goodput_mbit": 27.5, "trimmed": 12}))
+    (tmp_path / "run.json").write_text(json.dumps({
+        "duration_s": 61.5, "git": {"commit": "abc"}, "machine": {"hostname": "vm",
+                                                                  "cpu_model": "cpu"}}))
+    (row,) = S.rows_of_run(tmp_path, ["mrc"], {"point": 0, "x": 1.0}, 1)
+    assert {k: row[k] for k in ("time_scale", "cpu_other_cores", "cores", "wall_s", "commit",
+                                "machine", "slowest_iteration_ms", "line_rate_fraction",
+                                "victim_goodput_mbit", "trimmed")} == {
+        "time_scale": 8.0, "cpu_other_cores": 0.15, "cores": 2, "wall_s": 61.5,
+        "commit": "abc", "machine": "vm", "slowest_iteration_ms": 250.0,
+        "line_rate_fraction": 0.4, "victim_goodput_mbit": 27.5, "trimmed": 12}
+    (tmp_path / "run.json").write_text("not json")
+    (row,) = S.rows_of_run(tmp_path, ["mrc"], {"point": 0, "x": 1.0}, 1)
+    assert row["wall_s"] is None and row["machine"] is None

@@ -80,7 +80,6 @@ UNTESTED_BY_NAME = {
                                "tests/emulation/config/test_scenario_short.py",
     "emulation/run/run_progress.py": "the log follower of a run: "
                                  "tests/emulation/run/test_run_summary*.py",
-    "emulation/run/top.py": "`mrclab top`: tests/emulation/run/test_live_state.py",
     "analysis/jsonl.py": "the JSONL reader: tests/analysis/test_timescale.py and every loader test",
 }
 

@@ -157,3 +157,43 @@ def test_a_base_scenario_that_is_not_toml_is_named(tmp_path):
     path.write_text('scenario = "base.toml"\n[grid]\n"fabric.planes" = [2]\n')
     with pytest.raises(SweepError, match="base scenario .*base.toml is not valid TOML"):
         P.load(path)
+
+
+def test_every_claim_of_the_paper_has_a_shipped_sweep_with_figures():
+    """The six claims `mrclab paper` reproduces (issue: random loss, NIC links down, EVs per
+    path, load balancing, incast degree, scale), each a sweep with [[paper]] figures."""
+    assert set(SHIPPED) >= {"random-loss.toml", "nic-links-down.toml", "recovery-evs.toml",
+                            "load-balancing.toml", "incast-degree.toml", "scale-hosts.toml"}
+    for name in SHIPPED:
+        sweep = P.load(REPO / "experiments" / "sweeps" / name)
+        assert sweep.claims, f"{name}: no [[paper]] figure"
+
+
+GOOD_CLAIM = 'claim = "c"\nmetric = "time_mean_ms"\nexpect = "lower"\ncompare = "transports"\n'
+
+
+@pytest.mark.parametrize("claim, message", [
+    ('claim = ""\nmetric = "time_mean_ms"\nexpect = "lower"\ncompare = "x"\n',
+     "claim must be a sentence"),
+    (GOOD_CLAIM.replace("time_mean_ms", "speed"), "metric must be one of"),
+    (GOOD_CLAIM.replace('"lower"', '"smaller"'), "expect must be one of lower, higher"),
+    (GOOD_CLAIM.replace('"transports"', '"planes"'), "compare must be one of"),
+    (GOOD_CLAIM + "at = [5.0]\n", r"at \[5.0\] not among the x values"),
+    (GOOD_CLAIM.replace('"transports"', '"x"') + "at = [0.1]\n", "names two x values"),
+    (GOOD_CLAIM + 'transports = ["mrc"]\n', "needs at least two transports"),
+    (GOOD_CLAIM + 'transports = ["quic"]\n', "transports must list some of"),
+    (GOOD_CLAIM + 'colour = "red"\n', "unknown key"),
+])
+def test_bad_claims_are_named(tmp_path, claim, message):
+    body = '[grid]\n"faults[0].percent" = [0.1, 1.0]\n[[paper]]\n' + claim
+    with pytest.raises(SweepError, match=r"\[\[paper\]\] 1: .*" + message):
+        P.load(sweep_file(tmp_path, body))
+
+
+def test_a_claim_loads_with_its_fields(tmp_path):
+    body = ('[grid]\n"faults[0].percent" = [0.1, 1.0]\n[[paper]]\n' + GOOD_CLAIM
+            + 'at = [1.0]\ntransports = ["mrc", "tcp"]\n')
+    (claim,) = P.load(sweep_file(tmp_path, body)).claims
+    assert claim.to_json() == {"claim": "c", "metric": "time_mean_ms", "expect": "lower",
+                               "compare": "transports", "at": [1.0],
+                               "transports": ["mrc", "tcp"]}

@@ -90,3 +90,32 @@ def test_done_markers_are_not_run_again(tmp_path):
     assert not interrupted
     assert [(r["point"], r["transport"]) for r in done] == [
         (p.index, t) for p in plan.points for t in plan.transports]
+
+
+def test_progress_json_and_callbacks_follow_each_run(tmp_path, monkeypatch):
+    """Before each run progress.json names it (what `mrclab top` shows); the progress object
+    hears of its start and its row; at the end the status is finished."""
+    plan = sweep_plan.load(SWEEP, short=True)
+    seen = []
+
+    def run_point(sweep, point, repeat, transport, pdir):
+        state = json.loads((tmp_path / "progress.json").read_text())
+        seen.append(("run", state["run"], state["total"], state["point"], state["transport"],
+                     state["status"]))
+        return {"point": point.index, "transport": transport, "verified": True}
+
+    class Progress:
+        def start(self, n, total, point, repeat, transport):
+            seen.append(("start", n, point.label, transport))
+
+        def done(self, row):
+            seen.append(("done", row["transport"]))
+    monkeypatch.setattr(S, "run_point", run_point)
+    rows, interrupted = S.run_sweep(plan, tmp_path, log=lambda *a, **k: None,
+                                    progress=Progress())
+    # random-loss short: 2 points x (mrc, roce) = 4 runs, each seen as start, run, done
+    assert seen[:3] == [("start", 1, "p000", "mrc"), ("run", 1, 4, "p000", "mrc", "running"),
+                        ("done", "mrc")]
+    assert len(seen) == 12 and not interrupted
+    final = json.loads((tmp_path / "progress.json").read_text())
+    assert (final["status"], final["done"], final["total"]) == ("finished", 4, 4)
