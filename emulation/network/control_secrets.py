@@ -21,6 +21,7 @@ import stat
 from dataclasses import dataclass
 
 from controller import api_auth
+from controller.openflow_tls import CONTROLLER_CN, SWITCH_CN
 from model.proc import run_checked
 
 RUN_DIR = api_auth.RUN_DIR
@@ -60,8 +61,8 @@ def pki_argvs(d: str) -> list[list[str]]:
     argvs = [["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
               "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", ca_key, "-out", pki.ca_cert,
               "-days", str(CERT_DAYS), "-subj", "/CN=mrclab fabric CA"]]
-    for key, cert, cn in ((pki.controller_key, pki.controller_cert, "mrclab controller"),
-                          (pki.switch_key, pki.switch_cert, "mrclab switch")):
+    for key, cert, cn in ((pki.controller_key, pki.controller_cert, CONTROLLER_CN),
+                          (pki.switch_key, pki.switch_cert, SWITCH_CN)):
         csr = cert + ".csr"
         argvs.append(_key_and_csr_argv(key, csr, cn))
         argvs.append(["openssl", "x509", "-req", "-in", csr, "-CA", pki.ca_cert, "-CAkey", ca_key,
