@@ -125,6 +125,7 @@ class Fabric:
         self._shaped = False
         self._token: str | None = None
         self._pki = None
+        self._ovs_ssl_ours = False        # OVS's SSL setting is ours to empty at teardown
 
     # ------------------------------------------------------------ public helpers
 
@@ -249,6 +250,12 @@ class Fabric:
             self._shaped = True      # from here on teardown snapshots the queue counters
             self._shape_links()
         self._attach_trimming()
+        current = control_secrets.parse_get_ssl(run_checked(
+            control_secrets.ovs_get_ssl_argv(), what="reading Open vSwitch's SSL configuration"))
+        foreign = control_secrets.foreign_ssl_error(current)
+        if foreign is not None:
+            raise FabricError(foreign)
+        self._ovs_ssl_ours = True
         run_checked(control_secrets.ovs_ssl_argv(self._pki),
                     what="giving the switches their OpenFlow TLS key")
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
@@ -479,7 +486,8 @@ class Fabric:
                 except Exception as e:  # keep going: the sweep below removes the rest
                     errors.append(f"net.stop failed: {e!r}")
                 self.net = None
-            if self._pki is not None:
+            if self._ovs_ssl_ours:
+                self._ovs_ssl_ours = False
                 try:
                     run_checked(control_secrets.ovs_del_ssl_argv(), what="teardown")
                 except FabricError as e:
