@@ -20,6 +20,7 @@ from model.clip import clip_values
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 from model.events import TRANSPORTS
 from model.timescale import MAX_SCALE
+from traffic.nic.endpoint_support import MIN_PATH_PROBE_MS
 from traffic.workload.worker_config import COLLECTIVES, ROUTINGS
 
 LINK_SELECTORS = ("host", "fabric", "all")
@@ -34,7 +35,8 @@ SACK_BITMAP_BITS = 64
 EV_COUNT_MAX = 4096                 # entropy space is 0x4000 values per (plane, spine)
 # Floors of every period, interval and timeout: a timer shorter than these fires on every turn
 # of the endpoint's loop (1e-300 would be accepted as "> 0" and spin it). Base RTTs: a hundredth
-# of one; milliseconds: a tenth of one (also port_poll_ms's floor); nanoseconds: a microsecond.
+# of one; milliseconds: a tenth of one (also port_poll_ms's floor; the path prober's own are
+# traffic/nic/endpoint_support.py's MIN_PATH_PROBE_MS); nanoseconds: a microsecond.
 PERIOD_RTTS_MIN = 0.01
 PERIOD_MS_MIN = 0.1
 PERIOD_NS_MIN = 1000
@@ -185,10 +187,10 @@ MRC_ENDPOINT = {
     "seed": _i(None, 0, (1 << 63) - 1, "EV choice seed (omit: from the clock)"),
     "path_probe_interval_ms": _period(None, "path prober: one probe per path to every "
                                  "peer this often, ms (0: off; on: the run's path monitor "
-                                 "denies the lossy links it finds)", PERIOD_MS_MIN, 60000.0,
-                                      off=True),
+                                 "denies the lossy links it finds)", MIN_PATH_PROBE_MS,
+                                      60000.0, off=True),
     "path_probe_timeout_ms": _period(None, "path prober: an unanswered probe is suspect after "
-                                     "this, ms", PERIOD_MS_MIN, 60000.0),
+                                     "this, ms", MIN_PATH_PROBE_MS, 60000.0),
     "path_probe_margin_ms": _period(None, "path prober: a probe lost on a silent path is judged "
                                     "by the peer's answers to probes sent this much later on "
                                     "other paths, ms", PERIOD_MS_MIN, 600000.0),

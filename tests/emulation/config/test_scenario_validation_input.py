@@ -266,9 +266,9 @@ def test_ev_min_active_is_checked_against_the_endpoints_ev_count():
 PERIODS = [("mrc.qp", "probe_period_rtts", 0.01), ("mrc.qp", "probe_timeout_rtts", 0.01),
            ("mrc.qp", "rto_rtts", 0.01), ("mrc.qp", "ack_delay_rtts", 0.01),
            ("mrc.qp", "reverse_probe_rtts", 0.01), ("mrc.qp", "reverse_idle_rtts", 0.01),
-           ("mrc.endpoint", "port_poll_ms", 0.1), ("mrc.endpoint", "path_probe_timeout_ms", 0.1),
+           ("mrc.endpoint", "port_poll_ms", 0.1), ("mrc.endpoint", "path_probe_timeout_ms", 1.0),
            ("mrc.endpoint", "path_probe_margin_ms", 0.1),
-           ("mrc.endpoint", "path_probe_interval_ms", 0.1)]
+           ("mrc.endpoint", "path_probe_interval_ms", 1.0)]
 PERIODS_NS = [("mrc.qp", "rto_ns"), ("mrc.qp", "rto_min_ns"), ("mrc.qp", "ack_delay_ns"),
               ("mrc.qp", "probe_period_ns"), ("mrc.qp", "roce_ack_timeout_ns")]
 
@@ -289,5 +289,5 @@ def test_a_period_in_ns_is_at_least_a_microsecond(table, key):
 
 def test_the_path_prober_interval_may_be_0_which_turns_it_off():
     S.parse(with_table("mrc.endpoint", "path_probe_interval_ms = 0"), source="x.toml")
-    err = error_of(with_table("mrc.endpoint", "path_probe_interval_ms = 0.05"))
-    assert "must be 0 (off) or between 0.1 and 60000.0, got 0.05" in err, err
+    err = error_of(with_table("mrc.endpoint", "path_probe_interval_ms = 0.5"))
+    assert "must be 0 (off) or between 1.0 and 60000.0, got 0.5" in err, err
