@@ -54,18 +54,14 @@ class SerializedSSLSocket(ssl.SSLSocket):
         if not _pending.acquire(blocking=False):
             raise ssl.SSLError(f"more than {MAX_PENDING_HANDSHAKES} TLS handshakes in progress; "
                                f"connection refused")
-        # the socket timeout bounds each wait for bytes; the timer bounds the whole handshake
-        # (a peer trickling a byte now and then would renew the socket timeout forever)
-        timer = threading.Timer(HANDSHAKE_TIMEOUT_S, self._cut_handshake)
-        timer.daemon = True
+        # CPython's do_handshake takes the socket timeout as a deadline for the whole handshake
+        # (not per read), so a peer trickling a byte now and then does not stretch it
         timeout = self.gettimeout()
         try:
             self.settimeout(HANDSHAKE_TIMEOUT_S if timeout is None
                             else min(timeout, HANDSHAKE_TIMEOUT_S))
-            timer.start()
             super().do_handshake(block)
         finally:
-            timer.cancel()
             self.settimeout(timeout)
             _pending.release()
         if self.peer_cn is not None:
@@ -73,14 +69,6 @@ class SerializedSSLSocket(ssl.SSLSocket):
             if cn != self.peer_cn:
                 raise ssl.SSLError(f"peer certificate CN {str(cn)[:80]!r} is not "
                                    f"{self.peer_cn!r}; connection refused")
-
-    def _cut_handshake(self) -> None:
-        """Shut the TCP connection down under a handshake that ran out of time (its read then
-        ends, the handshake fails and the socket is closed)."""
-        try:
-            socket.socket.shutdown(self, socket.SHUT_RDWR)
-        except OSError:
-            pass
 
     @property
     def _io_lock(self) -> threading.RLock:

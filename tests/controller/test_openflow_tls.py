@@ -220,8 +220,8 @@ def test_a_silent_connection_is_dropped_after_the_handshake_timeout(pki, monkeyp
 
 
 def test_a_trickling_peer_cannot_stretch_the_handshake(pki, monkeypatch):
-    """A byte every 0.2 s renews a socket timeout of 0.5 s forever; the whole-handshake timer
-    still ends it at 0.5 s."""
+    """A byte every 0.2 s would renew a timeout counted per read forever; the handshake's is
+    counted from its start, so it still ends at 0.5 s."""
     from controller import openflow_tls
     monkeypatch.setattr(openflow_tls, "HANDSHAKE_TIMEOUT_S", 0.5)
     listener = Listener(pki, openflow_tls.SwitchOnlySSLSocket)
