@@ -1,7 +1,8 @@
 """The OpenFlow channel's TLS socket under os-ken's two-threads-per-connection use: one thread
 reading, another writing, one TLS connection, over the loopback. With ssl.SSLSocket itself the
-reader sees a spurious end of stream in about a third of such runs (measured: 4 of 13); with
-SerializedSSLSocket never, so twelve runs in a row must all deliver every byte."""
+reader now and then sees a spurious end of stream; with SerializedSSLSocket never, so twelve
+runs in a row must all deliver every byte. Then the listener's handshake: its bounds in time and
+number, and the switch role the peer's certificate must name."""
 import select
 import socket
 import ssl
