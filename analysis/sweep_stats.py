@@ -13,6 +13,8 @@ import json
 import math
 from pathlib import Path
 
+from analysis import safe_write
+
 # Student's t, 0.975 quantile (two-sided 95%), by degrees of freedom (any statistics table, e.g.
 # NIST/SEMATECH e-Handbook 1.3.6.7.2). Past 30 the next smaller tabulated df is used: a slightly
 # wider interval, never a narrower one.
@@ -191,7 +193,8 @@ def plot(aggregated: list[dict], metric: str, x_label: str, title: str, path: Pa
     fig.text(0.01, 0.01, "mean of the repeats, 95% t-interval; hollow: fidelity not ok "
              "(not in the line)", fontsize=7, color="0.4")
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    try:
+        safe_write.save_figure(fig, path, dpi=110)
+    finally:
+        plt.close(fig)
     return path

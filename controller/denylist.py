@@ -17,6 +17,7 @@ fabric), so no caller can make the controller connect to a socket of its choosin
 from __future__ import annotations
 
 import os
+import stat
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,17 +28,28 @@ from traffic.core.denylist import Denylist, DenyRuleError, parse_rule
 
 PUSH_TIMEOUT_S = 2.0
 MAX_PUSH_THREADS = 64
+MAX_REASON_CHARS = 200       # a deny's reason is a note kept in the history and echoed back
 
 
 def inside_dir(path: str, directory: str) -> bool:
-    """True when `path` names an entry below `directory` with no link and no '..' on the way."""
+    """True when `path` names an entry below `directory` with no link and no '..' on the way,
+    and the entry itself, if it exists yet, is a socket (not a link: a link there could point
+    the controller at any file or socket of the machine)."""
     if not isinstance(path, str) or not os.path.isabs(path) or "\0" in path:
         return False
     norm = os.path.normpath(path)
     if norm != path.rstrip("/") or os.path.realpath(os.path.dirname(norm)) != os.path.dirname(norm):
         return False
     root = os.path.realpath(directory)
-    return os.path.commonpath([norm, root]) == root and norm != root
+    if os.path.commonpath([norm, root]) != root or norm == root:
+        return False
+    try:
+        mode = os.lstat(norm).st_mode
+    except FileNotFoundError:
+        return True                  # registered before the endpoint made its socket
+    except OSError:
+        return False
+    return stat.S_ISSOCK(mode)
 
 
 class DenylistService:
@@ -72,8 +84,9 @@ class DenylistService:
                 raise ValueError(f"control socket of {name} must be an absolute path, got "
                                  f"{repr(path)[:80]}")
             if self.socket_dir is not None and not inside_dir(path, self.socket_dir):
-                raise ValueError(f"control socket of {name} must be inside the fabric's endpoint "
-                                 f"directory {self.socket_dir}, got {repr(path)[:80]}")
+                raise ValueError(f"control socket of {name} must be a socket inside the fabric's "
+                                 f"endpoint directory {self.socket_dir} (no '..', no link), got "
+                                 f"{repr(path)[:80]}")
             clean[name] = path
         with self.lock:
             self.endpoints.update(clean)
@@ -102,7 +115,10 @@ class DenylistService:
                                 f"{{\"plane\": 1}} or {{\"ev\": 268484609}}")
         reason = command.get("reason", "")
         if not isinstance(reason, str):
-            raise DenyRuleError(f"{action}: reason must be a string, got {reason!r}")
+            raise DenyRuleError(f"{action}: reason must be a string, got {repr(reason)[:80]}")
+        if len(reason) > MAX_REASON_CHARS:
+            raise DenyRuleError(f"{action}: reason must be at most {MAX_REASON_CHARS} characters, "
+                                f"got {len(reason)}")
         try:
             rule = parse_rule(command, self.topo)
         except DenyRuleError as err:

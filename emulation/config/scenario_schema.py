@@ -20,6 +20,7 @@ from model.clip import clip_values
 from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
 from model.events import TRANSPORTS
 from model.timescale import MAX_SCALE
+from traffic.nic.endpoint_support import MIN_PATH_PROBE_MS
 from traffic.workload.worker_config import COLLECTIVES, ROUTINGS
 
 LINK_SELECTORS = ("host", "fabric", "all")
@@ -32,6 +33,13 @@ PSN_SPACE = 1 << 24
 MPR_UNIT = 128                      # MRC's MPR is in units of 128 PSNs (OCP)
 SACK_BITMAP_BITS = 64
 EV_COUNT_MAX = 4096                 # entropy space is 0x4000 values per (plane, spine)
+# Floors of every period, interval and timeout: a timer shorter than these fires on every turn
+# of the endpoint's loop (1e-300 would be accepted as "> 0" and spin it). Base RTTs: a hundredth
+# of one; milliseconds: a tenth of one (also port_poll_ms's floor; the path prober's own are
+# traffic/nic/endpoint_support.py's MIN_PATH_PROBE_MS); nanoseconds: a microsecond.
+PERIOD_RTTS_MIN = 0.01
+PERIOD_MS_MIN = 0.1
+PERIOD_NS_MIN = 1000
 TIME_SCALE_MAX = MAX_SCALE           # model/timescale.py's bound
 
 
@@ -52,6 +60,7 @@ class Key:
     hi: float | None = None
     above: bool = False
     choices: tuple | None = None
+    off: bool = False           # 0 is also accepted: it turns the setting off
 
 
 def _i(default, lo, hi, doc):
@@ -67,8 +76,14 @@ def _b(default, doc):
 
 
 def _pos(default, doc, hi=RTTS_MAX):
-    """A number that must be > 0 (a ratio or a period: 0 would divide or spin)."""
+    """A number that must be > 0 (a ratio: 0 would divide by zero)."""
     return Key("number", default, doc, 0, hi, True)
+
+
+def _period(default, doc, lo=PERIOD_RTTS_MIN, hi=RTTS_MAX, off=False):
+    """A period, interval or timeout: at least `lo` (PERIOD_RTTS_MIN, PERIOD_MS_MIN); `off`: 0
+    also, meaning none."""
+    return Key("number", default, doc, lo, hi, off=off)
 
 
 TOP = {
@@ -170,14 +185,15 @@ MRC_ENDPOINT = {
     # below 0.1 ms the endpoint would read the port state on every loop turn (0 ns apart)
     "port_poll_ms": _n(None, 0.1, 10000.0, "NIC port state poll period, ms"),
     "seed": _i(None, 0, (1 << 63) - 1, "EV choice seed (omit: from the clock)"),
-    "path_probe_interval_ms": _n(None, 0.0, 60000.0, "path prober: one probe per path to every "
+    "path_probe_interval_ms": _period(None, "path prober: one probe per path to every "
                                  "peer this often, ms (0: off; on: the run's path monitor "
-                                 "denies the lossy links it finds)"),
-    "path_probe_timeout_ms": _pos(None, "path prober: an unanswered probe is suspect after this, "
-                                  "ms", hi=60000.0),
-    "path_probe_margin_ms": _pos(None, "path prober: a probe lost on a silent path is judged by "
-                                 "the peer's answers to probes sent this much later on other "
-                                 "paths, ms", hi=600000.0),
+                                 "denies the lossy links it finds)", MIN_PATH_PROBE_MS,
+                                      60000.0, off=True),
+    "path_probe_timeout_ms": _period(None, "path prober: an unanswered probe is suspect after "
+                                     "this, ms", MIN_PATH_PROBE_MS, 60000.0),
+    "path_probe_margin_ms": _period(None, "path prober: a probe lost on a silent path is judged "
+                                    "by the peer's answers to probes sent this much later on "
+                                    "other paths, ms", PERIOD_MS_MIN, 600000.0),
     "ev_event_rate_per_s": _pos(None, "EV state-change events per second the endpoint offers "
                                 "the controller (more are counted as dropped)", hi=1e6),
 }
@@ -206,16 +222,16 @@ MRC_QP = {
     "ev_pin_count": _i(None, 1, EV_COUNT_MAX, "experiment: how many active EVs per plane start "
                        "on ev_pin_spine (<= ev_count / planes)"),
     "probe_k": _i(None, 1, 1000, "probe successes that return an EV to GOOD"),
-    "probe_period_rtts": _pos(None, "probe period of a bad EV, base RTTs"),
-    "probe_timeout_rtts": _pos(None, "unanswered probe timeout, base RTTs"),
+    "probe_period_rtts": _period(None, "probe period of a bad EV, base RTTs"),
+    "probe_timeout_rtts": _period(None, "unanswered probe timeout, base RTTs"),
     "probe_backoff_max": _i(None, 1, 1024, "failed probes double the period up to this factor"),
     "skip_rtts": _n(None, 0.0, RTTS_MAX, "ECN echo: skip the EV this long, base RTTs"),
     "skip_backoff_max": _i(None, 1, 1024, "marks soon after a skip double it up to this factor"),
     "mpr": _i(None, 1, PSN_SPACE // 2 // MPR_UNIT - 1, "max PSN range, units of 128 PSNs"),
     "start_psn": _i(None, 0, PSN_SPACE - 1, "initial PSN"),
-    "rto_ns": _i(None, 1, NS_MAX, "fixed base RTO"),
-    "rto_rtts": _pos(None, "retransmission timeout, base RTTs"),
-    "rto_min_ns": _i(None, 1, NS_MAX, "RTO floor"),
+    "rto_ns": _i(None, PERIOD_NS_MIN, NS_MAX, "fixed base RTO"),
+    "rto_rtts": _period(None, "retransmission timeout, base RTTs"),
+    "rto_min_ns": _i(None, PERIOD_NS_MIN, NS_MAX, "RTO floor"),
     "rto_max_ns": _i(None, 1, NS_MAX, "RTO ceiling (>= rto_min_ns)"),
     "max_wimm": _i(None, 1, 0xFFFF, "OCP max_wimm: WRITE-with-IMM messages in flight per QP"),
     "ack_timeout": _i(None, 0, 24, "OCP local ACK timeout, 1.024 us x 2^n (omit: from the RTT)"),
@@ -228,8 +244,9 @@ MRC_QP = {
     "congestion_delay_rtts": _n(None, 0.0, 1e6, "queueing delay that counts as congestion"),
     "congestion_forgive_rtts": _n(None, 0.0, 1e6, "how long a forgiven EV is remembered"),
     "ack_every": _i(None, 1, SACK_BITMAP_BITS, "receiver SACK coalescing"),
-    "ack_delay_ns": _i(None, 1, NS_MAX, "delayed-SACK limit (wins over ack_delay_rtts)"),
-    "ack_delay_rtts": _pos(None, "delayed-SACK limit, base RTTs"),
+    "ack_delay_ns": _i(None, PERIOD_NS_MIN, NS_MAX, "delayed-SACK limit (wins over "
+                       "ack_delay_rtts)"),
+    "ack_delay_rtts": _period(None, "delayed-SACK limit, base RTTs"),
     "nscc_enabled": _b(None, "NSCC congestion control"),
     "nscc_prop_gain": _pos(None, "NSCC proportional increase, times uet-htsim's alpha",
                            hi=100.0),
@@ -243,7 +260,8 @@ MRC_QP = {
     "stall_burst_rtts": _n(None, 0.0, 1e6, "no stall excuse for a timeout when a packet sent "
                            "this many base RTTs before it was delivered"),
     "loss_verdict_ns": _i(None, 0, NS_MAX, "wait this long for evidence before retiring an EV"),
-    "probe_period_ns": _i(None, 1, NS_MAX, "fixed probe period (wins over probe_period_rtts)"),
+    "probe_period_ns": _i(None, PERIOD_NS_MIN, NS_MAX, "fixed probe period (wins over "
+                          "probe_period_rtts)"),
     "skip_ns": _i(None, 1, NS_MAX, "fixed ECN skip time (wins over skip_rtts)"),
     "loss_policy": Key("str", None, "what an unexplained loss does to its EV: 'ocp' retires it "
                        "at once, 'tolerant' adds the emulator's verdict window and excuses "
@@ -254,16 +272,17 @@ MRC_QP = {
                             "base RTT (default: derived from the link rates and the MTU)"),
     "header_overhead": _i(None, 0, 1024, "header bytes the pacer counts per packet"),
     "reverse_evs_per_plane": _i(None, 1, 64, "receiver reverse-path EVs per plane"),
-    "reverse_probe_rtts": _pos(None, "reverse-EV probe period, base RTTs"),
+    "reverse_probe_rtts": _period(None, "reverse-EV probe period, base RTTs"),
     "reverse_probe_fail_limit": _i(None, 1, 1000, "failed reverse probes before a new EV"),
-    "reverse_idle_rtts": _pos(None, "stop reverse probing after this idle time", hi=1e6),
+    "reverse_idle_rtts": _period(None, "stop reverse probing after this idle time",
+                                 hi=1e6),
     "tail_sack_copy": _b(None, "a tail SACK (a message's last packet, a retransmission, the "
                          "packet completing a message) also leaves over a second reverse path"),
     "roce_window_psns": _i(None, 1, PSN_SPACE // 2 - 1, "RoCE RC window, PSNs"),
     "roce_ack_timeout": _i(None, 0, 31, "RoCE's IB local ACK timeout, 4.096 us x 2^n, waited "
                            "before every retry: NCCL_IB_TIMEOUT (NCCL's default 20, 4.29 s)"),
-    "roce_ack_timeout_ns": _i(None, 1, NS_MAX, "RoCE's ACK timeout itself, ns (wins over "
-                              "roce_ack_timeout)"),
+    "roce_ack_timeout_ns": _i(None, PERIOD_NS_MIN, NS_MAX, "RoCE's ACK timeout itself, ns "
+                              "(wins over roce_ack_timeout)"),
     "roce_retry_limit": _i(None, 1, 7, "RoCE retry_cnt (3 bits): NCCL_IB_RETRY_CNT (NCCL's "
                            "default 7)"),
 }
@@ -374,10 +393,14 @@ def range_error(key: Key, value, hi=None) -> str | None:
     if key.kind not in ("int", "number", "scale") or isinstance(value, str):
         return None
     lo, hi = key.lo, key.hi if hi is None else hi
+    if key.off and value == 0:
+        return None
     low_bad = lo is not None and (value <= lo if key.above else value < lo)
     if low_bad or (hi is not None and value > hi):
         if key.above:
             return f"must be above {lo} and at most {hi}, got {value!r}"
+        if key.off:
+            return f"must be 0 (off) or between {lo} and {hi}, got {value!r}"
         if hi is None:
             return f"must be at least {lo}, got {value!r}"
         return f"must be between {lo} and {hi}, got {value!r}"
@@ -524,7 +547,7 @@ def _range_text(key: Key) -> str:
     if key.lo is None and key.hi is None:
         return ""
     low = "" if key.lo is None else f"{'>' if key.above else ''}{key.lo}"
-    return f"{low}..{'' if key.hi is None else key.hi}"
+    return f"{'0 or ' if key.off else ''}{low}..{'' if key.hi is None else key.hi}"
 
 
 def reference() -> str:

@@ -10,7 +10,9 @@
 OpenFlow runs over TLS with client certificates required on both sides (os-ken's ctl_privkey /
 ctl_cert / ca_certs, OVS's `ovs-vsctl set-ssl` and `ssl:` controller targets): a process that
 does not hold the switch key cannot complete the handshake, so it can neither claim a dpid nor
-displace the real switch's connection.
+displace the real switch's connection; the controller takes only the switch certificate's CN
+(controller/openflow_tls.py), not its own. OVS's SSL setting is machine-wide: the fabric sets
+it only when it is empty or a fabric's own, and empties it at teardown (foreign_ssl_error).
 The argv builders are pure; create() runs them (openssl) as root.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ import stat
 from dataclasses import dataclass
 
 from controller import api_auth
+from controller.openflow_tls import CONTROLLER_CN, SWITCH_CN
 from model.proc import run_checked
 
 RUN_DIR = api_auth.RUN_DIR
@@ -60,8 +63,8 @@ def pki_argvs(d: str) -> list[list[str]]:
     argvs = [["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
               "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", ca_key, "-out", pki.ca_cert,
               "-days", str(CERT_DAYS), "-subj", "/CN=mrclab fabric CA"]]
-    for key, cert, cn in ((pki.controller_key, pki.controller_cert, "mrclab controller"),
-                          (pki.switch_key, pki.switch_cert, "mrclab switch")):
+    for key, cert, cn in ((pki.controller_key, pki.controller_cert, CONTROLLER_CN),
+                          (pki.switch_key, pki.switch_cert, SWITCH_CN)):
         csr = cert + ".csr"
         argvs.append(_key_and_csr_argv(key, csr, cn))
         argvs.append(["openssl", "x509", "-req", "-in", csr, "-CA", pki.ca_cert, "-CAkey", ca_key,
@@ -121,6 +124,38 @@ def make_pki(d: str = PKI_DIR) -> OpenFlowPki:
 def ovs_ssl_argv(pki: OpenFlowPki) -> list[str]:
     """OVS's one SSL configuration (all bridges): the switches' key, certificate and our CA."""
     return ["ovs-vsctl", "--timeout=20", "set-ssl", pki.switch_key, pki.switch_cert, pki.ca_cert]
+
+
+def ovs_get_ssl_argv() -> list[str]:
+    return ["ovs-vsctl", "--timeout=20", "get-ssl"]
+
+
+def parse_get_ssl(text: str) -> dict[str, str]:
+    """`ovs-vsctl get-ssl`'s "Private key: <path>" lines as {"Private key": path, ...}; {} when
+    OVS has no SSL configuration."""
+    out = {}
+    for line in text.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and value.strip():
+            out[name.strip()] = value.strip()
+    return out
+
+
+def foreign_ssl_error(current: dict[str, str], pki_dir: str = PKI_DIR) -> str | None:
+    """Why the fabric must not replace OVS's SSL configuration, or None. OVS has one SSL
+    configuration for every bridge of the machine (no narrower scope exists), so the fabric sets
+    it only when there is none or it is a fabric's own (its files under pki_dir, left by a
+    fabric that crashed); anything else belongs to someone else's bridges."""
+    paths = [current.get(k) for k in ("Private key", "Certificate", "CA Certificate")]
+    if not any(paths):
+        return None
+    root = pki_dir.rstrip("/") + "/"
+    if all(p and p.startswith(root) and ".." not in p for p in paths):
+        return None
+    return (f"Open vSwitch already has an SSL configuration that is not MRC lab's (private key "
+            f"{str(current.get('Private key'))[:120]}); it applies to every bridge of the "
+            f"machine, so the fabric will not replace it: remove it (ovs-vsctl del-ssl) if "
+            f"nothing uses it, or run the fabric on a machine whose OVS has none")
 
 
 def ovs_del_ssl_argv() -> list[str]:

@@ -15,11 +15,11 @@ teardown the per-port counters are written to <run_dir>/trim_counters.json and t
 detached. Off (the default) is exactly the fabric without it.
 
 One fabric per machine at a time: an exclusive flock on /run/mrclab/fabric.lock, held for the whole
-lifetime, so concurrent test sessions wait instead of tearing down each other's switches.
+lifetime, so concurrent test sessions wait instead of tearing down each other's switches
+(emulation/network/fabric_lock.py: root's alone, so no other user can hold it).
 """
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import signal
@@ -34,73 +34,18 @@ from controller.client import ControllerClient, ControllerError
 from controller import api_auth
 from emulation.network import cleanup, control_secrets, hostnet, ovs_service, ovs_sndbuf, switchqueue
 from emulation.network import trimming as trim_mod
+from emulation.network.fabric_lock import (  # noqa: F401 - the fabric's API
+    LOCK_FILE, FabricError, FabricLockTimeout, acquire_fabric_lock, release_fabric_lock)
 from model.ports import API_PORT, OF_PORT
 from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
 
-LOCK_FILE = os.path.join(cleanup.RUN_DIR, "fabric.lock")
 REPO_ROOT = Path(__file__).resolve().parents[2]
-
-
-class FabricError(RuntimeError):
-    """The fabric could not be built, verified or torn down; the message says which step."""
-
-
-class FabricLockTimeout(FabricError):
-    pass
 
 
 def run_checked(argv: list[str], timeout: float = 60, what: str = "") -> str:
     """model.proc.run_checked raising FabricError (what the fabric's callers catch)."""
     return run_command(argv, timeout=timeout, what=what, error=FabricError)
-
-
-# ---------------------------------------------------------------- lock
-
-
-def _lock_holder() -> str:
-    try:
-        pid = int(Path(LOCK_FILE).read_text().strip())
-    except (OSError, ValueError):
-        return "an unknown process"
-    cmd = " ".join(cleanup._cmdline(pid))[:120] or "exited?"
-    return f"pid {pid} ({cmd})"
-
-
-def acquire_fabric_lock(timeout_s: float | None = None) -> int:
-    """Exclusive flock on /run/mrclab/fabric.lock; returns the fd (closing it releases the lock)."""
-    if timeout_s is None:
-        timeout_s = float(os.environ.get("MRCLAB_LOCK_TIMEOUT_S", "900"))
-    os.makedirs(cleanup.RUN_DIR, exist_ok=True)
-    fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + timeout_s
-    announced = False
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                holder = _lock_holder()
-                os.close(fd)
-                raise FabricLockTimeout(
-                    f"fabric lock {LOCK_FILE} still held by {holder} after {timeout_s:.0f}s; "
-                    f"another fabric is running (wait for it, or stop it)") from None
-            if not announced:
-                print(f"mrclab: waiting for the fabric lock held by {_lock_holder()}",
-                      file=sys.stderr, flush=True)
-                announced = True
-            time.sleep(0.2)
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def release_fabric_lock(fd: int) -> None:
-    try:
-        os.ftruncate(fd, 0)
-    finally:
-        os.close(fd)
 
 
 def _tail(path: Path, lines: int = 30) -> str:
@@ -180,6 +125,7 @@ class Fabric:
         self._shaped = False
         self._token: str | None = None
         self._pki = None
+        self._ovs_ssl_ours = False        # OVS's SSL setting is ours to empty at teardown
 
     # ------------------------------------------------------------ public helpers
 
@@ -304,6 +250,12 @@ class Fabric:
             self._shaped = True      # from here on teardown snapshots the queue counters
             self._shape_links()
         self._attach_trimming()
+        current = control_secrets.parse_get_ssl(run_checked(
+            control_secrets.ovs_get_ssl_argv(), what="reading Open vSwitch's SSL configuration"))
+        foreign = control_secrets.foreign_ssl_error(current)
+        if foreign is not None:
+            raise FabricError(foreign)
+        self._ovs_ssl_ours = True
         run_checked(control_secrets.ovs_ssl_argv(self._pki),
                     what="giving the switches their OpenFlow TLS key")
         run_checked(hostnet.set_controller_argv(list(self.topo.switches),
@@ -534,7 +486,8 @@ class Fabric:
                 except Exception as e:  # keep going: the sweep below removes the rest
                     errors.append(f"net.stop failed: {e!r}")
                 self.net = None
-            if self._pki is not None:
+            if self._ovs_ssl_ours:
+                self._ovs_ssl_ours = False
                 try:
                     run_checked(control_secrets.ovs_del_ssl_argv(), what="teardown")
                 except FabricError as e:

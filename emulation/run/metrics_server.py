@@ -1,6 +1,12 @@
 """The live counters of a running transport (emulation/run/live_state.py) on a Prometheus text
 endpoint, http://127.0.0.1:<[options] metrics_port>/metrics, for as long as the transport runs.
 Bound to loopback only (like Faucet's controller metrics): the counters are for this machine.
+Loopback is not authentication (any local user can connect) and the counters are fetched from
+the controller with the fabric's token, so a scrape must carry that same token (the API's rule,
+docs/security.md): `Authorization: Bearer <token>`, in Prometheus `authorization:
+{credentials_file: /run/mrclab/api-token-<api port>}`; without it the answer is 401. Every
+request has REQUEST_TIMEOUT_S to arrive whole, so a client that connects and says nothing holds
+a thread only that long.
 
 A port already in use is a clear error when the run starts (MetricsPortError), never later."""
 from __future__ import annotations
@@ -9,10 +15,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+from controller import api_auth
 from controller.client import ControllerClient
 from emulation.run.live_state import Watcher
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+REQUEST_TIMEOUT_S = 5.0
 
 
 class MetricsPortError(RuntimeError):
@@ -28,13 +36,20 @@ def controller_getter(api_port: int, timeout_s: float = 1.0):
 
 
 class MetricsServer:
-    def __init__(self, port: int, watcher: Watcher):
+    """`token`: the secret every request must carry as `Authorization: Bearer <token>`."""
+
+    def __init__(self, port: int, watcher: Watcher, token: str):
         self.watcher = watcher
         self.lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            timeout = REQUEST_TIMEOUT_S          # StreamRequestHandler sets it on the socket
+
             def do_GET(self):   # noqa: N802 - http.server's name
+                if not api_auth.authorized(self.headers.get("Authorization"), token):
+                    self.send_error(401, "the fabric's API token is required (docs/security.md)")
+                    return
                 if self.path.split("?", 1)[0] != "/metrics":
                     self.send_error(404, "only /metrics is served")
                     return
@@ -72,4 +87,5 @@ def start(scn, transport: str, tdir: Path, api_port: int) -> MetricsServer | Non
     if scn.metrics_port is None:
         return None
     watcher = Watcher(tdir, transport, scn.topology, controller_getter(api_port))
-    return MetricsServer(scn.metrics_port, watcher).start()
+    token = api_auth.read_token(api_auth.token_path(api_port))
+    return MetricsServer(scn.metrics_port, watcher, token).start()

@@ -13,21 +13,27 @@ for every transport and repeat, one `mrclab run` each, and write the tidy table 
 
 Resuming: a (point, repeat, transport) with its done marker is not run again; one without (an
 interrupted run) is run anew. A directory holding a different sweep file is refused.
+Every file is written through analysis/safe_write.py (never through a link planted at its name or
+on its directory's path) and read back only if it is a regular file of bounded size.
 Exit codes: 0 every run verified; 1 some run did not verify (its row says so); 2 a bad sweep
 file or output directory; 130 interrupted (the tables cover the finished runs).
 """
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from pathlib import Path
 
-from analysis import sweep_stats
+from analysis import safe_write, sweep_stats
 from emulation.config import sweep_plan
 from emulation.config.sweep_plan import SweepError
 from model.argtypes import add_renamed
 from model.clip import clip_values
+from model.safe_read import read_regular
+
+MAX_ROW_BYTES = 1 << 20      # a done marker is one row of a few hundred bytes
 
 EXIT_OK, EXIT_NOT_VERIFIED, EXIT_BAD_SWEEP, EXIT_INTERRUPTED = 0, 1, 2, 130
 RUN_EXIT_BAD_SCENARIO, RUN_EXIT_INTERRUPTED = 2, 130   # emulation/run/run_summary.py's
@@ -58,8 +64,7 @@ def run_point(sweep, point, repeat: int, transport: str, pdir: Path) -> dict:
     """Run one (point, repeat, transport) and return its row; raises SweepError when the
     runner refuses the scenario and KeyboardInterrupt when the run was interrupted."""
     from emulation.run import runner  # deferred: the run's machinery, only when a run starts
-    out = pdir / transport
-    out.mkdir(parents=True, exist_ok=True)
+    out = safe_write.ensure_dir(pdir / transport)
     before = set(out.iterdir())
     argv = [str(pdir / "scenario.toml"), "--transport", transport, "--results-dir", str(out)]
     if sweep.short:
@@ -88,14 +93,13 @@ def run_sweep(sweep, out: Path, log=print, progress=None) -> tuple[list[dict], b
     n = 0
     for point in sweep.points:
         for repeat in range(1, sweep.repeats + 1):
-            pdir = out / "points" / f"{point.label}-r{repeat}"
-            pdir.mkdir(parents=True, exist_ok=True)
-            (pdir / "scenario.toml").write_text(sweep.scenario_text(point))
+            pdir = safe_write.ensure_dir(out / "points" / f"{point.label}-r{repeat}")
+            safe_write.write_text(pdir / "scenario.toml", sweep.scenario_text(point))
             for transport in sweep.transports:
                 n += 1
                 marker = pdir / f"{transport}.json"
                 if marker.exists():
-                    rows.append(json.loads(marker.read_text()))
+                    rows.append(json.loads(read_regular(marker, MAX_ROW_BYTES)))
                     continue
                 values = ", ".join(f"{k} = {v!r}" for k, v in point.values.items())
                 log(f"mrclab sweep: [{n}/{total}] {point.label} ({values}) repeat {repeat} "
@@ -112,9 +116,7 @@ def run_sweep(sweep, out: Path, log=print, progress=None) -> tuple[list[dict], b
                     write_progress(out, sweep, {"status": "interrupted", "total": total,
                                                 "done": len(rows)})
                     return rows, True
-                tmp = marker.with_suffix(".json.tmp")
-                tmp.write_text(json.dumps(row, indent=2))
-                tmp.replace(marker)
+                safe_write.write_text(marker, json.dumps(row, indent=2))
                 rows.append(row)
                 if progress is not None:
                     progress.done(row)
@@ -164,20 +166,22 @@ def write_tables(sweep, rows: list[dict], out: Path) -> dict:
     sweep_stats.add_slowdown(rows, sweep.baseline)
     cols = _columns(rows)
     rows = _uniform(rows, cols)
-    with open(out / "sweep.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        w.writerows({c: r.get(c) for c in cols} for r in rows)
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=cols)
+    w.writeheader()
+    w.writerows({c: r.get(c) for c in cols} for r in rows)
+    safe_write.write_text(out / "sweep.csv", text.getvalue())
     import pyarrow as pa
     import pyarrow.parquet as pq
-    pq.write_table(pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows]),
-                   out / "sweep.parquet")
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.Table.from_pylist([{c: r.get(c) for c in cols} for r in rows]), sink)
+    safe_write.write_bytes(out / "sweep.parquet", sink.getvalue().to_pybytes())
     curves = sweep_stats.aggregate(rows, [k for k in sweep.grid if k != sweep.x])
-    curve_cols = _columns(curves)
-    with open(out / "curves.csv", "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=curve_cols)
-        w.writeheader()
-        w.writerows(curves)
+    text = io.StringIO(newline="")
+    w = csv.DictWriter(text, fieldnames=_columns(curves))
+    w.writeheader()
+    w.writerows(curves)
+    safe_write.write_text(out / "curves.csv", text.getvalue())
     figures = {}
     for metric in sweep_stats.FIGURE_METRICS:
         path = sweep_stats.plot(curves, metric, sweep.x_label, f"{sweep.name}: "
@@ -208,11 +212,12 @@ def claim_dir(sweep, out: Path, source) -> str | None:
     instead: it holds another sweep, or it cannot be written."""
     copy = out / "sweep.toml"
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        if copy.exists() and copy.read_text() != sweep.text:
+        safe_write.ensure_dir(out)
+        old = read_regular(copy, MAX_ROW_BYTES).decode(errors="replace") if copy.exists() else None
+        if old is not None and old != sweep.text:
             return (f"{out} holds another sweep (its sweep.toml differs from {source}); give "
                     f"another --out-dir or remove it")
-        copy.write_text(sweep.text)
+        safe_write.write_text(copy, sweep.text)
     except OSError as exc:
         return f"cannot use {out}: {exc}"
     return None
@@ -242,13 +247,16 @@ def main(args=None) -> int:
         return EXIT_BAD_SWEEP
     try:
         rows, interrupted = run_sweep(sweep, out)
+        if not rows:
+            print("mrclab sweep: interrupted before any run finished", file=sys.stderr)
+            return EXIT_INTERRUPTED
+        written = write_tables(sweep, rows, out)
     except SweepError as exc:
         print(f"mrclab sweep: {exc}", file=sys.stderr)
         return EXIT_BAD_SWEEP
-    if not rows:
-        print("mrclab sweep: interrupted before any run finished", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    written = write_tables(sweep, rows, out)
+    except OSError as exc:      # safe_write's refusals (a planted link) and the disk's errors
+        print(f"mrclab sweep: cannot write into {out}: {clip_values(str(exc))}", file=sys.stderr)
+        return EXIT_BAD_SWEEP
     print(curve_table(written["aggregated"]))
     print(f"table:   {written['csv']} (and sweep.parquet, curves.csv)")
     print(f"figures: {len(written['figures'])} in {out / 'figures'}")

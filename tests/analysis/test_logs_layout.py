@@ -22,3 +22,22 @@ def test_worker_and_endpoint_logs_are_merged_without_double_goodput(tmp_path):
     df = load_events(tmp_path)
     assert sorted(df["event"]) == sorted([Event.EV_STATE, Event.GOODPUT, Event.ITERATION])
     assert df[df["event"] == Event.GOODPUT]["rx_bytes"].tolist() == [100]
+
+
+def test_latest_is_the_newest_finished_run_never_sweeps_or_one_being_written(tmp_path):
+    """'latest': a run directory holding its summary.json (written last), newest first; never
+    results/sweeps, even when it is newer, nor a run still being written."""
+    import os
+
+    from analysis.logs import resolve_run
+    results = tmp_path / "results"
+    done = results / "allreduce-20261128-100000"
+    (done / "mrc").mkdir(parents=True)
+    (done / "summary.json").write_text("{}")
+    os.utime(done, (1000, 1000))
+    writing = results / "allreduce-20261128-110000"
+    (writing / "mrc").mkdir(parents=True)           # no summary.json yet
+    sweeps = results / "sweeps"
+    (sweeps / "random-loss").mkdir(parents=True)
+    (sweeps / "summary.json").write_text("{}")       # even one that looks finished
+    assert resolve_run("latest", results) == done

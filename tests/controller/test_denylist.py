@@ -83,3 +83,37 @@ def test_a_bad_rule_is_a_clear_error_and_changes_nothing(capsys, live):
     assert ctl.denylist_state()["rules"] == [{"plane": 1}]
     with pytest.raises(ValueError, match="absolute path"):
         ctl.register_endpoints({"h0": "relative.sock"})
+
+
+def test_the_endpoint_directory_takes_sockets_and_sockets_to_be_never_a_link(tmp_path):
+    """docs/security.md: POST /endpoints takes only sockets inside the endpoint directory, with
+    no link on the way, the entry itself included."""
+    import socket as socketlib
+
+    from controller.denylist import inside_dir
+    d = tmp_path / "endpoints"
+    d.mkdir()
+    real = socketlib.socket(socketlib.AF_UNIX)
+    real.bind(str(d / "h0.sock"))
+    try:
+        (d / "zero.sock").symlink_to("/dev/zero")
+        (d / "h1.sock").symlink_to(d / "h0.sock")      # a link even to one of ours
+        (d / "plain.sock").write_text("")
+        assert inside_dir(str(d / "h0.sock"), str(d))
+        assert inside_dir(str(d / "h2.sock"), str(d))   # not made yet: the endpoint makes it
+        assert not inside_dir(str(d / "zero.sock"), str(d))
+        assert not inside_dir(str(d / "h1.sock"), str(d))
+        assert not inside_dir(str(d / "plain.sock"), str(d))
+    finally:
+        real.close()
+
+
+def test_a_deny_reason_is_bounded():
+    """A reason is a note kept in the history and echoed in every reply: at most
+    MAX_REASON_CHARS (200) characters."""
+    from controller.denylist import DenylistService, DenyRuleError
+    svc = DenylistService(Topology(SPEC))
+    assert svc.deny({"plane": 0, "reason": "r" * 200})["reason"] == "r" * 200
+    with pytest.raises(DenyRuleError, match="at most 200 characters, got 201"):
+        svc.deny({"plane": 1, "reason": "r" * 201})
+    assert [r["plane"] for r in svc.state()["rules"]] == [0]

@@ -146,6 +146,7 @@ TOPO = Topology(FabricSpec(planes=2, groups=2, spines=1, hosts_per_group=2))
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
     d = tmp_path_factory.mktemp("endpoints")
+    C.plant_in_endpoint_dir(d)
     argvs = []
     ctl = FabricController(TOPO, "srv6", None, None, run=lambda argv: argvs.append(argv) or "",
                            endpoint_dir=str(d))

@@ -67,8 +67,6 @@ UNTESTED_BY_NAME = {
                                   "tests/emulation/calibration/test_calibrate.py",
     "emulation/network/check.py": "`mrclab fabric --check` on a real fabric: "
                           "tests/integration/test_fabric_lifecycle.py",
-    "emulation/network/control_secrets.py": "the owner's token and socket secrets (root): "
-                                    "tests/integration/test_control_plane_security.py",
     "emulation/network/endpoint_process.py": "an endpoint in a fabric host (root): "
                                      "tests/integration/test_endpoint_fabric.py",
     "emulation/run/metrics_server.py": "the live metrics endpoint: "

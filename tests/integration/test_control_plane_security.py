@@ -14,6 +14,8 @@ import json
 import os
 import pwd
 import shutil
+import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -22,6 +24,7 @@ import pytest
 
 from controller import api_auth
 from controller.client import ControllerClient, ControllerError
+from emulation.network import control_secrets, fabric_lock
 from emulation.network.fabric import Fabric
 from model.topology import FabricSpec
 
@@ -199,3 +202,33 @@ def test_the_cli_as_root_drives_the_fabric_with_the_token_file(fab, monkeypatch)
     shown = subprocess.run(mrclab + ["deny", "--show", "--api-port", port],
                            capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and json.loads(shown.stdout)["rules"] == []
+
+
+def test_the_controllers_own_certificate_does_not_pass_as_a_switch(fab):
+    """Both leaf certificates come from the fabric's CA; the controller takes only the switch
+    role's. Accepted, the controller would greet the peer with an OpenFlow HELLO."""
+    pki = control_secrets.OpenFlowPki.in_dir(control_secrets.PKI_DIR)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.load_verify_locations(pki.ca_cert)
+    ctx.load_cert_chain(pki.controller_cert, pki.controller_key)
+    greeted = b""
+    with socket.create_connection(("127.0.0.1", fab.of_port), timeout=10) as raw:
+        try:
+            with ctx.wrap_socket(raw) as c:
+                greeted = c.recv(8)
+        except OSError:
+            pass
+    assert greeted == b"", greeted
+    health = fab.controller.health()
+    assert health["ready"] and health["switches_connected"] == len(fab.topo.switches)
+
+
+def test_an_unprivileged_user_cannot_hold_the_fabric_lock(fab, user):
+    """flock works on a read-only descriptor: the lock must not even be openable by others."""
+    code = ("import fcntl, os\n"
+            f"fd = os.open({fabric_lock.LOCK_FILE!r}, os.O_RDONLY)\n"
+            "fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)\n")
+    done = subprocess.run(as_user(user, [USER_PYTHON, "-c", code]), capture_output=True,
+                          text=True, timeout=60, cwd="/")
+    assert done.returncode != 0 and "PermissionError" in done.stderr, done.stderr

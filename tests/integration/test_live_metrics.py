@@ -1,5 +1,6 @@
 """[options] metrics_port: a short real MRC run serves its live counters in Prometheus' text
-format on 127.0.0.1 while it runs (scraped from a second thread during the run), the counters
+format on 127.0.0.1 to whoever has the fabric's API token while it runs (scraped from a second
+thread during the run), the counters
 move with the run (iterations, goodput per plane from the controller's port counters, EV states,
 the fault as it fires), and the port is closed when the run ends."""
 import re
@@ -10,7 +11,9 @@ import urllib.request
 
 import pytest
 
+from controller import api_auth
 from emulation.run import runner
+from model.ports import API_PORT
 from tests.helpers.scenario_texts import LIVE_METRICS as SCENARIO
 
 pytestmark = pytest.mark.integration
@@ -36,9 +39,12 @@ def test_metrics_endpoint_is_scraped_during_a_real_run(tmp_path):
     def scrape():
         while not done.is_set():
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+                token = api_auth.read_token(api_auth.token_path(API_PORT))
+                request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                                 headers={"Authorization": f"Bearer {token}"})
+                with urllib.request.urlopen(request, timeout=2) as r:
                     scrapes.append(r.read().decode())
-            except OSError:
+            except (OSError, api_auth.TokenError):      # not up yet (no fabric, no token)
                 pass
             time.sleep(0.5)
 

@@ -9,6 +9,7 @@ import statistics
 import pytest
 
 from emulation.run import runner
+from tests.integration.fidelity_guard import judged_by_fidelity
 from model.events import Event, Phase
 from tests.integration.run_files import events
 from tests.helpers.scenario_texts import TIME_SCALE_RUN as SCENARIO
@@ -23,7 +24,8 @@ def _run(tmp_path, k):
     rc = runner.main([str(path), "--results-dir", str(out)])
     (run_dir,) = out.iterdir()
     summary = json.loads((run_dir / "mrc" / "summary.json").read_text())
-    assert rc == 0, summary
+    with judged_by_fidelity(summary):
+        assert rc == 0, summary
     return run_dir / "mrc", summary
 
 
@@ -66,11 +68,12 @@ def test_a_dilated_run_takes_k_times_the_wall_time_and_reports_emulated_time(tmp
     # k = 2 (HTB at 10 Mbit/s). The CPU can only add to it; how much depends on the machine's
     # load, which is why the two runs' ratio is not asserted.
     link_ms = 2 * 2**20 * 8 / 40e6 * 1e3
-    assert wall2 >= 0.95 * 2 * link_ms, (wall2, link_ms)
-    assert emu1 >= 0.95 * link_ms and emu2 >= 0.95 * link_ms, (emu1, emu2, link_ms)
-    # the summary reports the emulated world: wall / k
-    assert abs(emu1 - wall1) <= 0.1 * wall1, (emu1, wall1)
-    assert abs(emu2 - wall2 / 2) <= 0.1 * wall2 / 2, (emu2, wall2)
-    # the fault at at_s = 0.3 (emulated) came 0.6 s of wall time into the timed iterations
-    assert 0.55 <= _wall_fault_delay_s(d2) <= 0.9, _wall_fault_delay_s(d2)
+    with judged_by_fidelity(s1, s2):
+        assert wall2 >= 0.95 * 2 * link_ms, (wall2, link_ms)
+        assert emu1 >= 0.95 * link_ms and emu2 >= 0.95 * link_ms, (emu1, emu2, link_ms)
+        # the summary reports the emulated world: wall / k
+        assert abs(emu1 - wall1) <= 0.1 * wall1, (emu1, wall1)
+        assert abs(emu2 - wall2 / 2) <= 0.1 * wall2 / 2, (emu2, wall2)
+        # the fault at at_s = 0.3 (emulated) came 0.6 s of wall time into the timed iterations
+        assert 0.55 <= _wall_fault_delay_s(d2) <= 0.9, _wall_fault_delay_s(d2)
     assert s2["faults"][0]["when"] == "at_s=0.3"

@@ -59,8 +59,8 @@ def test_nft_check_does_refuse_the_old_out_of_range_rule():
 @pytest.mark.parametrize("value", [9e-7, 0.5, 1e-300])
 def test_a_path_probe_interval_the_endpoint_cannot_run_is_refused(value):
     text = TCP_RUN + f"[mrc.endpoint]\npath_probe_interval_ms = {value}\n"
-    with pytest.raises(S.ScenarioError, match="path_probe_interval_ms must be 0 \\(off\\) or at "
-                                              "least 1 ms"):
+    with pytest.raises(S.ScenarioError, match="path_probe_interval_ms: must be 0 \\(off\\) or "
+                                              "between 1.0 and"):
         S.parse(text)
     S.parse(TCP_RUN + "[mrc.endpoint]\npath_probe_interval_ms = 1\n")
     S.parse(TCP_RUN + "[mrc.endpoint]\npath_probe_interval_ms = 0\n")

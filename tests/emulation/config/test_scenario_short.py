@@ -139,7 +139,7 @@ def test_mrc_endpoint_table_is_accepted_by_the_real_endpoint_config(tmp_path):
     (("fragment_bytes = 131072", "fragment_bytes = 2097152"), "[mrc] fragment_bytes: must be at most ring_bytes / 2 = 1048576"),
     (("port_poll_ms = 3.0", "port_poll = 3.0"), "[mrc.endpoint] port_poll: unknown key"),
     (("port_poll_ms = 3.0", "host = 3"), "[mrc.endpoint] host: unknown key"),   # the runner sets it
-    (("rto_rtts = 30.0", "rto_rtts = -1.0"), "[mrc.qp] rto_rtts: must be above 0"),
+    (("rto_rtts = 30.0", "rto_rtts = -1.0"), "[mrc.qp] rto_rtts: must be between 0.01"),
     (("retry_exp_count = 12", "retry_limt = 12"), "[mrc.qp] retry_limt: unknown key"),
     (("[mrc.qp]", "[mrc.qps]"), "[mrc] qps: unknown key"),
 ])

@@ -259,3 +259,35 @@ def test_ev_min_active_is_checked_against_the_endpoints_ev_count():
     # by default a QP has one EV per path of the fabric: 2 planes x 2 spines = 4
     text = BASE + "[mrc.qp]\nev_min_active = 5\n"
     assert "[mrc.qp] ev_min_active: must be at most ev_count (4), got 5" in error_of(text)
+
+
+# Every period, interval and timeout of a scenario (scenario_schema's floors): a timer shorter
+# than its floor would fire on every turn of the endpoint's loop, so "> 0" is not enough.
+PERIODS = [("mrc.qp", "probe_period_rtts", 0.01), ("mrc.qp", "probe_timeout_rtts", 0.01),
+           ("mrc.qp", "rto_rtts", 0.01), ("mrc.qp", "ack_delay_rtts", 0.01),
+           ("mrc.qp", "reverse_probe_rtts", 0.01), ("mrc.qp", "reverse_idle_rtts", 0.01),
+           ("mrc.endpoint", "port_poll_ms", 0.1), ("mrc.endpoint", "path_probe_timeout_ms", 1.0),
+           ("mrc.endpoint", "path_probe_margin_ms", 0.1),
+           ("mrc.endpoint", "path_probe_interval_ms", 1.0)]
+PERIODS_NS = [("mrc.qp", "rto_ns"), ("mrc.qp", "rto_min_ns"), ("mrc.qp", "ack_delay_ns"),
+              ("mrc.qp", "probe_period_ns"), ("mrc.qp", "roce_ack_timeout_ns")]
+
+
+@pytest.mark.parametrize("table,key,floor", PERIODS, ids=lambda v: str(v))
+def test_a_period_below_its_floor_is_refused(table, key, floor):
+    for tiny in (1e-300, floor * 0.99):
+        err = error_of(with_table(table, f"{key} = {tiny!r}"))
+        assert f"[{table}] {key}: must be" in err and f"got {tiny!r}" in err, err
+    S.parse(with_table(table, f"{key} = {floor!r}"), source="x.toml")
+
+
+@pytest.mark.parametrize("table,key", PERIODS_NS, ids=lambda v: str(v))
+def test_a_period_in_ns_is_at_least_a_microsecond(table, key):
+    err = error_of(with_table(table, f"{key} = 999"))
+    assert f"[{table}] {key}: must be between 1000 and" in err, err
+
+
+def test_the_path_prober_interval_may_be_0_which_turns_it_off():
+    S.parse(with_table("mrc.endpoint", "path_probe_interval_ms = 0"), source="x.toml")
+    err = error_of(with_table("mrc.endpoint", "path_probe_interval_ms = 0.5"))
+    assert "must be 0 (off) or between 1.0 and 60000.0, got 0.5" in err, err

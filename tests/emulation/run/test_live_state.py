@@ -2,6 +2,7 @@
 `mrclab top --once` on a transport directory, and the metrics endpoint scraped over loopback."""
 import json
 import socket
+import time
 import urllib.error
 import urllib.request
 
@@ -11,6 +12,7 @@ from emulation.run import live_state as L
 from emulation.run import metrics_server, top
 from model.events import Event
 from model.topology import FabricSpec, Topology, make_ev
+from tests.helpers.api_token import TOKEN
 
 EV_P1S0 = make_ev(1, 0, 0xC001)
 EV_P0S1 = make_ev(0, 1, 0xC002)
@@ -123,21 +125,68 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def _get(port: int, path: str, token: str | None = TOKEN):
+    headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+    return urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{port}{path}",
+                                                         headers=headers), timeout=5)
+
+
 def test_metrics_endpoint_serves_the_state_on_loopback_and_404_elsewhere(tmp_path):
     _, tdir = transport_dir(tmp_path)
     port = free_port()
-    server = metrics_server.MetricsServer(port, L.Watcher(tdir, "mrc")).start()
+    server = metrics_server.MetricsServer(port, L.Watcher(tdir, "mrc"), TOKEN).start()
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        with _get(port, "/metrics") as r:
             assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4")
             body = r.read().decode()
         assert 'mrclab_retransmits_total{transport="mrc",host="h0"} 7' in body
         with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/other", timeout=5)
+            _get(port, "/other")
         assert err.value.code == 404
         assert server.httpd.server_address[0] == "127.0.0.1"
         with pytest.raises(metrics_server.MetricsPortError, match=f"metrics_port = {port}"):
-            metrics_server.MetricsServer(port, L.Watcher(tdir, "mrc"))
+            metrics_server.MetricsServer(port, L.Watcher(tdir, "mrc"), TOKEN)
+    finally:
+        server.stop()
+
+
+def test_metrics_need_the_fabrics_token(tmp_path):
+    """Loopback is not authentication: a scrape without the API token, or with another, or
+    with the token under another scheme, is 401 and reads nothing (docs/security.md)."""
+    _, tdir = transport_dir(tmp_path)
+    port = free_port()
+    polls = []
+    watcher = L.Watcher(tdir, "mrc")
+    real_poll = watcher.poll
+    watcher.poll = lambda: polls.append(1) or real_poll()
+    server = metrics_server.MetricsServer(port, watcher, TOKEN).start()
+    try:
+        for token in (None, "0" * len(TOKEN)):
+            with pytest.raises(urllib.error.HTTPError) as err:
+                _get(port, "/metrics", token)
+            assert err.value.code == 401
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/metrics",
+                                         headers={"Authorization": f"Basic {TOKEN}"})
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(request, timeout=5)
+        assert err.value.code == 401
+        assert polls == []
+    finally:
+        server.stop()
+
+
+def test_a_silent_client_is_cut_off_after_the_request_timeout(tmp_path, monkeypatch):
+    monkeypatch.setattr(metrics_server, "REQUEST_TIMEOUT_S", 0.5)
+    _, tdir = transport_dir(tmp_path)
+    port = free_port()
+    server = metrics_server.MetricsServer(port, L.Watcher(tdir, "mrc"), TOKEN).start()
+    try:
+        with socket.create_connection(("127.0.0.1", port)) as idle:
+            idle.sendall(b"GET /metrics HTTP/1.1\r\n")      # and never the rest
+            idle.settimeout(5)
+            t0 = time.monotonic()
+            assert idle.recv(65536) == b""          # closed, not left waiting
+            assert time.monotonic() - t0 < 3
     finally:
         server.stop()
 

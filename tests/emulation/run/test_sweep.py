@@ -119,3 +119,46 @@ def test_progress_json_and_callbacks_follow_each_run(tmp_path, monkeypatch):
     assert len(seen) == 12 and not interrupted
     final = json.loads((tmp_path / "progress.json").read_text())
     assert (final["status"], final["done"], final["total"]) == ("finished", 4, 4)
+
+
+def test_tables_replace_links_planted_at_their_names_never_follow_them(tmp_path):
+    """A sweep directory is written like a run directory (analysis/safe_write.py): a link at
+    sweep.csv, sweep.parquet, curves.csv or a figure is replaced, its target untouched."""
+    victim = tmp_path / "victim"
+    victim.write_text("keep me")
+    out = tmp_path / "o"
+    (out / "figures").mkdir(parents=True)
+    names = ["sweep.csv", "sweep.parquet", "curves.csv", "figures/time_mean_ms.png"]
+    for name in names:
+        (out / name).symlink_to(victim)
+    S.write_tables(sweep_plan.load(SWEEP, short=True), rows(), out)
+    assert victim.read_text() == "keep me"
+    assert not any((out / name).is_symlink() for name in names)
+
+
+def test_a_linked_figures_directory_or_scenario_copy_is_refused(tmp_path, capsys):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "figures").symlink_to(elsewhere)
+    with pytest.raises(OSError, match="is a link"):
+        S.write_tables(sweep_plan.load(SWEEP, short=True), rows(), out)
+    assert list(elsewhere.iterdir()) == []
+    # the sweep file's copy: a link to /dev/zero is refused at once (not read forever)
+    out2 = tmp_path / "o2"
+    out2.mkdir()
+    (out2 / "sweep.toml").symlink_to("/dev/zero")
+    assert S.main([str(SWEEP), "--short", "--out-dir", str(out2)]) == 2
+    assert "not a regular file" in capsys.readouterr().err
+
+
+def test_a_point_directory_linked_elsewhere_is_refused_before_any_run(tmp_path):
+    plan = sweep_plan.load(SWEEP, short=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "o" / "points").mkdir(parents=True)
+    (tmp_path / "o" / "points" / f"{plan.points[0].label}-r1").symlink_to(elsewhere)
+    with pytest.raises(OSError, match="is a link"):
+        S.run_sweep(plan, tmp_path / "o", log=lambda *a, **k: pytest.fail("ran"))
+    assert list(elsewhere.iterdir()) == []

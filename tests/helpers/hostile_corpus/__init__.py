@@ -224,8 +224,14 @@ def generated_scenarios(tmp: Path) -> dict[str, str]:
 
 
 # (name, method, path, headers, body bytes, expected status); the token placeholder <T> is
-# replaced by the server's token
+# replaced by the server's token, <DIR> by the endpoint directory, which holds a link
+# zero.sock -> /dev/zero and a regular file plain.sock (plant_in_endpoint_dir)
 JSON = {"Content-Type": "application/json", "Authorization": "Bearer <T>"}
+
+
+def plant_in_endpoint_dir(d: Path) -> None:
+    (d / "zero.sock").symlink_to("/dev/zero")
+    (d / "plain.sock").write_text("not a socket")
 API_CASES = [
     ("no token", "POST", "/deny", {"Content-Type": "application/json"}, b'{"plane": 0}', 401),
     ("wrong token", "POST", "/deny", {**JSON, "Authorization": "Bearer nope"}, b'{"plane": 1}',
@@ -255,7 +261,13 @@ API_CASES = [
      b'{"h1": "/root/root-only.sock"}', 400),
     ("endpoints: .. out of the directory", "POST", "/endpoints", JSON,
      b'{"h1": "<DIR>/../x.sock"}', 400),
+    ("endpoints: a link in the directory to /dev/zero", "POST", "/endpoints", JSON,
+     b'{"h1": "<DIR>/zero.sock"}', 400),
+    ("endpoints: a regular file in the directory", "POST", "/endpoints", JSON,
+     b'{"h1": "<DIR>/plain.sock"}', 400),
     ("deny: plane 7", "POST", "/deny", JSON, b'{"plane": 7}', 400),
+    ("deny: a 900 KB reason", "POST", "/deny", JSON,
+     b'{"plane": 0, "reason": "' + b"r" * 900_000 + b'"}', 400),
     ("deny: empty object", "POST", "/deny", JSON, b"{}", 400),
     ("unknown path", "GET", "/secrets", {"Authorization": "Bearer <T>"}, b"", 404),
 ]
