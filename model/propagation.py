@@ -24,6 +24,8 @@ Pure standard library.
 """
 from __future__ import annotations
 
+import textwrap
+
 from model.topology import FabricSpec
 
 # Bytes a frame of an `mtu`-byte IP packet occupies on the wire, as the links' shapers count
@@ -89,8 +91,12 @@ def summary_fields(spec: FabricSpec, transport: str) -> dict:
         "note": None if delayed else TCP_BYPASSES_DELAY}}
 
 
+CONSOLE_WIDTH = 100
+
+
 def console_line(spec: FabricSpec, transports) -> str:
-    """One line for the run's console: the BDP per plane and what it comes from."""
+    """The run console's BDP line: the BDP per plane and what it comes from, wrapped at
+    CONSOLE_WIDTH like the console's other lines."""
     bdp = bdp_packets(spec)
     text = (f"BDP {bdp:.1f} packets of {wire_frame_bytes(spec)} B per plane: "
             f"{spec.host_link_mbit:g} Mbit/s x {path_rtt_ns(spec) / 1e6:.3g} ms, a full "
@@ -100,4 +106,4 @@ def console_line(spec: FabricSpec, transports) -> str:
     if "tcp" in transports and one_way_delay_ns(spec):
         text += (f"; tcp gets no propagation delay (kernel TCP): BDP "
                  f"{bdp_packets(spec, delayed=False):.1f}")
-    return text
+    return textwrap.fill(text, CONSOLE_WIDTH, subsequent_indent="  ")

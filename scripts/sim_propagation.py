@@ -182,7 +182,7 @@ class Result:
 
 
 def one_run(spec: FabricSpec, transport: str, loss: float, seed: int, steps: int,
-            step_bytes: int, qps: int, delayed: bool) -> Result:
+            step_bytes: int, qps: int, delayed: bool, overrides: dict | None = None) -> Result:
     if not delayed:
         spec = dataclasses.replace(spec, host_link_delay_ms=0.0, fabric_link_delay_ms=0.0)
     clock = Clock(10**9)
@@ -191,8 +191,8 @@ def one_run(spec: FabricSpec, transport: str, loss: float, seed: int, steps: int
     a, b = endpoint(fabric, A, routing, seed), endpoint(fabric, B, routing, seed + 100)
     rtt = probe_rtt(fabric, a, B)
     fabric.loss = loss                                # the loss starts with the traffic
-    pairs = [(a.create_qp(0x100 + k, B, 0x200 + k, transport, base_rtt_ns=rtt),
-              b.create_qp(0x200 + k, A, 0x100 + k, transport, base_rtt_ns=rtt))
+    pairs = [(a.create_qp(0x100 + k, B, 0x200 + k, transport, rtt, overrides),
+              b.create_qp(0x200 + k, A, 0x100 + k, transport, rtt, overrides))
              for k in range(qps)]
     dst = bytearray(step_bytes * qps)
     b.register_mr(dst, rkey=0x42, va=0)
@@ -216,10 +216,10 @@ def one_run(spec: FabricSpec, transport: str, loss: float, seed: int, steps: int
 
 
 def row(spec, transport, delayed, args) -> dict:
-    clean = [one_run(spec, transport, 0.0, s, args.steps, args.step_bytes, args.qps, delayed)
-             for s in range(1, args.seeds + 1)]
+    clean = [one_run(spec, transport, 0.0, s, args.steps, args.step_bytes, args.qps, delayed,
+                     args.qp) for s in range(1, args.seeds + 1)]
     lossy = [one_run(spec, transport, args.loss, s, args.steps, args.step_bytes, args.qps,
-                     delayed) for s in range(1, args.seeds + 1)]
+                     delayed, args.qp) for s in range(1, args.seeds + 1)]
     used = spec if delayed else dataclasses.replace(spec, host_link_delay_ms=0.0,
                                                     fabric_link_delay_ms=0.0)
     clean_ms = statistics.mean(r.ms for r in clean)
@@ -243,7 +243,12 @@ def main(argv=None) -> int:
     parser.add_argument("--qps", type=int, default=2)
     parser.add_argument("--loss", type=float, default=0.01)
     parser.add_argument("--transports", default="mrc,roce")
+    parser.add_argument("--delays", default="0,1", help="0: without the delay, 1: with it")
+    parser.add_argument("--qp", action="append", default=[], metavar="KEY=VALUE",
+                        help="a QP setting over the endpoint's (as [mrc.qp]), e.g. rto_rtts=4")
     args = parser.parse_args(argv)
+    args.qp = {k: float(v) if "." in v else int(v)
+               for k, v in (item.split("=", 1) for item in args.qp)}
     spec = (dataclasses.replace(DEMO, host_link_delay_ms=RANDOM_LOSS.host_link_delay_ms,
                                 fabric_link_delay_ms=RANDOM_LOSS.fabric_link_delay_ms)
             if args.demo else RANDOM_LOSS)
@@ -252,7 +257,7 @@ def main(argv=None) -> int:
           "NACKs | RTO ms | reorder window ms |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for transport in args.transports.split(","):
-        for delayed in (False, True):
+        for delayed in (d == "1" for d in args.delays.split(",")):
             r = row(spec, transport, delayed, args)
             print(f"| {r['transport']} | {r['bdp']:.1f} | {r['clean_ms']:.1f} | "
                   f"{r['clean_timeouts']} | {r['lossy_ms']:.1f} | x{r['slowdown']:.2f} | "

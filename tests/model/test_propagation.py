@@ -47,9 +47,12 @@ def test_summary_fields_say_which_transport_gets_the_delay():
 
 
 def test_console_line_names_the_bdp_and_tcp_without_delay():
-    line = P.console_line(LOSSY, ["mrc", "roce", "tcp"])
+    text = P.console_line(LOSSY, ["mrc", "roce", "tcp"])
+    assert max(len(line) for line in text.splitlines()) <= P.CONSOLE_WIDTH
+    line = " ".join(text.split())
     assert line.startswith("BDP 70.7 packets of 1518 B per plane")
-    assert "tcp gets no propagation delay" in line and "BDP 4.0" in line
+    assert "28.6 ms" in line and "propagation 13.5 ms one way" in line
+    assert "tcp gets no propagation delay (kernel TCP): BDP 4.0" in line
     assert "tcp" not in P.console_line(LOSSY, ["mrc"])
     assert "tcp" not in P.console_line(FabricSpec(), ["mrc", "tcp"])   # nothing to bypass
 
