@@ -126,3 +126,12 @@ def test_a_nic_port_gets_a_receive_buffer_for_the_bdp(monkeypatch):
         endpoint_mod.open_port(cfg, "h0-p0", 0)
     assert opened == [("RingPort", {"ring_bytes": 1651 * 3 * 2048}),
                       ("PacketPort", {"rcvbuf": 1651 * 3 * 2048})]
+
+
+def test_with_no_answer_the_fallback_base_rtt_holds_the_propagation_both_ways():
+    """Host 1 to host 0 (same T0): 4 ms each way on top of the 1 ms fallback."""
+    cfg = EndpointConfig.from_dict({"host": 1, "fabric": SPEC.to_dict(),
+                                    "default_base_rtt_ns": MS})
+    ep = Endpoint(cfg, ports={p: FakePort(p) for p in range(SPEC.planes)})
+    assert ep.measure_base_rtt(0, timeout_s=0.001) == MS + 8 * MS
+    ep.close()
