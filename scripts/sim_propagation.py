@@ -152,6 +152,10 @@ def run_until(fabric: SimFabric, done, limit_ns: int) -> None:
         nxt = min([fabric.queue[0][0]] if fabric.queue else [FAR])
         for ep in eps:
             nxt = min(nxt, ep._next_wakeup(now))
+        if nxt >= FAR:          # nothing will ever happen: done now, or never
+            if done():
+                return
+            raise RuntimeError("the simulation has nothing left to do and is not done")
         clock.t = max(nxt, now + 1)
 
 
