@@ -38,6 +38,11 @@ MAX_HOSTS_PER_GROUP = 32
 DEFAULT_MTU = 1500
 MIN_MTU = 1280
 MAX_MTU = 9000
+# One link's one-way propagation delay, ms of the spec's world (model/propagation.py): a
+# scenario declares at most SCENARIO_MAX_LINK_DELAY_MS per link; the wall spec of a run at time
+# scale k holds k times that, so the spec itself takes up to k = 1000 times it.
+SCENARIO_MAX_LINK_DELAY_MS = 100.0
+MAX_LINK_DELAY_MS = 1000 * SCENARIO_MAX_LINK_DELAY_MS
 
 # SRv6 uSID container: 32-bit locator block, then one 16-bit uSID per hop.
 # The block fcbb:bb00::/32 is the documentation example of RFC 9800 (uSID) style deployments.
@@ -71,6 +76,10 @@ class FabricSpec:
     # IP MTU of every host and switch port. Userspace OVS costs per packet, not per byte, so
     # bigger frames carry more data per unit of CPU (RoCE's own MTU is 4096 B of payload).
     mtu: int = DEFAULT_MTU
+    # One-way propagation delay of every host-T0 link and every T0-T1 link, ms: emulated in the
+    # endpoints' receive path (model/propagation.py), not by the switches.
+    host_link_delay_ms: float = 0.0
+    fabric_link_delay_ms: float = 0.0
 
     def __post_init__(self) -> None:
         for name, value, ceiling in (
@@ -93,6 +102,12 @@ class FabricSpec:
                 MIN_MTU <= self.mtu <= MAX_MTU):
             raise SpecError(f"mtu must be an integer number of bytes between {MIN_MTU} and "
                             f"{MAX_MTU}, got {self.mtu!r}")
+        for name, value in (("host_link_delay_ms", self.host_link_delay_ms),
+                            ("fabric_link_delay_ms", self.fabric_link_delay_ms)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0 <= value <= MAX_LINK_DELAY_MS):
+                raise SpecError(f"{name} must be a number of ms between 0 and "
+                                f"{MAX_LINK_DELAY_MS:g}, got {value!r}")
         if self.num_hosts < 2:
             raise SpecError("the fabric needs at least 2 hosts (groups * hosts_per_group >= 2)")
 
@@ -105,7 +120,8 @@ class FabricSpec:
             "planes": self.planes, "groups": self.groups, "spines": self.spines,
             "hosts_per_group": self.hosts_per_group,
             "host_link_mbit": self.host_link_mbit, "fabric_link_mbit": self.fabric_link_mbit,
-            "mtu": self.mtu,
+            "mtu": self.mtu, "host_link_delay_ms": self.host_link_delay_ms,
+            "fabric_link_delay_ms": self.fabric_link_delay_ms,
         }
 
     @classmethod

@@ -6,6 +6,8 @@ analysis loads them (analysis/jsonl.py, analysis/pcap.py).
 
 What of a scenario is a time (x k) or a rate (/ k), and why each:
   - link rates (HTB, the endpoints' pacing, the degrade/ECN fault rates): rates;
+  - the links' propagation delays ([fabric] *_delay_ms, held in the endpoints' delay line):
+    times;
   - fault times (at_s, after_s, a flap's period_s), ECMP reconvergence delays, the collective's
     and the connection set-up timeouts, the linger time, the goodput sampling period: times;
   - every absolute timer of the endpoints ([mrc.endpoint] *_ns / *_ms, the path prober's
@@ -86,9 +88,12 @@ UNSCALED = (
 
 
 def wall_spec(spec: FabricSpec, k: float) -> FabricSpec:
-    """The fabric the machine builds: every link rate / k."""
-    return dataclasses.replace(spec, host_link_mbit=timescale.wall_rate(spec.host_link_mbit, k),
-                               fabric_link_mbit=timescale.wall_rate(spec.fabric_link_mbit, k))
+    """The fabric the machine builds: every link rate / k, every link's propagation delay x k."""
+    return dataclasses.replace(
+        spec, host_link_mbit=timescale.wall_rate(spec.host_link_mbit, k),
+        fabric_link_mbit=timescale.wall_rate(spec.fabric_link_mbit, k),
+        host_link_delay_ms=timescale.wall_time(spec.host_link_delay_ms, k),
+        fabric_link_delay_ms=timescale.wall_time(spec.fabric_link_delay_ms, k))
 
 
 def wall_endpoint(endpoint: dict, k: float) -> dict:

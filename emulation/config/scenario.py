@@ -14,6 +14,9 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
     mtu = 1500                          # link MTU of every host and switch port, 1280..9000
                                         #   (omit: HTB's deep default, ~1000 packets;
                                         #   emulation/network/switchqueue.py)
+    host_link_delay_ms = 3.0            # one-way propagation delay of every host-T0 link and
+    fabric_link_delay_ms = 3.5          #   every T0-T1 link, ms; held in the mrc and roce
+                                        #   endpoints' receive path (model/propagation.py)
     time_scale = "auto"                 # the default: the smallest k this machine keeps up
                                         #   with (mrclab calibrate; cached per machine and
                                         #   fabric); a number k >= 1: the emulated world runs k
@@ -123,11 +126,12 @@ from emulation.config.scenario_schema import (
 )
 from emulation.config.scenario_faults import FaultEntry, parse_faults
 from emulation.config.scenario_short import apply_short
+from model import propagation
 from model.ports import CONTROLLER_PORTS
 from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 from traffic.nic.endpoint_support import ConfigError, EndpointConfig
-from traffic.core.qp_config import MRCConfig
+from traffic.core.qp_config import MRCConfig, roce_ack_timeout_ns
 
 __all__ = ["COLLECTIVES", "CollectiveSpec", "ROUTINGS", "Scenario", "ScenarioError",
            "TRANSPORTS", "load", "parse"]
@@ -415,6 +419,7 @@ def _parse_mrc(data: dict, ck: Checker, spec: FabricSpec) -> dict:
     out.pop("nscc", None)           # reaches the QPs as [mrc.qp] nscc_<key>
     qp.update({f"nscc_{key}": value for key, value in nscc.items()})
     _check_mrc_rules(endpoint, qp, ck, spec)
+    _check_waits_cover_propagation(endpoint, qp, ck, spec)
     host_qp = _parse_host_qp(raw, endpoint, qp, ck, spec)
     if host_qp:
         out["host_qp"] = host_qp
@@ -517,6 +522,33 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
         key = "rto_min_ns" if "rto_min_ns" in qp else "rto_max_ns"
         ck.note(f"[{table}] {key}", f"rto_min_ns ({lo}) must not exceed rto_max_ns ({hi})",
                 ck.loc.key(table, key))
+
+
+def _check_waits_cover_propagation(endpoint: dict, qp: dict, ck: Checker,
+                                   spec: FabricSpec) -> None:
+    """A fixed wait for an answer across the fabric must outlast the links' propagation both
+    ways on the longest path (model/propagation.py), or it expires before any answer can come:
+    every path probe would fail, every packet time out. Waits in base RTTs grow with the
+    measured RTT, which holds the propagation, and need no rule."""
+    prop_ns = 2 * propagation.one_way_delay_ns(spec)
+    if not prop_ns:
+        return
+    waits = [("mrc.endpoint", "base_rtt_ns", endpoint.get("base_rtt_ns")),
+             ("mrc.qp", "rto_ns", qp.get("rto_ns")),
+             ("mrc.qp", "roce_ack_timeout_ns", qp.get("roce_ack_timeout_ns")),
+             ("mrc.qp", "roce_ack_timeout", None if qp.get("roce_ack_timeout") is None
+              else roce_ack_timeout_ns(qp["roce_ack_timeout"]))]
+    if endpoint.get("path_probe_interval_ms"):
+        timeout_ms = endpoint.get("path_probe_timeout_ms",
+                                  EndpointConfig.__dataclass_fields__["path_probe_timeout_ms"]
+                                  .default)
+        waits.append(("mrc.endpoint", "path_probe_timeout_ms", int(timeout_ms * 1e6)))
+    for table, key, wait_ns in waits:
+        if wait_ns is not None and wait_ns <= prop_ns:
+            ck.note(f"[{table}] {key}", f"waits {wait_ns / 1e6:g} ms, no longer than the "
+                    f"links' propagation both ways on the longest path ({prop_ns / 1e6:g} ms: "
+                    f"[fabric] host_link_delay_ms and fabric_link_delay_ms, two of each per "
+                    f"direction); no answer can come in time", ck.loc.key(table, key))
 
 
 def _check_ev_pinning(qp: dict, ck: Checker, spec: FabricSpec, per_plane: int,

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from emulation.network.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.argtypes import print_to_pipe
 from model.clip import clip_values
-from model.topology import MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES
+from model.topology import (MAX_GROUPS, MAX_HOSTS_PER_GROUP, MAX_PLANES, MAX_SPINES,
+                            SCENARIO_MAX_LINK_DELAY_MS)
 from model.events import TRANSPORTS
 from model.timescale import MAX_SCALE
 from traffic.nic.endpoint_support import MIN_PATH_PROBE_MS
@@ -106,6 +107,12 @@ FABRIC = {
                            "drop-tail buffer of every switch egress port, KiB (omit: HTB's "
                            "deep default)"),
     "mtu": _i(1500, 1280, 9000, "link MTU of every host and switch port"),
+    "host_link_delay_ms": _n(0.0, 0.0, SCENARIO_MAX_LINK_DELAY_MS, "one-way propagation delay "
+                             "of every host-T0 link, ms (emulated in the mrc and roce endpoints' "
+                             "receive path; kernel tcp gets none: model/propagation.py)"),
+    "fabric_link_delay_ms": _n(0.0, 0.0, SCENARIO_MAX_LINK_DELAY_MS, "one-way propagation "
+                               "delay of every T0-T1 link, ms (as host_link_delay_ms); a path "
+                               "across groups has two of each, a same-T0 path two host links"),
     "time_scale": Key("scale", "auto", "run the emulated world this many times slower than "
                       "the wall clock (link rates / k, times x k; "
                       "emulation/calibration/time_scale.py); \"auto\": the smallest k this "

@@ -13,6 +13,13 @@ ports, one per plane at [fabric] host_link_mbit. So an iteration lasts at least
 the one the file declares: a time scale stretches the wall clock and divides the link rates by
 the same k, which leaves them unchanged.
 
+The links' propagation delay ([fabric] host_link_delay_ms, fabric_link_delay_ms) is left out
+of the bound on purpose: it lengthens the iterations of mrc and roce, whose endpoints hold every
+frame for it, but kernel tcp gets none (model/propagation.py), and the bound must hold for every
+transport. Left out, it keeps the bound a lower bound for all three; what the longer round trip
+does change, a fixed wait for an answer that could expire before any answer comes, is refused
+in emulation/config/scenario.py (_check_waits_cover_propagation).
+
 Each entry is placed by an anchor, the start of a timed iteration (at_iteration = a; at_s
 anchors on iteration 0, the timed start), plus an offset in seconds (its at_s, plus the after_s
 of every entry chained after it; a flap adds its own span). Timed iteration a starts at least

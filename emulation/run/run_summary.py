@@ -12,7 +12,7 @@ from analysis.fidelity_verdict import RECOVERY_WINDOWS   # pure: names and verdi
 from emulation.network import path_monitor
 from emulation.run.run_output import write_csvs
 from emulation.config.scenario import Scenario
-from model import timescale
+from model import propagation, timescale
 from traffic.core.qp_config import MRCConfig
 
 # Exit codes of `mrclab run` (README "Running an experiment").
@@ -152,6 +152,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         # times below are the emulated world's, rates at the declared link rates
         "time_scale": float(scn.time_scale),
         **model.summary_fields(),
+        **propagation.summary_fields(scn.spec, transport),
     }
     summary["nccl"] = nccl_results.result_row(coll.kind, coll.message_bytes, len(hosts),
                                                summary.get("iteration_times_ms"),
@@ -235,7 +236,8 @@ TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified",
                     "slowest_iteration_ms", "recovery_ms", "recovery_void", "fault_times_ns",
                     "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
                     "faults_failed", "faults_not_reached", "flows", "loss_policy",
-                    "evs_retired", "healthy_evs_retired", "nccl", "transport_failure")
+                    "evs_retired", "healthy_evs_retired", "nccl", "transport_failure",
+                    "propagation")
 
 
 def top_fidelity(summary: dict) -> dict | None:
@@ -256,6 +258,8 @@ def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted
     return {
         "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
         "time_scale": float(scn.time_scale),
+        # what one plane's port keeps in flight on the longest path (model/propagation.py)
+        "bdp_packets_per_plane": round(propagation.bdp_packets(scn.spec), 2),
         "partial": interrupted or any(s.get("partial") for s in summaries),
         "exit_code": code,
         "verified": all(s.get("verified") for s in summaries),

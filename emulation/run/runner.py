@@ -66,6 +66,7 @@ from emulation.config import scenario as scenario_mod
 from emulation.calibration import time_scale as time_scale_mod
 from analysis import fidelity_words
 from emulation.run.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
+from model import propagation
 from emulation.run.run_faults import (FaultScheduler, RunProgress, unreached_reason,
                                       unreached_records)
 from emulation.run.run_output import comparison_table
@@ -506,6 +507,7 @@ def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
             console.append(f"{s['transport']}: {flow_analysis.describe(flow)}")
     for s in summaries:     # the verdict once per transport, the CPU's load read through it
         console.append(fidelity_words.transport_line(s, source, auto))
+    console.append(propagation.console_line(scn.spec, transports))
     console.append(f"run directory: {run_dir}")
     print("\n".join(console))
     if interrupted:

@@ -89,10 +89,10 @@ def wire_pair(planes: int):
     return a, b
 
 
-def endpoints(tmp_path, port_rate_mbit=400.0):
-    """Two endpoints, hosts 0 and 2 of the default fabric, joined by in-memory wires:
-    (endpoint 0, endpoint 2, host 0's ports, host 2's ports)."""
-    spec = FabricSpec()
+def endpoints(tmp_path, port_rate_mbit=400.0, spec=None):
+    """Two endpoints, hosts 0 and 2 of `spec` (default: the default fabric), joined by
+    in-memory wires: (endpoint 0, endpoint 2, host 0's ports, host 2's ports)."""
+    spec = spec or FabricSpec()
     a_ports, b_ports = wire_pair(spec.planes)
     eps = []
     for host, ports in ((0, a_ports), (2, b_ports)):

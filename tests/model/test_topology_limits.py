@@ -66,8 +66,10 @@ def test_a_fabric_needs_two_hosts():
 def test_from_dict_names_the_unknown_and_the_known_keys():
     with pytest.raises(SpecError) as err:
         FabricSpec.from_dict({"planes": 2, "routing": "srv6", "buffer": 3})
-    assert str(err.value) == ("unknown fabric key(s): buffer, routing; known: fabric_link_mbit, "
-                              "groups, host_link_mbit, hosts_per_group, mtu, planes, spines")
+    assert str(err.value) == ("unknown fabric key(s): buffer, routing; known: "
+                              "fabric_link_delay_ms, fabric_link_mbit, groups, "
+                              "host_link_delay_ms, host_link_mbit, hosts_per_group, mtu, "
+                              "planes, spines")
 
 
 def test_from_fabric_table_ignores_other_keys_and_rejects_bad_values():

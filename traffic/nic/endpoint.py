@@ -38,6 +38,7 @@ from traffic.core.denylist import Denylist
 from traffic.nic.endpoint_support import (
     MAX_DATA_OVERHEAD,
     Counters,
+    DelayLine,
     EndpointConfig,
     EMULATED_FABRIC_QP_DEFAULTS,
     EndpointError,
@@ -45,7 +46,9 @@ from traffic.nic.endpoint_support import (
     LatenessHistogram,
     Pacer,
     frame_rtt_ns,
+    peer_delays_ns,
     qp_timers,
+    rx_buffer_bytes,
     trimming_delay_bound_ns,
 )
 from traffic.nic.endpoint_probes import EndpointProbes
@@ -70,6 +73,16 @@ def port_class_for(config: EndpointConfig):
     return RingPort if config.fast_path else PacketPort
 
 
+def open_port(config: EndpointConfig, intf: str, plane: int):
+    """One NIC port of the data path (port_class_for's), its receive buffer sized to hold a
+    BDP of full frames from every peer (endpoint_support.rx_buffer_bytes)."""
+    from traffic.nic import packet_io  # deferred: opens AF_PACKET sockets (root)
+    size = rx_buffer_bytes(config.spec, packet_io.ring_geometry(config.spec.mtu)[2])
+    if config.fast_path:
+        return packet_io.RingPort(intf, plane, ring_bytes=size)
+    return packet_io.PacketPort(intf, plane, rcvbuf=size)
+
+
 class Endpoint(EndpointProbes):
     """All QPs of one host. `ports` maps plane -> port object (RingPort with drain(handle, n),
     PacketPort or a test double with send(frame), recv() -> n into .buf, fileno(), is_up())."""
@@ -86,8 +99,7 @@ class Endpoint(EndpointProbes):
         self.ev_events = EvEventQueue(rate_per_s=config.ev_event_rate_per_s)
         self.counters = Counters()
         if ports is None and open_ports:
-            port_class = port_class_for(config)
-            ports = {p: port_class(host_intf(self.host, p), p) for p in config.planes}
+            ports = {p: open_port(config, host_intf(self.host, p), p) for p in config.planes}
         self.ports = ports or {}
         now = clock()
         rate_bps = config.port_rate_mbit * 1e6     # QPs pace below this; this is a safety net
@@ -134,6 +146,10 @@ class Endpoint(EndpointProbes):
                                      int(config.path_probe_timeout_ms * 1e6),
                                      other_path_margin_ns=int(config.path_probe_margin_ms * 1e6))
         self._prober_peers = 0
+        # The links' propagation delay, emulated here: every received frame waits out its path's
+        # one-way delay before the endpoint sees it (model/propagation.py). None: no delay.
+        delays = peer_delays_ns(config.spec, self.host)
+        self.delay_line = DelayLine(delays) if any(delays.values()) else None
         self.closed = False
 
     # ------------------------------------------------------------------ setup
@@ -361,19 +377,40 @@ class Endpoint(EndpointProbes):
     def handle_frame(self, plane: int, frame, now: int | None = None) -> None:
         """Receive path for one frame (bytes or a memoryview of the receive buffer).
 
-        Never raises: every reason to drop is counted in counters.dropped.
+        Never raises: every reason to drop is counted in counters.dropped. With a propagation
+        delay the decoded message waits in the delay line (its own copy of the frame: the
+        receive buffer is the port's again when this returns) until arrival + its path's delay.
         """
         now = self.clock() if now is None else now
+        line = self.delay_line
+        if line is not None:
+            frame = memoryview(bytes(frame))
         try:
             msg, meta = self.codec.decode(frame)
         except DecodeError as e:
             self.counters.drop(e.reason)
             return
+        if line is not None:
+            delay = line.delay_of(meta.src_host)
+            if delay:
+                line.push(now + delay, (plane, msg, meta))
+                return
+        self._deliver(plane, msg, meta, now)
+
+    def _deliver(self, plane: int, msg, meta, now: int) -> None:
         try:
             self._dispatch(plane, msg, meta, now)
         except Exception as e:  # noqa: BLE001 - a peer's packet must never kill the endpoint
             self.counters.drop("qp_rejected")
             self.log.emit(Event.RX_ERROR, t_ns=now, reason=f"{type(e).__name__}: {e}")
+
+    def _release_delayed(self, now: int) -> None:
+        """Hand on what the delay line holds that is due; how late each comes out of it is
+        timer lateness (the loop woke after the release time)."""
+        lateness = self.timer_lateness
+        for release, (plane, msg, meta) in self.delay_line.pop_due(now):
+            lateness.record(now - release)
+            self._deliver(plane, msg, meta, now)
 
     def _dispatch(self, plane: int, msg, meta, now: int) -> None:
         if meta.dst_host != self.host:
@@ -448,6 +485,10 @@ class Endpoint(EndpointProbes):
             d = self.prober.next_deadline()
             if d is not None and d < wake:
                 wake = d
+        if self.delay_line is not None:
+            d = self.delay_line.next_release()
+            if d is not None and d < wake:
+                wake = d
         return wake
 
     def run_once(self, max_wait_s: float = 0.01) -> None:
@@ -466,6 +507,8 @@ class Endpoint(EndpointProbes):
             ready.append(plane)
         self._drain_ports(ready)
         now = self.clock()
+        if self.delay_line is not None:
+            self._release_delayed(now)
         if now >= self._next_port_poll:
             self._next_port_poll = now + int(self.config.port_poll_ms * 1e6)
             self._poll_ports(now)
@@ -541,6 +584,8 @@ class Endpoint(EndpointProbes):
         self._emit_lateness(now)
         final = self.counters.as_dict()
         final["socket_drops"] = self.socket_drops()
+        if self.delay_line is not None:
+            final["delay_line_held_max"] = self.delay_line.held_max
         final["qps"] = {qpn: qp.stats() for qpn, qp in self.qps.items()}
         self.log.emit(Event.COUNTERS, t_ns=now, **final)
         self.log.close()

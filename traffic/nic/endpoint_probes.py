@@ -58,11 +58,15 @@ class EndpointProbes:
     def measure_base_rtt(self, peer: int, timeout_s: float = 0.5) -> int:
         """Min RTT of a few probes to `peer` over every up plane (spread over spines).
 
-        Falls back to config.default_base_rtt_ns when nothing answers (peer not up yet):
-        the timers are then conservative, never zero.
+        Falls back to config.default_base_rtt_ns plus the path's propagation both ways when
+        nothing answers (peer not up yet): the timers are then conservative, never zero.
         """
         if self.config.base_rtt_ns:
             return self.config.base_rtt_ns
+        # The links' propagation both ways (the delay line's, model/propagation.py) is part of
+        # every round trip: the fallback, the plausible bound and the wait per round add it.
+        prop = 2 * (self.delay_line.delay_of(peer) if self.delay_line is not None else 0)
+        timeout_s = max(timeout_s, 4 * prop / 1e9)
         samples = self.rtt_samples[peer]
         start = len(samples)
         planes = [p for p, up in self.port_up.items() if up] or list(self.ports)
@@ -72,8 +76,9 @@ class EndpointProbes:
         # More rounds (up to 10) while the min is still implausibly slow: on a busy machine a
         # whole round can come back slow, and the QP's receiver timers (SACK delay, reverse
         # probes) are sized on this min, so a slow one slows every iteration of the run.
-        # (implausible: above 4x the fallback base RTT, or 4x the floor when one is set)
-        plausible = 4 * (self.config.min_base_rtt_ns or self.config.default_base_rtt_ns)
+        # (implausible: above 4x the fallback base RTT, or 4x the floor when one is set, plus
+        # the propagation)
+        plausible = 4 * (self.config.min_base_rtt_ns or self.config.default_base_rtt_ns) + prop
         for _round in range(10):
             if _round >= 3 and (len(samples) == start or min(samples[start:]) <= plausible):
                 break           # nothing answers (peer not up: fall back), or a sane min
@@ -93,9 +98,9 @@ class EndpointProbes:
                 self.run_once(0.002)
         got = samples[start:]
         if not got:
-            self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=None, samples=0,
-                          used_ns=self.config.default_base_rtt_ns)
-            return self.config.default_base_rtt_ns
+            used = self.config.default_base_rtt_ns + prop
+            self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=None, samples=0, used_ns=used)
+            return used
         rtt = min(got)
         self.log.emit(Event.BASE_RTT, peer=peer, rtt_ns=rtt, samples=len(got), used_ns=rtt)
         return rtt

@@ -3,15 +3,18 @@ counters. Kept apart from traffic/nic/endpoint.py so they are unit-tested withou
 """
 from __future__ import annotations
 
+import heapq
 import json
+import math
 import os
 import threading
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from model import timescale
+from model import propagation, timescale
 from model.lateness import LATENESS_BUCKETS, lateness_bucket
+from model.propagation import frame_rtt_ns  # noqa: F401 - the endpoint's name for it
 from model.switchport import default_port_config
 from model.topology import FabricSpec
 from traffic.core.ev_events import EV_EVENT_RATE_PER_S
@@ -55,17 +58,6 @@ def trimming_delay_bound_ns(spec: FabricSpec, time_scale: float = 1.0) -> int:
         cfg = default_port_config(mbit, last_hop, mtu=spec.mtu, time_scale=time_scale)
         total_s += cfg.trim_bytes * 8 / (mbit * 1e6)
     return int(total_s * TRIM_BOUND_MARGIN * 1e9)
-
-
-def frame_rtt_ns(spec: FabricSpec, frame_bytes: int, across_groups: bool) -> int:
-    """What one frame of `frame_bytes` (on the wire) adds to an unloaded round trip: its
-    serialization on every link of the path, each switch storing it whole before forwarding
-    (host link, then T0-T1 and T1-T0 fabric links across groups, then the peer's host link).
-    The SACK coming back is small: its share is left out."""
-    seconds = 2 * frame_bytes * 8 / (spec.host_link_mbit * 1e6)
-    if across_groups:
-        seconds += 2 * frame_bytes * 8 / (spec.fabric_link_mbit * 1e6)
-    return int(seconds * 1e9)
 
 
 # The QP settings (MRCConfig fields) every endpoint starts from on the emulated fabric, where
@@ -305,6 +297,63 @@ def qp_timers(qp: MRCConfig, transport: str = "mrc") -> dict:
     return {"base_rtt_ns": base, "rto_ns": rto,
             "probe_period_ns": qp.probe_period_ns or int(qp.probe_period_rtts * base),
             "skip_ns": qp.skip_ns or int(qp.skip_rtts * base)}
+
+
+# A NIC port's receive buffer (RingPort's ring, PacketPort's SO_RCVBUF) when the BDP asks for
+# no more, and the most any BDP gets (the hosts share the machine's memory).
+DEFAULT_RX_BUFFER_BYTES = 4 << 20
+MAX_RX_BUFFER_BYTES = 256 << 20
+
+
+def rx_buffer_bytes(spec: FabricSpec, slot_bytes: int) -> int:
+    """A NIC port's receive buffer, `slot_bytes` per frame: a BDP of full frames on this plane
+    (model/propagation.py) from every peer, since each peer's window can arrive at once while
+    the loop is held; at least the default, at most MAX_RX_BUFFER_BYTES."""
+    frames = math.ceil(propagation.bdp_packets(spec)) * (spec.num_hosts - 1)
+    return min(MAX_RX_BUFFER_BYTES, max(DEFAULT_RX_BUFFER_BYTES, frames * slot_bytes))
+
+
+def peer_delays_ns(spec: FabricSpec, host: int) -> dict[int, int]:
+    """{peer host: one-way propagation delay of the path from it to `host`, ns}."""
+    per = spec.hosts_per_group
+    return {peer: propagation.one_way_delay_ns(spec, peer // per != host // per)
+            for peer in range(spec.num_hosts) if peer != host}
+
+
+class DelayLine:
+    """The emulated propagation delay of an endpoint's receive path: a received message is held
+    until its arrival time plus the one-way delay of its path (model/propagation.py), then
+    handed on, in release order. One delay per peer keeps each path's order. What it costs a
+    frame is a heap push and pop; next_release() is part of the loop's next wake-up."""
+
+    def __init__(self, delays_ns: dict[int, int]):
+        self.delays_ns = dict(delays_ns)        # peer host -> one-way delay, ns
+        self._heap: list = []
+        self._seq = 0
+        self.held_max = 0                       # the most messages held at once
+
+    def delay_of(self, peer: int) -> int:
+        return self.delays_ns.get(peer, 0)
+
+    def push(self, release_ns: int, item) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (release_ns, self._seq, item))
+        if len(self._heap) > self.held_max:
+            self.held_max = len(self._heap)
+
+    def next_release(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def pop_due(self, now_ns: int) -> list:
+        """[(release_ns, item), ...] of every held item due by now_ns, earliest first."""
+        heap, out = self._heap, []
+        while heap and heap[0][0] <= now_ns:
+            release, _seq, item = heapq.heappop(heap)
+            out.append((release, item))
+        return out
+
+    def __len__(self) -> int:
+        return len(self._heap)
 
 
 class EventLog:

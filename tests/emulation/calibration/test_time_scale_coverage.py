@@ -60,6 +60,8 @@ ONE_SIDED = {"roce_ack_timeout_ns": "at k = 1 the exponent roce_ack_timeout stan
                                     "itself is walked as qp.roce_ack_interval_ns"}
 # Every time-valued scenario key set explicitly (ack_timeout apart: it excludes rto_ns).
 EXPLICIT = {
+    "fabric": {"host_link_mbit": 100, "fabric_link_mbit": 50, "host_link_delay_ms": 0.1,
+               "fabric_link_delay_ms": 0.25},
     "transport": {"tcp_reconvergence_s": 2.0, "roce_reconvergence_s": 1.5},
     "collective": {"timeout_s": 20.0},
     "options": {"goodput_interval_ms": 10.0},
@@ -109,9 +111,11 @@ def toml(value) -> str:
 
 
 def scenario_text(k: float, explicit: bool) -> str:
-    text = f'name = "cover"\n[fabric]\nplanes = 2\nhost_link_mbit = 100\nfabric_link_mbit = 50\n' \
-           f'time_scale = {k}\n'
     tables = EXPLICIT if explicit else {}
+    fabric = {"planes": 2, "host_link_mbit": 100, "fabric_link_mbit": 50,
+              **tables.get("fabric", {}), "time_scale": k}
+    text = 'name = "cover"\n[fabric]\n' + "".join(f"{key} = {toml(v)}\n"
+                                                   for key, v in fabric.items())
     for table in ("transport", "collective", "options", "mrc", "mrc.endpoint", "mrc.qp",
                   "mrc.nscc"):
         values = dict(tables.get(table, {}))
@@ -145,7 +149,11 @@ def world(k: float, explicit: bool, tmp_path, *, text: str | None = None) -> dic
                                        "qp": {**mrc["qp"], "trimming": wc.trimming}})
     flat.update({f"endpoint.{f.name}": getattr(ep_cfg, f.name)
                  for f in dataclasses.fields(EndpointConfig) if f.name not in ("qp", "fabric")})
-    qcfg = Endpoint(ep_cfg, ports={}, open_ports=False).qp_config(BASE_RTT_NS * k)
+    ep = Endpoint(ep_cfg, ports={}, open_ports=False)
+    if ep.delay_line is not None:        # the links' propagation delay each peer's frames wait
+        flat.update({f"endpoint.delay_line.h{peer}_ns": d
+                     for peer, d in ep.delay_line.delays_ns.items()})
+    qcfg = ep.qp_config(BASE_RTT_NS * k)
     flat.update({f"qp.{f.name}": getattr(qcfg, f.name) for f in dataclasses.fields(MRCConfig)})
     flat["qp.roce_ack_interval_ns"] = qcfg.roce_ack_interval_ns
     flat.update({f"qp_timers.{n}": v for n, v in qp_timers(qcfg).items()})
@@ -218,8 +226,8 @@ def test_every_time_of_the_run_scales_by_k(tmp_path, explicit):
 def test_every_time_valued_scenario_key_is_set_in_the_walk():
     """A new time-valued scenario key must be added to EXPLICIT (and so be walked)."""
     docs = schema_docs()
-    tables = {t: schema.SCHEMA[t] for t in ("transport", "collective", "options", "mrc",
-                                             "mrc.endpoint", "mrc.qp", "mrc.nscc")}
+    tables = {t: schema.SCHEMA[t] for t in ("fabric", "transport", "collective", "options",
+                                             "mrc", "mrc.endpoint", "mrc.qp", "mrc.nscc")}
     missing = []
     for table, keys in tables.items():
         for key, spec in keys.items():
