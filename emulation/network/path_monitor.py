@@ -114,7 +114,11 @@ class PathMonitor(threading.Thread):
             try:
                 if e.get("new") != ASSUMED_BAD or "peer" not in e:
                     continue
-                key = path_key(src, int(e["peer"]), int(e["plane"]), ev_spine(int(e["ev"])))
+                peer = int(e["peer"])
+                # inside a group the spine does not change the path: the prober's spine 0
+                spine = (0 if self.topo.host(peer).group == self.topo.host(src).group
+                         else ev_spine(int(e["ev"])))
+                key = path_key(src, peer, int(e["plane"]), spine)
                 self.links_of(key)
             except (KeyError, TypeError, ValueError):
                 continue                # not a path of this fabric: no evidence
