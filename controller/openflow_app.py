@@ -19,6 +19,7 @@ from os_ken.lib import hub
 from os_ken.ofproto import ofproto_v1_3
 
 from controller import openflow_tls
+from controller import routing as R
 from controller.service import FabricController
 
 LOG = logging.getLogger("mrclab.controller")
@@ -59,8 +60,8 @@ class MrcLabApp(app_manager.OSKenApp):
 
     def _flow_mod(self, dp, rule):
         ofp, parser = dp.ofproto, dp.ofproto_parser
-        actions = [parser.OFPActionOutput(port) for kind, port in rule.actions
-                   if kind == "output"]
+        actions = [parser.OFPActionOutput(ofp.OFPP_IN_PORT if port == R.IN_PORT else port)
+                   for kind, port in rule.actions if kind == "output"]
         inst = [parser.OFPInstructionActions(ofp.OFPIT_APPLY_ACTIONS, actions)] if actions else []
         return parser.OFPFlowMod(dp, cookie=rule.cookie, table_id=rule.table,
                                  command=ofp.OFPFC_ADD, priority=rule.priority,

@@ -9,6 +9,14 @@ TCP works whatever the endpoints do):
     T0: slot3 == self and slot4 == downlink -> host port        (last hop, also same-group paths)
         slot1 == self and slot2 == T1       -> uplink to that T1
     T1: slot2 == self and slot3 == T0       -> down port to that T0
+  Per-hop self-probes (Clustermapper's hop probes, container from Topology.hop_container: slot 1
+  == slot 3 == the host's own T0) come back to the port they came in on. OpenFlow never sends
+  a packet out of its ingress port through a plain output action, so each turn is its own rule
+  with the in_port match and the IN_PORT output, above the routes:
+    T0: in_port == host port, slots [self, 0, self, that host]   -> IN_PORT (T0 bounce)
+        in_port == host port, slots [self, T1, self, that host]  -> uplink to that T1
+    T1: in_port == down port to T0, slots [T0, self, T0]         -> IN_PORT (T1 bounce)
+    back at the T0 the ordinary last-hop rule (slot3 == self, slot4 == host) delivers it.
 * Plain IPv6 with ECMP. The "hash" is the low bits of the L4 source port (UDP sport carries the
   EV entropy, TCP sport is random) over N buckets (power of two) mapped onto the live uplinks.
     T0: host exact address -> host port; group prefix + sport bucket -> uplink
@@ -51,6 +59,7 @@ TABLE = 0
 
 # Priorities (higher wins). Fault rules (blackhole) sit above everything routing installs.
 PRIO_FAULT_BLACKHOLE = 60000
+PRIO_HOP_PROBE = 41000
 PRIO_DROP_CONTROL = 50000
 PRIO_SRV6_DOWNLINK = 40000
 PRIO_SRV6_UPLINK = 39000
@@ -69,6 +78,8 @@ KIND_DROP_CONTROL = 0x02
 KIND_SRV6_DOWNLINK = 0x10
 KIND_SRV6_UPLINK = 0x11
 KIND_SRV6_T1 = 0x12
+KIND_HOP_T0 = 0x13
+KIND_HOP_T1 = 0x14
 KIND_IP_HOST = 0x20
 KIND_IP_T1 = 0x21
 KIND_IP_ECMP = 0x22
@@ -76,6 +87,9 @@ KIND_IP_ECMP_DEFAULT = 0x23
 KIND_FAULT_BLACKHOLE = 0xF0
 
 ALL_ONES_128 = (1 << 128) - 1
+# The output port that means "the port the packet came in on" (OpenFlow OFPP_IN_PORT; the
+# adapter, controller/openflow_app.py, turns it into the protocol's constant).
+IN_PORT = "in_port"
 
 
 def make_cookie(kind: int, plane: int = 0, a: int = 0, b: int = 0, c: int = 0) -> int:
@@ -91,7 +105,8 @@ def cookie_kind(cookie: int) -> int:
 @dataclass(frozen=True)
 class FlowRule:
     """One OpenFlow rule as plain data. match uses os-ken OFPMatch field names; a masked field
-    is a (value, mask) tuple. actions: [("output", port)]; an empty list drops."""
+    is a (value, mask) tuple. actions: [("output", port)], port a number or IN_PORT; an empty
+    list drops."""
 
     table: int
     priority: int
@@ -279,6 +294,44 @@ def _t0_rules(topo: Topology, plane: int, group: int, mode: str, down: frozenset
     return rules
 
 
+def _t0_hop_rules(topo: Topology, plane: int, group: int) -> list[FlowRule]:
+    """The T0's turns of its hosts' hop probes (module docstring)."""
+    spec = topo.spec
+    self_usid = USID_T0_BASE | plane << 8 | group
+    rules = []
+    for local in range(spec.hosts_per_group):
+        port = t0_host_port(spec, local)
+        down = USID_HOST_BASE | local
+        rules.append(FlowRule(
+            TABLE, PRIO_HOP_PROBE,
+            {"eth_type": ETH_TYPE_IPV6, "in_port": port,
+             "ipv6_dst": _usid_match({1: self_usid, 2: 0, 3: self_usid, 4: down})},
+            (("output", IN_PORT),), make_cookie(KIND_HOP_T0, plane, group, local, 0)))
+        for s in range(spec.spines):
+            t1 = USID_T1_BASE | plane << 8 | s
+            rules.append(FlowRule(
+                TABLE, PRIO_HOP_PROBE,
+                {"eth_type": ETH_TYPE_IPV6, "in_port": port,
+                 "ipv6_dst": _usid_match({1: self_usid, 2: t1, 3: self_usid, 4: down})},
+                (("output", t0_uplink_port(spec, s)),),
+                make_cookie(KIND_HOP_T0, plane, group, local, s + 1)))
+    return rules
+
+
+def _t1_hop_rules(topo: Topology, plane: int, spine: int) -> list[FlowRule]:
+    """The T1's turns of hop probes, one per down port (module docstring)."""
+    self_usid = USID_T1_BASE | plane << 8 | spine
+    rules = []
+    for g in range(topo.spec.groups):
+        t0 = USID_T0_BASE | plane << 8 | g
+        rules.append(FlowRule(
+            TABLE, PRIO_HOP_PROBE,
+            {"eth_type": ETH_TYPE_IPV6, "in_port": t1_down_port(g),
+             "ipv6_dst": _usid_match({1: t0, 2: self_usid, 3: t0})},
+            (("output", IN_PORT),), make_cookie(KIND_HOP_T1, plane, spine, g)))
+    return rules
+
+
 def _t1_rules(topo: Topology, plane: int, spine: int) -> list[FlowRule]:
     self_usid = USID_T1_BASE | plane << 8 | spine
     rules = []
@@ -309,8 +362,10 @@ def switch_rules(spec_or_topo, switch: str, mode: str = "srv6", down_links=froze
     rules = _common_rules()
     if sw.tier == 0:
         rules += _t0_rules(topo, sw.plane, sw.index, mode, down, n)
+        rules += _t0_hop_rules(topo, sw.plane, sw.index)
     else:
         rules += _t1_rules(topo, sw.plane, sw.index)
+        rules += _t1_hop_rules(topo, sw.plane, sw.index)
     return rules
 
 

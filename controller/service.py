@@ -277,7 +277,8 @@ class FabricController:
         host = body["host"]
         if host not in {h.name for h in self.topo.hosts}:
             raise ValueError(f"ev_events: unknown host {host!r}")
-        fields = ("t_ns", "qp", "ev", "plane", "old", "new", "reason", "drop_count")
+        fields = ("t_ns", "qp", "peer", "ev", "plane", "old", "new", "state", "reason",
+                  "drop_count")
         for event in body["events"]:
             if not isinstance(event, dict) or "ev" not in event or "new" not in event:
                 raise ValueError(f"ev_events: an event needs at least ev and new, got {event!r}")

@@ -328,6 +328,33 @@ class Topology:
         down = USID_HOST_BASE | hd.local
         return usid_address([src_t0, t1, dst_t0, down])
 
+    def hop_path(self, host: int, plane: int, spine: int | None) -> list[str]:
+        """Node names a per-hop self-probe of `host` visits on `plane` (Clustermapper's hop
+        probes): host -> T0 -> host when spine is None, host -> T0 -> T1 `spine` -> T0 -> host
+        otherwise. It tests the hop's links and nothing else."""
+        h = self.host(host)
+        self._check_plane_spine(plane, 0 if spine is None else spine)
+        t0 = t0_name(plane, h.group)
+        if spine is None:
+            return [h.name, t0, h.name]
+        return [h.name, t0, t1_name(plane, spine), t0, h.name]
+
+    def hop_links(self, host: int, plane: int, spine: int | None) -> list[Link]:
+        """The links a hop probe crosses (each once, both directions): hop_path's."""
+        nodes = self.hop_path(host, plane, spine)
+        half = nodes[:len(nodes) // 2 + 1]
+        return [self.link(a, b) for a, b in zip(half, half[1:])]
+
+    def hop_container(self, host: int, plane: int, spine: int | None) -> str:
+        """Outer IPv6 destination of a hop probe: locator + [own T0, T1 `spine` (0: bounce at
+        the T0), own T0, own downlink]. Slot 1 == slot 3 marks a bounce: no host-to-host path
+        has it (controller/routing.py installs the rules that turn it around)."""
+        h = self.host(host)
+        self._check_plane_spine(plane, 0 if spine is None else spine)
+        t0 = USID_T0_BASE | plane << 8 | h.group
+        t1 = 0 if spine is None else USID_T1_BASE | plane << 8 | spine
+        return usid_address([t0, t1, t0, USID_HOST_BASE | h.local])
+
     def _check_plane_spine(self, plane: int, spine: int) -> None:
         if not 0 <= plane < self.spec.planes:
             raise ValueError(f"plane {plane} out of range 0..{self.spec.planes - 1}")

@@ -3,11 +3,14 @@
 
 Clustermapper runs an agent per node and localises centrally; here the agents are the endpoints'
 path probers (traffic/core/path_prober.py, counts served on each endpoint's control socket as
-"path_stats") and this thread, started by the runner, is the central part: every `period_s` it
-reads all counts, localises, and POSTs /deny {"link": ...} for each link it names (once). Every
-decision is appended to `record_path` (JSONL) with the evidence behind it. Each period it also
-forwards every endpoint's EV state changes ("ev_events", rate-limited at the endpoint:
-traffic/core/ev_events.py) to the controller (POST /ev_events), as mrc_ctl.h's EV event queue does.
+"path_stats") and this thread, started by the runner for every MRC run, is the central part.
+When it first reaches an endpoint it subscribes to its EV events (mrc_ctl.h's event mask, GOOD
+and ASSUMED_BAD: traffic/core/ev_events.py); every `period_s` it forwards each endpoint's
+events to the controller (POST /ev_events) and, when the scenario turns the probers on
+(`localise`), reads all counts, localises from the probes and the ASSUMED_BAD events together
+(controller/localize.py), and POSTs /deny {"link": ...} for each link it names (once). Every
+decision is appended to `record_path` (JSONL) with the evidence behind it, and with what
+each kind of evidence alone would have named (`probes_alone`, `ev_events_alone`).
 
 `denial_summary` turns the controller's log of the run into the summary keys `denied` (what the
 control plane denied) and `detection_ms` (from the first fault to the first denial).
@@ -27,9 +30,11 @@ from controller.localize import locate
 from emulation.network import control_secrets
 from model import timescale
 from model.events import ControllerLog
-from model.topology import Topology
+from model.topology import Topology, ev_spine
 from traffic.nic.control import ControlClient
-from traffic.core.path_prober import parse_path_key
+from traffic.core.ev_events import SUPPORTED_EVENT_MASK
+from traffic.core.evs import ASSUMED_BAD
+from traffic.core.path_prober import path_key, path_links
 from traffic.workload.worker_config import WorkerConfig
 
 # Thresholds of a lossy / clean path (controller/localize.py): a lossy link passes MIN_LOST
@@ -52,7 +57,8 @@ def monitor_period_s(k: float) -> float:
 
 class PathMonitor(threading.Thread):
     def __init__(self, topo: Topology, sockets: dict[str, str], api_port: int, record_path: Path,
-                 *, period_s: float = PATH_MONITOR_PERIOD_S, active=lambda: True):
+                 *, period_s: float = PATH_MONITOR_PERIOD_S, active=lambda: True,
+                 localise: bool = True):
         super().__init__(daemon=True, name="path-monitor")
         self.topo = topo
         self.sockets = dict(sockets)
@@ -60,6 +66,8 @@ class PathMonitor(threading.Thread):
         self.record_path = Path(record_path)
         self.period_s = period_s
         self.active = active
+        self.localise = localise
+        self.ev_losses: dict[str, int] = {}     # path -> ASSUMED_BAD events on it
         self.denied: list[dict] = []
         self.error: str | None = None
         self.stop_event = threading.Event()
@@ -71,9 +79,7 @@ class PathMonitor(threading.Thread):
     def links_of(self, key: str) -> frozenset:
         links = self._links.get(key)
         if links is None:
-            src, dst, plane, spine = parse_path_key(key)
-            links = frozenset(link.name for link in self.topo.path_links(src, dst, plane, spine))
-            self._links[key] = links
+            links = self._links[key] = frozenset(path_links(self.topo, key))
         return links
 
     def gather(self) -> dict[str, dict]:
@@ -84,8 +90,11 @@ class PathMonitor(threading.Thread):
             client = self._clients.get(host)
             try:
                 if client is None:
-                    client = self._clients[host] = ControlClient(path, timeout_s=5.0)
-                stats.update(client.call("path_stats")["paths"])
+                    client = ControlClient(path, timeout_s=5.0)
+                    client.call("ev_subscribe", mask=SUPPORTED_EVENT_MASK)
+                    self._clients[host] = client
+                if self.localise:
+                    stats.update(client.call("path_stats")["paths"])
                 events = client.call("ev_events").get("events", [])
             except (OSError, ValueError, ConnectionError):
                 if client is not None:
@@ -94,7 +103,26 @@ class PathMonitor(threading.Thread):
                 continue
             if events:
                 self.forward_ev_events(host, events)
+                self.count_ev_losses(host, events)
         return stats
+
+    def count_ev_losses(self, host: str, events: list) -> None:
+        """Each event into ASSUMED_BAD is a loss the data saw on its QP's path (the EV's plane
+        and spine to the event's peer)."""
+        src = self.topo.host(host).index
+        for e in events:
+            try:
+                if e.get("new") != ASSUMED_BAD or "peer" not in e:
+                    continue
+                peer = int(e["peer"])
+                # inside a group the spine does not change the path: the prober's spine 0
+                spine = (0 if self.topo.host(peer).group == self.topo.host(src).group
+                         else ev_spine(int(e["ev"])))
+                key = path_key(src, peer, int(e["plane"]), spine)
+                self.links_of(key)
+            except (KeyError, TypeError, ValueError):
+                continue                # not a path of this fabric: no evidence
+            self.ev_losses[key] = self.ev_losses.get(key, 0) + 1
 
     def forward_ev_events(self, host: str, events: list) -> None:
         try:
@@ -103,13 +131,17 @@ class PathMonitor(threading.Thread):
         except ControllerError as err:
             self.ev_event_errors.append(str(err))
 
+    def locate(self, stats: dict, ev_losses: dict):
+        paths = {k: self.links_of(k) for k in (*stats, *ev_losses)}
+        return locate(stats, paths, min_lost=MIN_LOST, min_loss_rate=MIN_LOSS_RATE,
+                      clean_min_sent=CLEAN_MIN_SENT, min_paths=MIN_PATHS, ev_losses=ev_losses)
+
     def step(self) -> None:
         stats = self.gather()
-        if not stats:
+        if not self.localise or not stats:
             return
-        found = locate(stats, {k: self.links_of(k) for k in stats}, min_lost=MIN_LOST,
-                       min_loss_rate=MIN_LOSS_RATE, clean_min_sent=CLEAN_MIN_SENT,
-                       min_paths=MIN_PATHS)
+        ev_losses = dict(self.ev_losses)
+        found = self.locate(stats, ev_losses)
         done = {d["link"] for d in self.denied}
         for link in found.links:
             if link in done:
@@ -117,8 +149,13 @@ class PathMonitor(threading.Thread):
             paths = found.explained[link]
             asked = time.monotonic_ns()
             record = {"t_ns": asked, "link": link, "lossy_paths": paths,
-                      "evidence": {p: stats[p] for p in paths},
-                      "clean_paths": len(found.clean_paths), "all_paths": stats}
+                      "evidence": {p: {**stats.get(p, {"sent": 0, "lost": 0}),
+                                       "ev_events": ev_losses.get(p, 0)} for p in paths},
+                      "probes_alone": self.locate(stats, {}).links,
+                      "ev_events_alone": self.locate(
+                          {p: {"sent": 0, "lost": 0} for p in stats}, ev_losses).links,
+                      "clean_paths": len(found.clean_paths), "all_paths": stats,
+                      "ev_losses": ev_losses}
             try:
                 answer = ControllerClient(port=self.api_port).deny(
                     {"link": link, "reason": f"path prober: {len(paths)} lossy paths share it"})
@@ -174,8 +211,9 @@ __all__ = ["PathMonitor", "denial_summary", "run_denials"]
 class RunControlPlane:
     """What a run needs of the control plane: a short directory for the endpoints' control
     sockets (a unix socket path must fit 108 bytes; run directories can be longer), their
-    registration with the controller, and the path monitor when the scenario turns the probers
-    on ([mrc.endpoint] path_probe_interval_ms > 0)."""
+    registration with the controller, and the path monitor: it forwards the endpoints' EV
+    events in every MRC run and localises when the scenario turns the probers on
+    ([mrc.endpoint] path_probe_interval_ms > 0)."""
 
     def __init__(self, scn, transport: str, worker_config: WorkerConfig, tdir: Path):
         self.topo = scn.topology
@@ -199,11 +237,10 @@ class RunControlPlane:
         if not self.enabled:
             return
         ControllerClient(port=api_port).register_endpoints(self.sockets())
-        if self.probing:
-            self.monitor = PathMonitor(self.topo, self.sockets(), api_port,
-                                       self.tdir / "path-monitor.jsonl",
-                                       period_s=self.period_s, active=active)
-            self.monitor.start()
+        self.monitor = PathMonitor(self.topo, self.sockets(), api_port,
+                                   self.tdir / "path-monitor.jsonl", period_s=self.period_s,
+                                   active=active, localise=self.probing)
+        self.monitor.start()
 
     def stop(self) -> str | None:
         """Stop the monitor, remove the socket directory; the monitor's error, if any."""

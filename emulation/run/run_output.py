@@ -39,6 +39,18 @@ def _fidelity_cell(s: dict) -> str:
     return (s.get("fidelity") or {}).get("verdict") or "-"
 
 
+def denial_lines(s: dict) -> list[str]:
+    """What the control plane denied in this transport's run, the first with the time from the
+    first fault to it (summary.json `denied`, `detection_ms`)."""
+    out = []
+    for i, d in enumerate(s.get("denied") or []):
+        what = ", ".join(f"{k} {d[k]}" for k in ("link", "plane", "t1", "ev") if k in d)
+        when = (f", {s['detection_ms']:.0f} ms after the fault"
+                if i == 0 and s.get("detection_ms") is not None else "")
+        out.append(f"{s['transport']}: denied {what}{when} ({d.get('reason') or 'no reason'})")
+    return out
+
+
 def comparison_table(summaries: list[dict]) -> str:
     """The terminal table, then one line per problem a user must know (faults that did not take
     effect, errors), drawn from the summaries (which come from analysis.runmodel). The fidelity
@@ -66,6 +78,8 @@ def comparison_table(summaries: list[dict]) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     for s in summaries:
         lines += [f"{s['transport']}: {p}" for p in s.get("problems") or []]
+    for s in summaries:
+        lines += denial_lines(s)
     scales = sorted({s.get("time_scale") or 1.0 for s in summaries})
     if scales != [1.0]:
         lines.append(f"time_scale {', '.join(f'{k:g}' for k in scales)}: the fabric ran that many "

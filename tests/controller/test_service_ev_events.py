@@ -1,6 +1,7 @@
-"""EV state changes reach the controller as events (OCP mrc_ctl.h EV event queue): an
-endpoint's QPs' forward EV state changes are queued (traffic/core/ev_events.py), served on its
-control socket ("ev_events"), and the controller logs what the path monitor forwards
+"""EV state changes reach the controller as events (OCP mrc_ctl.h EV event queue): once a
+controller subscribes ("ev_subscribe"), an endpoint's QPs' forward EV state changes into a
+monitored state are queued (traffic/core/ev_events.py), served on its control socket
+("ev_events"), and the controller logs what the path monitor forwards
 (POST /ev_events) on the run's time line (action ev_event). Real endpoints over in-memory
 wires, the real control socket and the real controller API (its commands recorded)."""
 import threading
@@ -12,11 +13,11 @@ from controller.client import ControllerClient, ControllerError
 from controller.service import FabricController
 from emulation.network.path_monitor import PathMonitor
 from model.events import ControllerLog
-from model.topology import FabricSpec, Topology
+from model.topology import FabricSpec, Topology, ev_plane, ev_spine
 from tests.helpers.api_token import TOKEN
 from tests.helpers.controller import Recorder
 from tests.helpers.endpoint_fakes import endpoints
-from traffic.nic.control import ControlServer
+from traffic.nic.control import ControlError, ControlServer
 
 
 def test_an_ev_retirement_is_served_on_the_control_socket_once(tmp_path):
@@ -24,12 +25,18 @@ def test_an_ev_retirement_is_served_on_the_control_socket_once(tmp_path):
     server = ControlServer(a, str(tmp_path / "a.sock"))
     try:
         qp = a.create_qp(0x100, 2, 0x200, base_rtt_ns=1_000_000)
-        ev = qp.sender.evs.rotation[0]
+        ev, ev2 = qp.sender.evs.rotation[:2]
+        qp.sender.evs.mark_lost(ev2, "timeout", a.clock())      # no subscriber: no event
+        assert server.execute({"op": "ev_subscribe", "mask": 3})["mask"] == 3
         qp.sender.evs.mark_lost(ev, "timeout", a.clock())
         got = server.execute({"op": "ev_events"})
+        assert not [e for e in got["events"] if e["ev"] == ev2]
         retired = [e for e in got["events"] if e["ev"] == ev]
-        assert [(e["old"], e["new"], e["reason"], e["qp"], e["drop_count"]) for e in retired] == \
-            [("GOOD", "ASSUMED_BAD", "timeout", 0x100, 0)]
+        assert [(e["old"], e["new"], e["reason"], e["qp"], e["peer"], e["state"],
+                 e["drop_count"]) for e in retired] == \
+            [("GOOD", "ASSUMED_BAD", "timeout", 0x100, 2, 2, 0)]
+        with pytest.raises(ControlError, match="only GOOD"):
+            server.execute({"op": "ev_subscribe", "mask": 4})
         assert server.execute({"op": "ev_events"})["events"] == []      # delivered once
     finally:
         server.close()
@@ -63,15 +70,19 @@ def test_the_path_monitor_forwards_an_endpoints_ev_events_to_the_controller_log(
     try:
         qp = a.create_qp(0x100, 2, 0x200, base_rtt_ns=1_000_000)
         ev = qp.sender.evs.rotation[1]
-        qp.sender.evs.mark_lost(ev, "sack_gap", a.clock())
         thread.start()
         monitor = PathMonitor(topo, {"h0": server.path}, port, tmp_path / "pm.jsonl")
+        monitor.gather()                    # subscribes
+        qp.sender.evs.mark_lost(ev, "sack_gap", a.clock())
         monitor.gather()
         logged = [e for e in ctl.fault_log.entries() if e["action"] == ControllerLog.EV_EVENT]
         mine = [e for e in logged if e["ev"] == ev]
         assert [(e["host"], e["new"], e["reason"]) for e in mine] == \
             [("h0", "ASSUMED_BAD", "sack_gap")]
         assert monitor.ev_events_forwarded == len(logged) and not monitor.ev_event_errors
+        # and the loss counts on its path (h0 to h2 on the EV's plane and spine)
+        key = f"h0>h2/p{ev_plane(ev)}/s{ev_spine(ev)}"
+        assert monitor.ev_losses == {key: 1}
     finally:
         stop.set()
         thread.join(5)

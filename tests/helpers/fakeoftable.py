@@ -5,13 +5,16 @@ fakeoftable, written for this project's plain-data rules).
 Semantics kept from OpenFlow: highest priority wins; a masked field matches when
 (packet & mask) == (value & mask); a field absent from the match is a wildcard; empty actions
 drop. Two different matching rules at the same priority are reported as an error, because real
-switches resolve that arbitrarily.
+switches resolve that arbitrarily. A plain output to the port the packet came in on sends
+nothing (OpenFlow 1.3, 7.2.5: only the IN_PORT reserved port sends a packet back out of its
+ingress port), and an IN_PORT output (controller.routing.IN_PORT) does.
 """
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass
 
+from controller.routing import IN_PORT
 from model.topology import Topology
 
 IPV6_FIELDS = ("ipv6_dst", "ipv6_src")
@@ -81,7 +84,8 @@ def lookup(rules, packet: dict):
 class Trace:
     nodes: list           # node names visited, starting with the sender
     delivered_to: str | None
-    reason: str           # "delivered", "dropped by rule", "link down", "no rule", "loop"
+    reason: str           # "delivered", "dropped by rule", "link down", "no rule", "loop",
+                          # "output to the ingress port"
 
 
 class FakeFabric:
@@ -112,7 +116,10 @@ class FakeFabric:
             if not outputs:
                 return Trace(nodes, None, "dropped by rule")
             assert len(outputs) == 1, f"multi-output rule {rule} not modelled"
-            link = self.topo.switch_ports(node)[outputs[0]]
+            out = in_port if outputs[0] == IN_PORT else outputs[0]
+            if outputs[0] == in_port:
+                return Trace(nodes, None, "output to the ingress port")
+            link = self.topo.switch_ports(node)[out]
             if frozenset(link.ends()) in self.down:
                 return Trace(nodes, None, "link down")
             if link.a == node:

@@ -18,8 +18,6 @@ UNTESTED_BY_NAME = {
                                 "tests/analysis/test_plots*.py",
     "traffic/core/ev_probes.py": "the probes in flight of the EV set (a mixin of EVSet): "
                                  "tests/traffic/core/test_evs*.py",
-    "traffic/nic/endpoint_probes.py": "the endpoint's own probes (a mixin of Endpoint): "
-                                      "tests/traffic/nic/test_endpoint*.py",
     "traffic/nic/queue_pair.py": "the endpoint's QP glue: tests/traffic/nic/test_endpoint*.py",
     "model/argtypes.py": "argparse value types: every command's bad-argument tests "
                          "(tests/emulation/test_cli.py, tests/emulation/benches/)",

@@ -25,9 +25,28 @@ pytestmark = pytest.mark.integration
 EXPERIMENTS = REPO / "experiments"
 SHIPPED = ("demo", "nic-link-down", "fabric-links-down", "t1-blackhole", "gray-failure",
            "random-loss", "incast", "incast-shallow", "flap", "switch-down", "lossy-nic-link",
-           "ecn-collision", "wide-spines", "scale")
+           "ecn-collision", "wide-spines", "scale", "t0-t1-gray-loss")
 # scale's two short runs are shared by its tests (scale_runs below)
 RUNS = [(name, "mrc") for name in SHIPPED if name != "scale"] + [("fabric-links-down", "tcp")]
+
+
+def check_t0_t1_link_denied(tdir: Path, scn, summary: dict, t_first: int) -> None:
+    """The monitor named the lossy T0-T1 link, not its twin via the same T1, after the fault;
+    the T1 turns of h0/h1 over it were among its evidence and those of h2/h3 were clean."""
+    assert [(d["link"], d["t_ns"] >= t_first) for d in summary["denied"]] == \
+        [("t0p0g0~t1p0s0", True)], summary["denied"]
+    assert 0 < summary["detection_ms"] < (summary["traffic_end_ns"] - t_first) / 1e6
+    assert summary["path_monitor_error"] is None
+    (record,) = events(tdir / "path-monitor.jsonl")
+    assert record["link"] == "t0p0g0~t1p0s0" and record["ok"]
+    # only a T1 turn of group 1 crosses t0p0g1~t1p0s0 without t0p0g0~t1p0s0: a clean one
+    # is what cleared the twin
+    turns = [record["all_paths"].get(f"{h}>{h}/p0/s0", {}) for h in ("h2", "h3")]
+    assert any(t.get("sent", 0) > 0 and t.get("lost") == 0 for t in turns), record["all_paths"]
+    # every endpoint's denylist names that link only
+    lists = _endpoint_events(tdir, scn, Event.DENYLIST, t_first)
+    assert {e["host"] for e in lists} == {"h0", "h1", "h2", "h3"}
+    assert all(e["rules"] == [{"link": "t0p0g0~t1p0s0"}] for e in lists)
 
 
 def events(path: Path) -> list[dict]:
@@ -280,10 +299,14 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         lists = _endpoint_events(tdir, scn, Event.DENYLIST, t_first)
         assert {e["host"] for e in lists} == {"h0", "h1", "h2", "h3"}
         assert all(e["rules"] == [{"link": "h1~t0p0g0"}] for e in lists)
-        # the endpoints' EV state changes reached the controller as events (traffic/core/ev_events.py)
+        # the endpoints' EV state changes reached the controller as events, the monitored
+        # states only (mrc_ctl.h: GOOD and ASSUMED_BAD; traffic/core/ev_events.py)
         ev_events = [e for e in events(tdir / "faults.jsonl")
                      if e["action"] == ControllerLog.EV_EVENT]
-        assert any(e["new"] == "DENIED" for e in ev_events), len(ev_events)
+        assert any(e["new"] == "ASSUMED_BAD" for e in ev_events), len(ev_events)
+        assert {e["new"] for e in ev_events} <= {"GOOD", "ASSUMED_BAD"}
+    elif name == "t0-t1-gray-loss":
+        check_t0_t1_link_denied(tdir, scn, summary, t_first)
     elif name == "random-loss":
         assert _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first), \
             "no retransmission under loss"

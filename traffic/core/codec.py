@@ -4,6 +4,8 @@ API (everything else in this module is private):
 
     codec = Codec(topology)                    # once per process; topology = model.topology.Topology
     enc = codec.encoder(src_host, dst_host, plane, mode)   # mode "srv6" | "ecmp"; cached per key
+    hop = codec.hop_encoder(host, plane, tier)  # a per-hop self-probe: tier 0 turns at the host's
+        T0, tier 1 at the T1 its EV's spine names (Topology.hop_container; srv6 only)
     frame: bytes = enc.encode(msg, ev=None, ecn=ECN_ECT0)
         msg: messages.DataPacket | Sack | Nack | Probe.  ev: the wire EV (UDP sport = ev & 0xffff,
         flow label(s) = ev >> 16; in srv6 mode the outer destination is the uSID container of
@@ -202,15 +204,20 @@ class Encoder:
     """
 
     def __init__(self, topo: Topology, src_host: int, dst_host: int, plane: int, mode: str,
-                 udp_checksum: bool = False):
+                 udp_checksum: bool = False, hop_tier: int | None = None):
         from scapy.layers.inet import UDP
         from scapy.layers.inet6 import IPv6
         from scapy.layers.l2 import Ether
 
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
-        if src_host == dst_host:
+        if hop_tier is None and src_host == dst_host:
             raise ValueError(f"source and destination are the same host {src_host}")
+        if hop_tier is not None and (src_host != dst_host or mode != "srv6"
+                                     or hop_tier not in (0, 1)):
+            raise ValueError(f"a hop probe goes from a host back to itself (got {src_host} -> "
+                             f"{dst_host}) in srv6 mode (got {mode!r}), turning at tier 0 or 1 "
+                             f"(got {hop_tier!r})")
         self.src_host, self.dst_host, self.plane, self.mode = src_host, dst_host, plane, mode
         src_addr, dst_addr = topo.nic_addr(src_host, plane), topo.nic_addr(dst_host, plane)
         template = Ether(src=topo.nic_mac(src_host, plane), dst=topo.nic_mac(dst_host, plane))
@@ -218,9 +225,10 @@ class Encoder:
         if self.srv6:
             # One container per spine: the EV's spine bits pick the path.
             self._containers = [ipaddress.IPv6Address(
-                topo.usid_container(src_host, dst_host, plane, s)).packed
+                topo.usid_container(src_host, dst_host, plane, s) if hop_tier is None
+                else topo.hop_container(src_host, plane, s if hop_tier else None)).packed
                 for s in range(topo.spec.spines)]
-            template /= IPv6(src=src_addr, dst=topo.usid_container(src_host, dst_host, plane, 0),
+            template /= IPv6(src=src_addr, dst=ipaddress.IPv6Address(self._containers[0]).compressed,
                              nh=NH_IPV6, hlim=HOP_LIMIT)
         template /= IPv6(src=src_addr, dst=dst_addr, nh=NH_UDP, hlim=HOP_LIMIT)
         template /= UDP(sport=1, dport=ROCE_UDP_PORT, chksum=0)
@@ -408,6 +416,16 @@ class Codec:
         if enc is None:
             enc = self._encoders[key] = Encoder(self.topo, src_host, dst_host, plane, mode,
                                                 self.udp_checksum)
+        return enc
+
+    def hop_encoder(self, host: int, plane: int, tier: int) -> Encoder:
+        """The encoder of `host`'s hop probes on `plane` turning at `tier` (0: its T0, 1: the
+        T1 of the EV's spine)."""
+        key = (host, host, plane, "srv6", tier)
+        enc = self._encoders.get(key)
+        if enc is None:
+            enc = self._encoders[key] = Encoder(self.topo, host, host, plane, "srv6",
+                                                self.udp_checksum, hop_tier=tier)
         return enc
 
     def decode(self, frame):

@@ -6,6 +6,14 @@ endpoint answers on the same path back), so a round trip crosses every link of t
 directions: host->T0->host inside a group, host->T0->T1->T0->host across groups. Inside a group
 the spine does not change the path, so such pairs are probed once per plane (spine 0).
 
+With `hop_probes` (SRv6 routing) the host also probes its own hops, as the MRC paper's
+Clustermapper agents do: on every plane one self-probe turns at its T0 (host -> T0 -> host:
+the NIC-T0 link alone) and one per spine turns at that T1 (host -> T0 -> T1 -> T0 -> host: the
+NIC-T0 link and that T0-T1 link). A self-probe is its own answer (no peer is involved), so its
+path is named with the host twice: "h0>h0/p0/t0" and "h0>h0/p0/s1". Host-to-host paths across
+groups cross two T0-T1 links that every such probe crosses together; the T1 turn is what tells
+them apart.
+
 The counts per path (sent, answered, lost) are what a localiser (controller/localize.py) needs:
 a lossy link shows as loss on exactly the paths that cross it.
 
@@ -33,6 +41,9 @@ from traffic.core.messages import PROBE_ID_MASK
 # Entropy of prober EVs: apart from the EV sets' random entropies (0xC000..0xFFFF) and the
 # endpoint's RTT/READY probes (0x100.., 0x200..), so a capture tells them apart.
 PROBER_ENTROPY = 0x300
+HOP_T0_ENTROPY = 0x301         # a self-probe turning at the host's T0
+HOP_T1_ENTROPY = 0x302         # a self-probe turning at the T1 of the EV's spine
+HOP_T0 = -1                    # the "spine" of the T0 turn in a hop path's (peer, plane, spine)
 # A probe unanswered on a path that answers nothing else is judged by the peer's answers over
 # other paths to probes sent at least this much later (the default of `other_path_margin_ns`;
 # the endpoint passes its path_probe_margin_ms, a time the time scale stretches): longer than a
@@ -52,14 +63,37 @@ class PathCount:
 
 
 def path_key(src: int, dst: int, plane: int, spine: int) -> str:
-    """Stable name of a probed path, as the prober reports it ("h0>h2/p0/s1")."""
-    return f"h{src}>h{dst}/p{plane}/s{spine}"
+    """Stable name of a probed path, as the prober reports it ("h0>h2/p0/s1"; a hop probe's
+    "h0>h0/p0/t0" turns at the T0, "h0>h0/p0/s1" at T1 1)."""
+    return f"h{src}>h{dst}/p{plane}/" + ("t0" if spine == HOP_T0 else f"s{spine}")
 
 
 def parse_path_key(key: str) -> tuple[int, int, int, int]:
     hosts, plane, spine = key.split("/")
     src, dst = hosts.split(">")
-    return int(src[1:]), int(dst[1:]), int(plane[1:]), int(spine[1:])
+    return (int(src[1:]), int(dst[1:]), int(plane[1:]),
+            HOP_T0 if spine == "t0" else int(spine[1:]))
+
+
+def path_links(topo: Topology, key: str) -> list[str]:
+    """Names of the links the probed path `key` crosses (a hop probe's: Topology.hop_links)."""
+    src, dst, plane, spine = parse_path_key(key)
+    if src == dst:
+        links = topo.hop_links(src, plane, None if spine == HOP_T0 else spine)
+    else:
+        links = topo.path_links(src, dst, plane, spine)
+    return [link.name for link in links]
+
+
+def hop_paths(topo: Topology, host: int) -> list[tuple[int, int, int]]:
+    """(host, plane, HOP_T0 or spine) of every hop probe of `host`."""
+    return [(host, plane, spine) for plane in range(topo.spec.planes)
+            for spine in (HOP_T0, *range(topo.spec.spines))]
+
+
+def hop_tier(ev: int) -> int:
+    """Where a hop probe on `ev` turns: 0 at the T0, 1 at the T1 of the EV's spine."""
+    return 0 if ev & 0xFFFF == HOP_T0_ENTROPY else 1
 
 
 def probed_paths(topo: Topology, src: int, peers) -> list[tuple[int, int, int]]:
@@ -77,7 +111,7 @@ class PathProber:
     """Schedule and bookkeeping of one host's path probes."""
 
     def __init__(self, topo: Topology, host: int, interval_ns: int, timeout_ns: int, *,
-                 other_path_margin_ns: int = OTHER_PATH_MARGIN_NS):
+                 other_path_margin_ns: int = OTHER_PATH_MARGIN_NS, hop_probes: bool = False):
         if interval_ns <= 0 or timeout_ns <= 0 or other_path_margin_ns <= 0:
             raise ValueError(f"prober interval, timeout and other-path margin must be > 0, got "
                              f"{interval_ns}, {timeout_ns}, {other_path_margin_ns}")
@@ -86,6 +120,7 @@ class PathProber:
         self.host = host
         self.interval_ns = int(interval_ns)
         self.timeout_ns = int(timeout_ns)
+        self.hop_probes = bool(hop_probes)
         self.counts: dict[tuple[int, int, int], PathCount] = {}
         self._next: dict[tuple[int, int, int], int] = {}
         self._pending: dict[int, tuple[tuple[int, int, int], int]] = {}   # seq -> (path, sent)
@@ -95,13 +130,18 @@ class PathProber:
     def set_peers(self, peers, now_ns: int) -> None:
         """Probe these peers from now on (paths of new peers start, spread over one interval)."""
         paths = probed_paths(self.topo, self.host, sorted(set(peers) - {self.host}))
+        if self.hop_probes:
+            paths += hop_paths(self.topo, self.host)
         new = [p for p in paths if p not in self.counts]
         for i, path in enumerate(new):
             self.counts[path] = PathCount()
             self._next[path] = now_ns + self.interval_ns * i // max(1, len(new))
 
     def ev_of(self, path: tuple[int, int, int]) -> int:
-        _, plane, spine = path
+        peer, plane, spine = path
+        if peer == self.host:
+            return make_ev(plane, max(spine, 0),
+                           HOP_T0_ENTROPY if spine == HOP_T0 else HOP_T1_ENTROPY)
         return make_ev(plane, spine, PROBER_ENTROPY)
 
     def due(self, now_ns: int) -> list[tuple[int, int, int, int]]:
@@ -175,5 +215,6 @@ class PathProber:
         return out
 
 
-__all__ = ["PathProber", "PathCount", "path_key", "parse_path_key", "probed_paths",
-           "PROBER_ENTROPY"]
+__all__ = ["PathProber", "PathCount", "path_key", "parse_path_key", "path_links", "probed_paths",
+           "hop_paths", "hop_tier", "PROBER_ENTROPY", "HOP_T0", "HOP_T0_ENTROPY",
+           "HOP_T1_ENTROPY"]

@@ -18,6 +18,8 @@ Requests (one JSON object per line; every reply has "ok", errors carry "error"):
         "newly_denied", "newly_allowed", "evs_denied"}; rules as traffic/core/denylist.py
   {"op":"path_stats"}                                 -> {"paths": {path: {"sent","lost"}}} of
         the path prober (traffic/core/path_prober.py; {} when it is off)
+  {"op":"ev_subscribe","mask":M}                      -> {"mask"} monitor the EV states in M
+        (mrc_ctl.h bits: GOOD 1, ASSUMED_BAD 2; 0: none) from now on
   {"op":"ev_events"}                                  -> {"events": [...]} the EV state changes
         not yet delivered, with drop counts (traffic/core/ev_events.py), removed from the queue
   {"op":"shutdown"}
@@ -181,6 +183,11 @@ class ControlServer:
                 return {"ok": True, **ep.set_denylist(req.get("rules", []))}
             if op == "path_stats":
                 return {"ok": True, "host": ep.host, "paths": ep.path_stats()}
+            if op == "ev_subscribe":
+                try:
+                    return {"ok": True, "mask": ep.ev_events.subscribe(req.get("mask"))}
+                except ValueError as e:
+                    raise ControlError(str(e)) from None
             if op == "ev_events":
                 return {"ok": True, "host": ep.host, "events": ep.ev_events.poll()}
             if op == "shutdown":
@@ -189,7 +196,7 @@ class ControlServer:
         except EndpointError as e:
             raise ControlError(str(e)) from None
         raise ControlError(f"unknown op {op!r}; ops: status reg_mr create_qp post_write wait "
-                           f"digest denylist path_stats shutdown")
+                           f"digest denylist path_stats ev_subscribe ev_events shutdown")
 
     def _check_waits(self) -> None:
         if not self.waits:

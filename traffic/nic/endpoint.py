@@ -95,7 +95,8 @@ class Endpoint(EndpointProbes):
         self.topo = Topology(config.spec)
         self.codec = Codec(self.topo)
         self.log = EventLog(config.event_log, f"h{self.host}", clock)
-        # forward EV state changes for the controller (control socket "ev_events")
+        # EV state changes for the controller once it subscribes (control socket
+        # "ev_subscribe", "ev_events")
         self.ev_events = EvEventQueue(rate_per_s=config.ev_event_rate_per_s)
         self.counters = Counters()
         if ports is None and open_ports:
@@ -144,7 +145,8 @@ class Endpoint(EndpointProbes):
             self.prober = PathProber(self.topo, self.host,
                                      int(config.path_probe_interval_ms * 1e6),
                                      int(config.path_probe_timeout_ms * 1e6),
-                                     other_path_margin_ns=int(config.path_probe_margin_ms * 1e6))
+                                     other_path_margin_ns=int(config.path_probe_margin_ms * 1e6),
+                                     hop_probes=config.routing == "srv6")
         self._prober_peers = 0
         # The links' propagation delay, emulated here: every received frame waits out its path's
         # one-way delay before the endpoint sees it (model/propagation.py). None: no delay.
@@ -230,7 +232,8 @@ class Endpoint(EndpointProbes):
             name = event.pop("event")
             self.log.emit(name, t_ns=t, **event)
             if name == Event.EV_STATE and event.get("direction") != "reverse":
-                self.ev_events.push({"t_ns": t, **event}, self.clock() if t is None else t)
+                self.ev_events.push({"t_ns": t, "peer": peer, **event},
+                                    self.clock() if t is None else t)
 
         if transport == "mrc":
             sender = SenderQP(qpn, peer_qpn, qcfg, paths, rng, emit)

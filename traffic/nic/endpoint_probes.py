@@ -1,6 +1,7 @@
 """The endpoint's own probes, which no QP owns: the base RTT to a peer measured before its QPs
-exist, the "do you have QPs to me yet?" READY probe, the path prober's probes, and the answers
-to every probe a peer sends.
+exist, the "do you have QPs to me yet?" READY probe, the path prober's probes (its per-hop
+self-probes come back to this endpoint as they were sent: they are their own answer), and the
+answers to every probe a peer sends.
 
 Apart from traffic/nic/endpoint.py because they are one concept (EV probes on the endpoint's
 reserved source QPs, RTT_PROBE_QP, READY_PROBE_QP, PATH_PROBE_QP) beside the loop, the sending
@@ -15,6 +16,7 @@ import time
 from model.events import Event
 from model.topology import make_ev
 from traffic.core.messages import PROBE_ID_MASK, Probe
+from traffic.core.path_prober import hop_tier
 
 RTT_PROBE_QP = 0           # src_qp of the endpoint's own base-RTT probes (no QP owns them)
 READY_PROBE_QP = 1         # src_qp of "do you have QPs to me yet?" probes (answered only then)
@@ -25,6 +27,12 @@ class EndpointProbes:
     """Probe handling of Endpoint (mixed into it; see the module docstring)."""
 
     def _on_probe(self, plane: int, msg: Probe, meta, now: int) -> None:
+        if meta.src_host == self.host:
+            # one of our hop probes, back from where it turned (traffic/core/path_prober.py)
+            if (msg.response or msg.src_qp != PATH_PROBE_QP or self.prober is None
+                    or not self.prober.on_response(msg.seq, now)):
+                self.counters.drop("stale_probe")
+            return
         if not msg.response:
             if msg.src_qp == READY_PROBE_QP and not any(
                     qp.peer == meta.src_host for qp in self.qps.values()):
@@ -125,8 +133,24 @@ class EndpointProbes:
             prober.set_peers({qp.peer for qp in self.qps.values()}, now)
         prober.expire(now)
         for peer, plane, ev, seq in prober.due(now):
-            self.send_message(Probe(ev=ev, seq=seq, timestamp=now, src_qp=PATH_PROBE_QP,
-                                    path_ev=ev), plane, peer)
+            probe = Probe(ev=ev, seq=seq, timestamp=now, src_qp=PATH_PROBE_QP, path_ev=ev)
+            if peer == self.host:
+                self._send_hop_probe(probe, plane)
+            else:
+                self.send_message(probe, plane, peer)
+
+    def _send_hop_probe(self, probe: Probe, plane: int) -> None:
+        """A self-probe on the control queue of `plane`, turning where its EV says."""
+        if plane not in self.ports:
+            self.counters.drop("tx_no_port")
+            return
+        try:
+            frame = self.codec.hop_encoder(self.host, plane, hop_tier(probe.ev)).encode(probe)
+        except ValueError as e:
+            self.counters.drop("tx_encode_error")
+            self.log.emit(Event.TX_ERROR, qp=PATH_PROBE_QP, reason=str(e))
+            return
+        self.ctrlq[plane].append(frame)
 
     def path_stats(self) -> dict:
         """The prober's per-path counts ({} when it is off)."""

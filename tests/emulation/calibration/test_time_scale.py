@@ -106,6 +106,8 @@ def test_rates_are_divided_and_bytes_kept():
     assert wall.spec.mtu == 1500
     assert wall.collective.message_bytes == 4194304
     assert wall.mrc["endpoint"]["port_rate_mbit"] == 20.0       # 80 / 4
+    # the EV event limit holds per emulated second: its default 50/s is 12.5/s on the wall clock
+    assert wall.mrc["endpoint"]["ev_event_rate_per_s"] == 12.5
     assert wall.topology.link("t0p0g0", "t1p0s0").mbit == 12.5
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import ipaddress
 
+import pytest
+
 from scapy.layers.inet import UDP
 from scapy.layers.inet6 import IPv6
 from scapy.layers.l2 import Ether
@@ -136,3 +138,16 @@ def test_encode_names_a_field_that_does_not_fit():
     with pytest.raises(ValueError) as err:
         enc.encode(msg)
     assert str(err.value) == "dest_qp=16777216 does not fit 24 bits"
+
+
+def test_a_hop_encoder_goes_from_a_host_to_itself_in_srv6_only():
+    """A hop probe (Topology.hop_container) is the one frame whose source and destination are
+    the same host; anything else asking for that is refused by name."""
+    topo = Topology(FabricSpec())
+    with pytest.raises(ValueError, match="same host"):
+        Encoder(topo, 1, 1, 0, "srv6")
+    for src, dst, mode, tier in ((1, 2, "srv6", 0), (1, 1, "ecmp", 0), (1, 1, "srv6", 2)):
+        with pytest.raises(ValueError, match="a hop probe goes from a host back to itself"):
+            Encoder(topo, src, dst, 0, mode, hop_tier=tier)
+    codec = Codec(topo)
+    assert codec.hop_encoder(1, 0, 1) is codec.hop_encoder(1, 0, 1)      # cached

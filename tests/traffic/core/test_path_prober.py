@@ -113,3 +113,28 @@ def test_a_held_path_loses_nothing_and_a_drop_is_judged_by_the_next_answer_on_it
     for _, plane, _, seq in p.due(370 * MS):
         p.on_response(seq, 371 * MS)        # the next plane-0 probe got through
     assert len(dropped) == 1 and p.stats()[path_key(0, 1, 0, 0)]["lost"] == 1
+
+
+def test_hop_probes_once_per_interval_on_every_plane_each_its_own_answer():
+    """With hop probes h0 also probes, per plane, a T0 turn and a T1 turn per spine:
+    2 x (1 + 2) = 6 paths besides the 2 to its group peer h1."""
+    from traffic.core.path_prober import HOP_T0, HOP_T0_ENTROPY, HOP_T1_ENTROPY, hop_tier
+    p = PathProber(TOPO, 0, interval_ns=20 * MS, timeout_ns=100 * MS, hop_probes=True)
+    p.set_peers([1], 0)
+    sent = []
+    for t in range(0, 20):
+        sent += p.due(t * MS)
+    hops = [(plane, ev) for peer, plane, ev, _ in sent if peer == 0]
+    assert len(sent) == 8 and len(hops) == 6
+    assert sorted((plane, ev & 0xFFFF, ev_spine(ev)) for plane, ev in hops) == sorted(
+        [(pl, HOP_T0_ENTROPY, 0) for pl in (0, 1)]
+        + [(pl, HOP_T1_ENTROPY, s) for pl in (0, 1) for s in (0, 1)])
+    assert sorted(hop_tier(ev) for _, ev in hops) == [0, 0, 1, 1, 1, 1]
+    for peer, _, _, seq in sent:
+        if peer == 0:
+            assert p.on_response(seq, 30 * MS)
+    p.expire(200 * MS)
+    assert set(p.stats()) == {"h0>h0/p0/t0", "h0>h0/p1/t0", "h0>h0/p0/s0", "h0>h0/p0/s1",
+                              "h0>h0/p1/s0", "h0>h0/p1/s1"}
+    assert parse_path_key("h0>h0/p1/t0") == (0, 0, 1, HOP_T0)
+    assert path_key(0, 0, 1, HOP_T0) == "h0>h0/p1/t0"
