@@ -23,6 +23,8 @@ import pandas as pd
 
 from analysis import runmodel
 from analysis import flows, recovery
+from analysis.metric_names import BUSBW_FACTORS, busbw_factor  # noqa: F401 - re-exported
+from analysis.metric_names import norm_collective as _norm_collective  # noqa: F401
 from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
 from analysis.pcap import drop_far_packets, load_captures
 from analysis.timescale import time_scale_problem
@@ -34,21 +36,7 @@ DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "
 # OCP's EV states, plus SUSPECT: not an OCP state, the time an EV spends out of use while a
 # loss on it awaits its verdict (traffic/core/reliability.py loss verdicts; ev_suspect / ev_cleared).
 EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN", "SUSPECT")
-BUSBW_FACTORS = {
-    "allreduce": lambda n: 2 * (n - 1) / n,
-    "reducescatter": lambda n: (n - 1) / n,
-    "allgather": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-    # each flow's sender link carries S once, as in send/recv
-    "bisection": lambda n: 1.0,
-    # Not in nccl-tests; derived as PERFORMANCE.md derives Reduce's: all data goes to the
-    # target, here straight from each of the n-1 senders, so the target's link carries
-    # (n-1) S and at best t = (n-1) S / B.
-    "incast": lambda n: float(n - 1),
-}
+
 
 # ---------------------------------------------------------------- basic formulas
 
@@ -63,22 +51,6 @@ def jain_index(loads) -> float:
     if sq == 0:
         return 1.0
     return float(x.sum() ** 2 / (x.size * sq))
-
-
-def _norm_collective(name: str) -> str:
-    return str(name).lower().replace("_", "").replace("-", "").replace(" ", "")
-
-
-def busbw_factor(collective: str, n: int) -> float:
-    """NCCL's correction factor busbw / algbw for n ranks (nccl-tests doc/PERFORMANCE.md,
-    "Summary"): what turns S / t into the rate each rank's link must carry, so it compares
-    with the link speed whatever n."""
-    key = _norm_collective(collective)
-    if key not in BUSBW_FACTORS:
-        raise ValueError(f"unknown collective {collective!r}; known: {', '.join(BUSBW_FACTORS)}")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"world size must be an integer >= 1, got {n!r}")
-    return BUSBW_FACTORS[key](int(n))
 
 
 def bus_bandwidth(size_bytes, seconds, n: int, collective: str = "allreduce"):
