@@ -17,7 +17,7 @@ setup:
 
 demo: setup
 	$(MRCLAB) run experiments/demo.toml --transport all
-	$(MRCLAB) analyze latest
+	$(MRCLAB) analyze latest --brief
 
 # The transport core runs compiled when `make setup` built it; its own unit tests (marked `core`)
 # run a second time on the interpreted modules (the one source both builds come from).

@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import runmodel
-from analysis import flows, recovery
+from analysis import flows, metric_names, recovery
 from analysis.metric_names import BUSBW_FACTORS, busbw_factor  # noqa: F401 - re-exported
 from analysis.metric_names import norm_collective as _norm_collective  # noqa: F401
 from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
@@ -449,41 +449,55 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
     return RunAnalysis(run_dir, transports, t0, bin_ms, run_summary)
 
 
+def _nan(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
 def transport_metrics(td: TransportData, t0_ns: int, bin_ms: float = 10.0) -> dict:
-    """Headline numbers of one transport (the comparison table's row)."""
+    """Headline numbers of one transport (the comparison table's row) under the keys of
+    analysis/metric_names.py, computed there from the run model (so they are summary.json's);
+    then what only the captures measure (balance, reordering, retransmissions seen)."""
     row: dict = {"transport": td.name}
-    gp = log_goodput_series(td.events, bin_ms, t0_ns)
-    if gp.shape[1] == 0:
+    s = td.summary if isinstance(td.summary, dict) else {}
+    model = td.model
+    times = model.iteration_times_ms if model is not None else []
+    if not times:       # logs the run model cannot read (no worker logs): the events' iterations
+        it = iteration_times(td.events)
+        times = [float(d) * 1e3 for d in it["duration_s"]] if len(it) else []
+    median = metric_names.median_iteration_ms(times)
+    row["iterations_completed"] = len(times)
+    row["median_iteration_ms"] = _nan(median)
+    row["p99_iteration_ms"] = _nan(metric_names.p99_iteration_ms(times))
+    row["slowest_iteration_ms"] = _nan(metric_names.slowest_iteration_ms(times))
+    world = s.get("world_size")
+    bus = (metric_names.busbw_mbit(s["collective"], s.get("message_bytes"), world, median)
+           if s.get("collective") and isinstance(world, int) else None)
+    row["busbw_mbit"] = _nan(bus)
+    row["line_rate_fraction"] = _nan(s.get("line_rate_fraction"))
+    goodput = (metric_names.goodput_sum_mbit(model.samples, model.timed_start_ns,
+                                             model.traffic_end_ns) if model is not None else None)
+    if goodput is None and len(td.packets):     # no worker logs: the captures' payload, binned
         gp = goodput_series(td.packets, bin_ms, by=("host",), t0_ns=t0_ns)
-    total = gp.sum(axis=1) if gp.shape[1] else pd.Series(dtype=float)
-    row["goodput_mean_mbit"] = float(total.mean()) if len(total) else float("nan")
-    row["goodput_p5_mbit"] = float(total.quantile(0.05)) if len(total) else float("nan")
-    world = td.summary.get("world_size") if isinstance(td.summary, dict) else None
-    it = iteration_bandwidth(iteration_times(td.events, td.model.groups if td.model else None),
-                             world_size=world)
-    row["iterations"] = int(len(it))
-    row["iter_median_ms"] = float(it["duration_s"].median() * 1e3) if len(it) else float("nan")
-    row["iter_p99_ms"] = float(it["duration_s"].quantile(0.99) * 1e3) if len(it) else float("nan")
-    row["busbw_median_mbit"] = float(it["busbw_Bps"].median() * 8 / 1e6) if len(it) else float("nan")
-    rc = retransmission_causes(td.events)
-    row["retransmits"] = int(rc["count"].sum()) if len(rc) else 0
+        goodput = float(gp.sum(axis=1).mean()) if gp.shape[1] else None
+    row["goodput_sum_mbit"] = _nan(goodput)
+    row["retransmissions"] = _nan(model.retransmissions if model is not None else None)
     pr = packet_retransmissions(td.packets) if len(td.packets) else pd.DataFrame()
-    row["retx_packets_captured"] = int(pr["retransmitted"].sum()) if len(pr) else 0
+    row["retransmissions_captured"] = int(pr["retransmitted"].sum()) if len(pr) else 0
     if len(td.packets):
         lb = load_balance(td.packets)
         row["plane_jain"] = lb["plane_jain"]
         row["path_jain"] = lb["path_jain"]
         ro = reordering(td.packets)
         row["reorder_p99"] = float(ro["distance"].quantile(0.99)) if len(ro) else float("nan")
-    applied = td.model.applied if td.model is not None else []
+    applied = model.applied if model is not None else []
     if applied:
         recs = [f.recovery_ms for f in applied]
-        row["recovery_first_fault_ms"] = float("nan") if recs[0] is None else float(recs[0])
+        row["recovery_first_fault_ms"] = _nan(recs[0])
         known = [r for r in recs if r is not None]
         row["recovery_max_ms"] = max(known) if known else float("nan")
         row["faults_not_recovered"] = sum(r is None for r in recs)
-    if td.model is not None and td.model.faults:
-        row["faults_not_effective"] = len(td.model.not_effective)
+    if model is not None and model.faults:
+        row["faults_not_effective"] = len(model.not_effective)
     row["problems"] = len(td.problems)
     return row
 

@@ -27,6 +27,7 @@ from analysis import sweep_stats
 from emulation.config import sweep_plan
 from emulation.config.sweep_plan import SweepError
 from model.argtypes import add_renamed
+from model.results import results_dir
 from model.clip import clip_values
 
 EXIT_OK, EXIT_NOT_VERIFIED, EXIT_BAD_SWEEP, EXIT_INTERRUPTED = 0, 1, 2, 130
@@ -61,7 +62,7 @@ def run_point(sweep, point, repeat: int, transport: str, pdir: Path) -> dict:
     out = pdir / transport
     out.mkdir(parents=True, exist_ok=True)
     before = set(out.iterdir())
-    argv = [str(pdir / "scenario.toml"), "--transport", transport, "--results-dir", str(out)]
+    argv = [str(pdir / "scenario.toml"), "--transport", transport, "--out-dir", str(out)]
     if sweep.short:
         argv.append("--short")
     code = runner.main(argv)
@@ -194,7 +195,7 @@ def main(args=None) -> int:
               f"{sweep.repeats} repeat(s) x {len(sweep.transports)} transport(s) "
               f"({', '.join(sweep.transports)}) = {runs} run(s)")
         return EXIT_OK
-    out = Path(args.out_dir) if args.out_dir else (Path("results") / "sweeps"
+    out = Path(args.out_dir) if args.out_dir else (results_dir() / "sweeps"
                                            / (sweep.name + ("-short" if sweep.short else "")))
     copy = out / "sweep.toml"
     try:
