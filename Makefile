@@ -17,7 +17,7 @@ setup:
 
 demo: setup
 	$(MRCLAB) run experiments/demo.toml --transport all
-	$(MRCLAB) analyze latest
+	$(MRCLAB) analyze latest --brief
 
 # Every shipped sweep in full (hours; resumes where it stopped), then docs/results/paper.md.
 # ARGS="--only random-loss" runs one sweep; ARGS=--page-only only rewrites the page.

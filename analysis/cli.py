@@ -13,7 +13,8 @@ import re
 import sys
 from pathlib import Path
 
-from analysis import fidelity_words, metrics, nccl_results, plots, report, safe_write
+from analysis import fidelity_words, metric_names, metrics, nccl_results, plots, report
+from analysis import safe_write
 from analysis.logs import resolve_run
 from model.argtypes import UsageError, add_renamed, positive_float
 
@@ -21,7 +22,8 @@ NOTEBOOK = Path(__file__).with_name("notebooks") / "mrc_run.ipynb"
 
 
 def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
-    """Analyse one run; returns {"report": Path, "figures": {name: Path}, "comparison": DataFrame}."""
+    """Analyse one run; returns {"report": Path, "figures": {name: Path}, "comparison": DataFrame,
+    "nccl", "problems", "summaries"}."""
     run_dir = resolve_run(run_dir)
     safe_write.check_run_dir(run_dir)
     out_dir = Path(out_dir) if out_dir else run_dir / "analysis"
@@ -38,7 +40,8 @@ def analyze(run_dir, out_dir=None, bin_ms: float = 10.0) -> dict:
             continue
     return {"report": rep, "figures": figs, "comparison": with_verdicts(
                 metrics.compare_transports(run), run),
-            "nccl": nccl, "problems": {n: t.problems for n, t in run.transports.items()}}
+            "nccl": nccl, "problems": {n: t.problems for n, t in run.transports.items()},
+            "summaries": {n: t.summary or {"transport": n} for n, t in run.transports.items()}}
 
 
 def with_verdicts(comparison, run):
@@ -55,13 +58,14 @@ def with_verdicts(comparison, run):
     return out
 
 
-# the comparison's columns the readable table shows, with their headings (digits None: text)
-READABLE_COLUMNS = (("fidelity", "fidelity", None), ("time_scale", "k", 3),
-                    ("iterations", "iters", 0), ("iter_median_ms", "median ms", 1),
-                    ("iter_p99_ms", "p99 ms", 1), ("goodput_mean_mbit", "goodput Mbit/s", 1),
-                    ("retransmits", "retx", 0), ("recovery_first_fault_ms", "recovery ms", 0),
-                    ("recovery_max_ms", "max rec. ms", 0), ("recovery_void", "void", 0),
-                    ("problems", "problems", 0))
+# the comparison's columns the readable table shows (digits None: text), under the headings of
+# analysis/metric_names.py, the console's
+READABLE_COLUMNS = (("fidelity", "fidelity", None),
+                    *((key, metric_names.HEADERS[key], 1) for key in (
+                        "median_iteration_ms", "slowest_iteration_ms", "busbw_mbit",
+                        "goodput_sum_mbit")),
+                    ("retransmissions", metric_names.HEADERS["retransmissions"], 0),
+                    ("recovery_max_ms", "max rec. ms", 0))
 
 
 def readable_table(comparison) -> str:
@@ -121,6 +125,12 @@ def add_analyze_arguments(parser: argparse.ArgumentParser) -> None:
                      help="print every transport's metrics and nccl-tests row as JSON")
     fmt.add_argument("--csv", action="store_true",
                      help="print one CSV row per transport (nccl-tests columns first)")
+    parser.add_argument("--wide", action="store_true",
+                        help="also print the nccl-tests row of each transport (as `mrclab run "
+                             "--wide`)")
+    fmt.add_argument("--brief", action="store_true",
+                     help="print only where the figures and the report went (`make demo`: the "
+                          "run has just printed the table)")
 
 
 def _parsed(args, prog: str, description: str, add_arguments) -> argparse.Namespace:
@@ -147,9 +157,14 @@ def main(args=None) -> int:
     if getattr(args, "csv", False):
         print(csv_text(res), end="")
         return 0
-    print(readable_table(res["comparison"]))
-    print()
-    print(nccl_results.table(res["nccl"]))
+    if not getattr(args, "brief", False):
+        print(readable_table(res["comparison"]))
+        for name, s in res["summaries"].items():    # the console's statement, once each
+            print(fidelity_words.transport_line({"transport": name, **s},
+                                                lead=metric_names.takeaway(s) if "verified" in s
+                                                else None))
+        if getattr(args, "wide", False):
+            print(nccl_results.table(res["nccl"]))
     for name, probs in res["problems"].items():
         if probs:
             print(f"{name}: {len(probs)} unreadable input item(s), e.g. {probs[0]}")

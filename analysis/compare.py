@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analysis import safe_write
+from analysis import metric_names, safe_write
 from analysis.fidelity_verdict import OK
 from analysis.fidelity_words import time_scale_of, verdict_of
 from analysis.logs import MAX_JSON_BYTES, resolve_run
@@ -125,12 +125,14 @@ def check_same_scenario(run_a: Path, run_b: Path) -> str | None:
 
 
 def _busbw_per_iteration(s: dict) -> list[float]:
-    times = [t for t in s.get("iteration_times_ms") or [] if t and t > 0]
-    nccl = s.get("nccl") or {}
-    if not times or nccl.get("busbw_GBps") is None or not nccl.get("time_mean_ms"):
+    """busbw (analysis/metric_names.py) of each iteration: the sample behind the interval of
+    the median's difference."""
+    world = s.get("world_size")
+    if not s.get("collective") or not isinstance(world, int):
         return []
-    # busbw is proportional to 1 / t: scale the mean-time figure to each iteration's time
-    return [nccl["busbw_GBps"] * nccl["time_mean_ms"] / t for t in times]
+    values = [metric_names.busbw_mbit(s["collective"], s.get("message_bytes"), world, t)
+              for t in s.get("iteration_times_ms") or [] if t and t > 0]
+    return [v for v in values if v is not None]
 
 
 def _recovery_max(s: dict):
@@ -138,9 +140,14 @@ def _recovery_max(s: dict):
     return max(known) if known else None
 
 
-SCALARS = (("slowest recovery ms", _recovery_max),
+SCALARS = (("recovery_max_ms", _recovery_max),
            ("retransmissions", lambda s: s.get("retransmissions")),
-           ("EVs retired", lambda s: s.get("evs_retired")))
+           ("evs_retired", lambda s: s.get("evs_retired")))
+# the table's name of each row's metric: the console's heading (analysis/metric_names.py)
+HEADINGS = {**metric_names.HEADERS, "recovery_max_ms": "max rec. ms"}
+# the metrics compared by their distribution over the iterations: (key, the per-iteration sample)
+SAMPLED = (("median_iteration_ms", lambda s: s.get("iteration_times_ms") or []),
+           ("busbw_mbit", _busbw_per_iteration))
 
 
 def compare(run_a, run_b, force: bool = False) -> dict:
@@ -158,19 +165,18 @@ def compare(run_a, run_b, force: bool = False) -> dict:
     rows = []
     for t in common:
         sa, sb = ta[t], tb[t]
-        samples = (("iteration ms", sa.get("iteration_times_ms") or [],
-                    sb.get("iteration_times_ms") or []),
-                   ("busbw GB/s", _busbw_per_iteration(sa), _busbw_per_iteration(sb)))
-        for metric, xa, xb in samples:
-            xa = [float(x) for x in xa if x is not None]
-            xb = [float(x) for x in xb if x is not None]
-            row = {"transport": t, "metric": f"median {metric}", "n_a": len(xa), "n_b": len(xb),
-                   "a": float(np.median(xa)) if xa else None,
-                   "b": float(np.median(xb)) if xb else None,
-                   "difference": None, "low": None, "high": None, "significant": "n/a"}
+        ma, mb = metric_names.of_summary(sa), metric_names.of_summary(sb)
+        for key, sample in SAMPLED:
+            xa = [float(x) for x in sample(sa) if x is not None]
+            xb = [float(x) for x in sample(sb) if x is not None]
+            a, b = ma[key], mb[key]          # the value every other output shows
+            row = {"transport": t, "metric": key, "n_a": len(xa),
+                   "n_b": len(xb), "a": a, "b": b,
+                   "difference": None if a is None or b is None else b - a,
+                   "low": None, "high": None, "significant": "n/a"}
             if xa and xb:
-                d, low, high = bootstrap_median_difference(xa, xb)
-                row.update(difference=d, low=low, high=high,
+                _, low, high = bootstrap_median_difference(xa, xb)
+                row.update(low=low, high=high,
                            significant="yes" if low > 0 or high < 0 else "no")
             rows.append(row)
         for metric, get in SCALARS:
@@ -212,16 +218,18 @@ def table(result: dict) -> str:
     lines = [("transport", "metric", "A", "B", "B - A", "95% interval", "significant")]
     for r in result["rows"]:
         interval = "-" if r["low"] is None else f"[{cell(r['low'])}, {cell(r['high'])}]"
-        lines.append((r["transport"], r["metric"], cell(r["a"]), cell(r["b"]),
-                       cell(r["difference"]), interval, r["significant"]))
+        lines.append((r["transport"], HEADINGS.get(r["metric"], r["metric"]), cell(r["a"]),
+                      cell(r["b"]), cell(r["difference"]), interval, r["significant"]))
     widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip()
                      for line in lines)
 
 
-def goodput_rate(tdir: Path, bin_ms: float = GOODPUT_BIN_MS) -> tuple[np.ndarray, np.ndarray]:
-    """(seconds from the first sample, Mbit/s per bin) of a transport's goodput.csv (all hosts'
-    cumulative received bytes); empty arrays when there is none."""
+def goodput_rate(tdir: Path, bin_ms: float = GOODPUT_BIN_MS,
+                 timed_start_ns: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(seconds from the timed start, Mbit/s per bin) of a transport's goodput.csv (all hosts'
+    cumulative received bytes, emulated time); without a timed start the first sample is t = 0.
+    Empty arrays when there is none."""
     try:
         with open(tdir / "goodput.csv", newline="") as f:
             pairs = [(int(r["t_ns"]), int(r["rx_bytes_all_hosts"])) for r in csv.DictReader(f)]
@@ -237,7 +245,17 @@ def goodput_rate(tdir: Path, bin_ms: float = GOODPUT_BIN_MS) -> tuple[np.ndarray
         return np.array([]), np.array([])
     at_edges = np.interp(edges, t, b)
     rate = np.diff(at_edges) * 8 / (bin_ms / 1e3) / 1e6
-    return (edges[:-1] - t[0]) / 1e9, rate
+    origin = t[0] if timed_start_ns is None else float(timed_start_ns)
+    return (edges[:-1] - origin) / 1e9, rate
+
+
+def _timed_start(tdir: Path) -> int | None:
+    """The transport's timed start (summary.json, emulated ns): t = 0 of every output."""
+    try:
+        start = _summary(tdir).get("timed_start_ns")
+    except CompareError:
+        return None
+    return start if isinstance(start, int) and not isinstance(start, bool) else None
 
 
 def plot_goodput(result: dict, path: Path) -> Path:
@@ -248,14 +266,15 @@ def plot_goodput(result: dict, path: Path) -> Path:
     fig, axes = plt.subplots(len(names), 1, figsize=(7.5, 2.4 * len(names)), squeeze=False)
     for ax, t in zip(axes[:, 0], names):
         for label, run, style in (("A", result["a"], "-"), ("B", result["b"], "--")):
-            x, y = goodput_rate(Path(run) / t)
+            start = _timed_start(Path(run) / t)
+            x, y = goodput_rate(Path(run) / t, timed_start_ns=start)
             if len(x):
                 ax.plot(x, y, style, label=f"{label}: {Path(run).name}")
         ax.set_title(t, fontsize=9)
-        ax.set_ylabel("goodput Mbit/s")
+        ax.set_ylabel("goodput, sum of\nhosts (Mbit/s)")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-    axes[-1, 0].set_xlabel(f"s from the first goodput sample ({GOODPUT_BIN_MS:.0f} ms bins)")
+    axes[-1, 0].set_xlabel(f"s from the timed start, emulated ({GOODPUT_BIN_MS:.0f} ms bins)")
     fig.tight_layout()
     try:
         return safe_write.save_figure(fig, path, dpi=110)     # never through a planted link

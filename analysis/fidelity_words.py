@@ -65,13 +65,14 @@ def void_faults(summary: dict | None) -> list[int]:
 
 
 def transport_sentence(summary: dict, scenario: str | None = None,
-                       auto: bool | None = None) -> str:
+                       auto: bool | None = None, lead: str | None = None) -> str:
     """The one statement of a transport's verdict: verdict and k, what broke, the voided
-    recoveries, the CPU's load read through the verdict, and the next step when not ok."""
+    recoveries, the CPU's load read through the verdict, and the next step when not ok.
+    lead: what the transport did (the console's takeaway), said first."""
     name = summary.get("transport", "?")
     verdict, k = verdict_of(summary), time_scale_of(summary)
     fid = summary.get("fidelity") if isinstance(summary.get("fidelity"), dict) else {}
-    text = f"{name}: fidelity {verdict} at time_scale {k:g}"
+    text = f"{name}: " + (f"{lead}; " if lead else "") + f"fidelity {verdict} at time_scale {k:g}"
     broken = _violations(fid) if verdict != OK else ""
     text += f" ({broken})" if broken else ""
     void = void_faults(summary)
@@ -89,9 +90,10 @@ def transport_sentence(summary: dict, scenario: str | None = None,
     return text + "."
 
 
-def transport_line(summary: dict, scenario: str | None = None, auto: bool | None = None) -> str:
+def transport_line(summary: dict, scenario: str | None = None, auto: bool | None = None,
+                   lead: str | None = None) -> str:
     """transport_sentence wrapped for a terminal of CONSOLE_COLUMNS (continuations indented)."""
-    return textwrap.fill(transport_sentence(summary, scenario, auto), CONSOLE_COLUMNS,
+    return textwrap.fill(transport_sentence(summary, scenario, auto, lead), CONSOLE_COLUMNS,
                          subsequent_indent="    ", break_on_hyphens=False)
 
 

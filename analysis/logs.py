@@ -19,6 +19,7 @@ import pandas as pd
 from analysis import jsonl
 from analysis.jsonl import parse_json
 from model.events import Event
+from model.results import results_dir
 from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 
@@ -221,12 +222,12 @@ def events_of(df: pd.DataFrame, name: str) -> pd.DataFrame:
 NOT_RUNS = ("sweeps",)      # results/ directories that hold other things than one run
 
 
-def resolve_run(path, results_root="results") -> Path:
-    """A run directory, or 'latest' = the most recently modified finished run under results/:
-    a directory holding its summary.json (the runner writes it last, so a run still being
-    written is not one), never results/sweeps."""
+def resolve_run(path, results_root=None) -> Path:
+    """A run directory, or 'latest' = the most recently modified finished run under
+    results_root (default results_dir()): a directory holding its summary.json (the runner writes
+    it last, so a run still being written is not one), never results/sweeps."""
     if str(path) == "latest":
-        root = Path(results_root)
+        root = Path(results_dir() if results_root is None else results_root)
         runs = [d for d in root.iterdir() if d.is_dir() and not d.is_symlink()
                 and d.name not in NOT_RUNS] if root.is_dir() else []
         done = [d for d in runs if (d / "summary.json").is_file()]
@@ -234,7 +235,8 @@ def resolve_run(path, results_root="results") -> Path:
             also = (f" ({len(runs)} without a summary.json: still running or cut short; name "
                     f"one to read it anyway)" if runs else "")
             raise FileNotFoundError(f"no finished run directory under {root.resolve()}{also}; "
-                                    f"run an experiment first (mrclab run experiments/<name>.toml)")
+                                    "run an experiment first (mrclab run <name>, a scenario of "
+                                    "experiments/)")
         return max(done, key=lambda d: d.stat().st_mtime)
     p = Path(path)
     if p.exists() and not p.is_dir():

@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from analysis import runmodel
-from analysis import flows, recovery
+from analysis import flows, metric_names, recovery
+from analysis.metric_names import BUSBW_FACTORS, busbw_factor  # noqa: F401 - re-exported
+from analysis.metric_names import norm_collective as _norm_collective  # noqa: F401
 from analysis.logs import load_events, load_faults, load_summary, run_topology, transport_dirs
 from analysis.pcap import drop_far_packets, load_captures
 from analysis.timescale import time_scale_problem
@@ -34,21 +36,7 @@ DATA_OPNAMES = ("WRITE_FIRST", "WRITE_MIDDLE", "WRITE_LAST", "WRITE_LAST_IMM", "
 # OCP's EV states, plus SUSPECT: not an OCP state, the time an EV spends out of use while a
 # loss on it awaits its verdict (traffic/core/reliability.py loss verdicts; ev_suspect / ev_cleared).
 EV_STATES = ("GOOD", "ASSUMED_BAD", "DENIED", "UNKNOWN", "SUSPECT")
-BUSBW_FACTORS = {
-    "allreduce": lambda n: 2 * (n - 1) / n,
-    "reducescatter": lambda n: (n - 1) / n,
-    "allgather": lambda n: (n - 1) / n,
-    "alltoall": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "sendrecv": lambda n: 1.0,
-    # each flow's sender link carries S once, as in send/recv
-    "bisection": lambda n: 1.0,
-    # Not in nccl-tests; derived as PERFORMANCE.md derives Reduce's: all data goes to the
-    # target, here straight from each of the n-1 senders, so the target's link carries
-    # (n-1) S and at best t = (n-1) S / B.
-    "incast": lambda n: float(n - 1),
-}
+
 
 # ---------------------------------------------------------------- basic formulas
 
@@ -63,22 +51,6 @@ def jain_index(loads) -> float:
     if sq == 0:
         return 1.0
     return float(x.sum() ** 2 / (x.size * sq))
-
-
-def _norm_collective(name: str) -> str:
-    return str(name).lower().replace("_", "").replace("-", "").replace(" ", "")
-
-
-def busbw_factor(collective: str, n: int) -> float:
-    """NCCL's correction factor busbw / algbw for n ranks (nccl-tests doc/PERFORMANCE.md,
-    "Summary"): what turns S / t into the rate each rank's link must carry, so it compares
-    with the link speed whatever n."""
-    key = _norm_collective(collective)
-    if key not in BUSBW_FACTORS:
-        raise ValueError(f"unknown collective {collective!r}; known: {', '.join(BUSBW_FACTORS)}")
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"world size must be an integer >= 1, got {n!r}")
-    return BUSBW_FACTORS[key](int(n))
 
 
 def bus_bandwidth(size_bytes, seconds, n: int, collective: str = "allreduce"):
@@ -477,41 +449,55 @@ def load_run(run_dir, bin_ms: float = 10.0) -> RunAnalysis:
     return RunAnalysis(run_dir, transports, t0, bin_ms, run_summary)
 
 
+def _nan(value) -> float:
+    return float("nan") if value is None else float(value)
+
+
 def transport_metrics(td: TransportData, t0_ns: int, bin_ms: float = 10.0) -> dict:
-    """Headline numbers of one transport (the comparison table's row)."""
+    """Headline numbers of one transport (the comparison table's row) under the keys of
+    analysis/metric_names.py, computed there from the run model (so they are summary.json's);
+    then what only the captures measure (balance, reordering, retransmissions seen)."""
     row: dict = {"transport": td.name}
-    gp = log_goodput_series(td.events, bin_ms, t0_ns)
-    if gp.shape[1] == 0:
+    s = td.summary if isinstance(td.summary, dict) else {}
+    model = td.model
+    times = model.iteration_times_ms if model is not None else []
+    if not times:       # logs the run model cannot read (no worker logs): the events' iterations
+        it = iteration_times(td.events)
+        times = [float(d) * 1e3 for d in it["duration_s"]] if len(it) else []
+    median = metric_names.median_iteration_ms(times)
+    row["iterations_completed"] = len(times)
+    row["median_iteration_ms"] = _nan(median)
+    row["p99_iteration_ms"] = _nan(metric_names.p99_iteration_ms(times))
+    row["slowest_iteration_ms"] = _nan(metric_names.slowest_iteration_ms(times))
+    world = s.get("world_size")
+    bus = (metric_names.busbw_mbit(s["collective"], s.get("message_bytes"), world, median)
+           if s.get("collective") and isinstance(world, int) else None)
+    row["busbw_mbit"] = _nan(bus)
+    row["line_rate_fraction"] = _nan(s.get("line_rate_fraction"))
+    goodput = (metric_names.goodput_sum_mbit(model.samples, model.timed_start_ns,
+                                             model.traffic_end_ns) if model is not None else None)
+    if goodput is None and len(td.packets):     # no worker logs: the captures' payload, binned
         gp = goodput_series(td.packets, bin_ms, by=("host",), t0_ns=t0_ns)
-    total = gp.sum(axis=1) if gp.shape[1] else pd.Series(dtype=float)
-    row["goodput_mean_mbit"] = float(total.mean()) if len(total) else float("nan")
-    row["goodput_p5_mbit"] = float(total.quantile(0.05)) if len(total) else float("nan")
-    world = td.summary.get("world_size") if isinstance(td.summary, dict) else None
-    it = iteration_bandwidth(iteration_times(td.events, td.model.groups if td.model else None),
-                             world_size=world)
-    row["iterations"] = int(len(it))
-    row["iter_median_ms"] = float(it["duration_s"].median() * 1e3) if len(it) else float("nan")
-    row["iter_p99_ms"] = float(it["duration_s"].quantile(0.99) * 1e3) if len(it) else float("nan")
-    row["busbw_median_mbit"] = float(it["busbw_Bps"].median() * 8 / 1e6) if len(it) else float("nan")
-    rc = retransmission_causes(td.events)
-    row["retransmits"] = int(rc["count"].sum()) if len(rc) else 0
+        goodput = float(gp.sum(axis=1).mean()) if gp.shape[1] else None
+    row["goodput_sum_mbit"] = _nan(goodput)
+    row["retransmissions"] = _nan(model.retransmissions if model is not None else None)
     pr = packet_retransmissions(td.packets) if len(td.packets) else pd.DataFrame()
-    row["retx_packets_captured"] = int(pr["retransmitted"].sum()) if len(pr) else 0
+    row["retransmissions_captured"] = int(pr["retransmitted"].sum()) if len(pr) else 0
     if len(td.packets):
         lb = load_balance(td.packets)
         row["plane_jain"] = lb["plane_jain"]
         row["path_jain"] = lb["path_jain"]
         ro = reordering(td.packets)
         row["reorder_p99"] = float(ro["distance"].quantile(0.99)) if len(ro) else float("nan")
-    applied = td.model.applied if td.model is not None else []
+    applied = model.applied if model is not None else []
     if applied:
         recs = [f.recovery_ms for f in applied]
-        row["recovery_first_fault_ms"] = float("nan") if recs[0] is None else float(recs[0])
+        row["recovery_first_fault_ms"] = _nan(recs[0])
         known = [r for r in recs if r is not None]
         row["recovery_max_ms"] = max(known) if known else float("nan")
         row["faults_not_recovered"] = sum(r is None for r in recs)
-    if td.model is not None and td.model.faults:
-        row["faults_not_effective"] = len(td.model.not_effective)
+    if model is not None and model.faults:
+        row["faults_not_effective"] = len(model.not_effective)
     row["problems"] = len(td.problems)
     return row
 

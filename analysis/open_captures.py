@@ -15,10 +15,12 @@ import tempfile
 from pathlib import Path
 
 from analysis import safe_write
-from analysis.logs import resolve_run, transport_dirs
+from analysis.logs import MAX_JSON_BYTES, resolve_run, transport_dirs
 from model.argtypes import UsageError, add_renamed
 from model.events import TRANSPORTS
+from model import timescale
 from model.proc import run_checked
+from model.safe_read import read_regular
 
 DISSECTOR = Path(__file__).resolve().with_name("wireshark") / "mrc.lua"
 
@@ -100,6 +102,40 @@ def has_display() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
+def time_base(tdir: Path) -> tuple[float, float] | None:
+    """(E0, k): the capture time (frame.time_epoch, wall-clock seconds) of t = 0 of every report
+    (the transport's timed start, emulated) and its time scale k; emulated seconds from the
+    timed start = (frame.time_epoch - E0) / k. None without a summary.json and clock.json."""
+    import json
+
+    from analysis.pcap import ClockOffset  # deferred: numpy/pandas, only for the time base
+    try:
+        summary = json.loads(read_regular(tdir / "summary.json", MAX_JSON_BYTES))
+        clock = ClockOffset.load(tdir / "clock.json")
+    except (OSError, ValueError, RecursionError):
+        return None
+    start, k = summary.get("timed_start_ns"), summary.get("time_scale") or 1.0
+    if not isinstance(start, int) or not isinstance(k, (int, float)) or not k > 0:
+        return None
+    return (timescale.wall_ns(start, float(k)) + clock.offset_ns) / 1e9, float(k)
+
+
+def time_base_lines(run_dir: Path, transport: str | None) -> list[str]:
+    """How to read the captures on the reports' clock (wall time, emulated time = wall / k):
+    per transport, t = 0 as frame.time_epoch and the editcap shift that puts it at 0."""
+    lines = []
+    for name, tdir in transport_dirs(run_dir).items():
+        if transport not in (None, name) or (base := time_base(tdir)) is None:
+            continue
+        e0, k = base
+        lines.append(f"time base:  {name}: t = 0 of the reports (its timed start) is "
+                     f"frame.time_epoch {e0:.6f};")
+        lines.append(f"            emulated s from t = 0 = (frame.time_epoch - {e0:.6f}) / {k:g}")
+        lines.append(f"            shifted: editcap -t {-e0:.6f} IN OUT (then wall s from t = 0 = "
+                     f"emulated s x {k:g})")
+    return lines
+
+
 def main(args) -> int:
     """`mrclab wireshark`: exit 0 (merged; opened or commands printed), 2 on bad input, 1 when
     mergecap fails."""
@@ -117,6 +153,8 @@ def main(args) -> int:
         print(f"merge:      {shlex.join(['mergecap', '-w', str(out), *map(str, pcaps)])}")
         print(f"GUI:        {shlex.join(commands['wireshark'])}")
         print(f"headless:   {shlex.join(commands['tshark'])}")
+        for line in time_base_lines(run_dir, args.transport):
+            print(line)
         return 0
     try:
         merge(pcaps, out)
@@ -127,6 +165,8 @@ def main(args) -> int:
         raise UsageError(f"cannot write the merged capture {out}: {err.strerror}; choose "
                          f"another file with --merged-pcap") from None
     print(f"merged {len(pcaps)} capture(s) of {run_dir} into {out}")
+    for line in time_base_lines(run_dir, args.transport):    # the captures are wall-clock
+        print(line)
     if has_display() and shutil.which("wireshark"):
         subprocess.Popen(commands["wireshark"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

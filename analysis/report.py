@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import cpu_usage, fidelity
+from analysis import cpu_usage, fidelity, metric_names
 from analysis.fidelity_verdict import OK
 from analysis.fidelity_words import NOT_ASSESSED, verdict_of, void_by_entry
 from analysis import metrics as m
@@ -82,6 +82,9 @@ HUMAN = {
     "expected_mbit": "goodput the surviving paths allow (Mbit/s)", "recovery_ms": "recovery (ms)",
     "reason": "why",
 }
+HUMAN.update(metric_names.LABELS)   # the headline metrics: one name, analysis/metric_names.py
+HUMAN.update(iterations_completed="iterations completed",
+             retransmissions_captured="retransmitted data packets in the captures (sum over ports)")
 _UNITS = (("_mbit", " (Mbit/s)"), ("_ms", " (ms)"), ("_ns", " (ns)"), ("_bytes", " (bytes)"),
           ("_s", " (s)"))
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from analysis import flows, recovery
+from analysis import metric_names
 from analysis.jsonl import contradiction, drop_far_times, parse_json, read_jsonl
 from analysis.timescale import MAX_WORKER_JSON_BYTES
 from model.events import Event, Phase
@@ -152,8 +153,12 @@ class TransportRun:
         return {
             "iterations_completed": len(self.iterations),
             "iteration_times_ms": times,
-            "mean_iteration_ms": sum(times) / len(times) if times else None,
-            "slowest_iteration_ms": max(times, default=None),
+            "mean_iteration_ms": metric_names.mean_iteration_ms(times),
+            "median_iteration_ms": metric_names.median_iteration_ms(times),
+            "p99_iteration_ms": metric_names.p99_iteration_ms(times),
+            "slowest_iteration_ms": metric_names.slowest_iteration_ms(times),
+            "goodput_sum_mbit": metric_names.goodput_sum_mbit(
+                self.samples, self.timed_start_ns, self.traffic_end_ns),
             "data_verified": self.data_verified,
             "wrong_elements": self.wrong_elements,
             "retransmissions": self.retransmissions,

@@ -53,7 +53,7 @@ def read_token(path: str) -> str:
         finally:
             os.close(fd)
     except FileNotFoundError:
-        raise TokenError(f"no API token at {path}: is a fabric running on this port?") from None
+        raise TokenError(f"no API token at {path} (a fabric writes it when it starts)") from None
     except PermissionError:
         raise TokenError(f"cannot read the API token {path} (root only): drive the fabric as "
                          f"root, or set {TOKEN_ENV} to the token root gives you") from None

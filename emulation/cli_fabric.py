@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from emulation.cli_common import EXIT_USAGE, is_fabric_error, not_root
-from model.argtypes import add_renamed, nonneg_float, positive_float, positive_int
+from model.argtypes import add_deprecated, add_renamed, nonneg_float, positive_float, positive_int
 
 
 def add_fabric_parser(sub) -> argparse.ArgumentParser:
@@ -27,8 +27,9 @@ def add_fabric_parser(sub) -> argparse.ArgumentParser:
                         "[fabric] fabric_link_mbit)")
     add_renamed(f, "--host-mbit", "--host-link-mbit")
     add_renamed(f, "--fabric-mbit", "--fabric-link-mbit")
-    f.add_argument("--mtu", type=positive_int, default=1500,
-                   help="IP MTU of every host and switch port, 1280..9000 (default 1500)")
+    f.add_argument("--mtu", type=positive_int, default=9000,
+                   help="IP MTU of every host and switch port, 1280..9000 (default 9000, as "
+                        "experiments/demo.toml)")
     f.add_argument("--routing", choices=("srv6", "ecmp"), default="srv6",
                    help="srv6: the sender picks the path (MRC); ecmp: switches hash flows "
                         "(default srv6)")
@@ -36,7 +37,10 @@ def add_fabric_parser(sub) -> argparse.ArgumentParser:
                    help="drop-tail buffer of every switch egress port (default: HTB's deep queue)")
     f.add_argument("--dynamic-convergence-s", type=nonneg_float, default=None,
                    help="ecmp: recompute buckets this long after a port goes down")
-    f.add_argument("--run-dir", default=None, help="controller log + fault log here")
+    f.add_argument("--out-dir", default=None, metavar="DIR",
+                   help="where the controller log and the fault log go (default: a new "
+                        "temporary directory)")
+    add_deprecated(f, "--run-dir", "--out-dir")
     f.add_argument("--check", action="store_true", help="verify forwarding, print one line, exit")
     # Accepted only to explain why they cannot work here (no sch_netem on this kernel).
     f.add_argument("--delay", default=None, help=argparse.SUPPRESS)
@@ -93,7 +97,7 @@ def _fabric(args) -> int:
             print("mrclab fabric: --switch-buffer-kb has no effect on --check (probes only)",
                   file=sys.stderr)
         from emulation.network.check import run_check  # deferred: only for this subcommand
-        return run_check(spec, args.routing, args.dynamic_convergence_s, args.run_dir)
+        return run_check(spec, args.routing, args.dynamic_convergence_s, args.out_dir)
     from mininet.cli import CLI
     from mininet.log import setLogLevel
 
@@ -114,7 +118,7 @@ def _fabric(args) -> int:
 
     from emulation.network.fabric import Fabric  # deferred: only for this subcommand
     with Fabric(spec, routing=args.routing, dynamic_convergence_s=args.dynamic_convergence_s,
-                run_dir=args.run_dir, switch_buffer_bytes=buffer_bytes) as fab:
+                run_dir=args.out_dir, switch_buffer_bytes=buffer_bytes) as fab:
         print(f"mrclab: fabric up ({args.routing}): {len(fab.topo.hosts)} hosts, "
               f"{len(fab.topo.switches)} switches; controller API http://127.0.0.1:"
               f"{fab.api_port}; logs in {fab.run_dir}. `exit` or Ctrl-D tears it down.")

@@ -131,6 +131,26 @@ def add_renamed(parser: argparse.ArgumentParser, old: str, new: str) -> None:
     parser.add_argument(old, action=_Renamed, new=new)
 
 
+class _Deprecated(argparse.Action):
+    """An option kept under its old name for scripts: it sets the new option's value and says
+    on stderr which name to use. Hidden from --help, so documents and new scripts learn one."""
+
+    def __init__(self, option_strings, dest, new: str = "", **kwargs):
+        self.new = new
+        super().__init__(option_strings, dest=dest, help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog}: {option_string} is deprecated: use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, values)
+
+
+def add_deprecated(parser: argparse.ArgumentParser, old: str, new: str) -> None:
+    """Accept the old spelling `old` of the option `new` (same value, a warning naming `new`):
+    for an option whose old name scripts already use; add_renamed refuses one outright."""
+    dest = new.lstrip("-").replace("-", "_")
+    parser.add_argument(old, action=_Deprecated, new=new, dest=dest)
+
+
 def print_to_pipe(text: str) -> int:
     """Print text to stdout; a reader that closed the pipe early (`| head`) ends the command
     quietly with 0 instead of a BrokenPipeError traceback."""

@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 
 from emulation.config.scenario_schema import FABRIC
-from model.argtypes import UsageError, add_renamed, nonneg_int
+from model.argtypes import UsageError, add_deprecated, add_renamed, nonneg_int
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = REPO / "experiments" / "demo.toml"
@@ -32,15 +32,16 @@ def add_fidelity_arguments(parser) -> None:
     parser.add_argument("--busy", type=nonneg_int, default=2,
                         help="busy processes during the loaded run (default 2: one per core of "
                              "the 2-core VM this project targets)")
-    parser.add_argument("--results-dir", default=None,
+    parser.add_argument("--out-dir", default=None, metavar="DIR",
                         help="parent directory of both runs' directories (default: a new "
                              "temporary directory, kept)")
-    add_renamed(parser, "--out", "--results-dir")
+    add_deprecated(parser, "--results-dir", "--out-dir")
+    add_renamed(parser, "--out", "--out-dir")
 
 
 def fidelity_main(args) -> dict:
     return fidelity_bench(Path(args.scenario), busy=args.busy,
-                          out=Path(args.results_dir) if args.results_dir else None)
+                          out=Path(args.out_dir) if args.out_dir else None)
 
 
 def scenario_time_scale(text: str):
@@ -90,7 +91,7 @@ def one_run(scenario: Path, out: Path, label: str) -> dict:
     from emulation.run import runner  # deferred: Mininet and the runner, only when the bench runs
     parent = out / label
     parent.mkdir(parents=True, exist_ok=True)
-    rc = runner.main([str(scenario), "--short", "--transport", "mrc", "--results-dir", str(parent)])
+    rc = runner.main([str(scenario), "--short", "--transport", "mrc", "--out-dir", str(parent)])
     runs = sorted(parent.glob("*/mrc/summary.json"))
     if not runs:
         raise RuntimeError(f"the {label} run wrote no summary (exit code {rc})")

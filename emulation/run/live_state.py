@@ -176,6 +176,23 @@ class LiveState:
                    [((("verdict", self.fidelity),), int(self.fidelity == "ok"))])
         return "\n".join(lines) + "\n"
 
+    def to_json(self) -> dict:
+        """What the screen shows, as one JSON object (`mrclab top --json`): per host goodput
+        (Mbit/s, over the last two samples), retransmissions, per-plane rates, EV states per
+        path, faults fired."""
+        return {"transport": self.transport, "fidelity": self.fidelity,
+                "iterations_done": min(self.iterations_done.values(), default=0),
+                "cpu_busy_percent": None if self.cpu_busy is None else 100 * self.cpu_busy,
+                "trimmed": self.trimmed,
+                "hosts": {h: {"goodput_mbit": self.rate_mbit.get(h, 0.0),
+                              "retransmissions": self.retransmits.get(h, 0),
+                              "plane_goodput_mbit": {str(p): r for (host, p), r
+                                                     in sorted(self.plane_rate_mbit.items())
+                                                     if host == h}}
+                          for h in sorted(set(self.rate_mbit) | set(self.retransmits),
+                                          key=lambda x: (len(x), x))},
+                "ev_states_by_path": self.ev_counts(), "faults_fired": self.faults}
+
     def screen(self) -> str:
         """The `mrclab top` screen (fits 100 columns)."""
         out = [f"transport {self.transport}   iterations done "

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from analysis import metric_names   # pure: the one definition of each metric
 from analysis.fidelity_words import recovery_cell   # pure: the one way a recovery is shown
 
 
@@ -22,10 +23,10 @@ def write_csvs(tdir: Path, model) -> None:
 
 
 def _fmt(value, digits=1) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
+    return "-" if value is None or value != value else f"{value:.{digits}f}"
 
 
-def _faults_cell(s: dict) -> str:
+def _faults_cell(s: dict, _m: dict) -> str:
     """'2/2' when every scheduled fault took effect, '1/2 !' when one did not, '-' for none."""
     scheduled = s.get("faults_scheduled")
     if not scheduled:
@@ -34,7 +35,7 @@ def _faults_cell(s: dict) -> str:
     return f"{applied}/{scheduled}" + ("" if s.get("faults_ok", applied == scheduled) else " !")
 
 
-def _fidelity_cell(s: dict) -> str:
+def _fidelity_cell(s: dict, _m: dict) -> str:
     """The transport's fidelity verdict (analysis/fidelity.py), '-' when not assessed."""
     return (s.get("fidelity") or {}).get("verdict") or "-"
 
@@ -51,29 +52,55 @@ def denial_lines(s: dict) -> list[str]:
     return out
 
 
-def comparison_table(summaries: list[dict]) -> str:
-    """The terminal table, then one line per problem a user must know (faults that did not take
-    effect, errors), drawn from the summaries (which come from analysis.runmodel). The fidelity
-    verdict's own statement, once per transport, is analysis/fidelity_words.transport_line."""
-    trim_cols = any("trimming" in s for s in summaries)
-    rows = [("transport", "verified", "fidelity", "faults", "mean iter ms", "slowest iter ms",
-             "recovery ms", "CPU busy %")
-            + (("marked", "trimmed", "queue drops", "NACKs", "ASSUMED_BAD", "victim_Mbit/s")
-               if trim_cols else ())]
-    for s in summaries:
-        rec, void = s.get("recovery_ms") or [], s.get("recovery_void") or []
-        rec_text = ", ".join(recovery_cell(r, void[i] if i < len(void) else None)
-                             for i, r in enumerate(rec)) or "-"
-        verified = "yes" if s.get("verified") else ("PARTIAL" if s.get("partial") else "NO")
-        trim = (tuple("-" if s.get(k) is None else str(s[k])
-                      for k in ("marked", "trimmed", "queue_drops", "nacks_sent", "ev_assumed_bad"))
-                + (_fmt(s.get("victim_goodput_mbit")),)) if trim_cols else ()
-        cpu = s.get("cpu")
-        cpu_text = "-" if not cpu else f"{100 * cpu['busy_fraction']:.0f}"
-        rows.append((s["transport"], verified, _fidelity_cell(s), _faults_cell(s),
-                     _fmt(s.get("mean_iteration_ms")),
-                     _fmt(s.get("slowest_iteration_ms")), rec_text, cpu_text) + trim)
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+def _verified_cell(s: dict, _m: dict) -> str:
+    return "yes" if s.get("verified") else ("PARTIAL" if s.get("partial") else "NO")
+
+
+def _recovery_cell(s: dict, m: dict) -> str:
+    rec, void = m.get("recovery_ms") or [], s.get("recovery_void") or []
+    return ", ".join(recovery_cell(r, void[i] if i < len(void) else None)
+                     for i, r in enumerate(rec)) or "-"
+
+
+def _metric(key: str, digits: int = 1, scale: float = 1.0):
+    """A column of the metric `key` (analysis/metric_names.py): its heading and its value."""
+    def cell(_s: dict, m: dict) -> str:
+        value = m.get(key)
+        return _fmt(None if value is None else value * scale, digits)
+    return (metric_names.HEADERS[key], cell)
+
+
+def _summary_count(key: str, heading: str):
+    return (heading, lambda s, _m: "-" if s.get(key) is None else str(s[key]))
+
+
+# The console's columns: (heading, cell of a transport's summary and its metrics). The default
+# ones fit CONSOLE_COLUMNS; --wide adds the rest. A column no transport has a value in is left out.
+COLUMNS = (("transport", lambda s, _m: s["transport"]), ("verified", _verified_cell),
+           ("fidelity", _fidelity_cell), ("faults", _faults_cell),
+           _metric("median_iteration_ms"), _metric("slowest_iteration_ms"),
+           _metric("busbw_mbit"), ("recovery ms", _recovery_cell),
+           _metric("cpu_busy_percent", 0))
+WIDE_COLUMNS = (_metric("mean_iteration_ms"), _metric("p99_iteration_ms"),
+                _metric("line_rate_fraction", 0, 100.0), _metric("goodput_sum_mbit"),
+                _metric("retransmissions", 0), _metric("evs_retired", 0),
+                _metric("healthy_evs_retired", 0),
+                _summary_count("marked", "marked"), _summary_count("trimmed", "trimmed"),
+                _summary_count("queue_drops", "queue drops"),
+                _summary_count("nacks_sent", "NACKs"),
+                _summary_count("ev_assumed_bad", "ASSUMED_BAD"),
+                ("victim Mbit/s", lambda s, _m: _fmt(s.get("victim_goodput_mbit"))))
+
+
+def comparison_table(summaries: list[dict], wide: bool = False) -> str:
+    """The terminal table (the metrics of analysis/metric_names.py under their headings), then
+    one line per problem a user must know (faults that did not take effect, errors)."""
+    metrics = [metric_names.of_summary(s) for s in summaries]
+    columns = [c for c in COLUMNS + (WIDE_COLUMNS if wide else ())
+               if c[0] == "transport" or any(c[1](s, m) != "-" for s, m in zip(summaries, metrics))]
+    rows = [tuple(head for head, _ in columns)]
+    rows += [tuple(cell(s, m) for _, cell in columns) for s, m in zip(summaries, metrics)]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(columns))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     for s in summaries:
@@ -82,7 +109,7 @@ def comparison_table(summaries: list[dict]) -> str:
         lines += denial_lines(s)
     scales = sorted({s.get("time_scale") or 1.0 for s in summaries})
     if scales != [1.0]:
-        lines.append(f"time_scale {', '.join(f'{k:g}' for k in scales)}: the fabric ran that many "
-                     "times slower than the wall clock; times are the emulated world's, rates "
-                     "the declared ones (emulation/calibration/time_scale.py)")
+        shown = ", ".join(f"{k:g}" for k in scales)
+        lines.append(f"time_scale {shown}: times are the emulated world's, rates the declared ones "
+                     f"(the fabric ran {shown}x slower)")
     return "\n".join(lines)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.fidelity_verdict import RECOVERY_WINDOWS   # pure: names and verdict rules
+from analysis import metric_names   # pure: the one definition of each metric
 from emulation.network import path_monitor
 from emulation.run.run_output import write_csvs
 from emulation.config.scenario import Scenario
@@ -96,18 +97,19 @@ def recovery_void(fid: dict, n_faults: int) -> list:
 
 def bandwidth_and_delay(scn: Scenario, transport: str, tdir: Path, summary: dict,
                         packets=None) -> dict:
-    """`line_rate_fraction`: the median timed iteration's bus bandwidth (NCCL's definition, from
-    the collective's buffer size) over the host's total port rate (planes x host link rate);
+    """`busbw_mbit` and `line_rate_fraction` (analysis/metric_names.py: the median iteration's
+    NCCL bus bandwidth per rank, and that over the host's planes x host link rate);
     `fabric_delay_p999_ms`: the 99.9th percentile one-way delay of MRC data packets host port to
     host port, from the run's captures (mrc only, None without captures)."""
-    from analysis import delay, metrics, pcap  # deferred: numpy/pandas, only to summarise
-    out: dict = {"line_rate_fraction": None, "fabric_delay_p999_ms": None}
-    times_s = [t / 1000 for t in summary.get("iteration_times_ms") or [] if t and t > 0]
-    if times_s and metrics._norm_collective(scn.collective.kind) in metrics.BUSBW_FACTORS:
-        _, busbw = metrics.bus_bandwidth([scn.collective.message_bytes] * len(times_s), times_s,
-                                         summary["world_size"], scn.collective.kind)
-        fraction = metrics.line_rate_fraction(busbw, scn.spec.planes, scn.spec.host_link_mbit)
-        out["line_rate_fraction"] = None if fraction != fraction else round(float(fraction), 3)
+    from analysis import delay, pcap  # deferred: numpy/pandas, only to summarise
+    out: dict = {"busbw_mbit": None, "line_rate_fraction": None, "fabric_delay_p999_ms": None}
+    bus = metric_names.busbw_mbit(scn.collective.kind, scn.collective.message_bytes,
+                                  summary["world_size"],
+                                  metric_names.median_iteration_ms(
+                                      summary.get("iteration_times_ms")))
+    fraction = metric_names.line_rate_fraction(bus, scn.spec.planes, scn.spec.host_link_mbit)
+    out["busbw_mbit"] = bus
+    out["line_rate_fraction"] = None if fraction is None else round(fraction, 3)
     if transport == "mrc" and (tdir / "pcaps").is_dir():
         try:
             if packets is None:
@@ -267,6 +269,7 @@ def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted
         "problems": problems,
         "transports": {s["transport"]: {**{k: s.get(k) for k in TOP_SUMMARY_KEYS
                                            + trim_analysis.SUMMARY_KEYS},
+                                        **metric_names.of_summary(s),
                                         "fidelity": top_fidelity(s)}
                        for s in summaries},
         "fidelity_ok": all(fidelity_ok(s) for s in summaries),

@@ -64,7 +64,7 @@ from emulation.network import path_monitor
 from emulation.run import metrics_server, run_record
 from emulation.config import scenario as scenario_mod
 from emulation.calibration import time_scale as time_scale_mod
-from analysis import fidelity_words
+from analysis import fidelity_words, metric_names
 from emulation.run.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
 from model import propagation
 from emulation.run.run_faults import (FaultScheduler, RunProgress, unreached_reason,
@@ -87,7 +87,8 @@ from traffic.core import codec
 from traffic.core.qp_config import MRCConfig
 from traffic.workload.worker_config import EXIT_QP_ERROR, MRCSettings, TcpSettings, WorkerConfig
 from model import timescale
-from model.argtypes import add_renamed
+from model.argtypes import add_deprecated, add_renamed
+from model.results import results_dir
 from model.events import TRANSPORTS
 
 # The exit codes are part of `mrclab run`'s interface, so they are importable from here.
@@ -246,6 +247,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         summary = summarize(declared, transport, tdir, state)
         if meter is not None:
             _add_cpu(summary, meter, k, tdir)
+        summary.update(metric_names.of_summary(summary))   # every metric under its one name
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -392,6 +394,8 @@ def exit_codes_text() -> str:
             (EXIT_BAD_SCENARIO, "the scenario or the command line is invalid (nothing started)"),
             (EXIT_FAULT_NOT_EFFECTIVE, "the data verified, but a scheduled fault did not take "
                                        "effect (refused, or due after the traffic ended)"),
+            (EXIT_FIDELITY, "with --require-fidelity: all of the above held, but a transport's "
+                            "fidelity verdict is not ok"),
             (EXIT_INTERRUPTED, "interrupted (Ctrl-C); the summary is partial"))
     return "exit codes:\n" + "\n".join(f"  {code:<4} {text}" for code, text in rows)
 
@@ -403,10 +407,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", help="a scenario file, or the NAME of experiments/NAME.toml")
     parser.add_argument("--transport", default="all", choices=TRANSPORTS + ("all",),
                         help="one transport, or all listed in the scenario's [transport] names")
-    parser.add_argument("--results-dir", default="results", metavar="DIR",
-                        help="where the run directory <name>-<stamp>/ is created "
-                             "(default: results)")
-    add_renamed(parser, "--out", "--results-dir")
+    parser.add_argument("--out-dir", default=None, metavar="DIR",
+                        help="where the run directory <name>-<stamp>/ is created (default: the "
+                             "checkout's results/, where `latest` is looked up)")
+    add_deprecated(parser, "--results-dir", "--out-dir")
+    add_renamed(parser, "--out", "--out-dir")
+    parser.add_argument("--json", action="store_true",
+                        help="print the run's summary.json on stdout (the table and the "
+                             "statements go to stderr)")
+    parser.add_argument("--wide", action="store_true",
+                        help="every column of the table (iteration percentiles, goodput, "
+                             "retransmissions, EVs, trimming) and the nccl-tests row")
     parser.add_argument("--short", action="store_true",
                         help="run the scenario's [short] version (fewer/smaller iterations, fault "
                              "schedule scaled down; what the integration tests run)")
@@ -453,10 +464,11 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     transports = scn.transports if args.transport == "all" else [args.transport]
     stamp = time.strftime("%Y%m%d-%H%M%S")
     label = f"{scn.name}-short" if scn.short else scn.name
-    run_dir = Path(args.results_dir) / f"{label}-{stamp}"
+    root = Path(args.out_dir) if args.out_dir else results_dir()
+    run_dir = root / f"{label}-{stamp}"
     suffix = 1
     while run_dir.exists():
-        run_dir = Path(args.results_dir) / f"{label}-{stamp}-{suffix}"
+        run_dir = root / f"{label}-{stamp}-{suffix}"
         suffix += 1
     run_dir.mkdir(parents=True)
     (run_dir / "scenario.toml").write_text(scn.text)
@@ -466,7 +478,9 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     try:
         code, console = _run_transports(scn, transports, run_dir,
                                         getattr(args, "require_fidelity", False),
-                                        source=args.scenario, auto=auto)
+                                        source=args.scenario, auto=auto,
+                                        wide=getattr(args, "wide", False),
+                                        as_json=getattr(args, "json", False))
         status = "interrupted" if code == EXIT_INTERRUPTED else "finished"
     except BaseException as exc:
         status = ("interrupted" if isinstance(exc, KeyboardInterrupt)
@@ -479,10 +493,13 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
 
 def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
                     require_fidelity: bool = False, source: str | None = None,
-                    auto: bool | None = None) -> tuple[int, str]:
+                    auto: bool | None = None, wide: bool = False,
+                    as_json: bool = False) -> tuple[int, str]:
     """Run every transport into run_dir, write the run's summary.json and print the tables.
     source, auto: the scenario as the user named it and whether its time scale was "auto" (the
-    next step a verdict other than "ok" names). Returns (exit code, the console as printed)."""
+    next step a verdict other than "ok" names); wide: every column and the nccl-tests row;
+    as_json: summary.json on stdout, the console on stderr. Returns (exit code, the console as
+    printed)."""
     summaries, interrupted = [], False
     for transport in transports:
         tdir = run_dir / transport
@@ -500,16 +517,26 @@ def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
     (run_dir / "summary.json").write_text(json.dumps(top, indent=2))
     from analysis import flows as flow_analysis  # deferred: numpy/pandas, only to summarise
     from analysis import nccl_results  # deferred: numpy/pandas, only to summarise
-    console = [comparison_table(summaries),
-               nccl_results.table({s["transport"]: s["nccl"] for s in summaries if s.get("nccl")})]
+    console = [comparison_table(summaries, wide)]
+    if wide:        # nccl-tests' own row (its busbw from the mean time, named so)
+        console.append(nccl_results.table(
+            {s["transport"]: s["nccl"] for s in summaries if s.get("nccl")}))
     for s in summaries:
         for flow in s.get("flows") or []:
             console.append(f"{s['transport']}: {flow_analysis.describe(flow)}")
-    for s in summaries:     # the verdict once per transport, the CPU's load read through it
-        console.append(fidelity_words.transport_line(s, source, auto))
+    for s in summaries:     # one statement per transport: what it did, then its verdict
+        console.append(fidelity_words.transport_line(s, source, auto,
+                                                     lead=metric_names.takeaway(s)))
     console.append(propagation.console_line(scn.spec, transports))
     console.append(f"run directory: {run_dir}")
-    print("\n".join(console))
+    here = "latest" if run_dir.parent.resolve() == results_dir().resolve() else run_dir
+    console.append(f"next: `mrclab analyze {here}` for figures and report.html; every number: "
+                   "summary.json")
+    if as_json:     # stdout is the run's summary.json for a script; the words go to stderr
+        print(json.dumps(top, indent=2))
+        print("\n".join(console), file=sys.stderr)
+    else:
+        print("\n".join(console))
     if interrupted:
         print("interrupted: the fabric was torn down; the summary is partial", file=sys.stderr)
     elif top["exit_code"] == EXIT_FAULT_NOT_EFFECTIVE:

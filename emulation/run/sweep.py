@@ -30,6 +30,7 @@ from analysis import safe_write, sweep_stats
 from emulation.config import sweep_plan
 from emulation.config.sweep_plan import SweepError
 from model.argtypes import add_renamed
+from model.results import results_dir
 from model.clip import clip_values
 from model.safe_read import read_regular
 
@@ -66,7 +67,7 @@ def run_point(sweep, point, repeat: int, transport: str, pdir: Path) -> dict:
     from emulation.run import runner  # deferred: the run's machinery, only when a run starts
     out = safe_write.ensure_dir(pdir / transport)
     before = set(out.iterdir())
-    argv = [str(pdir / "scenario.toml"), "--transport", transport, "--results-dir", str(out)]
+    argv = [str(pdir / "scenario.toml"), "--transport", transport, "--out-dir", str(out)]
     if sweep.short:
         argv.append("--short")
     code = runner.main(argv)
@@ -239,7 +240,7 @@ def main(args=None) -> int:
               f"{sweep.repeats} repeat(s) x {len(sweep.transports)} transport(s) "
               f"({', '.join(sweep.transports)}) = {runs} run(s)")
         return EXIT_OK
-    out = Path(args.out_dir) if args.out_dir else (Path("results") / "sweeps"
+    out = Path(args.out_dir) if args.out_dir else (results_dir() / "sweeps"
                                            / (sweep.name + ("-short" if sweep.short else "")))
     problem = claim_dir(sweep, out, args.file)
     if problem:

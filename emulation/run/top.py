@@ -23,6 +23,7 @@ from pathlib import Path
 from emulation.run.live_state import Watcher
 from emulation.run.metrics_server import controller_getter
 from model.ports import API_PORT
+from model.results import results_dir
 from model.topology import FabricSpec, SpecError, Topology
 
 DEFAULT_API_PORT = API_PORT     # the runner's controller (model/ports.py)
@@ -53,12 +54,15 @@ def _topology(tdir: Path):
         return None
 
 
-def latest_run(root: Path = Path("results")) -> Path:
+def latest_run(root: Path | None = None) -> Path:
+    """The newest run directory under root (default: where `latest` is looked up,
+    analysis/logs.results_dir), finished or not."""
+    root = results_dir() if root is None else root
     runs = [d for d in root.iterdir() if d.is_dir() and (d / "scenario.toml").exists()] \
         if root.is_dir() else []
     if not runs:
         raise FileNotFoundError(f"no run directory under {root.resolve()}; start one with "
-                                f"mrclab run experiments/<name>.toml")
+                                "mrclab run <name>")
     return max(runs, key=lambda d: d.stat().st_mtime)
 
 
@@ -108,6 +112,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("run", nargs="?", default="latest",
                         help="run directory (default: the newest under results/)")
     parser.add_argument("--once", action="store_true", help="print one screen and exit")
+    parser.add_argument("--json", action="store_true",
+                        help="one JSON object per refresh on stdout, one a line (with --once: "
+                             "one object), instead of the screen")
     parser.add_argument("--interval", type=float, default=1.0, help="refresh period, s (default 1)")
     parser.add_argument("--api-port", type=int, default=DEFAULT_API_PORT,
                         help=f"the run's controller API port (default {DEFAULT_API_PORT})")
@@ -163,9 +170,12 @@ def follow_run(run_dir: Path, args) -> int:
                 return 0
         else:
             watcher = _watcher(watcher, tdir, args)
-            screen = watcher.poll().screen()
-            print(("\033[H\033[2J" if tty and not args.once else "")
-                  + f"{run_dir}\n" + screen, flush=True)
+            state = watcher.poll()
+            if getattr(args, "json", False):
+                print(json.dumps({"run_dir": str(run_dir), **state.to_json()}), flush=True)
+            else:
+                print(("\033[H\033[2J" if tty and not args.once else "")
+                      + f"{run_dir}\n" + state.screen(), flush=True)
             if args.once:
                 return 0
         time.sleep(args.interval)

@@ -26,7 +26,7 @@ def run_dir(tmp_path):
 
 
 def test_readable_table_fits_100_columns_and_has_the_nccl_row(run_dir, capsys):
-    assert cli.main([str(run_dir)]) == 0
+    assert cli.main([str(run_dir), "--wide"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
     assert max(len(x) for x in lines) <= 100
@@ -40,7 +40,7 @@ def test_json_has_every_metric_and_the_nccl_row(run_dir, capsys):
     assert cli.main([str(run_dir), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     row = data["tcp"]
-    assert row["iterations"] == 10
+    assert row["iterations_completed"] == 10
     assert row["nccl"]["algbw_GBps"] == pytest.approx(MIB / 0.1 / 1e9, rel=1e-6)
     assert row["nccl"]["busbw_GBps"] == pytest.approx(1.5 * MIB / 0.1 / 1e9, rel=1e-6)
     assert row["nccl"]["wrong"] == 0
@@ -53,7 +53,7 @@ def test_csv_leads_with_the_nccl_columns(run_dir, capsys):
     assert list(rows[0])[:4] == ["transport", "collective", "size_bytes", "count"]
     assert rows[0]["transport"] == "tcp" and rows[0]["redop"] == "sum"
     assert float(rows[0]["time_mean_ms"]) == pytest.approx(100.0)
-    assert rows[0]["iterations"] == "10"
+    assert rows[0]["iterations_completed"] == "10"
 
 
 def test_json_and_csv_exclude_each_other(run_dir, capsys):
@@ -67,12 +67,15 @@ def test_every_output_carries_the_fidelity_verdict_and_time_scale(run_dir, capsy
         {"transport": "tcp", "time_scale": 4.0, "recovery_void": ["a stall", None],
          "fidelity": {"verdict": "invalid", "violations": []}}))
     assert cli.main([str(run_dir)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    out = capsys.readouterr().out
+    lines = out.splitlines()
     head = lines[0].split()
-    row = next(x for x in lines if x.startswith("tcp") and "float" not in x).split()
-    assert head[:4] == ["transport", "fidelity", "k", "iters"] and row[:4] == ["tcp", "invalid",
-                                                                            "4", "10"]
-    assert head[-2:] == ["void", "problems"] and row[-2] == "1"     # one recovery voided
+    row = next(x for x in lines if x.startswith("tcp ")).split()
+    assert head[:2] == ["transport", "fidelity"] and row[:2] == ["tcp", "invalid"]
+    # the statement the console prints: the time scale, the voided recovery
+    said = " ".join(out.split())
+    assert "tcp: fidelity invalid at time_scale 4" in said
+    assert "recovery of fault 1 void" in said
     assert max(len(x) for x in lines) <= 100
     assert cli.main([str(run_dir), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)["tcp"]

@@ -18,6 +18,7 @@ def make_run(root, name, times_ms, *, scenario="name = \"x\"\n", recovery=(100.0
     (run / "mrc" / "summary.json").write_text(json.dumps({
         "transport": "mrc", "iteration_times_ms": times_ms, "recovery_ms": list(recovery),
         "retransmissions": retx, "evs_retired": 2, "time_scale": time_scale,
+        "collective": "allreduce", "message_bytes": 4_000_000, "world_size": 4,
         "fidelity": {"verdict": verdict, "violations": []},
         "nccl": {"time_mean_ms": mean, "busbw_GBps": 1.0}}))
     rows = "".join(f"{i * 10_000_000},{i * rate_bytes_per_10ms}\n" for i in range(101))
@@ -43,12 +44,14 @@ def test_compare_rows_by_hand(tmp_path):
     b = make_run(tmp_path, "b", [200.0] * 10, recovery=(250.0,), retx=4)
     result = C.compare(a, b)
     rows = {r["metric"]: r for r in result["rows"]}
-    it = rows["median iteration ms"]
+    it = rows["median_iteration_ms"]
     assert (it["a"], it["b"], it["difference"], it["significant"]) == (100.0, 200.0, 100.0, "yes")
-    # busbw scales as 1/t: 1.0 GB/s at the mean time, so each run's per-iteration busbw is 1.0
-    assert rows["median busbw GB/s"]["difference"] == 0.0
-    assert rows["median busbw GB/s"]["significant"] == "no"
-    assert rows["slowest recovery ms"]["difference"] == 150.0
+    # NCCL busbw of an all-reduce of 4e6 B on 4 ranks: 4e6 B / 0.1 s x 2 x 3 / 4 = 60e6 B/s =
+    # 480 Mbit/s at 100 ms, 240 at 200 ms
+    bus = rows["busbw_mbit"]
+    assert (bus["a"], bus["b"]) == (pytest.approx(480.0), pytest.approx(240.0))
+    assert bus["difference"] == pytest.approx(-240.0) and bus["significant"] == "yes"
+    assert rows["recovery_max_ms"]["difference"] == 150.0
     assert rows["retransmissions"]["difference"] == -6
     assert rows["retransmissions"]["significant"] == "n/a"
     text = C.table(result)
@@ -91,7 +94,7 @@ def test_goodput_rate_and_the_overlaid_figure(tmp_path):
 def test_a_faster_run_b_is_significant_too(tmp_path):
     a = make_run(tmp_path, "a", [200.0 + i for i in range(10)])
     b = make_run(tmp_path, "b", [100.0 + i for i in range(10)])
-    row = next(r for r in C.compare(a, b)["rows"] if r["metric"] == "median iteration ms")
+    row = next(r for r in C.compare(a, b)["rows"] if r["metric"] == "median_iteration_ms")
     assert row["difference"] == -100.0 and row["high"] < 0 and row["significant"] == "yes"
 
 
@@ -103,7 +106,7 @@ def test_each_transport_opens_with_both_verdicts_and_a_bad_one_voids_its_rows(tm
     assert (first["metric"], first["a"], first["b"]) == ("fidelity", "ok", "invalid")
     assert (second["metric"], second["a"], second["b"]) == ("time_scale", 4.0, 1.0)
     # B is invalid: a shift of 100 ms is no longer "significant", it is void
-    row = next(r for r in result["rows"] if r["metric"] == "median iteration ms")
+    row = next(r for r in result["rows"] if r["metric"] == "median_iteration_ms")
     assert row["difference"] == -100.0 and row["significant"] == C.VOID
     assert result["fidelity"]["mrc"] == {"a": "ok", "b": "invalid", "time_scale_a": 4.0,
                                          "time_scale_b": 1.0}
@@ -147,3 +150,11 @@ def test_fields_of_the_wrong_type_are_a_clear_error(tmp_path):
     path.write_text(json.dumps({**s, "nccl": [1, 2]}))
     with pytest.raises(C.CompareError, match="nccl is not an object"):
         C.compare(a, b)
+
+
+def test_goodput_is_drawn_on_the_one_time_origin_the_timed_start(tmp_path):
+    a = make_run(tmp_path, "a", [100.0] * 5)
+    # goodput.csv starts at 0 ns; the timed phase started 200 ms later: the first bin is at -0.2 s
+    x, _ = C.goodput_rate(a / "mrc", timed_start_ns=200_000_000)
+    assert x[0] == pytest.approx(-0.2) and x[1] == pytest.approx(-0.1)
+    assert C.goodput_rate(a / "mrc")[0][0] == 0.0          # no timed start: the first sample

@@ -96,9 +96,9 @@ def test_compare_transports_has_a_row_per_transport(tmp_path):
     ra = m.load_run(run)
     table = m.compare_transports(ra)
     assert list(table.index) == ["mrc", "roce", "tcp"]
-    assert (table["iterations"] == 6).all()
+    assert (table["iterations_completed"] == 6).all()
     # the synthetic iteration time grows by 1 ms per transport index
-    assert table["iter_median_ms"].tolist() == pytest.approx([25.0, 26.0, 27.0])
+    assert table["median_iteration_ms"].tolist() == pytest.approx([25.0, 26.0, 27.0])
     assert table.loc["mrc", "plane_jain"] == pytest.approx(1.0)
 
 

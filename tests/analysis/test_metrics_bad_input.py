@@ -41,7 +41,7 @@ def loaded(run_dir):
     td = run.transports["mrc"]
     table = metrics.compare_transports(run)
     goodput = int((td.events["event"] == Event.GOODPUT).sum())
-    return td.problems, goodput, int(table.loc["mrc", "iterations"])
+    return td.problems, goodput, int(table.loc["mrc", "iterations_completed"])
 
 
 @pytest.mark.parametrize("line,reason", [

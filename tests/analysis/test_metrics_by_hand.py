@@ -13,7 +13,9 @@ import pandas as pd
 import pytest
 
 from analysis import metrics as m
-from analysis.runmodel import APPLIED, FAILED, NOT_REACHED, Fault, TransportRun
+import dataclasses
+
+from analysis.runmodel import APPLIED, FAILED, NOT_REACHED, Fault, Iteration, TransportRun
 from model.events import Event
 
 MS = 1_000_000
@@ -287,16 +289,18 @@ def test_recovery_table_times_from_the_timed_start_and_rates_in_mbit():
     assert pd.isna(m.recovery_table(transport_run(run.faults, None)).loc[0, "t_s"])
 
 
-def transport_data(events, faults_list, summary=None, pk=None):
+def transport_data(events, faults_list, summary=None, pk=None, **model):
+    """model: fields of the run model (iterations, samples, timed_start_ns, ...)."""
     return m.TransportData("mrc", Path("."), pk if pk is not None else pd.DataFrame(),
                            pd.DataFrame(events), pd.DataFrame(), summary or {}, ["p1", "p2"],
-                           None, transport_run(faults_list))
+                           None, dataclasses.replace(transport_run(faults_list), **model))
 
 
 def test_transport_metrics_of_a_logged_run_by_hand():
-    """h0's counter gains 10 kB per 10 ms bin, 20 kB in the last: goodput 8, 8, 16 Mbit/s
-    (mean 32/3, 5th percentile 8). Two iterations of 10 and 30 ms. Faults: recovered in 40 ms,
-    never recovered, recovered in 15 ms, and one that failed (not applied, not effective)."""
+    """The run model (summary.json's source): all hosts delivered 40 kB from the timed start (0)
+    to the end of the traffic (30 ms): 40e3 x 8 / 0.03 s = 10.667 Mbit/s. Two iterations of 10
+    and 30 ms. 3 retransmissions counted. Faults: recovered in 40 ms, never recovered, recovered
+    in 15 ms, and one that failed (not applied, not effective)."""
     events = goodput_events("h0", [(0, 0), (10 * MS, 10_000), (20 * MS, 20_000),
                                    (30 * MS, 40_000)])
     events += [iteration("h0", 0, 0, 10), iteration("h0", 1, 10, 40)]
@@ -304,15 +308,19 @@ def test_transport_metrics_of_a_logged_run_by_hand():
                for r in ("timeout", "timeout", "sack_gap")]
     faults = [fault(0, APPLIED, 1, recovery_ms=40.0), fault(1, APPLIED, 2),
               fault(2, APPLIED, 3, recovery_ms=15.0), fault(3, FAILED, 4)]
-    row = m.transport_metrics(transport_data(events, faults, {"world_size": 1}), t0_ns=0,
-                              bin_ms=10)
-    assert row["goodput_mean_mbit"] == pytest.approx((0 + 8 + 8 + 16) / 4)
-    assert row["goodput_p5_mbit"] == pytest.approx(np.quantile([0, 8, 8, 16], 0.05))
-    assert row["iterations"] == 2
-    assert row["iter_median_ms"] == pytest.approx(20.0)
-    assert row["iter_p99_ms"] == pytest.approx(10 + 0.99 * 20)
-    assert np.isnan(row["busbw_median_mbit"])                  # no nccl_size_bytes logged
-    assert row["retransmits"] == 3 and row["retx_packets_captured"] == 0
+    model = {"iterations": [Iteration(0, 0, 10 * MS, 1, True),
+                            Iteration(1, 10 * MS, 40 * MS, 1, True)],
+             "samples": [(0, 0), (10 * MS, 10_000), (20 * MS, 20_000), (30 * MS, 40_000)],
+             "timed_start_ns": 0, "traffic_end_ns": 30 * MS, "retransmissions": 3}
+    row = m.transport_metrics(transport_data(events, faults, {"world_size": 1}, **model),
+                              t0_ns=0, bin_ms=10)
+    assert row["goodput_sum_mbit"] == pytest.approx(40_000 * 8 / 0.03 / 1e6)
+    assert row["iterations_completed"] == 2
+    assert row["median_iteration_ms"] == pytest.approx(20.0)
+    assert row["p99_iteration_ms"] == pytest.approx(10 + 0.99 * 20)
+    assert row["slowest_iteration_ms"] == pytest.approx(30.0)
+    assert np.isnan(row["busbw_mbit"])                        # no collective in the summary
+    assert row["retransmissions"] == 3 and row["retransmissions_captured"] == 0
     assert "plane_jain" not in row                             # no captures
     assert row["recovery_first_fault_ms"] == 40.0
     assert row["recovery_max_ms"] == 40.0
@@ -330,15 +338,15 @@ def test_transport_metrics_falls_back_to_captures_and_measures_them():
                   pkt(4, direction="rx", psn=1)])
     row = m.transport_metrics(transport_data([], [], pk=pk), t0_ns=0, bin_ms=10)
     # 3 x 1000 B received in the 10 ms bin from 0: 2.4 Mbit/s
-    assert row["goodput_mean_mbit"] == pytest.approx(2.4)
-    assert row["retx_packets_captured"] == 1 and row["retransmits"] == 0
+    assert row["goodput_sum_mbit"] == pytest.approx(2.4)
+    assert row["retransmissions_captured"] == 1 and np.isnan(row["retransmissions"])
     assert row["plane_jain"] == pytest.approx(1.0) and row["path_jain"] == pytest.approx(1.0)
     # distances 0, 0, 1: the 99th percentile by linear interpolation = 0.98
     assert row["reorder_p99"] == pytest.approx(0.98)
-    assert row["iterations"] == 0 and np.isnan(row["iter_median_ms"])
+    assert row["iterations_completed"] == 0 and np.isnan(row["median_iteration_ms"])
     assert "recovery_first_fault_ms" not in row and "faults_not_effective" not in row
     nothing = m.transport_metrics(transport_data([], [], pk=packets([])), t0_ns=0)
-    assert np.isnan(nothing["goodput_mean_mbit"]) and np.isnan(nothing["goodput_p5_mbit"])
+    assert np.isnan(nothing["goodput_sum_mbit"])
 
 
 def test_all_faults_tags_each_fault_with_its_transport():
@@ -373,10 +381,10 @@ def test_ev_state_matrix_edges_of_bins_and_of_severity():
 def test_transport_metrics_bus_bandwidth_uses_the_runs_world_size():
     """2 ranks logged, world_size 4 in the summary: all-reduce busbw = S / t x 2 (4 - 1) / 4.
     S = 1e6 B in 10 ms: algbw 1e8 B/s, busbw 1.5e8 B/s = 1200 Mbit/s."""
-    events = [iteration("h0", 0, 0, 10, nccl_size_bytes=1e6),
-              iteration("h1", 0, 0, 10, nccl_size_bytes=1e6)]
-    row = m.transport_metrics(transport_data(events, [], {"world_size": 4}, pk=packets([])), 0, 10)
-    assert row["busbw_median_mbit"] == pytest.approx(1200.0)
+    summary = {"world_size": 4, "collective": "allreduce", "message_bytes": 1_000_000}
+    row = m.transport_metrics(transport_data([], [], summary, pk=packets([]), iterations=[
+        Iteration(0, 0, 10 * MS, 2, True)]), 0, 10)
+    assert row["busbw_mbit"] == pytest.approx(1200.0)
 
 
 def test_transport_metrics_bins_captured_goodput_from_the_runs_start():
@@ -384,7 +392,7 @@ def test_transport_metrics_bins_captured_goodput_from_the_runs_start():
     a mean of 0.4; binned from the packet itself it would be one bin of 0.8."""
     pk = packets([pkt(15, direction="rx", psn=0)])
     row = m.transport_metrics(transport_data([], [], pk=pk), t0_ns=0, bin_ms=10)
-    assert row["goodput_mean_mbit"] == pytest.approx(0.4)
+    assert row["goodput_sum_mbit"] == pytest.approx(0.4)
 
 
 def test_faults_of_all_transports_are_numbered_afresh():

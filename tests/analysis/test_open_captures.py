@@ -128,3 +128,18 @@ def test_print_only_writes_nothing_and_prints_every_command(capsys, run_dir):
 def test_transport_is_a_closed_choice(capsys, run_dir):
     rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--transport", "rdma")
     assert rc == 2 and "invalid choice: 'rdma'" in err and "'mrc', 'roce', 'tcp'" in err
+
+
+def test_the_time_base_puts_the_reports_t0_on_the_capture_clock(tmp_path):
+    """Timed start 2 s (emulated) at k = 8 is 16 s of the wall monotonic clock; the realtime
+    clock read 1.7e9 s + 100 ns when the monotonic one read 100 ns: t = 0 is frame.time_epoch
+    1,700,000,016 s, and a packet 8 wall seconds later is 1 emulated second into the run."""
+    from analysis import open_captures
+    tdir = tmp_path / "mrc"
+    tdir.mkdir()
+    (tdir / "summary.json").write_text('{"timed_start_ns": 2000000000, "time_scale": 8}')
+    (tdir / "clock.json").write_text(
+        '{"monotonic_ns": 100, "realtime_ns": 1700000000000000100}')
+    e0, k = open_captures.time_base(tdir)
+    assert e0 == pytest.approx(1_700_000_016.0, abs=1e-6) and k == 8.0
+    assert open_captures.time_base(tmp_path) is None          # no summary, no clock: nothing said

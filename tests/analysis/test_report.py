@@ -8,7 +8,7 @@ import re
 import matplotlib.image as mpimg
 import pytest
 
-from analysis import cli, metrics, plots
+from analysis import cli, metric_names, metrics, plots
 from tests.helpers.synth import make_run
 
 
@@ -55,7 +55,7 @@ def test_topology_figure_marks_the_failed_link(run_dir):
 
 
 def test_analyze_latest_and_missing(tmp_path, capsys, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MRCLAB_RESULTS_DIR", str(tmp_path / "results"))
     assert cli.main(["latest"]) == 2
     assert "no finished run directory" in capsys.readouterr().err
     assert cli.main([str(tmp_path / "nope")]) == 2
@@ -80,7 +80,8 @@ def test_report_tables_read_as_prose_not_pandas(run_dir):
     html = (run_dir / "analysis" / "report.html").read_text()
     headers = re.findall(r"<th[^>]*>(.*?)</th>", html)
     assert headers and [h for h in headers if "_" in h] == []
-    assert "median iteration (ms)" in headers and "mean goodput (Mbit/s)" in headers
+    assert metric_names.LABELS["median_iteration_ms"] in headers
+    assert metric_names.LABELS["goodput_sum_mbit"] in headers
     # pandas writes the index name as a row of its own with empty cells: none here
     assert not re.search(r"<tr>\s*<th>[^<]+</th>\s*(<th></th>\s*)+</tr>", html)
     cells = re.findall(r"<td[^>]*>(.*?)</td>", html, re.S)

@@ -104,7 +104,8 @@ def test_a_client_without_the_token_says_what_it_needs(tmp_path, monkeypatch):
     monkeypatch.setattr(api_auth, "RUN_DIR", str(tmp_path))
     monkeypatch.setattr(api_auth, "token_path",
                         lambda port, run_dir=None: str(tmp_path / f"api-token-{port}"))
-    with pytest.raises(ControllerError, match="no API token at .*is a fabric running"):
+    with pytest.raises(ControllerError,
+                       match=r"no API token at .*\(a fabric writes it when it starts\)"):
         ControllerClient(port=1).health()
 
 

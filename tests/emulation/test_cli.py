@@ -36,7 +36,7 @@ def test_every_option_and_subcommand_has_help():
     missing = []
     for prog, action in walk(cli.build_parser()):
         name = action.option_strings[-1] if action.option_strings else action.dest
-        if (prog, name) in HIDDEN or isinstance(action, argtypes._Renamed):
+        if (prog, name) in HIDDEN or isinstance(action, (argtypes._Renamed, argtypes._Deprecated)):
             continue            # renamed options are hidden: using one names the new option
         if isinstance(action, argparse._SubParsersAction):
             for choice in action._choices_actions:

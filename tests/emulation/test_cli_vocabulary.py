@@ -16,13 +16,13 @@ from tests.helpers.paths import REPO
 
 
 @pytest.mark.parametrize("argv, old, new", [
-    (["run", "demo", "--validate-only", "--out", "x"], "--out", "--results-dir"),
+    (["run", "demo", "--validate-only", "--out", "x"], "--out", "--out-dir"),
     (["analyze", "latest", "--out", "x"], "--out", "--out-dir"),
     (["notebook", "latest", "--out", "x"], "--out", "--out-dir"),
     (["wireshark", "latest", "--out", "x"], "--out", "--merged-pcap"),
     (["sweep", "s.toml", "--out", "x"], "--out", "--out-dir"),
     (["compare", "a", "b", "--out", "x"], "--out", "--figure"),
-    (["bench", "fidelity", "--out", "x"], "--out", "--results-dir"),
+    (["bench", "fidelity", "--out", "x"], "--out", "--out-dir"),
     (["fabric", "--host-mbit", "10"], "--host-mbit", "--host-link-mbit"),
     (["fabric", "--fabric-mbit", "10"], "--fabric-mbit", "--fabric-link-mbit"),
 ])
@@ -59,10 +59,10 @@ def test_run_help_lists_every_exit_code_from_the_constants(capsys):
     assert rc == 0
     epilog = out[out.index("exit codes:"):]
     codes = [int(m) for m in re.findall(r"^\s+(\d+)\s", epilog, re.M)]
-    assert codes == [0, 1, 2, 3, 130]
+    assert codes == [0, 1, 2, 3, 4, 130]
     assert codes == [run_summary.EXIT_OK, run_summary.EXIT_NOT_VERIFIED,
                      run_summary.EXIT_BAD_SCENARIO, run_summary.EXIT_FAULT_NOT_EFFECTIVE,
-                     run_summary.EXIT_INTERRUPTED]
+                     run_summary.EXIT_FIDELITY, run_summary.EXIT_INTERRUPTED]
 
 
 BAD = """name = "bad"
@@ -169,3 +169,51 @@ def test_key_reference_survives_a_reader_that_stops_early(argv):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+# One name for the output directory in every command that writes one.
+@pytest.mark.parametrize("command", [["run", "demo"], ["analyze"], ["notebook"], ["sweep", "s"],
+                                     ["fabric"], ["bench", "fidelity"]])
+def test_every_output_directory_is_out_dir(capsys, command):
+    rc, out, _ = run(capsys, *command, "--help")
+    assert rc == 0 and "--out-dir" in out
+    assert "--results-dir" not in out and "--run-dir" not in out      # hidden old names
+
+
+@pytest.mark.parametrize("old", ["--results-dir"])
+def test_an_old_output_name_still_works_and_names_the_new_one(capsys, tmp_path, old):
+    from emulation.run import runner
+    args = runner.parse_args(["demo", old, str(tmp_path), "--validate-only"])
+    assert args.out_dir == str(tmp_path)
+    assert f"{old} is deprecated: use --out-dir" in capsys.readouterr().err
+
+
+def test_fabric_run_dir_is_an_alias_of_out_dir(capsys, tmp_path):
+    from emulation import cli
+    args = cli.build_parser(["fabric"]).parse_args(["fabric", "--run-dir", str(tmp_path)])
+    assert args.out_dir == str(tmp_path)
+    assert "--run-dir is deprecated: use --out-dir" in capsys.readouterr().err
+
+
+def test_fabric_defaults_to_the_demos_mtu(capsys):
+    import tomllib
+    from emulation import cli
+    demo = tomllib.loads((REPO / "experiments" / "demo.toml").read_text())
+    assert cli.build_parser(["fabric"]).parse_args(["fabric"]).mtu == demo["fabric"]["mtu"]
+
+
+@pytest.mark.parametrize("command", [["run", "demo"], ["analyze"], ["top"], ["compare", "a", "b"],
+                                     ["bench", "codec"]])
+def test_every_command_with_a_result_has_json(capsys, command):
+    rc, out, _ = run(capsys, *command, "--help")
+    assert rc == 0 and "--json" in out
+
+
+def test_no_token_asks_whether_a_fabric_runs_once(capsys, tmp_path, monkeypatch):
+    from controller import api_auth
+    monkeypatch.delenv(api_auth.TOKEN_ENV, raising=False)
+    monkeypatch.setattr(api_auth, "token_path",
+                        lambda port, run_dir=None: str(tmp_path / f"api-token-{port}"))
+    rc, _, err = run(capsys, "link", "--api-port", "1", "down", "t0p0g0", "t1p0s1")
+    assert rc == 1 and "no API token" in err
+    assert err.count("fabric running") == 1, err

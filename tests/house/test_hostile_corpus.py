@@ -284,7 +284,7 @@ def test_analyze_latest_picks_a_finished_run(capsys, tmp_path, monkeypatch, name
     run_dir, _ = make_run_dir(tmp_path / "results")
     os.utime(run_dir, (1, 1))                          # the finished run is the oldest entry
     T.LATEST_CASES[name](tmp_path / "results")
-    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MRCLAB_RESULTS_DIR", str(tmp_path / "results"))   # where `latest` looks
     with deadline(120):
         rc, out, err = run(capsys, "analyze", "latest")
     assert rc == 0 and str(run_dir.name) in out, (rc, err[-500:])

@@ -24,7 +24,7 @@ def test_analyze_and_notebook_on_a_real_run(tmp_path):
     names = _transports()
     scn = tmp_path / "analysis-it.toml"
     scn.write_text(SCENARIO.replace("{names}", ", ".join(f'"{n}"' for n in names)))
-    rc = runner.main([str(scn), "--transport", "all", "--results-dir", str(tmp_path / "results")])
+    rc = runner.main([str(scn), "--transport", "all", "--out-dir", str(tmp_path / "results")])
     runs = list((tmp_path / "results").iterdir())
     assert rc == 0, "the runner failed: see the run directory's summaries"
     assert len(runs) == 1

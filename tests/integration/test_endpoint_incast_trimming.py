@@ -24,7 +24,7 @@ def _run(tmp_path, trimming: bool):
     scenario = tmp_path / f"{mode}.toml"
     scenario.write_text(SCENARIO.format(mode=mode, trimming=str(trimming).lower()))
     out = tmp_path / f"results-{mode}"
-    rc = runner.main([str(scenario), "--transport", "mrc", "--results-dir", str(out)])
+    rc = runner.main([str(scenario), "--transport", "mrc", "--out-dir", str(out)])
     (run_dir,) = out.iterdir()
     summary = json.loads((run_dir / "mrc" / "summary.json").read_text())
     with judged_by_fidelity(summary):

@@ -23,7 +23,7 @@ DEMO = REPO / "experiments" / "demo.toml"
 def test_a_cpu_starved_run_is_not_ok(tmp_path, capsys):
     busy = start_busy(2 * (os.cpu_count() or 1))
     try:
-        rc = runner.main([str(DEMO), "--short", "--transport", "mrc", "--results-dir", str(tmp_path),
+        rc = runner.main([str(DEMO), "--short", "--transport", "mrc", "--out-dir", str(tmp_path),
                           "--require-fidelity"])
     finally:
         stop_busy(busy)

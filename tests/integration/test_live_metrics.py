@@ -51,7 +51,7 @@ def test_metrics_endpoint_is_scraped_during_a_real_run(tmp_path):
     scraper = threading.Thread(target=scrape, daemon=True)
     scraper.start()
     try:
-        rc = runner.main([str(scn), "--results-dir", str(tmp_path / "results")])
+        rc = runner.main([str(scn), "--out-dir", str(tmp_path / "results")])
     finally:
         done.set()
         scraper.join(5)

@@ -26,7 +26,7 @@ def crosses_the_dead_link(host: str, peer: str, ev: int) -> bool:
 def test_retirements_over_the_dead_link_are_justified_and_every_one_is_judged(tmp_path):
     scenario = tmp_path / "short.toml"
     scenario.write_text(SHORT)
-    rc = runner.main([str(scenario), "--transport", "mrc", "--results-dir", str(tmp_path / "results")])
+    rc = runner.main([str(scenario), "--transport", "mrc", "--out-dir", str(tmp_path / "results")])
     (run_dir,) = (tmp_path / "results").iterdir()
     summary = json.loads((run_dir / "mrc" / "summary.json").read_text())
     assert rc == 0, summary.get("problems")

@@ -18,7 +18,7 @@ def test_an_interrupted_run_still_has_a_complete_run_json(tmp_path):
     scn = tmp_path / "record-it.toml"
     scn.write_text(SCENARIO)
     out = tmp_path / "results"
-    proc = subprocess.Popen([sys.executable, "-m", "emulation.run.runner", str(scn), "--results-dir", str(out)],
+    proc = subprocess.Popen([sys.executable, "-m", "emulation.run.runner", str(scn), "--out-dir", str(out)],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 240          # the fabric lock may be held by another run

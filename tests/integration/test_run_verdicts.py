@@ -29,7 +29,7 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     monkeypatch.setattr(scenario_faults, "_check_fit", lambda *args: None)
     scenario = tmp_path / "verdicts.toml"
     scenario.write_text(SCENARIO)
-    rc = runner.main([str(scenario), "--results-dir", str(tmp_path / "results")])
+    rc = runner.main([str(scenario), "--out-dir", str(tmp_path / "results")])
     out = capsys.readouterr()
     (run_dir,) = (tmp_path / "results").iterdir()
     per = json.loads((run_dir / "tcp" / "summary.json").read_text())

@@ -22,7 +22,7 @@ def test_every_shipped_scenario_validates():
 def test_short_tcp_run_with_a_link_down_writes_a_complete_verified_run_dir(tmp_path, capsys):
     scenario = tmp_path / "short-tcp.toml"
     scenario.write_text(SHORT_TCP)
-    rc = runner.main([str(scenario), "--transport", "tcp", "--results-dir", str(tmp_path / "results")])
+    rc = runner.main([str(scenario), "--transport", "tcp", "--out-dir", str(tmp_path / "results")])
     out = capsys.readouterr().out
     (run_dir,) = (tmp_path / "results").iterdir()
     tdir = run_dir / "tcp"

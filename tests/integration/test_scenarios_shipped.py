@@ -63,7 +63,7 @@ def run_short(name: str, transport: str, out_dir: Path) -> tuple[int, str, Path]
     printed = io.StringIO()
     with contextlib.redirect_stdout(printed):
         rc = runner.main([str(EXPERIMENTS / f"{name}.toml"), "--short", "--transport", transport,
-                          "--results-dir", str(out_dir)])
+                          "--out-dir", str(out_dir)])
     (run_dir,) = out_dir.iterdir()
     return rc, printed.getvalue(), run_dir
 

@@ -21,7 +21,7 @@ def _run(tmp_path, k):
     path = tmp_path / f"k{k}.toml"
     path.write_text(SCENARIO.format(k=k))
     out = tmp_path / f"results-k{k}"
-    rc = runner.main([str(path), "--results-dir", str(out)])
+    rc = runner.main([str(path), "--out-dir", str(out)])
     (run_dir,) = out.iterdir()
     summary = json.loads((run_dir / "mrc" / "summary.json").read_text())
     with judged_by_fidelity(summary):

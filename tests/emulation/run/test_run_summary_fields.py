@@ -1,6 +1,8 @@
 """summary.json fields the runner adds: the MRC loss policy in force (a reader must know whether
 the recovery figures measure OCP's rule or the tolerant one), line rate fraction, fabric delay."""
 
+import pytest
+
 from emulation.run import run_summary
 from emulation.config import scenario
 from tests.helpers.paths import REPO
@@ -35,7 +37,8 @@ def test_line_rate_fraction_of_the_median_iteration(tmp_path):
     summary = {"iteration_times_ms": [400.0, 900.0, 500.0], "world_size": 4}
     out = run_summary.bandwidth_and_delay(scn, "tcp", tmp_path, summary)
     assert out["line_rate_fraction"] == 0.419
+    assert out["busbw_mbit"] == pytest.approx(25.165824)     # the same busbw, per rank
     assert out["fabric_delay_p999_ms"] is None          # tcp: no MRC data packets to time
     assert run_summary.bandwidth_and_delay(scn, "mrc", tmp_path, {"iteration_times_ms": [],
                                                              "world_size": 4}) == {
-        "line_rate_fraction": None, "fabric_delay_p999_ms": None}
+        "busbw_mbit": None, "line_rate_fraction": None, "fabric_delay_p999_ms": None}

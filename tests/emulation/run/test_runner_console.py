@@ -22,6 +22,7 @@ def canned(verdict, transport):
 
 
 def console(tmp_path, monkeypatch, capsys, verdicts):
+    monkeypatch.setenv("MRCLAB_RESULTS_DIR", str(tmp_path.parent))   # the run is `latest`
     monkeypatch.setattr(runner, "run_transport",
                         lambda scn, transport, tdir: canned(verdicts[transport], transport))
     scn = S.parse(TCP_RUN)
@@ -40,13 +41,15 @@ def test_each_verdict_once_with_the_way_to_a_valid_run(tmp_path, monkeypatch, ca
     assert code == 0
     assert max(len(line) for line in printed.splitlines()[-6:]) <= 100
     out = flat(printed)
-    assert out.count("mrc: fidelity invalid at time_scale 1") == 1
+    assert out.count("fidelity invalid at time_scale 1") == 1
+    # the takeaway leads the statement: each fault's recovery, then the verdict
+    assert "mrc: fault 1: recovered in 410 ms; fault 2: recovered in 0 ms; fidelity invalid" in out
     assert "timer_lateness 3.1x, worker_lateness 2.4x" in out
     assert out.count("For a valid run:") == 1 and "`mrclab calibrate experiments/x.toml`" in out
     # the CPU meter never contradicts the verdict: saturated cores under "ok" measured the fabric
-    assert out.count("roce: fidelity ok at time_scale 1") == 1
+    assert out.count("fidelity ok at time_scale 1") == 1
     assert "CPU-bound" not in out
-    roce = out[out.index("roce: fidelity ok"):]
+    roce = out[out.index("roce: fault 1"):]
     assert "cores saturated, yet every fidelity invariant held" in roce[:roce.index("run directory")]
 
 
@@ -56,3 +59,33 @@ def test_a_voided_recovery_reads_void_in_the_table(tmp_path, monkeypatch, capsys
     runner._run_transports(S.parse(TCP_RUN), ["mrc"], tmp_path)
     out = flat(capsys.readouterr().out)
     assert "410 void, 0" in out and "recovery of fault 1 void" in out
+
+
+def test_the_console_fits_100_columns_and_says_each_violation_once(tmp_path, monkeypatch, capsys):
+    code, printed = console(tmp_path, monkeypatch, capsys, {"mrc": "invalid", "roce": "ok",
+                                                            "tcp": "ok"})
+    lines = printed.splitlines()
+    assert max(len(line) for line in lines) <= 100, max(lines, key=len)
+    assert flat(printed).count("timer_lateness") == 1
+    header = lines[0].split("  ")
+    # no transport has a trimming counter: no column of dashes
+    assert "marked" not in lines[0] and "busbw Mbit/s" not in lines[0]   # no times: dropped
+    assert header[0] == "transport" and "recovery ms" in lines[0]
+    assert lines[-1].startswith("next: `mrclab analyze ")
+
+
+def test_wide_adds_the_other_columns_and_json_prints_the_summary(tmp_path, monkeypatch, capsys):
+    import json
+    monkeypatch.setattr(runner, "run_transport", lambda scn, transport, tdir: dict(
+        canned("ok", transport), iteration_times_ms=[100.0, 300.0], retransmissions=4,
+        marked=3))
+    runner._run_transports(S.parse(TCP_RUN), ["mrc"], tmp_path, wide=True)
+    wide = capsys.readouterr().out.splitlines()[0]
+    assert "p99 iter ms" in wide and "retx" in wide and "marked" in wide
+    (tmp_path / "j").mkdir()
+    runner._run_transports(S.parse(TCP_RUN), ["mrc"], tmp_path / "j", as_json=True)
+    out = capsys.readouterr()
+    top = json.loads(out.out)                       # stdout: nothing but summary.json
+    assert top["transports"]["mrc"]["median_iteration_ms"] == 200.0
+    assert top == json.loads((tmp_path / "j" / "summary.json").read_text())
+    assert "fidelity ok at time_scale 1" in flat(out.err)
