@@ -58,7 +58,7 @@ def test_short_mrc_and_roce_runs_verified_and_mrc_recovers_faster(tmp_path, caps
             # one statement per transport, wrapped for the terminal: read it unwrapped
             said = " ".join(out.replace("\n    ", " ").split())
             # the statement opens with what the transport did, then its verdict
-        assert re.search(rf"\b{t}: .*?fidelity {s['fidelity']['verdict']} at time_scale", said)
+            assert re.search(rf"\b{t}: .*?fidelity {s['fidelity']['verdict']} at time_scale", said)
             assert f"CPU {100 * cpu['busy_fraction']:.0f}% of {cpu['cores']} cores busy" in said
         t_fault = {t: s["fault_times_ns"][0] for t, s in summaries.items()}
         retired = []
