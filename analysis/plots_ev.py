@@ -34,13 +34,13 @@ def _qp_peers(events: pd.DataFrame) -> dict[tuple[str, int], str]:
     return {(str(r.host), int(r.qp)): str(r.peer) for r in qp.itertuples(index=False)}
 
 
-def _good_before_first(codes: np.ndarray) -> np.ndarray:
-    """An EV whose first logged change left GOOD was GOOD before it (an EV starts GOOD and
-    every change is logged): its bins before that change read GOOD, not unknown."""
-    known = np.flatnonzero(~np.isnan(codes))
+def _good_before_first(codes: np.ndarray, times_s: np.ndarray, first_s: float) -> np.ndarray:
+    """An EV whose first logged change (at first_s) left GOOD was GOOD before it (an EV
+    starts GOOD and every change is logged): its bins before that change read GOOD, not
+    unknown."""
     out = codes.copy()
-    if len(known):
-        out[:known[0]] = m.EV_STATES.index("GOOD")
+    before = (times_s < first_s) & np.isnan(out)
+    out[before] = m.EV_STATES.index("GOOD")
     return out
 
 
@@ -69,7 +69,7 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
     for r in sorted(st.to_dict("records"), key=lambda r: r["t_ns"]):
         key = f"{r['host']}/qp{int(r['qp'])}/ev{int(r['ev']):#010x}"
         direction[key] = "ACKs" if r.get("direction") == "reverse" else "data"
-        first_old.setdefault(key, r.get("old"))
+        first_old.setdefault(key, (r.get("old"), (r["t_ns"] - t0_ns) / 1e9))
         if r.get("new") == "DENIED":
             ever_denied.add(key)
     peers = _qp_peers(events)
@@ -106,8 +106,9 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
         sev = np.full(len(times), -1.0)
         for label in labels:
             codes = (denied if peer else health).loc[label].to_numpy(dtype=float)
-            if not peer and first_old.get(label) == "GOOD":
-                codes = _good_before_first(codes)
+            old, first_s = first_old.get(label, (None, 0.0))
+            if not peer and old == "GOOD":
+                codes = _good_before_first(codes, times, first_s)
             level = np.where(np.isnan(codes), -1, to_sev[np.nan_to_num(codes).astype(int)])
             sev = np.maximum(sev, level)
         where = (f"within {t0_name(plane, topology.host(host).group)}" if spine < 0
