@@ -134,7 +134,8 @@ def collective_demand(worker_cfg: dict) -> dict[tuple[str, str], float] | None:
         if not isinstance(target, int) or not 0 <= target < w:
             return None
         victim = flows_of(worker_cfg)
-        skip = {target} | (set(victim[0]) if victim and worker_cfg.get("victim_only") else set())
+        skip = {hosts[target]} | (set(victim[0]) if victim and worker_cfg.get("victim_only")
+                                  else set())
         demand = {(h, hosts[target]): 1.0 for h in hosts if h not in skip}
         demand.update(dict.fromkeys(victim, 1.0))
         return demand or None

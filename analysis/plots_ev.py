@@ -140,7 +140,7 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
     cmap = ListedColormap(colors).with_extremes(bad="white")
     t = mat.columns.to_numpy(dtype=float) - (origin - t0_ns) / 1e9
     step = t[1] - t[0] if len(t) > 1 else bin_ms / 1e3
-    values = mat.to_numpy(dtype=float)
+    values = mat.to_numpy(dtype=float, copy=True)
     quiet = np.array([counts[k] == 0 for k in mat.index])
     values[quiet] = len(STATE_COLORS)
     ax.pcolormesh(np.append(t, t[-1] + step), np.arange(len(mat) + 1),

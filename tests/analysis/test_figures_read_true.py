@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import re
 from html.parser import HTMLParser
 
@@ -20,12 +21,20 @@ from PIL import Image
 from analysis import metrics as m
 from analysis import plots, report
 from analysis.plots_common import TRANSPORT_COLORS
-from tests.helpers.synthetic_run import make_run_dir
+from tests.helpers.synthetic_run import MS, T0, make_run_dir
+
+
+# the controller's fault log of the three applied faults (faults.jsonl, what the figures read)
+APPLIED = [(1000, "link_down", "t0p0g0", "t1p0s0"), (2700, "link_up", "t0p0g0", "t1p0s0"),
+           (3500, "link_down", "t0p1g0", "t1p1s0")]
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     run_dir, _ = make_run_dir(tmp_path_factory.mktemp("reader"))
+    (run_dir / "tcp" / "faults.jsonl").write_text("".join(
+        json.dumps({"t_ns": T0 + ms * MS, "action": action, "a": a, "b": b}) + "\n"
+        for ms, action, a, b in APPLIED))
     return m.load_run(run_dir)
 
 
