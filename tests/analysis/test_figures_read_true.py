@@ -14,6 +14,7 @@ import json
 import re
 from html.parser import HTMLParser
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 from PIL import Image
@@ -75,6 +76,7 @@ def test_every_figure_is_headed_with_scenario_time_scale_and_verdict(run):
         box = next(t for t in fig.texts if t.get_text() == heads[0]).get_window_extent()
         for ax in fig.axes:                 # the heading sits above every axes' title
             assert box.y0 >= ax.get_window_extent().y1 - 1, name
+        plt.close(fig)
 
 
 def test_topology_names_stay_readable_over_a_faulted_link(run):

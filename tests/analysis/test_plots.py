@@ -221,6 +221,9 @@ def test_trim_figure_leaves_zero_series_out_of_the_legend(tmp_path):
     assert [t.get_text() for t in right.get_legend().get_texts()] == ["mrc"]
     note = " ".join(t.get_text() for t in fig.texts)
     assert "tcp marked" in note and "tcp trimmed" in note
+    # 7 trims beside 40 marks (14,000 in a real run): log axes, and each bar says its count
+    assert left.get_yscale() == right.get_yscale() == "log"
+    assert {"40", "20", "7"} <= {t.get_text() for t in left.texts}
 
 
 def test_a_voided_recovery_is_drawn_void_and_the_title_names_the_verdicts(tmp_path):
