@@ -20,6 +20,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from analysis import metrics as m  # noqa: E402
 from analysis import recovery, safe_write  # noqa: E402
@@ -437,6 +438,14 @@ def _count_labels(ax, bars, values) -> None:
                  fontsize=6, padding=1)
 
 
+def _log_counts(ax) -> None:
+    """A log count axis from below 1, so a bar of 1 stands visibly, with plain tick numbers."""
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=0.5)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def trim_figure(run: m.RunAnalysis):
     """Per switch port: marked and trimmed packets (left), and per transport: trims, NACKs,
     retransmissions by cause and ASSUMED_BAD transitions (right), on log axes with each bar's
@@ -465,7 +474,7 @@ def trim_figure(run: m.RunAnalysis):
         _count_labels(ax1, bars, values)
     ax1.set_xticks(x + width * (len(series) - 1) / 2, busy, rotation=60, ha="right", fontsize=7)
     ax1.set_ylabel("packets (log scale)")
-    ax1.set_yscale("log")
+    _log_counts(ax1)
     ax1.set_title("Switch egress ports with marks or trims", pad=22)
     if series:                      # above the axes: never over a bar
         ax1.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4,
@@ -487,7 +496,7 @@ def trim_figure(run: m.RunAnalysis):
         _count_labels(ax2, bars, values)
     ax2.set_xticks(x2 + w2 * (len(drawn) - 1) / 2, labels, rotation=30, ha="right", fontsize=8)
     ax2.set_ylabel("count (log scale)")
-    ax2.set_yscale("log")
+    _log_counts(ax2)
     ax2.set_title("Per transport", pad=22)
     if drawn:
         ax2.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3,
