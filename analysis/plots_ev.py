@@ -148,7 +148,7 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
                   norm=BoundaryNorm(np.arange(len(colors) + 1) - 0.5, len(colors)),
                   shading="flat")
     ax.set_yticks(np.arange(len(mat)) + 0.5)
-    ax.set_yticklabels([f"{k}  ({counts[k]} EVs {'denied' if 'denied' in k else 'changed'})"
+    ax.set_yticklabels([f"{k}  ({counts[k]} EVs {'denied' if 'denied' in k else 'logged'})"
                         if counts[k] else f"{k}  (no change)" for k in mat.index], fontsize=8)
     hosts = [" ".join(k.split()[:2]) for k in mat.index]
     for i in range(1, len(hosts)):
