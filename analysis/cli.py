@@ -15,7 +15,7 @@ from pathlib import Path
 
 from analysis import fidelity_words, metric_names, metrics, nccl_results, plots, report
 from analysis import safe_write
-from analysis.logs import resolve_run
+from analysis.logs import read_json, resolve_run
 from model.argtypes import UsageError, add_renamed, positive_float
 
 NOTEBOOK = Path(__file__).with_name("notebooks") / "mrc_run.ipynb"
@@ -223,6 +223,13 @@ def notebook_parameters(nb) -> tuple[int, list[str]]:
     raise ValueError(f"{NOTEBOOK}: no cell tagged `parameters`")
 
 
+def notebook_title(run_dir: Path) -> str:
+    """The executed notebook's page title: the scenario it read (summary.json) and the run."""
+    scenario = (read_json(Path(run_dir) / "summary.json") or {}).get("scenario")
+    name = Path(run_dir).name
+    return f"MRC lab: {scenario} ({name})" if isinstance(scenario, str) else f"MRC lab: {name}"
+
+
 def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
                  parameters: dict | None = None) -> Path:
     """Execute the analysis notebook on run_dir and save it executed, as mrc_run.ipynb in
@@ -266,7 +273,8 @@ def run_notebook(run_dir, out_dir=None, timeout_s: int = 600,
                 km.shutdown_kernel(now=True)
     out_path = out_dir / "mrc_run.ipynb"
     safe_write.write_text(out_path, nbformat.writes(nb))
-    html, _ = HTMLExporter().from_notebook_node(nb)
+    html, _ = HTMLExporter().from_notebook_node(
+        nb, resources={"metadata": {"name": notebook_title(run_dir)}})
     safe_write.write_text(out_path.with_suffix(".html"), html)
     return out_path
 

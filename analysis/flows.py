@@ -105,6 +105,43 @@ def flows_of(worker_cfg: dict) -> list[tuple[str, str]]:
     return []
 
 
+RING_COLLECTIVES = ("allreduce", "reduce_scatter", "allgather", "sendrecv")
+
+
+def collective_demand(worker_cfg: dict) -> dict[tuple[str, str], float] | None:
+    """(src host, dst host) -> the share of a sender's bytes that flow carries, for the
+    collective of a worker configuration (traffic/workload/collectives.py's patterns): the ring
+    collectives send everything to the next rank, all-to-all spreads a rank's bytes evenly over
+    the others, a bisection's first half sends to the rank W/2 on, an incast's senders send to
+    the target (and the victim flow its own). The recovery metric weighs each cut of the fabric
+    by it (analysis/recovery.py). None when the collective or its ranks are unknown."""
+    hosts = worker_cfg.get("hosts")
+    if not isinstance(hosts, list) or not all(isinstance(h, str) for h in hosts):
+        size = worker_cfg.get("world_size")
+        hosts = ([f"h{i}" for i in range(size)] if isinstance(size, int)
+                 and not isinstance(size, bool) and size > 0 else [])
+    w, kind = len(hosts), worker_cfg.get("collective")
+    if w < 2:
+        return None
+    if kind in RING_COLLECTIVES:
+        return {(hosts[r], hosts[(r + 1) % w]): 1.0 for r in range(w)}
+    if kind == "alltoall":
+        return {(hosts[r], hosts[p]): 1.0 / (w - 1) for r in range(w) for p in range(w) if p != r}
+    if kind == "bisection":
+        return dict.fromkeys(flows_of(worker_cfg), 1.0) or None
+    if kind == "incast":
+        target = worker_cfg.get("incast_target", 0)
+        if not isinstance(target, int) or not 0 <= target < w:
+            return None
+        victim = flows_of(worker_cfg)
+        skip = {hosts[target]} | (set(victim[0]) if victim and worker_cfg.get("victim_only")
+                                  else set())
+        demand = {(h, hosts[target]): 1.0 for h in hosts if h not in skip}
+        demand.update(dict.fromkeys(victim, 1.0))
+        return demand or None
+    return None
+
+
 def coupled_groups(worker_cfg: dict, hosts: list[str]) -> list[frozenset[str]]:
     """Sets of hosts whose iterations are tied together by the data they exchange; a collective
     iteration lasts as long as its slowest group's span (first start to last end in the group).

@@ -330,12 +330,13 @@ def iteration_bandwidth(iters: pd.DataFrame, world_size: int | None = None) -> p
 
 
 def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
-                       counter: str = "rx_bytes") -> pd.DataFrame:
+                       counter: str = "rx_bytes", demand=None) -> pd.DataFrame:
     """Recovery time (ms) of every fault in a fault-log DataFrame, with the inputs assembled by
     analysis.runmodel.measure_recoveries from the event log (warmup_done, complete iterations,
     the hosts' `goodput` counters), exactly as for summary.json. Each fault-log row counts as one
     fault; a run directory's per-entry numbers are in recovery_table. recovery_ms is NaN when the
-    goodput never recovers (the definition's None)."""
+    goodput never recovers (the definition's None). demand: the collective's flows
+    (TransportData.model.demand), as the run model weighs the fabric's cuts."""
     cols = ["t_ns", "action", "a", "b", "expected_mbit", "recovery_ms", "recovered"]
     g = _events(ev, Event.GOODPUT)
     if len(faults) == 0 or len(g) == 0 or counter not in g:
@@ -358,7 +359,7 @@ def recovery_per_fault(faults: pd.DataFrame, ev: pd.DataFrame, topology=None,
                 for _, f in faults.iterrows()]
     _, _, results = runmodel.measure_recoveries(
         samples, spans, timed_start, traffic_end,
-        [(int(c["t_ns"]), [c]) for c in commands], topology)
+        [(int(c["t_ns"]), [c]) for c in commands], topology, demand)
     rows = [(int(c["t_ns"]), c.get("action"), c.get("a"), c.get("b"),
              (expected or float("nan")) * 8 / 1e6, float("nan") if rec is None else rec,
              rec is not None)

@@ -1,11 +1,13 @@
 """Figures of a run (matplotlib, Agg backend: no display needed, safe in tests and over ssh).
 
 Every function takes analysed data (analysis.metrics.RunAnalysis or DataFrames), draws one
-figure with a title, axis units and a legend, and returns the matplotlib Figure; `save_all`
-writes every figure of a run as PNG and returns {name: path}. Time axes are seconds since the
-transport's first fault (each transport runs on its own fabric, at its own time, so that is the
-one reference they share); faults are dashed vertical lines labelled above the axes. The EV
-state figure is analysis/plots_ev.py; colours and fault markers, analysis/plots_common.py.
+figure with a title, axis units and a legend, and returns the matplotlib Figure; `figures`
+heads each with the scenario, the time scale and the fidelity verdicts (plots_common.heading),
+`save_all` writes every figure of a run as PNG and returns {name: path}. Time axes are seconds
+of emulated time since the transport's timed start (plots_common: each transport runs on its
+own fabric at its own time), so a fault sits at its scheduled time; faults are dashed vertical
+lines labelled above the axes. The EV state figure is analysis/plots_ev.py; colours, fault
+markers, the time origin and the heading, analysis/plots_common.py.
 """
 from __future__ import annotations
 
@@ -18,12 +20,14 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter, NullFormatter  # noqa: E402
 
 from analysis import metrics as m  # noqa: E402
 from analysis import recovery, safe_write  # noqa: E402
 from analysis import trimming as tr
-from analysis.fidelity_words import time_scale_of, verdict_of, void_by_entry
-from analysis.plots_common import TRANSPORT_COLORS, fault_markers, first_fault_ns, named_events
+from analysis.fidelity_words import void_by_entry
+from analysis.plots_common import (TIME_AXIS, TRANSPORT_COLORS, fault_markers, footnote,
+                                   heading, named_events, origin_ns, stamp)
 from analysis.plots_ev import ev_state_figure
 from model import faults as fault_kinds
 from model.events import Event
@@ -48,10 +52,10 @@ def recovery_window_ms(td: m.TransportData) -> float:
     return recovery.collective_windows(spans)["window_ms"]
 
 
-def capacity_fractions(topology, faults: pd.DataFrame) -> list[tuple[int, float]]:
-    """(t_ns, fraction of the healthy capacity left) after each fault-log entry, by the
-    recovery metric's own rule (analysis.recovery.surviving_capacity_fraction; without a
-    topology, full capacity, as the metric assumes then)."""
+def capacity_fractions(topology, faults: pd.DataFrame, demand=None) -> list[tuple[int, float]]:
+    """(t_ns, fraction of the healthy goodput the surviving fabric allows) after each fault-log
+    entry, by the recovery metric's own rule (analysis.recovery.surviving_capacity_fraction,
+    with the collective's demand; without a topology, full capacity, as the metric assumes)."""
     if len(faults) == 0:
         return []
     if topology is None:
@@ -60,7 +64,8 @@ def capacity_fractions(topology, faults: pd.DataFrame) -> list[tuple[int, float]
     for f in faults.sort_values("t_ns", kind="stable").to_dict("records"):
         f = {k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
         state = recovery.apply_fault_to_capacity(topology, state, f)
-        out.append((int(f["t_ns"]), recovery.surviving_capacity_fraction(topology, state)))
+        out.append((int(f["t_ns"]),
+                    recovery.surviving_capacity_fraction(topology, state, demand)))
     return out
 
 
@@ -82,13 +87,33 @@ def _allowed_series(times_s: np.ndarray, origin_ns: int, steady_mbit: float,
     return allowed
 
 
-GOODPUT_TOP_PERCENT = 160.0     # the axis top at least; a faint raw bin above it is noted
+GOODPUT_TOP_PERCENT = 130.0     # the axis top at least; a faint raw bin above it is noted
+
+
+def _demand(td: m.TransportData):
+    return td.model.demand if td.model is not None else None
+
+
+def _over_axis_note(name: str, raw: np.ndarray, total: pd.Series, top: float, bin_ms: float,
+                    topology) -> str | None:
+    """Why raw bins stand above the axis, in words: each bin counts the bytes whose delivery was
+    logged in it, and the workers log in bursts, so a short bin can hold more than a bin's worth
+    of line rate; the rolling mean is what the metric judges."""
+    above = int(np.sum(raw > top))
+    if not above:
+        return None
+    peak, phys = np.nanmax(total.to_numpy()), physical_max_mbit(topology)
+    over = (f", above the {phys:.0f} Mbit/s all NIC ports can carry: deliveries are logged in "
+            f"bursts, the mean over the window is what the fabric carried"
+            if phys and peak > phys else "")
+    return (f"{name}: {above} faint {bin_ms:g} ms bins above the axis (peak {peak:.0f} Mbit/s "
+            f"summed over the receivers{over}).")
 
 
 def goodput_figure(run: m.RunAnalysis):
     """Goodput of each transport in a row of its own, in percent of what the surviving paths
-    allow (the pre-fault steady goodput times the capacity fraction left, as the recovery metric
-    defines it), t = 0 at the transport's first fault.
+    allow (the pre-fault steady goodput times the fraction of the collective's top rate the
+    surviving fabric allows, as the recovery metric defines it), t = 0 at the timed start.
 
     Faint steps: per-bin goodput (bursty at 10 ms). Solid line: its rolling mean over the
     recovery metric's window, drawn at the window's start, so the curve at t is what the metric
@@ -110,22 +135,20 @@ def goodput_figure(run: m.RunAnalysis):
     notes = []
     for ax, (name, td, total, source) in zip(axes, rows):
         color = TRANSPORT_COLORS.get(name)
-        origin_ns = first_fault_ns(td)
-        if origin_ns is None:
-            origin_ns = run.t0_ns + int(total.index[0] * 1e9)
-        x = total.index.to_numpy(dtype=float) - (origin_ns - run.t0_ns) / 1e9
+        origin = origin_ns(td, run.t0_ns + int(total.index[0] * 1e9))
+        x = total.index.to_numpy(dtype=float) - (origin - run.t0_ns) / 1e9
         window_ms = recovery_window_ms(td)
         n = max(1, int(round(window_ms / run.bin_ms)))
         rolling = total.rolling(n, min_periods=n).mean().shift(-(n - 1)).to_numpy()
-        rec = (m.recovery_per_fault(td.faults, td.events, td.topology) if len(td.faults)
-               else pd.DataFrame())
-        fractions = capacity_fractions(td.topology, td.faults)
+        rec = (m.recovery_per_fault(td.faults, td.events, td.topology, demand=_demand(td))
+               if len(td.faults) else pd.DataFrame())
+        fractions = capacity_fractions(td.topology, td.faults, _demand(td))
         steady = None
         if len(rec) and fractions and np.isfinite(rec["expected_mbit"].iloc[0]) \
                 and fractions[0][1] > 0:
             steady = float(rec["expected_mbit"].iloc[0]) / fractions[0][1]
         if steady:
-            allowed = _allowed_series(x, origin_ns, steady, fractions)
+            allowed = _allowed_series(x, origin, steady, fractions)
             scale = 100.0 / np.where(allowed > 0, allowed, np.nan)
             unit = "% of allowed"
         else:                       # no fault or no steady rate: plain Mbit/s
@@ -138,32 +161,23 @@ def goodput_figure(run: m.RunAnalysis):
             ax.axhline(100 * recovery.DEFAULT_THRESHOLD, color="dimgrey", ls=(0, (4, 2)), lw=1)
             top = max(GOODPUT_TOP_PERCENT, 1.1 * float(np.nanmax(rolling * scale, initial=0)))
             ax.set_ylim(0, top)
-            above = int(np.sum(raw > top))
-            phys = physical_max_mbit(td.topology)
-            if above:
-                peak = np.nanmax(total.to_numpy())
-                note = (f"{name}: {above} raw {run.bin_ms:g} ms bins above the axis (peak "
-                        f"{peak:.0f} Mbit/s")
-                note += (f", over the NICs' {phys:.0f} Mbit/s: samples land in bursts)"
-                         if phys and peak > phys else ")")
-                notes.append(note)
-            _stall_spans(ax, rec, origin_ns, x[-1] if len(x) else 0.0, color, top)
+            note = _over_axis_note(name, raw, total, top, run.bin_ms, td.topology)
+            notes += [note] if note else []
+            _stall_spans(ax, rec, origin, x[-1] if len(x) else 0.0, color, top)
         else:
             ax.set_ylim(bottom=0)
         ax.set_ylabel(f"{name}\n{unit}")
         ax.grid(alpha=0.3)
         for t_ns, _ in fractions:
-            ax.axvline((t_ns - origin_ns) / 1e9, color="black", ls="--", lw=0.8, alpha=0.6)
+            ax.axvline((t_ns - origin) / 1e9, color="black", ls="--", lw=0.8, alpha=0.6)
     first = rows[0][1]
     if len(first.faults):
-        fault_markers(axes[0], first.faults, first_fault_ns(first), color="black")
-    axes[-1].set_xlabel("time since the transport's first fault (s)")
+        fault_markers(axes[0], first.faults, origin_ns(first, run.t0_ns), color="black")
+    axes[-1].set_xlabel(TIME_AXIS)
     fig.suptitle(f"Goodput per transport, in % of what the surviving paths allow (dashed: the "
                  f"recovery bar, {recovery.DEFAULT_THRESHOLD:.0%}; shaded: the stall; faint: "
                  f"{run.bin_ms:g} ms bins)", fontsize=10)
-    if notes:
-        fig.text(0.01, 0.005, "; ".join(notes), fontsize=7, color="dimgrey")
-    fig.tight_layout(rect=(0, 0.03 if notes else 0, 1, 0.97))
+    fig.tight_layout(rect=(0, footnote(fig, notes), 1, 0.97))
     return fig
 
 
@@ -230,7 +244,7 @@ def recovery_figure(run: m.RunAnalysis):
     transport never recovered from is a hatched bar to the top, labelled so."""
     tables = {}
     for name, td in run.transports.items():
-        rec = m.recovery_per_fault(td.faults, td.events, td.topology)
+        rec = m.recovery_per_fault(td.faults, td.events, td.topology, demand=_demand(td))
         if len(rec):
             tables[name] = rec
     fig, ax = plt.subplots(figsize=(10, 4))
@@ -269,7 +283,7 @@ def recovery_figure(run: m.RunAnalysis):
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="y", alpha=0.3)
     ax.set(title=f"Recovery time per fault (goodput back to {recovery.DEFAULT_THRESHOLD:.0%} of "
-                 "what the surviving paths allow; diamond: 0 ms)\n" + verdict_caption(run),
+                 "what the surviving paths allow; diamond: 0 ms)",
            ylabel="recovery time (ms)")
     fig.tight_layout()
     return fig
@@ -289,13 +303,6 @@ def void_rows(td, rec: pd.DataFrame) -> list:
             why = ordered[i]
         out.append(why)
     return out
-
-
-def verdict_caption(run: m.RunAnalysis) -> str:
-    """Each transport's fidelity verdict and the time scale, for a figure's title."""
-    words = [f"{n} {verdict_of(td.summary)}" for n, td in run.transports.items()]
-    scales = sorted({time_scale_of(td.summary) for td in run.transports.values()})
-    return (f"fidelity: {', '.join(words)}; time_scale {', '.join(f'{k:g}' for k in scales)}")
 
 
 def iteration_figure(run: m.RunAnalysis):
@@ -323,10 +330,14 @@ def iteration_figure(run: m.RunAnalysis):
     return fig
 
 
-def topology_figure(topology, faults: pd.DataFrame | None = None):
+RESTORED_COLOR = "black"        # the plane colours are tab10's: orange is plane 1's
+
+
+def topology_figure(topology, faults: pd.DataFrame | None = None, origin: int | None = None):
     """The fabric: hosts at the bottom, T0s, T1s on top, one colour per plane. Every faulted
-    link is thick and labelled with its fault times (s since the first fault): red when the
-    fault log leaves it down (or lossy/black-holed), black when it was restored (orange is a plane colour)."""
+    link is thick and labelled with its fault times (s since `origin`, the timed start; the
+    first fault without one): red when the fault log leaves it down (or lossy/black-holed),
+    black when it was restored. Switch and host names sit on a white box above the links."""
     fig, ax = plt.subplots(figsize=(10, 5))
     if topology is None:
         ax.text(0.5, 0.5, "fabric spec not found in the run directory", ha="center")
@@ -344,9 +355,9 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
         for i, s in enumerate(lst):
             pos[s.name] = ((i + 0.5) / len(lst), y)
     state: dict = {}
-    touched: dict = {}          # link -> ["down 0.0 s", "up 6.0 s", ...] since the first fault
+    touched: dict = {}          # link -> ["down 3.0 s", "up 8.5 s", ...] since the origin
     if faults is not None and len(faults):
-        first_ns = int(faults["t_ns"].min())
+        first_ns = int(faults["t_ns"].min()) if origin is None else origin
         for f in faults.sort_values("t_ns").to_dict("records"):
             f = {k: v for k, v in f.items() if not (isinstance(v, float) and np.isnan(v))}
             state = recovery.apply_fault_to_capacity(topology, state, f)
@@ -361,10 +372,11 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
         (x1, y1), (x2, y2) = pos[link.a], pos[link.b]
         key = frozenset(link.ends())
         if key in touched:
-            color = "red" if key in failed else "black"
+            color = "red" if key in failed else RESTORED_COLOR
             ax.plot([x1, x2], [y1, y2], color=color, lw=4, zorder=3)
             ax.annotate(f"{link.a}~{link.b}\n" + ", ".join(touched[key]),
-                        ((x1 + x2) / 2, (y1 + y2) / 2), xytext=(8, 0), textcoords="offset points",
+                        (x1 + 0.4 * (x2 - x1), y1 + 0.4 * (y2 - y1)), xytext=(10, 0),
+                        textcoords="offset points",
                         fontsize=8, color=color, weight="bold", va="center", zorder=6,
                         bbox={"boxstyle": "round", "fc": "white", "ec": color, "alpha": 0.9})
         else:
@@ -372,14 +384,16 @@ def topology_figure(topology, faults: pd.DataFrame | None = None):
     for name, (x, y) in pos.items():
         ax.scatter([x], [y], s=300 if y else 200, marker="s" if y else "o", color="white",
                    edgecolor="black", zorder=5)
-        ax.text(x, y - 0.06 if y == 0 else y + 0.05, name, ha="center", fontsize=7)
+        ax.text(x, y - 0.06 if y == 0 else y + 0.05, name, ha="center", fontsize=7, zorder=7,
+                bbox={"boxstyle": "square,pad=0.1", "fc": "white", "ec": "none"})
     handles = [Patch(color=plane_colors(p), label=f"plane {p}") for p in range(spec.planes)]
     if failed:
         handles.append(Patch(color="red", label="faulted, still failed at the end"))
     if set(touched) - failed:
-        handles.append(Patch(color="black", label="faulted, then restored"))
+        handles.append(Patch(color=RESTORED_COLOR, label="faulted, then restored"))
     if touched:
-        handles.append(Patch(color="white", label="times: s since the first fault"))
+        handles.append(Patch(color="white", label="times: s since the timed start"
+                             if origin is not None else "times: s since the first fault"))
     ax.legend(handles=handles, loc="upper left", fontsize=7, bbox_to_anchor=(1.0, 1.0))
     ax.set(title=f"Fabric: {spec.planes} planes x {spec.groups} groups x {spec.spines} spines, "
                  f"{spec.num_hosts} hosts", xlim=(-0.05, 1.05), ylim=(-0.12, 1.0))
@@ -403,12 +417,13 @@ def victim_goodput_figure(run: m.RunAnalysis):
         t = (run.transports[name].summary or {}).get("trimming") or {}
         opt = "trim+mark" if t.get("trim") else ("mark" if t.get("mark") else "no trimming")
         mean = "-" if v["mean_mbit"] is None else f"{v['mean_mbit']:.1f}"
-        ax.plot(v["series"].index, v["series"].values, drawstyle="steps-post", lw=1.4,
+        shift = (origin_ns(run.transports[name], run.t0_ns) - run.t0_ns) / 1e9
+        ax.plot(v["series"].index - shift, v["series"].values, drawstyle="steps-post", lw=1.4,
                 color=TRANSPORT_COLORS.get(name),
                 label=f"{name} ({opt}): mean {mean} Mbit/s")
     first = next(iter(series.values()))
     ax.set(title=f"Incast victim flow {first['src']} -> {first['dst']}: goodput (100 ms bins)",
-           xlabel="time since run start (s)", ylabel="goodput (Mbit/s)")
+           xlabel=TIME_AXIS, ylabel="goodput (Mbit/s)")
     ax.set_ylim(bottom=0)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
@@ -416,9 +431,25 @@ def victim_goodput_figure(run: m.RunAnalysis):
     return fig
 
 
+def _count_labels(ax, bars, values) -> None:
+    """Each non-zero bar's count above it: on a log axis a bar of 9 beside one of 14,000 is
+    short, its number says what it is."""
+    ax.bar_label(bars, labels=[f"{int(v):,}" if v else "" for v in np.asarray(values)],
+                 fontsize=6, padding=1)
+
+
+def _log_counts(ax) -> None:
+    """A log count axis from below 1, so a bar of 1 stands visibly, with plain tick numbers."""
+    ax.set_yscale("log")
+    ax.set_ylim(bottom=0.5)
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else ""))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
 def trim_figure(run: m.RunAnalysis):
     """Per switch port: marked and trimmed packets (left), and per transport: trims, NACKs,
-    retransmissions by cause and ASSUMED_BAD transitions (right). None without counters."""
+    retransmissions by cause and ASSUMED_BAD transitions (right), on log axes with each bar's
+    count (marks outnumber trims by orders of magnitude). None without counters."""
     ports = {n: tr.port_table(tr.load_trim_counters(td.directory))
              for n, td in run.transports.items()}
     ports = {n: p for n, p in ports.items() if len(p)}
@@ -438,10 +469,12 @@ def trim_figure(run: m.RunAnalysis):
     x = np.arange(len(busy))
     width = 0.8 / max(1, len(series))
     for i, (name, col, values, style) in enumerate(series):
-        ax1.bar(x + i * width, values, width, color=TRANSPORT_COLORS.get(name),
-                label=f"{name} {col}", **style)
+        bars = ax1.bar(x + i * width, values, width, color=TRANSPORT_COLORS.get(name),
+                       label=f"{name} {col}", **style)
+        _count_labels(ax1, bars, values)
     ax1.set_xticks(x + width * (len(series) - 1) / 2, busy, rotation=60, ha="right", fontsize=7)
-    ax1.set_ylabel("packets")
+    ax1.set_ylabel("packets (log scale)")
+    _log_counts(ax1)
     ax1.set_title("Switch egress ports with marks or trims", pad=22)
     if series:                      # above the axes: never over a bar
         ax1.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=4,
@@ -459,9 +492,11 @@ def trim_figure(run: m.RunAnalysis):
     x2 = np.arange(len(labels))
     w2 = 0.8 / max(1, len(drawn))
     for i, (name, values) in enumerate(drawn):
-        ax2.bar(x2 + i * w2, values, w2, color=TRANSPORT_COLORS.get(name), label=name)
+        bars = ax2.bar(x2 + i * w2, values, w2, color=TRANSPORT_COLORS.get(name), label=name)
+        _count_labels(ax2, bars, values)
     ax2.set_xticks(x2 + w2 * (len(drawn) - 1) / 2, labels, rotation=30, ha="right", fontsize=8)
-    ax2.set_ylabel("count")
+    ax2.set_ylabel("count (log scale)")
+    _log_counts(ax2)
     ax2.set_title("Per transport", pad=22)
     if drawn:
         ax2.legend(fontsize=8, loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3,
@@ -485,11 +520,15 @@ def figures(run: m.RunAnalysis) -> dict:
     out["iterations"] = iteration_figure(run)
     first = next(iter(run.transports.values()), None)
     out["topology"] = topology_figure(first.topology if first else None,
-                                      first.faults if first else None)
+                                      first.faults if first else None,
+                                      origin_ns(first, run.t0_ns) if first else None)
     for name, make in (("trimming", trim_figure), ("victim_goodput", victim_goodput_figure)):
         fig = make(run)
         if fig is not None:
             out[name] = fig
+    title = heading(run)
+    for fig in out.values():
+        stamp(fig, title)
     return out
 
 

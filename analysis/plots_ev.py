@@ -17,8 +17,8 @@ from matplotlib.colors import BoundaryNorm, ListedColormap  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 
 from analysis import metrics as m  # noqa: E402
-from analysis.plots_common import (STATE_COLORS, fault_markers, first_fault_ns,  # noqa: E402
-                                   named_events)
+from analysis.plots_common import (STATE_COLORS, TIME_AXIS, fault_markers,  # noqa: E402
+                                   named_events, origin_ns)
 from model.events import Event  # noqa: E402
 from model.topology import ev_plane, ev_spine, t0_name, t1_name  # noqa: E402
 
@@ -34,12 +34,24 @@ def _qp_peers(events: pd.DataFrame) -> dict[tuple[str, int], str]:
     return {(str(r.host), int(r.qp)): str(r.peer) for r in qp.itertuples(index=False)}
 
 
+def _good_before_first(codes: np.ndarray, times_s: np.ndarray, first_s: float) -> np.ndarray:
+    """An EV whose first logged change (at first_s) left GOOD was GOOD before it (an EV
+    starts GOOD and every change is logged): its bins before that change read GOOD, not
+    unknown."""
+    out = codes.copy()
+    before = (times_s < first_s) & np.isnan(out)
+    out[before] = m.EV_STATES.index("GOOD")
+    return out
+
+
 def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
                    topology=None) -> tuple[pd.DataFrame, dict]:
     """EV states grouped by path: one row per (host, direction, plane, T1), a bin holding the
     worst health state any of that host's live EVs on the path held in it (GOOD < UNKNOWN <
-    SUSPECT < ASSUMED_BAD). An EV stops counting once a replacement EV takes its place (its
-    last state is history, not the path's state).
+    SUSPECT < ASSUMED_BAD). An EV keeps its last logged state after a replacement takes its
+    slot: an ASSUMED_BAD EV out of the rotation is still probed, so the path reads bad until a
+    probe brings it back GOOD (after the repair), as the failed link was. Before its first
+    logged change an EV whose change left GOOD was GOOD (_good_before_first).
     DENIED is the control plane's verdict on the EVs a rule names, not the health of the path:
     a link rule denies one host's EVs to the peers behind that link and leaves its other peers'
     EVs on the same plane and T1 in use. So the EVs that were ever denied get a row of their own
@@ -53,15 +65,13 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
         return health, {}
     denied = m.ev_state_matrix(events, bin_ms, t0_ns, states=("DENIED",))
     st = named_events(events, Event.EV_STATE)
-    direction, retired, ever_denied = {}, {}, set()
-    for r in st.to_dict("records"):
+    direction, ever_denied, first_old = {}, set(), {}
+    for r in sorted(st.to_dict("records"), key=lambda r: r["t_ns"]):
         key = f"{r['host']}/qp{int(r['qp'])}/ev{int(r['ev']):#010x}"
         direction[key] = "ACKs" if r.get("direction") == "reverse" else "data"
+        first_old.setdefault(key, (r.get("old"), (r["t_ns"] - t0_ns) / 1e9))
         if r.get("new") == "DENIED":
             ever_denied.add(key)
-        old = r.get("replaces")
-        if old is not None and not (isinstance(old, float) and np.isnan(old)):
-            retired.setdefault(f"{r['host']}/qp{int(r['qp'])}/ev{int(old):#010x}", r["t_ns"])
     peers = _qp_peers(events)
     times = health.columns.to_numpy(dtype=float)
     to_sev = np.array([_SEVERITY[s] for s in m.EV_STATES], dtype=float)
@@ -96,9 +106,10 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
         sev = np.full(len(times), -1.0)
         for label in labels:
             codes = (denied if peer else health).loc[label].to_numpy(dtype=float)
+            old, first_s = first_old.get(label, (None, 0.0))
+            if not peer and old == "GOOD":
+                codes = _good_before_first(codes, times, first_s)
             level = np.where(np.isnan(codes), -1, to_sev[np.nan_to_num(codes).astype(int)])
-            if label in retired and not peer:
-                level[times >= (retired[label] - t0_ns) / 1e9] = -1
             sev = np.maximum(sev, level)
         where = (f"within {t0_name(plane, topology.host(host).group)}" if spine < 0
                  else f"via {t1_name(plane, spine)}")
@@ -108,29 +119,37 @@ def ev_path_matrix(events: pd.DataFrame, bin_ms: float, t0_ns: int,
     return pd.DataFrame(rows, index=health.columns).T, counts
 
 
+QUIET_COLOR = "#dcedc8"         # a path none of whose EVs changed state: pale, not blank
+
+
 def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
     """EV state over time, one row per path (host, data or ACK direction, plane, T1): the worst
-    state of the host's live EVs on that path in each time bin. A dead T0-T1 link shows as the
-    rows via that T1 turning ASSUMED_BAD while the other paths stay as they were. Denied EVs
-    show in rows of their own per peer, DENIED from their deny to their allow (ev_path_matrix).
-    Time is seconds since the transport's first fault, as in the goodput figure. None when the
-    transport logged no EV state (the single-path baselines): no empty figure."""
+    state of the host's EVs on that path in each time bin. A dead T0-T1 link shows as the rows
+    via that T1 turning ASSUMED_BAD while the other paths stay as they were, and green again
+    once probes succeed after the repair. A path none of whose EVs changed state is pale green
+    (every EV starts GOOD and every change is logged). Denied EVs show in rows of their own per
+    peer, DENIED from their deny to their allow (ev_path_matrix). t = 0 at the transport's
+    timed start, as every figure (plots_common). None when the transport logged no EV state
+    (the single-path baselines): no empty figure."""
     mat, counts = ev_path_matrix(td.events, bin_ms, t0_ns, td.topology)
     if len(mat) == 0:
         return None
-    origin_ns = first_fault_ns(td)
-    shift = 0.0 if origin_ns is None else (origin_ns - t0_ns) / 1e9
+    origin = origin_ns(td, t0_ns)
     fig, ax = plt.subplots(figsize=(11, 1.9 + 0.3 * max(len(mat), 1)))
-    cmap = ListedColormap(STATE_COLORS).with_extremes(bad="white")
-    t = mat.columns.to_numpy(dtype=float) - shift
+    colors = STATE_COLORS + [QUIET_COLOR]
+    cmap = ListedColormap(colors).with_extremes(bad="white")
+    t = mat.columns.to_numpy(dtype=float) - (origin - t0_ns) / 1e9
     step = t[1] - t[0] if len(t) > 1 else bin_ms / 1e3
+    values = mat.to_numpy(dtype=float, copy=True)
+    quiet = np.array([counts[k] == 0 for k in mat.index])
+    values[quiet] = len(STATE_COLORS)
     ax.pcolormesh(np.append(t, t[-1] + step), np.arange(len(mat) + 1),
-                  np.ma.masked_invalid(mat.to_numpy(dtype=float)), cmap=cmap,
-                  norm=BoundaryNorm(np.arange(len(STATE_COLORS) + 1) - 0.5, len(STATE_COLORS)),
+                  np.ma.masked_invalid(values), cmap=cmap,
+                  norm=BoundaryNorm(np.arange(len(colors) + 1) - 0.5, len(colors)),
                   shading="flat")
     ax.set_yticks(np.arange(len(mat)) + 0.5)
     ax.set_yticklabels([f"{k}  ({counts[k]} EVs {'denied' if 'denied' in k else 'logged'})"
-                        for k in mat.index], fontsize=8)
+                        if counts[k] else f"{k}  (no change)" for k in mat.index], fontsize=8)
     hosts = [" ".join(k.split()[:2]) for k in mat.index]
     for i in range(1, len(hosts)):
         if hosts[i] != hosts[i - 1]:
@@ -138,14 +157,14 @@ def ev_state_figure(td: m.TransportData, t0_ns: int, bin_ms: float = 10.0):
     ax.set_ylim(len(mat), 0)
     ax.set_xlim(t[0], t[-1] + step)
     handles = [Patch(color=c, label=s) for c, s in zip(STATE_COLORS, m.EV_STATES)]
-    handles.append(Patch(facecolor="white", edgecolor="grey", label="no transition logged"))
+    handles.append(Patch(color=QUIET_COLOR, label="no EV changed state"))
+    handles.append(Patch(facecolor="white", edgecolor="grey", label="state not known yet"))
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8,
               title="EV state")
-    if origin_ns is not None:
-        fault_markers(ax, td.faults, origin_ns)
+    if len(td.faults):
+        fault_markers(ax, td.faults, origin)
     ax.set_title(f"EV state per path ({td.name}): worst state of the host's EVs via each T1",
                  pad=30)
-    ax.set_xlabel("time since the transport's first fault (s)" if origin_ns is not None
-                  else "time since run start (s)")
+    ax.set_xlabel(TIME_AXIS)
     fig.tight_layout()
     return fig

@@ -22,10 +22,13 @@ Concretely (all parameters are keyword arguments with these defaults):
   The recovery time is t - fault_t.
 - "What the surviving capacity allows" (expected_bps) is estimated as the healthy pre-fault
   steady goodput (median of the windows before the first fault, steady_goodput_bps) times the
-  surviving capacity fraction of the fabric's narrowest cut after the fault
-  (surviving_capacity_fraction). The collectives here are capacity-bound (back-to-back
-  iterations over HTB-limited links), so goodput scales with the capacity of the bottleneck
-  cut; taking the fabric's worst cut is conservative (it never asks for more than the
+  fraction of the collective's top rate the surviving fabric still allows
+  (surviving_capacity_fraction): the collectives here are capacity-bound (back-to-back
+  iterations over HTB-limited links), so goodput scales with the capacity of the collective's
+  tightest cut, weighed by the traffic that crosses it (the collective's demand). A fault on a
+  cut the collective never filled leaves the whole rate allowed: asking only for the lost
+  share of that cut would let goodput read above 100% of "allowed" and a stalled transport
+  pass the bar early. Without a demand, every cut counts as full (never asks for more than the
   surviving fabric can carry). A restore (link_up, *_clear) is measured the same way against
   the capacity after it.
 Pure: no I/O, no sockets.
@@ -147,13 +150,32 @@ def aggregate_cumulative(per_host: Mapping[str, Sequence[Sequence[float]]], *,
     return list(zip(grid.tolist(), total.tolist()))
 
 
-def surviving_capacity_fraction(topology, link_capacity: Mapping[tuple[str, str], float]) -> float:
-    """Fraction of the healthy capacity left on the fabric's narrowest cut.
+def _cuts(topology) -> list[tuple[list, frozenset[str]]]:
+    """(links, hosts on the inside) of every cut the capacity model considers: each host's NIC
+    ports (all planes), and, with more than one group, each group's T0 uplinks (all planes and
+    spines), which every cross-group byte must cross."""
+    cuts = [(list(topology.links_of(h.name)), frozenset((h.name,))) for h in topology.hosts]
+    if topology.spec.groups > 1:
+        for g in range(topology.spec.groups):
+            links = [lk for lk in topology.links if lk.kind == "fabric"
+                     and topology.switches[lk.a].index == g]
+            cuts.append((links, frozenset(h.name for h in topology.hosts if h.group == g)))
+    return cuts
+
+
+def surviving_capacity_fraction(topology, link_capacity: Mapping[tuple[str, str], float],
+                                demand: Mapping[tuple[str, str], float] | None = None) -> float:
+    """Fraction of the healthy goodput the surviving fabric still allows.
 
     topology: model.topology.Topology. link_capacity: (a, b) -> remaining fraction of that
     link's rate (0 = down/unusable, 1 = healthy; missing = 1), either order of a/b.
-    Cuts considered: each host's NIC ports (all planes), and, with more than one group, each
-    group's T0 uplinks (all planes and spines), which every cross-group byte must cross.
+    demand: (src host, dst host) -> relative rate of each flow of the collective
+    (analysis.flows.collective_demand). With it, the collective's top rate is that of its
+    tightest cut (the cut's capacity over the demand crossing it, each direction, for each cut
+    of _cuts), and the fraction is the top rate after the faults over the top rate before,
+    at most 1: a link lost on a cut the collective does not fill costs it nothing (a ring's
+    one cross-group hop does not need all four uplinks of its group). Without it, every cut
+    counts as full, and the fraction is that of the cut that lost the most.
     """
     remaining = {}
     for (a, b), frac in link_capacity.items():
@@ -161,19 +183,27 @@ def surviving_capacity_fraction(topology, link_capacity: Mapping[tuple[str, str]
             raise ValueError(f"capacity fraction of link {a}~{b} must be in [0, 1], got {frac}")
         remaining[frozenset((a, b))] = frac
 
-    def left(link) -> float:
-        return link.mbit * remaining.get(frozenset(link.ends()), 1.0)
+    def left(link, state) -> float:
+        return link.mbit * state.get(frozenset(link.ends()), 1.0)
 
-    fractions = []
-    for host in topology.hosts:
-        links = [lk for lk in topology.links_of(host.name)]
-        fractions.append(sum(left(lk) for lk in links) / sum(lk.mbit for lk in links))
-    if topology.spec.groups > 1:
-        for g in range(topology.spec.groups):
-            links = [lk for lk in topology.links if lk.kind == "fabric"
-                     and topology.switches[lk.a].index == g]
-            fractions.append(sum(left(lk) for lk in links) / sum(lk.mbit for lk in links))
-    return min(fractions)
+    cuts = _cuts(topology)
+    if demand is None:
+        return min(sum(left(lk, remaining) for lk in links) / sum(lk.mbit for lk in links)
+                   for links, _ in cuts)
+
+    def top_rate(state) -> float:
+        rate = float("inf")
+        for links, inside in cuts:
+            cap = sum(left(lk, state) for lk in links)
+            out = sum(w for (s, d), w in demand.items() if s in inside and d not in inside)
+            into = sum(w for (s, d), w in demand.items() if d in inside and s not in inside)
+            rate = min([rate] + [cap / load for load in (out, into) if load > 0])
+        return rate
+
+    healthy = top_rate({})
+    if not 0 < healthy < float("inf"):        # no cut carries the collective: nothing to lose
+        return 1.0
+    return min(1.0, top_rate(remaining) / healthy)
 
 
 def apply_fault_to_capacity(topology, link_capacity: dict, fault: Mapping) -> dict:

@@ -81,10 +81,41 @@ HUMAN = {
     "status": "status", "capacity_fraction": "capacity left (fraction)",
     "expected_mbit": "goodput the surviving paths allow (Mbit/s)", "recovery_ms": "recovery (ms)",
     "reason": "why",
+    # the parts of summary.json's loss_verdicts and ev_assumed_bad_by_reason
+    "loss_verdicts_opened": "opened", "losses_explained_by_trim": "explained by a trim",
+    "losses_explained_by_late_delivery": "explained by a late delivery",
+    "loss_verdicts_failed": "ended in ASSUMED_BAD", "timeout": "retransmission timeout",
+    "sack_gap": "SACK gap", "nack_trimmed": "trimmed-packet NACK", "gbn": "go-back-N",
+    "reverse:reverse_probe_timeout": "ACK path: probe timed out",
+    "reverse_probe_timeout": "ACK path: probe timed out", "probe_timeout": "probe timed out",
+    "loss_verdict": "loss verdict",
 }
 HUMAN.update(metric_names.LABELS)   # the headline metrics: one name, analysis/metric_names.py
 HUMAN.update(iterations_completed="iterations completed",
              retransmissions_captured="retransmitted data packets in the captures (sum over ports)")
+
+# Each figure's caption: what it shows, in words (a name not listed is an EV state figure of
+# the transport it names, or spelt out).
+CAPTIONS = {
+    "goodput": "Goodput of each transport around the faults, in % of what the surviving paths "
+               "allow; shaded: the stall the recovery metric measured",
+    "load": "Data bytes sent per plane and per path, with Jain's fairness index",
+    "recovery": "Recovery time per fault and transport",
+    "iterations": "Collective iteration times per transport",
+    "topology": "The fabric and the links the faults touched",
+    "trimming": "ECN marks and trims per switch port, NACKs and retransmissions per transport",
+    "victim_goodput": "Goodput of the incast's victim flow per transport",
+}
+
+
+def caption(name: str) -> str:
+    """A figure's caption for a reader (CAPTIONS), never its file name."""
+    if name in CAPTIONS:
+        return CAPTIONS[name]
+    if name.startswith("ev_state_"):
+        return (f"EV state per path over time ({name[len('ev_state_'):]}): the worst state of "
+                "each host's entropy values on each path")
+    return name.replace("_", " ").capitalize()
 _UNITS = (("_mbit", " (Mbit/s)"), ("_ms", " (ms)"), ("_ns", " (ns)"), ("_bytes", " (bytes)"),
           ("_s", " (s)"))
 
@@ -102,38 +133,58 @@ def human_name(name) -> str:
     return name.replace("_", " ")
 
 
-def _cell_text(value) -> str:
-    """A dict (counts by reason, a flow) as `key: value` pairs, never as JSON."""
+def number(value) -> str:
+    """A number as a reader wants it: whole numbers whole, others to the digits that mean
+    something (3 significant, at most 1 decimal from 100 on)."""
+    v = float(value)
+    if v != v:
+        return "-"
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.3g}" if abs(v) >= 0.001 else f"{v:.1e}"
+
+
+def cell_text(value) -> str:
+    """Any table cell as words: yes/no, never True/False; "-" for nothing; a number to its
+    meaningful digits; a dict (counts by reason, a flow) as `name value` pairs, never JSON."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, dict):
         if not value:
             return "-"
-        return ", ".join(f"{human_name(k)}: {_cell_text(v)}" for k, v in value.items())
+        return ", ".join(f"{human_name(k)} {cell_text(v)}" for k, v in value.items())
     if isinstance(value, (list, tuple)):
         return " -> ".join(map(str, value)) if all(isinstance(v, str) for v in value) \
-            else ", ".join(map(str, value))
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
+            else ", ".join(map(cell_text, value))
+    if isinstance(value, (int, float)):
+        return number(value)
+    try:                                # numpy scalars
+        return cell_text(value.item())
+    except AttributeError:
+        return str(value)
 
 
-def _table(df: pd.DataFrame, float_format="{:.3f}") -> str:
-    """A pandas table that never runs off the page (scrolls inside its own box if it must),
-    with human column and row names (HUMAN) and no index-name header row."""
-    if df is None or len(df) == 0:
-        return "<p><i>none</i></p>"
-    df = df.rename(columns=human_name, index=human_name)
+def readable(df: pd.DataFrame) -> pd.DataFrame:
+    """A table for a reader (the report's and the notebook's): human column and row names
+    (HUMAN, units in brackets), every cell as cell_text, no index or column-axis names."""
+    df = df.rename(columns=human_name, index=human_name).astype(object).map(cell_text)
     df.index.name = None
     df.columns.name = None
-    def fmt(v):
-        return str(int(v)) if float(v).is_integer() and abs(v) < 1e15 else float_format.format(v)
-    def cell(v):
-        if v is None or (isinstance(v, float) and v != v):
-            return "-"
-        if isinstance(v, float):
-            return fmt(v)
-        return _cell_text(v) if isinstance(v, (dict, list, tuple)) else v
-    df = df.astype(object).map(cell)
-    return "<div class='tablewrap'>" + df.to_html(na_rep="-", border=0) + "</div>"
+    return df
+
+
+def _table(df: pd.DataFrame) -> str:
+    """A pandas table that never runs off the page (scrolls inside its own box if it must),
+    readable(); the index only when it names the rows (never 0, 1, 2 ...)."""
+    if df is None or len(df) == 0:
+        return "<p><i>none</i></p>"
+    named = not isinstance(df.index, pd.RangeIndex)
+    return ("<div class='tablewrap'>" + readable(df).to_html(na_rep="-", border=0, index=named)
+            + "</div>")
 
 
 def _img(path: Path, alt: str) -> str:
@@ -324,7 +375,8 @@ def verdict_html(run: m.RunAnalysis, out_dir: Path) -> str:
                      f"<th class='text'>scheduled</th>{head}</tr>{''.join(rows)}</table></div>")
         parts.append("<p class='muted'>Recovery: time from the fault until the goodput of all "
                      "hosts stays at or above 90% of what the surviving capacity allows (pre-fault "
-                     "steady goodput x surviving fraction of the narrowest cut), over windows of "
+                     "steady goodput x the share of the collective's top rate the surviving "
+                     "links allow, analysis/recovery.py), over windows of "
                      "one median iteration; \"never\" = not before the next fault or the end of "
                      "the traffic. Times are seconds after the timed iterations started. "
                      "Definition: analysis/recovery.py.</p>")
@@ -375,10 +427,31 @@ def _retransmissions(run: m.RunAnalysis) -> pd.DataFrame:
     return pd.concat(frames, axis=1).fillna(0).astype(int) if frames else pd.DataFrame()
 
 
+BUSIEST_PORTS = 3
+
+
+def _busy_ports(name: str, ports: pd.DataFrame) -> str | None:
+    """One sentence per transport for the switch-port counters, not a table per port: how
+    many ports marked, trimmed or dropped, and the busiest few (the trimming figure has them
+    all)."""
+    if len(ports) == 0:
+        return None
+    busy = ports[(ports["marked"] > 0) | (ports["trimmed"] > 0) | (ports["dropped"] > 0)]
+    if len(busy) == 0:
+        return f"{name}: no switch port marked, trimmed or dropped a packet."
+    top = busy.sort_values(["trimmed", "marked"], ascending=False).head(BUSIEST_PORTS)
+    shown = "; ".join(f"{r.port} {int(r.marked):,} marked, {int(r.trimmed):,} trimmed"
+                      + (f", {int(r.dropped):,} dropped" if r.dropped else "")
+                      for r in top.itertuples(index=False))
+    more = f" and {len(busy) - len(top)} more" if len(busy) > len(top) else ""
+    return (f"{name}: {len(busy)} of {len(ports)} switch ports marked, trimmed or dropped; "
+            f"the busiest: {shown}{more}.")
+
+
 def details_html(run: m.RunAnalysis) -> str:
-    parts = ["<h2>Transports side by side</h2>" + _table(_side_by_side(run), "{:.2f}"),
-             "<h3>Iteration times</h3>" + _table(_iteration_summary(run), "{:.1f}"),
-             "<h3>Retransmissions by cause</h3>" + _table(_retransmissions(run), "{:.0f}")]
+    parts = ["<h2>Transports side by side</h2>" + _table(_side_by_side(run)),
+             "<h3>Iteration times</h3>" + _table(_iteration_summary(run)),
+             "<h3>Retransmissions by cause</h3>" + _table(_retransmissions(run))]
     jain = [f"{name}: Jain index over planes {lb['plane_jain']:.3f}, over paths "
             f"{lb['path_jain']:.3f} ({len(td.packets)} {PACKET_KIND.get(name, name)} packets "
             f"captured)"
@@ -395,19 +468,16 @@ def details_html(run: m.RunAnalysis) -> str:
         parts.append("<h3>In-fabric trimming and queue-based ECN</h3><p>Switch-port counters "
                      "(trim_counters.json), NACKs and EV health from the endpoint logs; the "
                      "victim flow's goodput from its destination's worker log.</p>"
-                     + _table(table, "{:.1f}"))
-        for name, td in run.transports.items():
-            ports = tr.port_table(tr.load_trim_counters(td.directory))
-            busy = ports[(ports["marked"] > 0) | (ports["trimmed"] > 0) | (ports["dropped"] > 0)]
-            if len(ports):
-                parts.append(f"<h4>{_esc(name)}: ports that marked, trimmed or dropped "
-                             f"({len(busy)} of {len(ports)})</h4>" + _table(busy.set_index("port")))
+                     + _table(table))
+        lines = [_busy_ports(name, tr.port_table(tr.load_trim_counters(td.directory)))
+                 for name, td in run.transports.items()]
+        parts.append("<ul>" + "".join(f"<li>{_esc(x)}</li>" for x in lines if x) + "</ul>")
     parts.append("<h3>Fault schedule per transport</h3>")
     for name, td in run.transports.items():
         rec = m.recovery_table(td.model)
         if len(rec):
             parts.append(f"<h4>{_esc(name)}</h4>" + _table(
-                rec.drop(columns=["when"]).set_index("entry"), "{:.2f}"))
+                rec.drop(columns=["when"]).rename(columns={"entry": "#"}).reset_index(drop=True)))
     for name, td in run.transports.items():
         problems = td.problems + td.model.problems
         if problems:
@@ -434,8 +504,8 @@ def write_report(run: m.RunAnalysis, figure_paths: dict, out_path) -> Path:
     if figure_paths:
         parts.append("<h2>Figures</h2>")
         for name, p in figure_paths.items():
-            parts.append(f"<figure><figcaption>{_esc(name.replace('_', ' '))}</figcaption>"
-                         f"{_img(p, name)}</figure>")
+            parts.append(f"<figure><figcaption>{_esc(caption(name))}</figcaption>"
+                         f"{_img(p, caption(name))}</figure>")
     parts.append(details_html(run))
     parts.append("</body></html>")
     safe_write.write_text(out_path, "\n".join(parts))

@@ -120,6 +120,9 @@ class TransportRun:
     # the transport's own failure, when a worker's QP went to error (traffic/workload/worker.py
     # logs it): {"host", "reason", "t_ns", "after_timed_start_ms"}; None when none did
     transport_failure: dict | None = None
+    # the collective's flows, (src, dst) -> relative rate (analysis.flows.collective_demand):
+    # what the recovery metric weighs the fabric's cuts by; None when worker.json does not say
+    demand: dict | None = None
 
     @property
     def iteration_times_ms(self) -> list[float]:
@@ -393,10 +396,11 @@ def _group_entries(records: list[dict], traffic_end_ns: int | None):
 
 
 def measure_recoveries(samples, iteration_times_ms, timed_start_ns, traffic_end_ns,
-                       faults: list[tuple[int, list[dict]]], topology=None):
+                       faults: list[tuple[int, list[dict]]], topology=None, demand=None):
     """(baseline_bps, windows, [(capacity_fraction, expected_bps, recovery_ms)] per fault):
     the recovery definition's inputs assembled in one place. faults: (t_ns, commands) of every
-    applied fault in time order; topology None counts every fault as leaving full capacity."""
+    applied fault in time order; topology None counts every fault as leaving full capacity;
+    demand: the collective's flows (analysis.flows.collective_demand), None if unknown."""
     windows = recovery.collective_windows(iteration_times_ms)
     if not samples:
         return None, windows, [(None, None, None)] * len(faults)
@@ -412,7 +416,7 @@ def measure_recoveries(samples, iteration_times_ms, timed_start_ns, traffic_end_
         if topology is not None:
             for command in commands:
                 capacity = recovery.apply_fault_to_capacity(topology, capacity, command)
-            fraction = recovery.surviving_capacity_fraction(topology, capacity)
+            fraction = recovery.surviving_capacity_fraction(topology, capacity, demand)
         until = faults[k + 1][0] if k + 1 < len(faults) else end
         expected = baseline * fraction if baseline else None
         rec = None
@@ -463,6 +467,7 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
                                       a=None, b=None, reason="the run ended before it was due"))
         outcomes.sort(key=lambda f: f.entry)
     topology = _topology_of(config, tdir)
+    demand = flows.collective_demand(config)
     measured = sorted((f for f in outcomes if f.t_ns is not None and f.status in (APPLIED, FAILED)),
                       key=lambda f: f.t_ns)
     ok_commands = {f.entry: [r["command"] for r in by_entry.get(f.entry, [])
@@ -470,7 +475,7 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
                    for f in measured}
     baseline, windows, results = measure_recoveries(
         samples, [it.duration_ms for it in iterations], timed_start, traffic_end,
-        [(f.t_ns, ok_commands[f.entry]) for f in measured], topology)
+        [(f.t_ns, ok_commands[f.entry]) for f in measured], topology, demand)
     done = {f.entry: replace(f, capacity_fraction=fr, expected_goodput_bps=exp, recovery_ms=rec)
             for f, (fr, exp, rec) in zip(measured, results)}
     faults = [done.get(f.entry, f) for f in outcomes]
@@ -483,4 +488,5 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
                         faults=faults, baseline_goodput_bps=baseline, windows=windows,
                         rank_iterations=per_rank, problems=problems, groups=groups,
                         wrong_elements=wrong, retransmissions=_retransmissions(logs),
-                        transport_failure=_transport_failure(logs, timed_start))
+                        transport_failure=_transport_failure(logs, timed_start),
+                        demand=demand)

@@ -122,10 +122,17 @@ def test_tables_are_short_and_the_notebook_ends_with_a_conclusion(executed):
 
 
 def test_opens_with_the_fidelity_verdict(executed):
-    """The loading cell shows the fidelity paragraph (analysis/fidelity.py) before anything
-    else; the synthetic run has no fidelity verdict, and the notebook says so."""
-    _, out = executed
+    """The loading cell titles the run with its scenario, time scale and verdicts
+    (plots_common.heading, as every figure), then shows the fidelity paragraph
+    (analysis/fidelity.py) before anything else; the synthetic run has no fidelity verdict, and
+    the notebook says so. The page's title names the run, never "Notebook"."""
+    run_dir, out = executed
     nb = nbformat.read(out, as_version=4)
     first = next(c for c in nb.cells if c.cell_type == "code" and "load_run" in c.source)
     shown = [o.get("data", {}).get("text/markdown", "") for o in first.outputs]
-    assert shown[0].startswith("**Fidelity: not assessed")
+    assert shown[0].startswith("## scenario ") and "time scale k = 1" in shown[0]
+    assert "fidelity: mrc not assessed" in shown[0]
+    assert shown[1].startswith("**Fidelity: not assessed")
+    page = out.with_suffix(".html").read_text()
+    title = re.search(r"<title>(.*?)</title>", page, re.S).group(1).strip()
+    assert title.startswith("MRC lab: ") and run_dir.name in title

@@ -160,3 +160,30 @@ def test_flow_summary_gives_each_flows_share_of_packets_per_path(tmp_path):
     assert flow["sent_packets_by_path"] == {"p0s0": 25, "p0s1": 75}
     assert flow["sent_share_by_path"] == {"p0s0": 0.25, "p0s1": 0.75}
     assert F.describe(flow).endswith(", packets sent 25% p0s0, 75% p0s1")
+
+
+def test_collective_demand_follows_each_collectives_pattern():
+    """traffic/workload/collectives.py: the ring collectives send to rank r + 1, all-to-all to
+    every other rank (a third of a rank's bytes each of 3), a bisection's first half to
+    r + W/2, an incast's senders to the target (the victim flow too)."""
+    hosts = ["h0", "h1", "h2", "h3"]
+    ring = {("h0", "h1"): 1.0, ("h1", "h2"): 1.0, ("h2", "h3"): 1.0, ("h3", "h0"): 1.0}
+    for kind in ("allreduce", "reduce_scatter", "allgather", "sendrecv"):
+        assert F.collective_demand({"collective": kind, "hosts": hosts}) == ring
+    a2a = F.collective_demand({"collective": "alltoall", "world_size": 4})
+    assert len(a2a) == 12 and a2a[("h2", "h0")] == pytest.approx(1 / 3)
+    assert F.collective_demand({"collective": "bisection", "hosts": hosts}) == \
+        {("h0", "h2"): 1.0, ("h1", "h3"): 1.0}
+    assert F.collective_demand({"collective": "incast", "hosts": hosts, "incast_target": 0,
+                                "victim": [2, 1]}) == \
+        {("h1", "h0"): 1.0, ("h2", "h0"): 1.0, ("h3", "h0"): 1.0, ("h2", "h1"): 1.0}
+    assert F.collective_demand({"collective": "incast", "hosts": hosts, "incast_target": 0,
+                                "victim": [2, 1], "victim_only": True}) == \
+        {("h3", "h0"): 1.0, ("h2", "h1"): 1.0}
+
+
+def test_collective_demand_unknown_is_none():
+    assert F.collective_demand({"collective": "allreduce"}) is None          # no ranks
+    assert F.collective_demand({"collective": "broadcast", "world_size": 4}) is None
+    assert F.collective_demand({"collective": "incast", "world_size": 4,
+                                "incast_target": 9}) is None

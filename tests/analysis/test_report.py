@@ -92,8 +92,9 @@ def test_report_tables_read_as_prose_not_pandas(run_dir):
 
 
 def test_human_names_give_units():
-    from analysis.report import human_name, _cell_text
+    from analysis.report import human_name, cell_text
     assert human_name("iter_median_ms") == "median iteration (ms)"
     assert human_name("some_new_rate_mbit") == "some new rate (Mbit/s)"
     assert human_name("hold_s") == "hold (s)"
-    assert _cell_text({"timeout": 3, "nack_trimmed": 1}) == "timeout: 3, nack trimmed: 1"
+    assert cell_text({"timeout": 3, "nack_trimmed": 1}) == \
+        "retransmission timeout 3, trimmed-packet NACK 1"

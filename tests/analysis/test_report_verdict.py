@@ -24,7 +24,7 @@ def test_report_opens_with_the_verdict_and_names_each_fault_that_did_not_take_ef
     assert "after the traffic ended" in opening and "traffic ended before it was due" in opening
     # the recovery numbers of the verdict table are summary.json's, fault by fault
     shown = [float(x) for x in re.findall(r"<td>(\d+) ms<br>", opening)]
-    assert shown == summary["recovery_ms"] == [360.0, 0.0]
+    assert shown == summary["recovery_ms"] == [380.0, 0.0]
     # summary.json is linked, not dumped
     assert 'href="../summary.json"' in html and 'href="../tcp/summary.json"' in html
     assert "recovery_definition" not in html and "<pre>" not in html
@@ -43,7 +43,7 @@ def test_a_clean_run_says_so_first(tmp_path):
     opening = html[html.index("<h2>Verdict</h2>"):html.index("Transports side by side")]
     assert "class='verdict'" in opening and "class='verdict bad'" not in opening
     assert "all 2 scheduled faults took effect" in opening
-    assert "link_down t0p0g0~t1p0s0</b> (at_s=1): tcp recovered in 360 ms" in opening
+    assert "link_down t0p0g0~t1p0s0</b> (at_s=1): tcp recovered in 380 ms" in opening
     assert "link_up t0p0g0~t1p0s0</b> (at_s=2.7): tcp recovered in 0 ms" in opening
     assert "did not take effect" not in html
 
@@ -94,5 +94,5 @@ def test_no_green_verdict_over_a_run_whose_fidelity_is_not_ok(tmp_path):
     assert "class='verdict bad'" in opening and "class='verdict'" not in opening
     assert "but the fidelity of tcp is not \"ok\"" in opening
     # the first fault's recovery is void, in the sentence and in the table
-    assert "tcp recovered in 360 ms (void: a stall inside its recovery window)" in opening
-    assert "360 ms void</span>" in opening and "worker h1 ran 9 ms late" in opening
+    assert "tcp recovered in 380 ms (void: a stall inside its recovery window)" in opening
+    assert "380 ms void</span>" in opening and "worker h1 ran 9 ms late" in opening

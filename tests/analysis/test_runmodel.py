@@ -22,11 +22,12 @@ def test_recovery_inputs_start_at_the_timed_start_and_end_with_the_traffic(tmp_p
     assert model.windows == {"window_ms": 100.0, "hold_ms": 500.0}
     down, up = model.applied
     assert (down.t_ns, up.t_ns) == (T0 + 1000 * MS, T0 + 2700 * MS)
-    # one of a host's two links down: 3/4 of the narrowest cut. Expected 0.9 x 0.75 x 4e6 =
-    # 2.7e6 B/s; the 100 ms window starting 360 ms after the fault holds the 7 samples at
-    # 1400..1460 ms: 7 x 10,000 x 4 B / 0.1 s = 2.8e6 (at 350 ms: 6 samples, 2.4e6).
-    assert down.capacity_fraction == 0.75
-    assert abs(down.recovery_ms - 360.0) < 1e-6
+    # one of group 0's four uplinks down: the ring all-reduce crosses them once each way, so
+    # the three left carry more than the hosts' NIC ports (its tightest cut): fraction 1.
+    # Expected 0.9 x 4e6 = 3.6e6 B/s; the 100 ms window starting 380 ms after the fault holds
+    # the 9 samples at 1400..1480 ms: 9 x 10,000 x 4 B / 0.1 s = 3.6e6 (at 370 ms: 8, 3.2e6).
+    assert down.capacity_fraction == 1.0
+    assert abs(down.recovery_ms - 380.0) < 1e-6
     # link_up at 2700 ms: full rate at once; its evaluation (and hold) ends with the traffic at
     # 3000 ms. Ending at the last sample (5000 ms, flat after 3000) would put windows over the
     # idle tail inside the 500 ms hold: "never".
@@ -52,7 +53,7 @@ def test_every_fault_that_did_not_take_effect_is_named_with_its_reason(tmp_path)
     assert [f["entry"] for f in fields["faults_failed"]] == [2]
     assert [f["entry"] for f in fields["faults_not_reached"]] == [3, 4, 5]
     # recovery is listed for the faults the traffic met: not the refused or the late ones
-    assert fields["recovery_ms"] == [360.0, 0.0]
+    assert fields["recovery_ms"] == [380.0, 0.0]
     assert fields["fault_times_ns"] == [T0 + 1000 * MS, T0 + 2700 * MS]
 
 
@@ -87,7 +88,7 @@ def test_controller_log_is_the_fallback_when_the_runner_log_is_absent(tmp_path):
     (tmp_path / "faults.jsonl").write_text("".join(json.dumps(r) + "\n" for r in log))
     model = runmodel.load_transport(tmp_path)
     (fault,) = model.faults
-    assert fault.status == "applied" and abs(fault.recovery_ms - 360.0) < 1e-6
+    assert fault.status == "applied" and abs(fault.recovery_ms - 380.0) < 1e-6
 
 
 def _edit_iterations(tdir, hosts, edit):

@@ -32,9 +32,13 @@ def test_summary_reports_iterations_faults_and_recovery(tmp_path):
     assert len(s["iteration_times_ms"]) == 30 and abs(s["iteration_times_ms"][0] - 100) < 0.01
     assert s["fault_times_ns"] == [t0 + 1000 * MS]
     assert abs(s["baseline_goodput_bps"] - 4e6) < 1e4
-    assert s["faults"][0]["capacity_fraction"] == 0.75
-    # back at 1400 ms; 90% of 0.75 x baseline is reached ~32 ms into the first full window
-    assert 355 <= s["recovery_ms"][0] <= 375
+    # the ring all-reduce crosses group 0's four uplinks once each way: with one down, the
+    # three left carry more than the hosts' NIC ports, the collective's tightest cut, so the
+    # whole rate is still allowed (analysis/recovery.py)
+    assert s["faults"][0]["capacity_fraction"] == 1.0
+    # back at 1400 ms, whose sample credits the 10 ms before it: a 100 ms window from 1380 ms
+    # holds the samples 1390 .. 1480, 9 of 10 delivering = 90% of the baseline: 380 ms
+    assert 375 <= s["recovery_ms"][0] <= 385
     assert (tmp_path / "goodput.csv").exists() and (tmp_path / "iterations.csv").exists()
 
 

@@ -44,7 +44,7 @@ def test_all_faults_applied_in_time_exit_zero(tmp_path):
     write_run(tmp_path, recs)
     s = run_summary.summarize(scn2, "tcp", tmp_path, {"partial": False,
                                                  "exit_codes": {f"h{i}": 0 for i in range(4)}})
-    assert s["faults_ok"] is True and s["problems"] == [] and s["recovery_ms"] == [360.0, 0.0]
+    assert s["faults_ok"] is True and s["problems"] == [] and s["recovery_ms"] == [380.0, 0.0]
     top = run_summary.top_summary(scn2, tmp_path, [s], interrupted=False)
     assert top["exit_code"] == 0 and top["problems"] == []
     assert run_output.comparison_table([s]).splitlines()[2].split()[:4] == \
