@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from analysis import metric_names
 from emulation.run import sweep
 from emulation.config import sweep_plan
 from tests.helpers.paths import REPO
@@ -68,7 +69,7 @@ def test_random_loss_sweep_short_resumes_and_records_each_run(tmp_path):
     assert record["status"] == "finished" and record["exit_code"] == 0
     assert record["scenario_resolved"]["faults"][0]["commands"][0]["percent"] == 1.0
     assert record["git"]["commit"] and record["machine"]["cpu_count"] >= 1
-    assert "busbw(GB/s)" in record["console"]
+    assert metric_names.HEADERS["busbw_mbit"] in record["console"]     # the console's table
     # resume: with every run done nothing runs again; a missing marker runs that run only
     before = run_dirs(out)
     (out / "points" / "p000-r1" / "roce.json").unlink()
