@@ -30,19 +30,21 @@ def add_arguments(parser) -> None:
     parser.add_argument("run", nargs="?", default="latest",
                         help="run directory or 'latest' (default: the newest under results/)")
     parser.add_argument("--transport", default=None, choices=TRANSPORTS,
-                        help="merge only this transport's captures (default: every transport "
-                             "of the run; they ran one after another)")
+                        help="this transport's captures only (default: every transport of "
+                             "the run, one merged file each: each ran on its own fabric with the "
+                             "same addresses, so their packets must not be mixed)")
     parser.add_argument("--merged-pcap", default=None, metavar="FILE",
-                        help="the merged capture file to write (default: <run>/analysis/captures-"
-                             "<transport|all>.pcapng)")
+                        help="the merged capture file to write, with --transport or for a run of "
+                             "one transport (default: <run>/analysis/captures-<transport>.pcapng)")
     add_renamed(parser, "--out", "--merged-pcap")
     parser.add_argument("--print-only", action="store_true",
                         help="write nothing: print the mergecap, wireshark and tshark command "
                              "lines only")
 
 
-def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
-    """The run's capture files (of one transport or all), sorted; UsageError if there are none."""
+def run_captures(run_dir: Path, transport: str | None) -> dict[str, list[Path]]:
+    """The run's capture files by transport (one transport, or every one that has captures),
+    each list sorted; UsageError if there are none."""
     dirs = transport_dirs(run_dir)
     if transport is not None:
         if transport not in dirs:
@@ -50,11 +52,13 @@ def run_captures(run_dir: Path, transport: str | None) -> list[Path]:
             raise UsageError(f"--transport {transport}: {run_dir} has no captures or logs of it "
                              f"(transports there: {known})")
         dirs = {transport: dirs[transport]}
-    pcaps = sorted(p for d in dirs.values() for p in [*d.glob("pcaps/*.pcap"), *d.glob("*.pcap")])
-    if not pcaps:
+    found = {name: sorted([*d.glob("pcaps/*.pcap"), *d.glob("*.pcap")])
+             for name, d in dirs.items()}
+    found = {name: pcaps for name, pcaps in found.items() if pcaps}
+    if not found:
         raise UsageError(f"{run_dir}: no capture files (<transport>/pcaps/*.pcap); was the run "
                          f"made with captures on?")
-    return pcaps
+    return found
 
 
 def merge(pcaps: list[Path], out: Path) -> Path:
@@ -137,46 +141,56 @@ def time_base_lines(run_dir: Path, transport: str | None) -> list[str]:
 
 
 def main(args) -> int:
-    """`mrclab wireshark`: exit 0 (merged; opened or commands printed), 2 on bad input, 1 when
-    mergecap fails."""
+    """`mrclab wireshark`: exit 0 (merged, one file per transport; opened or commands printed),
+    2 on bad input, 1 when mergecap fails."""
     import sys
 
     try:
         run_dir = safe_write.check_run_dir(resolve_run(args.run))
     except OSError as err:          # missing, or a planted link, FIFO or nesting (UnsafePath)
         raise UsageError(str(err)) from None
-    pcaps = run_captures(run_dir, args.transport)
-    out = Path(args.merged_pcap) if args.merged_pcap else \
-        run_dir / "analysis" / f"captures-{args.transport or 'all'}.pcapng"
-    commands = viewer_commands(out, args.transport)
+    captures = run_captures(run_dir, args.transport)
+    if args.merged_pcap and len(captures) > 1:
+        raise UsageError(f"--merged-pcap names one file but {run_dir} has captures of "
+                         f"{', '.join(captures)}: add --transport (each transport ran on its own "
+                         f"fabric with the same addresses, so their packets are not merged)")
+    outs = {name: Path(args.merged_pcap) if args.merged_pcap else
+            run_dir / "analysis" / f"captures-{name}.pcapng" for name in captures}
+    commands = {name: viewer_commands(out, name) for name, out in outs.items()}
     if args.print_only:
-        print(f"merge:      {shlex.join(['mergecap', '-w', str(out), *map(str, pcaps)])}")
-        print(f"GUI:        {shlex.join(commands['wireshark'])}")
-        print(f"headless:   {shlex.join(commands['tshark'])}")
+        for name, pcaps in captures.items():
+            print(f"merge:      {shlex.join(['mergecap', '-w', str(outs[name]), *map(str, pcaps)])}")
+            print(f"GUI:        {shlex.join(commands[name]['wireshark'])}")
+            print(f"headless:   {shlex.join(commands[name]['tshark'])}")
         for line in time_base_lines(run_dir, args.transport):
             print(line)
         return 0
-    try:
-        merge(pcaps, out)
-    except RuntimeError as err:
-        print(f"mrclab wireshark: {err}", file=sys.stderr)
-        return 1
-    except OSError as err:           # e.g. a root-owned run directory, read by a normal user
-        raise UsageError(f"cannot write the merged capture {out}: {err.strerror}; choose "
-                         f"another file with --merged-pcap") from None
-    print(f"merged {len(pcaps)} capture(s) of {run_dir} into {out}")
+    for name, pcaps in captures.items():
+        try:
+            merge(pcaps, outs[name])
+        except RuntimeError as err:
+            print(f"mrclab wireshark: {err}", file=sys.stderr)
+            return 1
+        except OSError as err:           # e.g. a root-owned run directory, read by a normal user
+            raise UsageError(f"cannot write the merged capture {outs[name]}: {err.strerror}; "
+                             f"choose another file with --merged-pcap and --transport") from None
+        print(f"merged {len(pcaps)} capture(s) of {name} in {run_dir} into {outs[name]}")
     for line in time_base_lines(run_dir, args.transport):    # the captures are wall-clock
         print(line)
+    first = next(iter(captures))
     if has_display() and shutil.which("wireshark"):
-        subprocess.Popen(commands["wireshark"], stdin=subprocess.DEVNULL,
+        subprocess.Popen(commands[first]["wireshark"], stdin=subprocess.DEVNULL,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                          start_new_session=True)      # outlives this command
-        print(f"opened: {shlex.join(commands['wireshark'])}")
+        print(f"opened: {shlex.join(commands[first]['wireshark'])}")
+        for name in list(captures)[1:]:
+            print(f"GUI ({name}): {shlex.join(commands[name]['wireshark'])}")
         return 0
     why = ("no display (DISPLAY/WAYLAND_DISPLAY unset)" if not has_display()
            else "wireshark (the GUI, Debian package wireshark) is not installed")
     print(f"not opening Wireshark: {why}")
-    print(f"GUI:        {shlex.join(commands['wireshark'])}")
-    print(f"headless:   {shlex.join(commands['tshark'])}")
+    for name in captures:
+        print(f"GUI:        {shlex.join(commands[name]['wireshark'])}")
+        print(f"headless:   {shlex.join(commands[name]['tshark'])}")
     print(f"            (add -V for every MRC field, or -Y 'mrc.retransmission == 1' for retransmissions)")
     return 0

@@ -1,5 +1,5 @@
-"""`mrclab wireshark RUN`: a run's captures merged into one file that tshark decodes with the
-shipped dissector, from the exact command line the CLI prints."""
+"""`mrclab wireshark RUN`: a run's captures merged, one file per transport, that tshark decodes
+with the shipped dissector, from the exact command line the CLI prints."""
 from __future__ import annotations
 
 import os
@@ -42,7 +42,7 @@ def test_merged_capture_decodes_with_the_printed_tshark_line(capsys, monkeypatch
     rc, out, err = run_cli(capsys, "wireshark", str(run_dir), "--transport", "mrc")
     assert rc == 0, err
     merged = run_dir / "analysis" / "captures-mrc.pcapng"
-    assert f"merged 2 capture(s) of {run_dir} into {merged}" in out
+    assert f"merged 2 capture(s) of mrc in {run_dir} into {merged}" in out
     assert "no display" in out
     gui = printed_command(out, "GUI")
     assert gui[0] == "wireshark" and gui[-1] == str(merged) and gui[1] == "-X"
@@ -73,7 +73,7 @@ def test_opens_wireshark_when_a_display_exists(capsys, monkeypatch, run_dir, tmp
     monkeypatch.setenv("DISPLAY", ":0")
     rc, out, err = run_cli(capsys, "wireshark", str(run_dir))
     assert rc == 0, err
-    merged = run_dir / "analysis" / "captures-all.pcapng"
+    merged = run_dir / "analysis" / "captures-mrc.pcapng"
     assert "opened: wireshark -X lua_script:" in out
     for _ in range(100):
         if record.exists() and record.read_text():
@@ -143,3 +143,26 @@ def test_the_time_base_puts_the_reports_t0_on_the_capture_clock(tmp_path):
     e0, k = open_captures.time_base(tdir)
     assert e0 == pytest.approx(1_700_000_016.0, abs=1e-6) and k == 8.0
     assert open_captures.time_base(tmp_path) is None          # no summary, no clock: nothing said
+
+
+def test_each_transport_gets_its_own_file_never_one_mixed(capsys, monkeypatch, run_dir):
+    """Each transport ran on its own fabric with the same addresses: its packets go to its own
+    merged file (2 mrc captures -> captures-mrc, 1 roce capture -> captures-roce), and one
+    --merged-pcap for both is refused, naming them."""
+    if shutil.which("mergecap") is None:
+        pytest.fail("mergecap is not installed (scripts/setup.sh installs tshark)")
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    roce = run_dir / "roce" / "pcaps"
+    roce.mkdir(parents=True)
+    write_bench_capture(roce / "h1-p0.pcap", packets=4, payload=64)
+    rc, out, err = run_cli(capsys, "wireshark", str(run_dir))
+    assert rc == 0, err
+    for name, files in (("mrc", 2), ("roce", 1)):
+        merged = run_dir / "analysis" / f"captures-{name}.pcapng"
+        assert f"merged {files} capture(s) of {name} in {run_dir} into {merged}" in out
+        assert merged.is_file()
+    assert not (run_dir / "analysis" / "captures-all.pcapng").exists()
+    rc, _, err = run_cli(capsys, "wireshark", str(run_dir), "--merged-pcap",
+                         str(run_dir / "both.pcapng"))
+    assert rc == 2 and "has captures of mrc, roce: add --transport" in err

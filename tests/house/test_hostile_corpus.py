@@ -274,7 +274,7 @@ def test_a_corpus_wireshark_run_is_refused_or_merged_through_no_link(capsys, tmp
         assert rc == 2 and text in err, (rc, err[-500:])
         record("wireshark", name, "clear error")
     else:
-        merged = run_dir / "analysis" / "captures-all.pcapng"
+        merged = run_dir / "analysis" / "captures-mrc.pcapng"
         assert rc == 0 and text in out and merged.is_file() and not merged.is_symlink(), err
         record("wireshark", name, "handled, problem named")
 
