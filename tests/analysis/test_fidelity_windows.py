@@ -42,6 +42,20 @@ def test_a_worker_stall_voids_only_the_window_it_lands_in(tmp_path):
     assert not judged[0]["void"] and judged[0]["ratio"] == 0 and judged[0]["reason"] is None
 
 
+def test_a_long_window_is_judged_on_the_p99_of_its_worker_samples(tmp_path):
+    # the window [T0, T0 + 2 s] holds the grid samples 0..200: 201 samples. Their p99 (inverted
+    # CDF) is the ceil(0.99 x 201) = 199th smallest: two stalls of 3 ms leave it at 0, a third
+    # makes it 3 ms (3x the 1 ms bound), as the whole run's worker_lateness reads its samples
+    long_window = (T0, 2_000.0)
+    worker_samples(tmp_path, {40: 3, 120: 3})
+    [judged] = W.recovery_windows(tmp_path, {}, RTT, [long_window], None)
+    assert not judged["void"] and judged["ratio"] == 0
+    worker_samples(tmp_path, {40: 3, 120: 3, 160: 3})
+    [judged] = W.recovery_windows(tmp_path, {}, RTT, [long_window], None)
+    assert judged["void"] and judged["ratio"] == pytest.approx(3.0)
+    assert "p99 of its 201 samples in the window" in judged["reason"]
+
+
 def test_a_fault_never_recovered_is_judged_up_to_the_next_fault(tmp_path):
     worker_samples(tmp_path, {50: 3})
     # fault 1 at 1.2 s never recovered: its window runs to fault 2 at 1.45 s, before the stall;
