@@ -20,11 +20,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import socket
 import tempfile
 import time
 from pathlib import Path
 
+from analysis.fidelity_verdict import DEGRADED, INVALID, OK
 from emulation.config.scenario import Scenario
 from model import timescale
 
@@ -34,7 +36,7 @@ DOUBLING = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 # Stop bisecting once the failing and passing k are this close: each trial is a fabric run.
 BISECT_RATIO = 1.25
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
-OK = "ok"
+NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold
 EXIT_NO_PASS = 4             # no k of the search kept fidelity "ok"
 
 
@@ -119,10 +121,20 @@ def code_digest(root: Path = REPO_ROOT) -> str:
 
 
 def fabric_description(scn: Scenario, transport: str) -> dict:
-    """What of the scenario sets the machine's load per emulated second."""
+    """What of the scenario sets the machine's load per emulated second (captures included:
+    tcpdump on every host port wakes for every packet)."""
     spec = scn.spec.to_dict()
     return {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
-            "switch_buffer_kb": scn.switch_buffer_kb, "transport": transport}
+            "switch_buffer_kb": scn.switch_buffer_kb, "capture": scn.capture,
+            "transport": transport}
+
+
+def trial_of(run: Scenario, short: Scenario | None) -> Scenario:
+    """The scenario the trials run: the short version (fewer iterations) loading the machine as
+    the run will, so with the run's captures; the run itself when it has no short version."""
+    if short is None:
+        return run
+    return dataclasses.replace(short, capture=run.capture)
 
 
 def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple[str, dict]:
@@ -186,6 +198,34 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(result, indent=2))
     return result
+
+
+def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None = None,
+                    cache_dir: Path = CACHE_DIR) -> dict | None:
+    """After a full run at this fabric's cached k in which some transport's fidelity was
+    "degraded" or "invalid": the short trials held at that k, the run did not (more samples, more
+    recovery windows, a heavier moment), so the cached k grows by one bisection step
+    (ceil(k x BISECT_RATIO), at most the search's largest k) and the next run of this fabric
+    starts at a k that holds. The raise is recorded in the cache with the run that showed it.
+    Returns {"from", "to", "transports"} when the cache changed, else None."""
+    hit = cached(scn, "mrc", cache_dir)
+    if hit is None:
+        return None
+    k = float(hit["time_scale"])
+    failed = sorted({s.get("transport", "?") for s in summaries
+                     if (s.get("fidelity") or {}).get("verdict") in NOT_HOLDING
+                     and float(s.get("time_scale") or 0) == k})
+    if not failed or k >= DOUBLING[-1]:
+        return None
+    new_k = float(min(math.ceil(k * BISECT_RATIO), DOUBLING[-1]))
+    hit["time_scale"] = new_k
+    hit.setdefault("raised", []).append({
+        "from": k, "to": new_k, "transports": failed,
+        "run": None if run_dir is None else str(run_dir),
+        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    key, _ = cache_key(scn, "mrc")
+    (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
+    return {"from": k, "to": new_k, "transports": failed}
 
 
 def resolve(scn: Scenario, run_transport=None, cache_dir: Path = CACHE_DIR, log=print,

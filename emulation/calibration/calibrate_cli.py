@@ -43,8 +43,8 @@ def main(args) -> int:
         args = parser.parse_args(args)
     try:
         scn = scenario_mod.load(args.scenario)
-        if scn.has_short:
-            scn = scenario_mod.load(args.scenario, short=True)
+        scn = calibrate.trial_of(scn, scenario_mod.load(args.scenario, short=True)
+                                 if scn.has_short else None)
     except ScenarioError as exc:
         print(f"mrclab calibrate: {exc}", file=sys.stderr)
         return 2

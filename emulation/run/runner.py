@@ -449,7 +449,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     if auto and not args.validate_only:
         from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
         try:           # the trials are short runs: the [short] version when there is one
-            trial = scenario_mod.load(args.scenario, short=True) if scn.has_short else scn
+            trial = calibrate.trial_of(scn, scenario_mod.load(args.scenario, short=True)
+                                       if scn.has_short else None)
             scn.time_scale = calibrate.resolve(scn, run_transport, log=lambda text: print(
                 text, file=sys.stderr, flush=True), trial=trial)
         except calibrate.CalibrationError as exc:
@@ -482,6 +483,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
                                         wide=getattr(args, "wide", False),
                                         as_json=getattr(args, "json", False))
         status = "interrupted" if code == EXIT_INTERRUPTED else "finished"
+        if auto and not scn.short and status == "finished":
+            _learn_time_scale(scn, run_dir)
     except BaseException as exc:
         status = ("interrupted" if isinstance(exc, KeyboardInterrupt)
                   else f"crashed: {type(exc).__name__}: {exc}")
@@ -489,6 +492,18 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     finally:
         record.finish(code, console, status)
     return code
+
+
+def _learn_time_scale(scn: Scenario, run_dir: Path) -> None:
+    """A full run at the calibrated k that did not hold raises this fabric's cached k
+    (emulation/calibration/calibrate.py raise_after_run), and says so."""
+    from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
+    summaries = [json.loads(path.read_text()) for path in sorted(run_dir.glob("*/summary.json"))]
+    raised = calibrate.raise_after_run(scn, summaries, run_dir)
+    if raised:
+        print(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
+              f"{', '.join(raised['transports'])}; this fabric's calibration now says "
+              f"{raised['to']:g}: the next run of it uses that", file=sys.stderr)
 
 
 def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,

@@ -156,3 +156,53 @@ def test_max_scale_below_one_or_not_a_number_is_a_usage_error(value, tmp_path, c
         cli.main(["calibrate", str(tmp_path / "x.toml"), "--max-scale", value])
     assert exit_.value.code == 2
     assert "--max-scale" in capsys.readouterr().err
+
+
+def test_the_trials_capture_as_the_run_does_and_the_key_says_whether_it_captures():
+    """A short version that turns captures off would calibrate a lighter machine than the run:
+    the trial keeps the short version's iterations and the run's captures."""
+    text = SCN + "[options]\ncapture = true\n[short]\niterations = 2\ncapture = false\n"
+    full, short = S.parse(text), S.parse(text, short=True)
+    assert short.capture is False
+    trial = C.trial_of(full, short)
+    assert trial.capture is True and trial.collective.iterations == 2
+    assert C.trial_of(full, None) is full
+    assert C.cache_key(trial, "mrc", "d")[0] == C.cache_key(full, "mrc", "d")[0]
+    assert C.cache_key(short, "mrc", "d")[0] != C.cache_key(full, "mrc", "d")[0]
+
+
+def summary(transport, k, verdict):
+    return {"transport": transport, "time_scale": k, "fidelity": {"verdict": verdict}}
+
+
+def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(tmp_path):
+    scn = S.parse(SCN)
+    measure, _ = machine(8)                  # doubling: 1, 2, 4 fail, 8 passes; 6, 7 fail
+    assert C.calibrate(scn, "mrc", tmp_path, measure=measure,
+                       log=lambda _: None)["time_scale"] == 8.0
+    ok = [summary("mrc", 8.0, "ok"), summary("roce", 8.0, "ok")]
+    assert C.raise_after_run(scn, ok, None, tmp_path) is None
+    assert C.cached(scn, "mrc", tmp_path)["time_scale"] == 8.0
+    # 8 x 1.25 = 10
+    raised = C.raise_after_run(scn, [summary("mrc", 8.0, "degraded"), summary("tcp", 8.0, "ok")],
+                               tmp_path / "run-1", tmp_path)
+    assert raised == {"from": 8.0, "to": 10.0, "transports": ["mrc"]}
+    hit = C.cached(scn, "mrc", tmp_path)
+    assert hit["time_scale"] == 10.0
+    assert hit["raised"][0]["run"] == str(tmp_path / "run-1")
+    # a run at another k than the cache's (set by hand) says nothing about it
+    assert C.raise_after_run(scn, [summary("mrc", 8.0, "invalid")], None, tmp_path) is None
+    # 10 x 1.25 = 12.5: the next whole k, 13
+    assert C.raise_after_run(scn, [summary("roce", 10.0, "invalid")], None,
+                             tmp_path)["to"] == 13.0
+    assert C.resolve(scn, None, tmp_path, log=lambda _: None,
+                     measure=lambda k: pytest.fail("calibrated again")) == 13.0
+
+
+def test_the_raise_stops_at_the_searchs_largest_k(tmp_path):
+    scn = S.parse(SCN)
+    measure, _ = machine(C.DOUBLING[-1])
+    C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lambda _: None)
+    top = C.DOUBLING[-1]
+    assert C.raise_after_run(scn, [summary("mrc", top, "invalid")], None, tmp_path) is None
+    assert C.raise_after_run(S.parse(SCN), [], None, tmp_path / "empty") is None
