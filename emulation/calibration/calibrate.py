@@ -122,7 +122,8 @@ def fabric_description(scn: Scenario, transport: str) -> dict:
     """What of the scenario sets the machine's load per emulated second."""
     spec = scn.spec.to_dict()
     return {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
-            "switch_buffer_kb": scn.switch_buffer_kb, "transport": transport}
+            "switch_buffer_kb": scn.switch_buffer_kb, "scheduling": scn.scheduling,
+            "transport": transport}
 
 
 def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple[str, dict]:
