@@ -55,8 +55,9 @@ class Scheduling:
     """One fabric's scheduling; "none" does nothing at all (see the module docstring)."""
 
     def __init__(self, setting: str, *, hierarchy: Hierarchy | None = None, proc: str = "/proc",
-                 state_file: str = STATE_FILE):
+                 state_file: str = STATE_FILE, rmdir=os.rmdir):
         self.setting = check_setting(setting)
+        self.rmdir = rmdir
         self.hierarchy = hierarchy
         self.proc = Path(proc)
         self.state_file = Path(state_file)
@@ -139,7 +140,7 @@ class Scheduling:
         deleted; returns what could not be undone (teardown goes on)."""
         if not self.active:
             return []
-        errors = _empty_and_remove(self.hierarchy, self.origins)
+        errors = _empty_and_remove(self.hierarchy, self.origins, self.rmdir)
         if not errors:
             with contextlib.suppress(FileNotFoundError):
                 self.state_file.unlink()
@@ -157,8 +158,9 @@ class Scheduling:
                               f"{err}") from None
 
 
-def _empty_and_remove(hierarchy: Hierarchy, origins: dict[int, str]) -> list[str]:
-    """Move every process out of our groups (to its origin, else the root), remove the groups."""
+def _empty_and_remove(hierarchy: Hierarchy, origins: dict[int, str], rmdir=os.rmdir) -> list[str]:
+    """Move every process out of our groups (to its origin, else the root), remove the groups
+    (rmdir: a cgroup directory goes with its control files in it, by rmdir alone)."""
     errors = []
     root = Path(hierarchy.root)
     for group in GROUP_WEIGHTS:
@@ -177,7 +179,7 @@ def _empty_and_remove(hierarchy: Hierarchy, origins: dict[int, str]) -> list[str
             except OSError as err:
                 errors.append(f"moving pid {pid} out of {path}: {err}")
         try:
-            path.rmdir()
+            rmdir(path)
         except OSError as err:
             errors.append(f"removing the cgroup {path}: {err}")
     return errors
@@ -194,7 +196,8 @@ def leftover_groups(proc: str = "/proc") -> list[str]:
                   if is_our_group(name) and (root / name).is_dir())
 
 
-def remove_leftovers(proc: str = "/proc", state_file: str = STATE_FILE) -> list[str]:
+def remove_leftovers(proc: str = "/proc", state_file: str = STATE_FILE,
+                     rmdir=os.rmdir) -> list[str]:
     """A crashed fabric's groups emptied (processes back to their recorded cgroups) and
     removed, the state file deleted; returns what could not be undone."""
     try:
@@ -206,7 +209,7 @@ def remove_leftovers(proc: str = "/proc", state_file: str = STATE_FILE) -> list[
         origins = {int(p): c for p, c in saved.get("origins", {}).items()}
     except (OSError, ValueError, AttributeError):
         origins = {}
-    errors = _empty_and_remove(hierarchy, origins)
+    errors = _empty_and_remove(hierarchy, origins, rmdir)
     if not errors:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(state_file)
