@@ -19,7 +19,7 @@ Summed per class between two readings, divided by the wall time between them:
                        waiting for a CPU at any moment, on average
     wakeups_per_s      voluntary switches per second (each is one wake-up)
     wait_per_wakeup_us run-queue wait per wake-up (a preempted task's wait to get back on is
-                       included: it delays the same work)
+                       included: it delays the same work); null without a wake-up
     wait_per_slice_us  run-queue wait per timeslice; run_per_slice_us: CPU time per timeslice
     bound              "cpu" when a timeslice waits at least as long as it runs: the class's
                        lateness is mostly waiting for a CPU, which scheduling can shorten;
@@ -31,7 +31,10 @@ never go backwards; a task first seen later counts from zero, which is when it w
 """
 from __future__ import annotations
 
+import textwrap
 from dataclasses import dataclass, field
+
+from analysis.fidelity_words import CONSOLE_COLUMNS
 
 
 class SchedFormatError(ValueError):
@@ -81,7 +84,8 @@ def parse_ctxt_switches(text: str) -> tuple[int, int]:
             try:
                 found[name] = int(value)
             except ValueError:
-                raise SchedFormatError(f"status {name}: not an integer: {value.strip()!r}") from None
+                raise SchedFormatError(f"status {name}: not an integer: "
+                                       f"{value.strip()!r}") from None
     missing = [n for n in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
                if n not in found]
     if missing:
@@ -120,12 +124,13 @@ def _class_figures(d: TaskStat, wall_s: float, tasks: int) -> dict:
     else:
         wait_slice = run_slice = 0.0
         bound = "idle"
+    per_wakeup = round(d.wait_ns / d.voluntary / 1e3, 1) if d.voluntary else None
     return {"tasks": tasks,
             "cores": round(d.on_cpu_ns / 1e9 / wall_s, 3),
             "wait_cores": round(d.wait_ns / 1e9 / wall_s, 3),
             "wakeups_per_s": round(d.voluntary / wall_s, 1),
             "preemptions_per_s": round(d.nonvoluntary / wall_s, 1),
-            "wait_per_wakeup_us": round(d.wait_ns / d.voluntary / 1e3, 1) if d.voluntary else 0.0,
+            "wait_per_wakeup_us": per_wakeup,
             "wait_per_slice_us": round(wait_slice, 1),
             "run_per_slice_us": round(run_slice, 1),
             "bound": bound}
@@ -161,13 +166,17 @@ def profile_in_window(samples: list[SchedSample], start_ns: int, end_ns: int) ->
 
 
 def describe(transport: str, profile: dict, scheduling: str | None = None) -> str:
-    """One console line: per class with work in the window, run-queue wait per wake-up, wait
-    per second and what bounds it."""
+    """The console's statement, wrapped to CONSOLE_COLUMNS: per class with work in the window,
+    run-queue wait per wake-up, wait per second and what bounds it."""
     parts = []
     for cls, f in profile["classes"].items():
         if f["bound"] == "idle":
             continue
-        parts.append(f"{cls} {f['wait_per_wakeup_us']:.0f} us/wake-up, "
+        per_wakeup = f["wait_per_wakeup_us"]
+        parts.append(f"{cls} " + ("no wake-up" if per_wakeup is None else
+                                  f"{per_wakeup:.0f} us/wake-up") + ", "
                      f"{1000 * f['wait_cores']:.0f} ms/s ({f['bound']})")
     setting = f" (scheduling {scheduling})" if scheduling else ""
-    return (f"{transport}: run-queue wait{setting}: " + ("; ".join(parts) or "no task ran"))
+    return textwrap.fill(f"{transport}: run-queue wait{setting}: " + ("; ".join(parts) or
+                                                                     "no task ran"),
+                         CONSOLE_COLUMNS, subsequent_indent="    ", break_on_hyphens=False)
