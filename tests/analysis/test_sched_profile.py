@@ -63,10 +63,10 @@ def test_an_exited_task_keeps_its_last_reading_and_a_new_one_counts_from_zero():
     last = {(1, 1): ("w", _task(100, 10, 1, 1, 0))}
     a = class_totals(last, 0, classes=("w", "idle"))
     # task 1 exited after sample a: the reader keeps its last reading, so it adds nothing
-    last[(2, 2)] = ("w", _task(300, 30, 3, 3, 0))     # born after sample a
+    last[(2, 2)] = ("w", _task(300, 30_000, 3, 3, 0))   # born after sample a
     b = class_totals(last, 10**9, classes=("w", "idle"))
     w = profile_between(a, b)["classes"]["w"]
-    assert w["wakeups_per_s"] == 3.0 and w["wait_per_wakeup_us"] == 0.01   # 30 ns / 3
+    assert w["wakeups_per_s"] == 3.0 and w["wait_per_wakeup_us"] == 10.0   # 30 us / 3
     assert profile_between(a, b)["classes"]["idle"]["bound"] == "idle"
 
 
