@@ -167,14 +167,14 @@ def profile_in_window(samples: list[SchedSample], start_ns: int, end_ns: int) ->
 
 def describe(transport: str, profile: dict, scheduling: str | None = None) -> str:
     """The console's statement, wrapped to CONSOLE_COLUMNS: per class with work in the window,
-    run-queue wait per wake-up, wait per second and what bounds it."""
+    run-queue wait per timeslice, wait per second and what bounds it. Per timeslice rather than
+    per wake-up: a poll loop that seldom blocks (ovs-vswitchd's) has few wake-ups and many
+    preemptions, and every timeslice, whichever began it, starts with its wait."""
     parts = []
     for cls, f in profile["classes"].items():
         if f["bound"] == "idle":
             continue
-        per_wakeup = f["wait_per_wakeup_us"]
-        parts.append(f"{cls} " + ("no wake-up" if per_wakeup is None else
-                                  f"{per_wakeup:.0f} us/wake-up") + ", "
+        parts.append(f"{cls} {f['wait_per_slice_us']:.0f} us/slice, "
                      f"{1000 * f['wait_cores']:.0f} ms/s ({f['bound']})")
     setting = f" (scheduling {scheduling})" if scheduling else ""
     return textwrap.fill(f"{transport}: run-queue wait{setting}: " + ("; ".join(parts) or

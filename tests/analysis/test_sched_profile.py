@@ -95,5 +95,5 @@ def test_describe_names_each_busy_class_and_the_setting():
     b = class_totals({1: ("loop", _task(10**8, 2 * 10**8, 100, 100, 0)),
                       2: ("idle", _task(0, 0, 0, 0, 0))}, 10**9)
     line = describe("mrc", profile_between(a, b), "hifi")
-    # 200 ms of wait over 100 wake-ups = 2000 us each; 200 ms in 1 s
-    assert line == "mrc: run-queue wait (scheduling hifi): loop 2000 us/wake-up, 200 ms/s (cpu)"
+    # 200 ms of wait over 100 timeslices = 2000 us each; 200 ms in 1 s
+    assert line == "mrc: run-queue wait (scheduling hifi): loop 2000 us/slice, 200 ms/s (cpu)"

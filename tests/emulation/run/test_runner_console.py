@@ -92,9 +92,9 @@ def test_wide_adds_the_other_columns_and_json_prints_the_summary(tmp_path, monke
 
 
 PROFILE = {"window_s": 2.0, "classes": {
-    "endpoint_loops": {"wait_per_wakeup_us": 850.0, "wait_cores": 0.21, "bound": "cpu"},
-    "ovs_vswitchd": {"wait_per_wakeup_us": 120.0, "wait_cores": 0.05, "bound": "work"},
-    "controller": {"wait_per_wakeup_us": None, "wait_cores": 0.0, "bound": "idle"}}}
+    "endpoint_loops": {"wait_per_slice_us": 850.0, "wait_cores": 0.21, "bound": "cpu"},
+    "ovs_vswitchd": {"wait_per_slice_us": 120.0, "wait_cores": 0.05, "bound": "work"},
+    "controller": {"wait_per_slice_us": 0.0, "wait_cores": 0.0, "bound": "idle"}}}
 
 
 def test_wide_adds_where_the_wake_ups_waited(tmp_path, monkeypatch, capsys):
@@ -110,6 +110,6 @@ def test_wide_adds_where_the_wake_ups_waited(tmp_path, monkeypatch, capsys):
     rest = [line for line in lines[first + 1:] if line.startswith("    ")]
     assert max(len(line) for line in [lines[first], *rest]) <= 100
     # 0.21 cores of waiting is 210 ms of wait per second; the idle controller is left out
-    assert ("mrc: run-queue wait (scheduling hifi): endpoint_loops 850 us/wake-up, 210 ms/s "
-            "(cpu); ovs_vswitchd 120 us/wake-up, 50 ms/s (work)") in flat(printed)
-    assert "controller no wake-up" not in flat(printed)
+    assert ("mrc: run-queue wait (scheduling hifi): endpoint_loops 850 us/slice, 210 ms/s "
+            "(cpu); ovs_vswitchd 120 us/slice, 50 ms/s (work)") in flat(printed)
+    assert "controller 0 us/slice" not in flat(printed)
