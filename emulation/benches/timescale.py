@@ -1,17 +1,27 @@
-"""`mrclab bench timescale`: what this machine can emulate, as one figure. `mrclab calibrate`
-on the demo fabric at its declared rates (100 Mbit/s links): the smallest time scale at which
-its short run keeps fidelity "ok", measured now (the cache is written, never read). Every CPU
-saving of the endpoints or the switches shows up as a smaller k (docs/fidelity-timescale.md).
+"""`mrclab bench timescale`: what this machine can emulate, as one figure per `[fabric]
+scheduling` setting side by side. `mrclab calibrate` on the demo fabric at its declared rates
+(100 Mbit/s links): the smallest time scale at which its short run keeps fidelity "ok",
+measured now (the cache is written, never read), once with scheduling "none" and once with
+"hifi" (emulation/network/scheduling.py). Every CPU saving of the endpoints or the switches, and
+every scheduling that keeps the per-packet work on time, shows up as a smaller k
+(docs/fidelity-timescale.md, docs/performance.md).
+
+--repeat N calibrates each setting N times, alternating the settings (none, hifi, none, hifi,
+...) so that a load that drifts during the bench weighs on both alike; each setting's figure is
+the median of its calibrations.
 """
 from __future__ import annotations
 
+import dataclasses
+import statistics
 import sys
 from pathlib import Path
 
 from emulation.calibration import calibrate
 from emulation.config import scenario as scenario_mod
 from emulation.config.scenario import ScenarioError
-from model.argtypes import UsageError
+from emulation.network.scheduling import SCHEDULINGS
+from model.argtypes import UsageError, positive_int
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = REPO / "experiments" / "demo.toml"
@@ -20,10 +30,52 @@ DEFAULT_SCENARIO = REPO / "experiments" / "demo.toml"
 def add_timescale_arguments(parser) -> None:
     parser.add_argument("--scenario", default=str(DEFAULT_SCENARIO),
                         help="scenario whose [short] version calibrates (default the demo)")
+    parser.add_argument("--scheduling", default=",".join(SCHEDULINGS),
+                        help="comma-separated [fabric] scheduling settings to compare "
+                             f"(default {','.join(SCHEDULINGS)})")
+    parser.add_argument("--repeat", type=positive_int, default=1, metavar="N",
+                        help="calibrations per setting, the settings alternating (default 1)")
+
+
+def settings_of(text: str) -> list[str]:
+    """The settings named in a --scheduling value, each once, in the order given."""
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    bad = [s for s in names if s not in SCHEDULINGS]
+    if not names or bad:
+        raise UsageError(f"--scheduling: {', '.join(bad) or 'nothing'} is not a setting; "
+                         f"known: {', '.join(SCHEDULINGS)}")
+    return list(dict.fromkeys(names))
+
+
+def calibration_order(settings: list[str], repeat: int) -> list[str]:
+    """Every setting `repeat` times, alternating: [a, b, a, b, ...]."""
+    return [s for _ in range(repeat) for s in settings]
+
+
+def compare(results: dict[str, list[dict]]) -> dict:
+    """Per setting: every calibration's k in order, their median, and the margins and trials
+    of each calibration (calibrate.calibrate's results)."""
+    return {setting: {"time_scales": [r["time_scale"] for r in runs],
+                      "time_scale": statistics.median(r["time_scale"] for r in runs),
+                      "margins": [r["margins"] for r in runs],
+                      "trials": [r["trials"] for r in runs]}
+            for setting, runs in results.items() if runs}
+
+
+def comparison_line(scenario: str, mbit: float, by_setting: dict) -> str:
+    """One line: each setting's median k (and every k when there are several)."""
+    parts = []
+    for setting, f in by_setting.items():
+        each = (" (" + ", ".join(f"{k:g}" for k in f["time_scales"]) + ")"
+                if len(f["time_scales"]) > 1 else "")
+        parts.append(f"{setting} {f['time_scale']:g}{each}")
+    return (f"bench timescale: {scenario} ({mbit:g} Mbit/s links) keeps fidelity \"ok\" from "
+            f"time_scale " + "; ".join(parts) + " (scheduling: median k)")
 
 
 def timescale_main(args) -> dict:
     from emulation.run.runner import run_transport  # deferred: the fabric
+    settings = settings_of(getattr(args, "scheduling", ",".join(SCHEDULINGS)))
     try:
         scn = scenario_mod.load(args.scenario)
         if scn.has_short:
@@ -31,15 +83,18 @@ def timescale_main(args) -> dict:
     except ScenarioError as exc:
         raise UsageError(str(exc)) from None
     out = sys.stderr if getattr(args, "json", False) else sys.stdout
-    try:
-        result = calibrate.calibrate(scn, "mrc", run_transport=run_transport,
-                                     log=lambda text: print(text, file=out, flush=True))
-    except calibrate.CalibrationError as exc:
-        raise UsageError(str(exc)) from None
+    results: dict[str, list[dict]] = {s: [] for s in settings}
+    for setting in calibration_order(settings, getattr(args, "repeat", 1)):
+        print(f"bench timescale: calibrating with scheduling {setting}", file=out, flush=True)
+        try:
+            results[setting].append(calibrate.calibrate(
+                dataclasses.replace(scn, scheduling=setting), "mrc", run_transport=run_transport,
+                log=lambda text: print(text, file=out, flush=True)))
+        except calibrate.CalibrationError as exc:
+            raise UsageError(f"scheduling {setting}: {exc}") from None
     spec = scn.spec
+    by_setting = compare(results)
     figures = {"scenario": scn.name, "host_link_mbit": spec.host_link_mbit,
-               "fabric_link_mbit": spec.fabric_link_mbit, "time_scale": result["time_scale"],
-               "margins": result["margins"], "trials": result["trials"]}
-    print(f"bench timescale: {scn.name} ({spec.host_link_mbit:g} Mbit/s links) keeps fidelity "
-          f"\"ok\" from time_scale {result['time_scale']:g} on this machine", file=out)
+               "fabric_link_mbit": spec.fabric_link_mbit, "scheduling": by_setting}
+    print(comparison_line(scn.name, spec.host_link_mbit, by_setting), file=out)
     return figures

@@ -126,15 +126,16 @@ def fabric_description(scn: Scenario, transport: str) -> dict:
     spec = scn.spec.to_dict()
     return {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
             "switch_buffer_kb": scn.switch_buffer_kb, "capture": scn.capture,
-            "transport": transport}
+            "scheduling": scn.scheduling, "transport": transport}
 
 
 def trial_of(run: Scenario, short: Scenario | None) -> Scenario:
     """The scenario the trials run: the short version (fewer iterations) loading the machine as
-    the run will, so with the run's captures; the run itself when it has no short version."""
+    the run will, so with the run's captures and scheduling; the run itself when it has no short
+    version."""
     if short is None:
         return run
-    return dataclasses.replace(short, capture=run.capture)
+    return dataclasses.replace(short, capture=run.capture, scheduling=run.scheduling)
 
 
 def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple[str, dict]:

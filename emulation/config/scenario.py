@@ -22,6 +22,9 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
                                         #   fabric); a number k >= 1: the emulated world runs k
                                         #   times slower than the wall clock
                                         #   (emulation/calibration/time_scale.py)
+    scheduling = "none"                 # "hifi": packet loops and ovs-vswitchd ahead of bulk
+                                        #   compute (CPU cgroup weights, nice; undone at stop;
+                                        #   emulation/network/scheduling.py)
 
     [transport]
     names = ["mrc", "roce", "tcp"]      # what `--transport all` runs (and the default)
@@ -180,6 +183,7 @@ class Scenario:
     time_scale: float | str = FABRIC["time_scale"].default
     control_class: bool = OPTIONS["control_class"].default   # ACKs ahead of data at every port
     metrics_port: int | None = None            # live counters (emulation/run/metrics_server.py)
+    scheduling: str = FABRIC["scheduling"].default   # emulation/network/scheduling.py
 
     @cached_property
     def topology(self) -> Topology:
@@ -333,7 +337,8 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
                    goodput_interval_ms=op["goodput_interval_ms"], faults=faults, path=path,
                    text=text, mrc=mrc, switch_buffer_kb=fab["switch_buffer_kb"],
                    fabric_mtu=fab["mtu"], metrics_port=op["metrics_port"],
-                   time_scale=fab["time_scale"], control_class=op["control_class"])
+                   time_scale=fab["time_scale"], control_class=op["control_class"],
+                   scheduling=fab["scheduling"])
     ck.raise_errors()
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn

@@ -14,6 +14,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from emulation.network.scheduling import DEFAULT_SCHEDULING, SCHEDULINGS
 from emulation.network.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.argtypes import print_to_pipe
 from model.clip import clip_values
@@ -118,6 +119,11 @@ FABRIC = {
                       "emulation/calibration/time_scale.py); \"auto\": the smallest k this "
                       "machine keeps up with, calibrated once per machine and fabric and cached "
                       "(mrclab calibrate)", 1, TIME_SCALE_MAX),
+    "scheduling": Key("str", DEFAULT_SCHEDULING, "how the fabric's processes share the CPU: "
+                      "\"hifi\" keeps the per-packet work (the endpoints' packet loops, "
+                      "ovs-vswitchd) ahead of the bulk compute and bookkeeping with CPU cgroup "
+                      "weights and nice, undone at stop (emulation/network/scheduling.py); "
+                      "\"none\" changes nothing", choices=SCHEDULINGS),
 }
 
 TRANSPORT = {

@@ -9,6 +9,9 @@ Other engineers and other sessions share this machine, so nothing here matches b
   * the trimming tc BPF program (emulation/network/trimming.py) on those switch-side veths;
   * the controller whose pid is in /run/mrclab/controller.pid, if it still is a controller.app;
   * the temporary bridge mrclabsb0 and veth pair mrclabsb-a/mrclabsb-b of emulation/network/ovs_sndbuf.py.
+  * the CPU cgroups of `[fabric] scheduling = "hifi"` (mrclab-packet, mrclab-bulk; emulation/network/
+    cgroups.py): their processes go back to the cgroups recorded before the move, then the
+    groups are removed.
 The name predicates are pure functions so unit tests can prove they never match foreign names.
 """
 from __future__ import annotations
@@ -21,7 +24,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 
-from emulation.network import trimming
+from emulation.network import cgroups, trimming
 from model.proc import CommandFailed
 from model.proc import run_checked as run_command
 
@@ -196,10 +199,11 @@ class Leftovers:
     bridges: list[str] = field(default_factory=list)
     switch_intfs: list[str] = field(default_factory=list)
     nft_tables: list[tuple[str, str]] = field(default_factory=list)
+    cgroups: list[str] = field(default_factory=list)
 
     def empty(self) -> bool:
         return not (self.controller_pid or self.host_shells or self.namespace_pids
-                    or self.bridges or self.switch_intfs or self.nft_tables)
+                    or self.bridges or self.switch_intfs or self.nft_tables or self.cgroups)
 
     def describe(self) -> str:
         parts = []
@@ -216,6 +220,8 @@ class Leftovers:
             parts.append("veths " + ", ".join(self.switch_intfs))
         if self.nft_tables:
             parts.append("nft tables " + ", ".join(f"{f} {n}" for f, n in self.nft_tables))
+        if self.cgroups:
+            parts.append("cgroups " + ", ".join(self.cgroups))
         return "; ".join(parts) or "nothing"
 
 
@@ -231,6 +237,7 @@ def find_leftovers() -> Leftovers:
         bridges=[b for b in ovs_bridges() if is_our_switch(b) or is_our_sndbuf_probe(b)],
         switch_intfs=[i for i in root_links() if is_our_switch_intf(i) or is_our_sndbuf_probe(i)],
         nft_tables=[t for t in nft_tables() if is_our_nft_table(t[1])],
+        cgroups=cgroups.leftover_groups(),
     )
 
 
@@ -257,6 +264,11 @@ def clean(verbose: bool = False) -> Leftovers:
                 _run(["ip", "link", "del", "dev", name])
     for family, name in found.nft_tables:
         _run(["nft", "delete", "table", family, name])
+    if found.cgroups:
+        undone = cgroups.remove_leftovers()
+        if undone:
+            raise RuntimeError("cleanup could not remove the scheduling's cgroups: "
+                               + "; ".join(undone))
     try:
         os.unlink(CONTROLLER_PID_FILE)
     except FileNotFoundError:

@@ -40,7 +40,8 @@ class EndpointProcess:
         with open(self.output, "w") as out:
             self.proc = fab.popen_in_host(host, [sys.executable, "-m", "traffic.nic.endpoint_cli",
                                                  "--config", str(cfg_path)],
-                                          cwd=REPO_ROOT, env={**os.environ, **(env or {})},
+                                          role="endpoints", cwd=REPO_ROOT,
+                                          env={**os.environ, **(env or {})},
                                           stdout=out, stderr=out)
         try:
             self.client = self._connect(start_timeout_s, call_timeout_s)

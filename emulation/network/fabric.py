@@ -32,7 +32,9 @@ from pathlib import Path
 
 from controller.client import ControllerClient, ControllerError
 from controller import api_auth
-from emulation.network import cleanup, control_secrets, hostnet, ovs_service, ovs_sndbuf, switchqueue
+from emulation.network import (cgroups, cleanup, control_secrets, hostnet, ovs_service, ovs_sndbuf,
+                               switchqueue)
+from emulation.network.scheduling import DEFAULT_SCHEDULING, SchedulingError
 from emulation.network import trimming as trim_mod
 from emulation.network.fabric_lock import (  # noqa: F401 - the fabric's API
     LOCK_FILE, FabricError, FabricLockTimeout, acquire_fabric_lock, release_fabric_lock)
@@ -86,11 +88,15 @@ class Fabric:
                  link_options: dict | None = None, of_port: int = OF_PORT,
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
                  trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True,
-                 time_scale: float = 1.0, control_class: bool = True):
+                 time_scale: float = 1.0, control_class: bool = True,
+                 scheduling: str = DEFAULT_SCHEDULING):
         """time_scale: the spec's rates are a dilated run's wall rates (emulation/calibration/time_scale.py);
         the switches' thresholds and TCP's minimum RTO follow the emulated world's.
         control_class: every port (host and switch ends) serves SACKs, NACKs and probes
-        (model/dscp.py DSCP_CONTROL) ahead of data."""
+        (model/dscp.py DSCP_CONTROL) ahead of data.
+        scheduling: how the fabric's processes share the CPU (emulation/network/scheduling.py):
+        "hifi" places ovs-vswitchd, the controller, the captures and whatever popen_in_host
+        starts with a `role` in CPU groups, undone at teardown."""
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
@@ -107,6 +113,10 @@ class Fabric:
         self.shaped = shaped
         self.time_scale = time_scale
         self.control_class = control_class
+        try:
+            self.scheduling = cgroups.Scheduling(scheduling)
+        except SchedulingError as err:
+            raise ValueError(str(err)) from None
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
         self.routing = routing
@@ -135,11 +145,22 @@ class Fabric:
     def _nsenter(self, n: int) -> list[str]:
         return ["nsenter", "--target", str(self.host(n).pid), "--net", "--"]
 
-    def popen_in_host(self, n: int, argv: list[str], **kw) -> subprocess.Popen:
-        """Start argv in host n's network namespace; killed at teardown if still running."""
+    def popen_in_host(self, n: int, argv: list[str], role: str | None = None,
+                      **kw) -> subprocess.Popen:
+        """Start argv in host n's network namespace; killed at teardown if still running.
+        role: what the process is to the fabric's scheduling ("endpoints" for a process whose
+        main thread runs a packet loop, "captures"; emulation/network/scheduling.py)."""
         proc = subprocess.Popen(self._nsenter(n) + list(argv), **kw)
         self._children.append(proc)
+        if role is not None:
+            self._place(proc.pid, role)
         return proc
+
+    def _place(self, pid: int, role: str) -> None:
+        try:
+            self.scheduling.place(pid, role)
+        except (SchedulingError, cgroups.CgroupError) as err:
+            raise FabricError(f"scheduling {self.scheduling.setting}: {err}") from None
 
     def cmd_in_host(self, n: int, argv: list[str], timeout: float = 60) -> str:
         """Run argv in host n's namespace; raise FabricError (command + stderr) on failure."""
@@ -152,6 +173,7 @@ class Fabric:
         path = Path(path)
         proc = self.popen_in_host(n, ["tcpdump", "-i", intf, "-U", "-n", "-s", str(snaplen),
                                       "-w", str(path)],
+                                  role="captures",
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         line = proc.stderr.readline()  # "tcpdump: listening on ..." once the socket is open
         if "listening" not in line:
@@ -216,6 +238,7 @@ class Fabric:
             ovs_sndbuf.ensure_ovs_tx_buffer(ovs_sndbuf.tx_sndbuf_for_mtu(self.spec.mtu))
         except ovs_sndbuf.SendBufferError as err:
             raise FabricError(str(err)) from None
+        self._start_scheduling()
         self._start_controller()
 
         net = Mininet(topo=None, controller=None, build=False, switch=OVSSwitch, host=Host,
@@ -264,6 +287,22 @@ class Fabric:
         self._wait_controller_ready()
         self.controller.register_hosts({h.name: self.host(h.index).pid for h in self.topo.hosts})
 
+    def _start_scheduling(self) -> None:
+        """The scheduling's CPU groups, ovs-vswitchd in its own (nothing under "none"); after
+        the send-buffer check, which may restart ovs-vswitchd."""
+        try:
+            self.scheduling.start()
+        except (SchedulingError, cgroups.CgroupError) as err:
+            raise FabricError(f"scheduling {self.scheduling.setting}: {err}") from None
+        if not self.scheduling.active:
+            return
+        try:
+            pid = int(Path(ovs_service.SWITCHD_PID_FILE).read_text().split()[0])
+        except (OSError, ValueError, IndexError) as err:
+            raise FabricError(f"scheduling {self.scheduling.setting}: no ovs-vswitchd pid in "
+                              f"{ovs_service.SWITCHD_PID_FILE}: {err}") from None
+        self._place(pid, "switches")
+
     def _start_controller(self) -> None:
         spec_file = self.run_dir / "spec.json"
         spec_file.write_text(json.dumps(self.spec.to_dict()))
@@ -292,6 +331,7 @@ class Fabric:
                                                     stdin=subprocess.DEVNULL,
                                                     start_new_session=True)
         Path(cleanup.CONTROLLER_PID_FILE).write_text(f"{self.controller_proc.pid}\n")
+        self._place(self.controller_proc.pid, "controller")
         self.controller = ControllerClient(port=self.api_port, token=self._token)
 
     def _wait_controller_ready(self) -> None:
@@ -492,6 +532,7 @@ class Fabric:
                     run_checked(control_secrets.ovs_del_ssl_argv(), what="teardown")
                 except FabricError as e:
                     errors.append(str(e))
+            errors += [f"undoing the scheduling: {e}" for e in self.scheduling.stop()]
             control_secrets.remove(self.api_port)
             try:
                 for family, name in cleanup.nft_tables():

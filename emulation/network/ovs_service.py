@@ -17,6 +17,9 @@ DB_CHECK = ["ovs-vsctl", "--timeout=3", "show"]
 SWITCHD_CHECK = ["ovs-appctl", "--timeout=3", "-t", "ovs-vswitchd", "version"]
 START_DB = [OVS_CTL, "start", "--no-ovs-vswitchd", "--system-id=random"]
 START_SWITCHD = [OVS_CTL, "start", "--no-ovsdb-server", "--no-monitor"]
+# Where the daemons write their pids (ovs-ctl's default run directory).
+SWITCHD_PID_FILE = "/var/run/openvswitch/ovs-vswitchd.pid"
+DB_PID_FILE = "/var/run/openvswitch/ovsdb-server.pid"
 
 
 class OvsNotRunning(RuntimeError):

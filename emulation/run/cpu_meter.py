@@ -6,7 +6,8 @@ captures, the controller, itself); every `interval_s` one sample reads /proc/sta
 known pid's /proc/<pid>/stat. A process that exits keeps its last reading, so a role's ticks
 never go backwards. Sampling costs a few small file reads; it never raises into the run: a pid
 gone between listing and reading is skipped, and a /proc that cannot be parsed stops the meter
-with the reason kept in `error`.
+with the reason kept in `error`. `also`: other readers sampled at the same moments (the
+scheduler meter, emulation/run/sched_meter.py); they keep their own errors.
 """
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ from typing import Callable, Iterable
 
 from analysis.cpu_usage import (CpuSample, ProcFormatError, parse_pid_stat, parse_proc_stat,
                                 usage_between, usage_in_window)
+from emulation.network.ovs_service import DB_PID_FILE, SWITCHD_PID_FILE
 
-OVS_PID_FILES = ("/var/run/openvswitch/ovs-vswitchd.pid", "/var/run/openvswitch/ovsdb-server.pid")
+OVS_PID_FILES = (SWITCHD_PID_FILE, DB_PID_FILE)
 
 
 def pids_from_files(paths: Iterable[str]) -> list[int]:
@@ -38,8 +40,9 @@ class CpuMeter:
     """Background sampler. roles: role -> callable returning that role's pids now."""
 
     def __init__(self, roles: dict[str, Callable[[], Iterable[int]]], interval_s: float = 0.5,
-                 proc: str = "/proc"):
+                 proc: str = "/proc", also: Iterable[Callable[[], None]] = ()):
         self.roles = roles
+        self.also = list(also)
         self.interval_s = interval_s
         self.proc = Path(proc)
         self.hz = os.sysconf("SC_CLK_TCK")
@@ -66,6 +69,8 @@ class CpuMeter:
             per_role[role] += ticks
         s = CpuSample(time.monotonic_ns(), total, idle, per_role)
         self.samples.append(s)
+        for reader in self.also:
+            reader()
         return s
 
     def start(self) -> "CpuMeter":

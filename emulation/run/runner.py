@@ -28,6 +28,10 @@ through the controller's HTTP API at the right moments, show progress, and write
             cpu.csv                   the cores' busy share and cores per role, every 0.5 s
                                       (emulation/run/cpu_meter.py); summary.json "cpu" holds the
                                       same over the collective
+                                      summary.json "sched_profile": run-queue wait and CPU per
+                                      process class over the collective (analysis/
+                                      sched_profile.py; --wide prints it), "scheduling": the
+                                      [fabric] scheduling in force
             ovs_stalls.json           ovs-vswitchd's long poll intervals during the timed
                                       iterations; summary.json "fidelity" (analysis/fidelity.py,
                                       docs/fidelity.md) says whether the run measured the fabric
@@ -64,8 +68,10 @@ from emulation.network import path_monitor
 from emulation.run import metrics_server, run_record
 from emulation.config import scenario as scenario_mod
 from emulation.calibration import time_scale as time_scale_mod
-from analysis import fidelity_words, metric_names
+from analysis import fidelity_words, metric_names, sched_profile
+from emulation.network.ovs_service import DB_PID_FILE, SWITCHD_PID_FILE
 from emulation.run.cpu_meter import OVS_PID_FILES, CpuMeter, pids_from_files
+from emulation.run.sched_meter import SchedMeter
 from model import propagation
 from emulation.run.run_faults import (FaultScheduler, RunProgress, unreached_reason,
                                       unreached_records)
@@ -201,16 +207,19 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
                  "switch_buffer_bytes": (None if scn.switch_buffer_kb is None
                                          else scn.switch_buffer_kb * 1024)}
     scheduler = None
-    meter = None
+    meter = sched = None
+    sched_record = {"scheduling": scn.scheduling}
     metrics = None
     procs: list[subprocess.Popen] = []
     stderr_files = []
     try:
         with Fabric(scn.spec, routing=routing, dynamic_convergence_s=convergence,
                     run_dir=tdir / "fabric", time_scale=k, control_class=scn.control_class,
+                    scheduling=scn.scheduling,
                     **fabric_kw) as fab:
             captures = []
-            meter = _cpu_meter(fab, procs, captures).start()
+            meter, sched = _meters(fab, procs, captures)
+            meter.start()
             if scn.capture:
                 _start_captures(scn, fab, tdir, captures)
             _start_workers(fab, hosts, tdir, procs, stderr_files)
@@ -221,6 +230,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             metrics = metrics_server.start(scn, transport, tdir, fab.api_port)
             _wait_workers(scn, transport, procs, tail, scheduler, state)
             meter.stop()
+            sched_record = fab.scheduling.record()
             scheduler.stop()
             for cap in captures:
                 cap.stop()
@@ -247,6 +257,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         summary = summarize(declared, transport, tdir, state)
         if meter is not None:
             _add_cpu(summary, meter, k, tdir)
+            _add_sched(summary, sched, k, sched_record)
         summary.update(metric_names.of_summary(summary))   # every metric under its one name
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
@@ -261,17 +272,27 @@ def _prepare_run_dir(tdir: Path) -> None:
         {"monotonic_ns": time.monotonic_ns(), "realtime_ns": time.time_ns()}))
 
 
-def _cpu_meter(fab, procs: list, captures: list) -> CpuMeter:
-    """The run's CPU meter by role; `procs` and `captures` are read at each sample, so processes
-    started after the meter are counted."""
-    return CpuMeter({
-        "workers": lambda: [p.pid for p in procs],
-        "switches": lambda: pids_from_files(OVS_PID_FILES),
-        "captures": lambda: [c.proc.pid for c in captures],
-        # none once the fabric is torn down (Ctrl-C): the meter's last sample comes later
-        "controller": lambda: [fab.controller_proc.pid] if fab.controller_proc else [],
-        "runner": lambda: [os.getpid()],
-    })
+def _meters(fab, procs: list, captures: list) -> tuple[CpuMeter, SchedMeter]:
+    """The run's CPU meter by role and its scheduler meter by class, sampled together; `procs`
+    and `captures` are read at each sample, so processes started after the meters are counted.
+    Each sample also nices the workers' new threads but the packet loop, when the fabric's
+    scheduling does (emulation/network/cgroups.py)."""
+    workers = lambda: [p.pid for p in procs]           # noqa: E731
+    captured = lambda: [c.proc.pid for c in captures]   # noqa: E731
+    # none once the fabric is torn down (Ctrl-C): the meters' last sample comes later
+    controller = lambda: [fab.controller_proc.pid] if fab.controller_proc else []  # noqa: E731
+    runner = lambda: [os.getpid()]                      # noqa: E731
+    # a worker's main thread runs the endpoint's packet loop (and the reductions between its
+    # turns); its other threads the input prefetch and the goodput sampler
+    sched = SchedMeter({"endpoint_loops": workers,
+                        "ovs_vswitchd": lambda: pids_from_files([SWITCHD_PID_FILE]),
+                        "ovsdb_server": lambda: pids_from_files([DB_PID_FILE]),
+                        "captures": captured, "controller": controller, "runner": runner},
+                       thread_classes={"endpoint_loops": "worker_threads"})
+    cpu = CpuMeter({"workers": workers, "switches": lambda: pids_from_files(OVS_PID_FILES),
+                    "captures": captured, "controller": controller, "runner": runner},
+                   also=[sched.sample, lambda: fab.scheduling.demote_threads(workers())])
+    return cpu, sched
 
 
 def _start_captures(scn: Scenario, fab, tdir: Path, captures: list) -> None:
@@ -290,7 +311,7 @@ def _start_workers(fab, hosts, tdir: Path, procs: list, stderr_files: list) -> N
         procs.append(fab.popen_in_host(
             rank, [sys.executable, "-m", "traffic.workload.worker", "--config",
                    str(tdir / "worker.json"), "--rank", str(rank)],
-            cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
+            role="endpoints", cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
 
 
 def _record_unreached(scn: Scenario, scheduler, state: dict, tail, tdir: Path) -> None:
@@ -332,6 +353,15 @@ def _add_cpu(summary: dict, meter: CpuMeter, k: float, tdir: Path) -> None:
     add_cpu_evidence(summary.get("fidelity"), summary["cpu"], tdir,
                      summary.get("timed_start_ns"), summary.get("traffic_end_ns"))
     summary["cpu_meter_error"] = meter.error
+
+
+def _add_sched(summary: dict, sched: SchedMeter, k: float, record: dict) -> None:
+    """The scheduling in force and the scheduler meter's lateness profile over the timed
+    iterations (analysis/sched_profile.py) into the summary (after _add_cpu: its last sample)."""
+    summary["scheduling"] = record
+    summary["sched_profile"] = sched.profile(*(timescale.wall_ns(t, k) for t in (
+        summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
+    summary["sched_meter_error"] = sched.error
 
 
 # After a QP error stops the other workers (SIGTERM: they close their logs and sockets), how
@@ -536,6 +566,10 @@ def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
     if wide:        # nccl-tests' own row (its busbw from the mean time, named so)
         console.append(nccl_results.table(
             {s["transport"]: s["nccl"] for s in summaries if s.get("nccl")}))
+    for s in summaries if wide else []:     # where each class's wake-ups waited for a CPU
+        if s.get("sched_profile"):
+            console.append(sched_profile.describe(s["transport"], s["sched_profile"],
+                                                  (s.get("scheduling") or {}).get("scheduling")))
     for s in summaries:
         for flow in s.get("flows") or []:
             console.append(f"{s['transport']}: {flow_analysis.describe(flow)}")

@@ -89,3 +89,27 @@ def test_wide_adds_the_other_columns_and_json_prints_the_summary(tmp_path, monke
     assert top["transports"]["mrc"]["median_iteration_ms"] == 200.0
     assert top == json.loads((tmp_path / "j" / "summary.json").read_text())
     assert "fidelity ok at time_scale 1" in flat(out.err)
+
+
+PROFILE = {"window_s": 2.0, "classes": {
+    "endpoint_loops": {"wait_per_slice_us": 850.0, "wait_cores": 0.21, "bound": "cpu"},
+    "ovs_vswitchd": {"wait_per_slice_us": 120.0, "wait_cores": 0.05, "bound": "work"},
+    "controller": {"wait_per_slice_us": 0.0, "wait_cores": 0.0, "bound": "idle"}}}
+
+
+def test_wide_adds_where_the_wake_ups_waited(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(runner, "run_transport", lambda scn, transport, tdir: dict(
+        canned("ok", transport), sched_profile=PROFILE, scheduling={"scheduling": "hifi"}))
+    runner._run_transports(S.parse(TCP_RUN), ["mrc"], tmp_path)
+    assert "run-queue wait" not in capsys.readouterr().out
+    (tmp_path / "w").mkdir()
+    runner._run_transports(S.parse(TCP_RUN), ["mrc"], tmp_path / "w", wide=True)
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("mrc: run-queue wait"))
+    rest = [line for line in lines[first + 1:] if line.startswith("    ")]
+    assert max(len(line) for line in [lines[first], *rest]) <= 100
+    # 0.21 cores of waiting is 210 ms of wait per second; the idle controller is left out
+    assert ("mrc: run-queue wait (scheduling hifi): endpoint_loops 850 us/slice, 210 ms/s "
+            "(cpu); ovs_vswitchd 120 us/slice, 50 ms/s (work)") in flat(printed)
+    assert "controller 0 us/slice" not in flat(printed)

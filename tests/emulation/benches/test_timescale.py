@@ -1,0 +1,53 @@
+"""`mrclab bench timescale` (emulation/benches/timescale.py) without a fabric: the settings it
+compares, their alternating order, the median per setting, and that each calibration runs the
+scenario with its setting (calibrate.calibrate replaced by a fake machine)."""
+import argparse
+
+import pytest
+
+from emulation.benches import timescale as bench
+from emulation.calibration import calibrate
+from model.argtypes import UsageError
+from tests.helpers.scenario_texts import SMALL_FABRIC
+
+
+def test_settings_and_their_alternating_order():
+    assert bench.settings_of("none,hifi") == ["none", "hifi"]
+    assert bench.settings_of(" hifi , hifi ") == ["hifi"]
+    with pytest.raises(UsageError, match="rt is not a setting; known: none, hifi"):
+        bench.settings_of("none,rt")
+    with pytest.raises(UsageError, match="nothing"):
+        bench.settings_of(",")
+    assert bench.calibration_order(["none", "hifi"], 3) == ["none", "hifi"] * 3
+
+
+def test_compare_takes_the_median_of_each_setting():
+    runs = {"none": [{"time_scale": 4.0, "margins": {"a": 1}, "trials": [1]},
+                     {"time_scale": 6.0, "margins": {}, "trials": []},
+                     {"time_scale": 5.0, "margins": {}, "trials": []}],
+            "hifi": [{"time_scale": 2.0, "margins": {}, "trials": []}]}
+    by = bench.compare(runs)
+    assert by["none"]["time_scales"] == [4.0, 6.0, 5.0] and by["none"]["time_scale"] == 5.0
+    assert by["hifi"]["time_scale"] == 2.0 and by["none"]["margins"][0] == {"a": 1}
+    assert bench.comparison_line("demo", 100.0, by) == (
+        'bench timescale: demo (100 Mbit/s links) keeps fidelity "ok" from time_scale '
+        "none 5 (4, 6, 5); hifi 2 (scheduling: median k)")
+
+
+def test_each_calibration_runs_with_its_setting(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "s.toml"
+    path.write_text('name = "s"\n' + SMALL_FABRIC)
+    seen = []
+
+    def fake(scn, transport, **kw):
+        seen.append(scn.scheduling)
+        return {"time_scale": {"none": 4.0, "hifi": 2.0}[scn.scheduling], "margins": {},
+                "trials": []}
+
+    monkeypatch.setattr(calibrate, "calibrate", fake)
+    args = argparse.Namespace(scenario=str(path), scheduling="none,hifi", repeat=2, json=False)
+    figures = bench.timescale_main(args)
+    assert seen == ["none", "hifi", "none", "hifi"]
+    assert {s: f["time_scale"] for s, f in figures["scheduling"].items()} == {"none": 4.0,
+                                                                            "hifi": 2.0}
+    assert "none 4 (4, 4); hifi 2 (2, 2)" in capsys.readouterr().out
