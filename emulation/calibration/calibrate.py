@@ -229,6 +229,24 @@ def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None =
     return {"from": k, "to": new_k, "transports": failed}
 
 
+def learn_after_run(scn: Scenario, run_dir: Path, cache_dir: Path | None = None,
+                    log=print) -> dict | None:
+    """raise_after_run over the transports' summaries a finished run left in run_dir, and the
+    line that tells the user."""
+    summaries = []
+    for path in sorted(Path(run_dir).glob("*/summary.json")):
+        try:
+            summaries.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            continue            # a transport without a readable summary says nothing of k
+    raised = raise_after_run(scn, summaries, run_dir, cache_dir or CACHE_DIR)
+    if raised:
+        log(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
+            f"{', '.join(raised['transports'])}; this fabric's calibration now says "
+            f"{raised['to']:g}: the next run of it uses that")
+    return raised
+
+
 def resolve(scn: Scenario, run_transport=None, cache_dir: Path = CACHE_DIR, log=print,
             measure=None, trial: Scenario | None = None) -> float:
     """The number a `time_scale = "auto"` scenario runs at: cached, else calibrated now with

@@ -514,7 +514,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
                                         as_json=getattr(args, "json", False))
         status = "interrupted" if code == EXIT_INTERRUPTED else "finished"
         if auto and not scn.short and status == "finished":
-            _learn_time_scale(scn, run_dir)
+            from emulation.calibration import calibrate  # deferred: only for "auto"
+            calibrate.learn_after_run(scn, run_dir, log=lambda text: print(text, file=sys.stderr))
     except BaseException as exc:
         status = ("interrupted" if isinstance(exc, KeyboardInterrupt)
                   else f"crashed: {type(exc).__name__}: {exc}")
@@ -522,18 +523,6 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     finally:
         record.finish(code, console, status)
     return code
-
-
-def _learn_time_scale(scn: Scenario, run_dir: Path) -> None:
-    """A full run at the calibrated k that did not hold raises this fabric's cached k
-    (emulation/calibration/calibrate.py raise_after_run), and says so."""
-    from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
-    summaries = [json.loads(path.read_text()) for path in sorted(run_dir.glob("*/summary.json"))]
-    raised = calibrate.raise_after_run(scn, summaries, run_dir)
-    if raised:
-        print(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
-              f"{', '.join(raised['transports'])}; this fabric's calibration now says "
-              f"{raised['to']:g}: the next run of it uses that", file=sys.stderr)
 
 
 def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,

@@ -206,3 +206,21 @@ def test_the_raise_stops_at_the_searchs_largest_k(tmp_path):
     top = C.DOUBLING[-1]
     assert C.raise_after_run(scn, [summary("mrc", top, "invalid")], None, tmp_path) is None
     assert C.raise_after_run(S.parse(SCN), [], None, tmp_path / "empty") is None
+
+
+def test_after_a_run_its_transports_summaries_raise_the_cache_and_say_so(tmp_path):
+    """learn_after_run reads the run directory the runner left: <transport>/summary.json."""
+    scn = S.parse(SCN)
+    cache = tmp_path / "cache"
+    C.calibrate(scn, "mrc", cache, measure=machine(4)[0], log=lambda _: None)
+    run = tmp_path / "run"
+    for name, verdict in (("mrc", "ok"), ("tcp", "invalid")):
+        (run / name).mkdir(parents=True)
+        (run / name / "summary.json").write_text(json.dumps(summary(name, 4.0, verdict)))
+    (run / "roce").mkdir()
+    (run / "roce" / "summary.json").write_text("{not json")
+    lines = []
+    # 4 x 1.25 = 5
+    assert C.learn_after_run(scn, run, cache, log=lines.append)["to"] == 5.0
+    assert lines == ["mrclab run: the calibrated time_scale 4 did not hold for tcp; this "
+                     "fabric's calibration now says 5: the next run of it uses that"]
