@@ -108,10 +108,10 @@ class Placement:
                        f"({len(nodes)} of {count} nodes)")
             out += textwrap.wrap(" ".join(switches + hosts), 96, initial_indent="    ",
                                  subsequent_indent="    ")
-        total = len({(t.link.a, t.link.b) for t in self.tunnels})
-        kinds = {kind: sum(t.link.kind == kind for t in self.tunnels) for kind in ("host", "fabric")}
-        out.append(f"tunnels: {total} links cross servers (VXLAN over the management network): "
-                   f"{kinds['host']} host links, {kinds['fabric']} fabric links")
+        hosts = sum(t.link.kind == "host" for t in self.tunnels)
+        out.append(f"tunnels: {len(self.tunnels)} links cross servers (VXLAN over the "
+                   f"management network): {hosts} host links, "
+                   f"{len(self.tunnels) - hosts} fabric links")
         for pair, links in _by_pair(self.tunnels).items():
             names = [f"{t.link.name} (vni {t.vni})" for t in links[:MAX_LISTED_TUNNELS]]
             more = len(links) - len(names)

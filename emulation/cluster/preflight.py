@@ -122,7 +122,9 @@ def report(results: dict[str, list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _run(argv: list[str], script: str) -> tuple[int, str, str]:
+def run_command(argv: list[str], script: str) -> tuple[int, str, str]:
+    """argv with `script` on its stdin: (exit status, stdout, stderr); a command that cannot
+    start or does not answer in TIMEOUT_S counts as ssh's own failure."""
     try:
         done = subprocess.run(argv, input=script, capture_output=True, text=True,
                               timeout=TIMEOUT_S)
@@ -138,7 +140,7 @@ def ssh_argv(server: str, command: list[str]) -> list[str]:
 
 
 def run(servers, addresses: dict[str, str], fabric_mtu: int, repo: str | Path = REPO,
-        runner=_run) -> dict[str, list[str]]:
+        runner=run_command) -> dict[str, list[str]]:
     """Every server's problems. addresses: server -> its IPv4 address on the management
     network (the first server's as the others reach it). runner(argv, script) -> (exit status,
     stdout, stderr)."""

@@ -23,7 +23,7 @@ def clean_others(servers, repo: str | Path = preflight.REPO, wait_s: float = 5.0
                  runner=None, say=print) -> list[str]:
     """Clean every server but the first (this machine's is the caller's); returns the servers
     whose clean-up failed, each with the reason. say(text): their own reports, prefixed."""
-    runner = runner or (lambda argv: preflight._run(argv, ""))
+    runner = runner or (lambda argv: preflight.run_command(argv, ""))
     failed = []
     for server in parse_servers(servers)[1:]:
         code, out, err = runner(clean_argv(server, repo, wait_s))
