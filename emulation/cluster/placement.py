@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import textwrap
 from dataclasses import dataclass, field
 
 from model.topology import Link, Topology
@@ -106,8 +105,7 @@ class Placement:
             switches = [n for n in nodes if not n.startswith("h")]
             out.append(f"  {server}: {len(switches)} switches, {len(hosts)} hosts "
                        f"({len(nodes)} of {count} nodes)")
-            out += textwrap.wrap(" ".join(switches + hosts), 96, initial_indent="    ",
-                                 subsequent_indent="    ")
+            out += _pack("    ", switches + hosts, "    ")
         hosts = sum(t.link.kind == "host" for t in self.tunnels)
         out.append(f"tunnels: {len(self.tunnels)} links cross servers (VXLAN over the "
                    f"management network): {hosts} host links, "
@@ -115,9 +113,10 @@ class Placement:
         for pair, links in _by_pair(self.tunnels).items():
             names = [f"{t.link.name} (vni {t.vni})" for t in links[:MAX_LISTED_TUNNELS]]
             more = len(links) - len(names)
-            text = ", ".join(names) + (f", and {more} more" if more else "")
-            out += textwrap.wrap(f"{pair[0]} <-> {pair[1]}: {len(links)}: {text}", 96,
-                                 initial_indent="  ", subsequent_indent="    ")
+            items = [f"{n}," for n in names[:-1]] + names[-1:]
+            if more:
+                items = [f"{n}," for n in names] + [f"and {more} more"]
+            out += _pack(f"  {pair[0]} <-> {pair[1]}: {len(links)}:", items, "    ")
         return "\n".join(out)
 
     def to_dict(self) -> dict:
@@ -126,6 +125,23 @@ class Placement:
                 "nodes": {s: self.nodes_on(s) for s in self.servers},
                 "tunnels": [{"link": t.link.name, "a_server": t.a_server,
                              "b_server": t.b_server, "vni": t.vni} for t in self.tunnels]}
+
+
+WIDTH = 96                           # describe()'s lines
+
+
+def _pack(head: str, items: list[str], indent: str) -> list[str]:
+    """head, then the items separated by spaces, in lines of at most WIDTH characters cut only
+    between items; the lines after the first start with indent."""
+    lines, line, fresh = [], head, not head.strip()
+    for item in items:
+        if not fresh and len(line) + 1 + len(item) > WIDTH:
+            lines.append(line)
+            line, fresh = indent, True
+        line = line + item if fresh else f"{line} {item}"
+        fresh = False
+    lines.append(line)
+    return lines
 
 
 def _by_pair(tunnels) -> dict[tuple[str, str], list[CrossLink]]:
