@@ -45,6 +45,14 @@ def test_pod_keeps_hosts_with_their_t0s_and_deals_the_t1s():
     assert all(t.link.kind == "fabric" for t in pl.tunnels)
 
 
+def test_pod_deals_the_t1s_of_every_plane_in_one_round():
+    """3 groups on 3 servers, 2 planes x 2 spines: T1 numbers 0, 1, 2, 3 on a, b, c, a, so
+    plane 1's first spine goes to c, which plane 0's spines leave out."""
+    topo = Topology(FabricSpec(groups=3))
+    pl = P.place(topo, ["a", "b", "c"], "pod")
+    assert servers_of(pl, ["t1p0s0", "t1p0s1", "t1p1s0", "t1p1s1"]) == ["a", "b", "c", "a"]
+
+
 def test_pod_blocks_of_three_groups_on_two_servers():
     topo = Topology(FabricSpec(groups=3))        # group g on floor(2g / 3) = 0, 0, 1
     pl = P.place(topo, ["a", "b"], "pod")
