@@ -8,6 +8,6 @@
     preflight    what every server needs (ssh, sudo, Open vSwitch, Mininet, VXLAN, Python, the
                  same commit, a management MTU that carries a tunnelled frame), said per server
     remote       `mrclab clean --servers`: every server's own clean-up, over ssh
-    clock_probe  a server's clock against this machine's: ping-pong exchanges over ssh
+    server_clock a server's clock against this machine's: ping-pong exchanges over ssh
 The clock alignment's arithmetic is model/clockalign.py's (the analysis applies it too).
 """

@@ -51,7 +51,7 @@ class PlacementError(ValueError):
 
 def parse_servers(servers) -> tuple[str, ...]:
     """The server list of `[cluster] servers` or `--servers a,b` (a list, or one comma-separated
-    string): each [user@]host once, at least one, at most MAX_SERVERS."""
+    string): each [user@]host listed once; at least one server, at most MAX_SERVERS."""
     items = servers.split(",") if isinstance(servers, str) else list(servers)
     items = [s.strip() if isinstance(s, str) else s for s in items]
     if not items or items == [""]:

@@ -1,11 +1,11 @@
-"""The clock exchange with a server (emulation/cluster/clock_probe.py), against a fake server
+"""The clock exchange with a server (emulation/cluster/server_clock.py), against a fake server
 whose clock is a known offset ahead, and the server side's own script run for real."""
 import subprocess
 import sys
 
 import pytest
 
-from emulation.cluster import clock_probe as P
+from emulation.cluster import server_clock as P
 from model.clockalign import ClockError, estimate
 
 
