@@ -7,6 +7,8 @@
                   live state (top, metrics endpoint)
     calibration/  the time scale applied to a run and `mrclab calibrate`
     benches/      `mrclab bench`
+    cluster/      one scenario over several servers: placement, VXLAN links, preflight,
+                  clean-up of every server (docs/cluster.md)
     cli.py        `mrclab`, the one command line: the argument tree and dispatch; the
                   families' options and handlers in cli_fabric.py (fabric, clean),
                   cli_controller.py (link, deny, allow), cli_bench.py (bench), shared parts

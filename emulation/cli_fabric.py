@@ -52,6 +52,9 @@ def add_clean_parser(sub) -> argparse.ArgumentParser:
     c = sub.add_parser("clean", help="remove leftovers of a crashed fabric (ours only; root)")
     c.add_argument("--wait-s", type=nonneg_float, default=5.0,
                    help="how long to wait for a running fabric's lock (default 5)")
+    c.add_argument("--servers", default=None, metavar="A,B,...",
+                   help="a fabric spread over these servers (the first is this machine): clean "
+                        "this one, then each other one over ssh (its own mrclab clean)")
     return c
 
 
@@ -134,6 +137,15 @@ def clean(args) -> int:
     if not_root("mrclab clean", "it deletes the fabric's network interfaces, OVS bridges and "
                 "nft tables"):
         return EXIT_USAGE
+    servers = getattr(args, "servers", None)
+    if servers is not None:
+        from emulation.cluster.placement import (  # deferred: only with --servers
+            PlacementError, parse_servers)
+        try:
+            servers = parse_servers(servers)
+        except PlacementError as e:
+            print(f"mrclab clean: --servers: {e}", file=sys.stderr)
+            return EXIT_USAGE
     from emulation.network import cleanup  # deferred: only for this subcommand
     from emulation.network.fabric import (  # deferred: only for this subcommand
         FabricLockTimeout, acquire_fabric_lock, release_fabric_lock)
@@ -150,4 +162,13 @@ def clean(args) -> int:
         cleanup.clean(verbose=True)
     finally:
         release_fabric_lock(fd)
-    return 0
+    return _clean_others(servers, args.wait_s) if servers else 0
+
+
+def _clean_others(servers: tuple, wait_s: float) -> int:
+    """The other servers of `mrclab clean --servers`, each cleaning itself over ssh."""
+    from emulation.cluster import remote  # deferred: only with --servers
+    failed = remote.clean_others(servers, wait_s=wait_s)
+    for line in failed:
+        print(f"mrclab clean: {line}", file=sys.stderr)
+    return 1 if failed else 0

@@ -84,6 +84,10 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
     [mrc.host_qp.h1]                    # [mrc.qp] keys for the QPs host h1 opens, over [mrc.qp]
     ev_pin_spine = 0                    #   (an experiment's per-flow setting)
 
+    [cluster]                           # spread the fabric over servers (emulation/config/
+    servers = ["localhost", "b"]        #   scenario_cluster.py); the first runs mrclab
+    placement = "plane"                 # plane | pod | explicit ([cluster.nodes])
+
     [short]                             # `mrclab run FILE --short`: the test-sized version
     iterations = 12                     # any [collective] key (message_bytes, warmup, timeout_s..)
     message_bytes = 262144
@@ -127,6 +131,7 @@ from emulation.config.scenario_schema import (
     type_error,
     with_defaults,
 )
+from emulation.config.scenario_cluster import ClusterSpec, parse_cluster
 from emulation.config.scenario_faults import FaultEntry, parse_faults
 from emulation.config.scenario_short import apply_short
 from model import propagation
@@ -184,6 +189,7 @@ class Scenario:
     control_class: bool = OPTIONS["control_class"].default   # ACKs ahead of data at every port
     metrics_port: int | None = None            # live counters (emulation/run/metrics_server.py)
     scheduling: str = FABRIC["scheduling"].default   # emulation/network/scheduling.py
+    cluster: ClusterSpec | None = None         # [cluster]: servers and placement; None: here
 
     @cached_property
     def topology(self) -> Topology:
@@ -330,6 +336,7 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
     mrc = _parse_mrc(data, ck, spec)
     _check_ring_memory(mrc, coll, spec, ck)
     faults = parse_faults(data.get("faults", []), ck, topo, coll)
+    cluster = parse_cluster(data, ck, topo)
     scn = Scenario(name=name, description=description, spec=spec, routing=fab["routing"],
                    transports=list(names), tcp_reconvergence_s=tr["tcp_reconvergence_s"],
                    roce_reconvergence_s=tr["roce_reconvergence_s"], tcp_port=tr["tcp_port"],
@@ -338,7 +345,8 @@ def _build(data: dict, ck: Checker, default_name: str, path: Path | None,
                    text=text, mrc=mrc, switch_buffer_kb=fab["switch_buffer_kb"],
                    fabric_mtu=fab["mtu"], metrics_port=op["metrics_port"],
                    time_scale=fab["time_scale"], control_class=op["control_class"],
-                   scheduling=fab["scheduling"])
+                   scheduling=fab["scheduling"],
+                   cluster=cluster)
     ck.raise_errors()
     scn.__dict__["topology"] = topo            # the cached_property's value: built once
     return scn

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 
 from emulation.network.scheduling import DEFAULT_SCHEDULING, SCHEDULINGS
+from emulation.cluster.placement import PLACEMENTS
 from emulation.network.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.argtypes import print_to_pipe
 from model.clip import clip_values
@@ -93,6 +94,7 @@ TOP = {
     "description": Key("str", "", "one paragraph: what the run shows"),
     "fabric": Key("table"), "transport": Key("table"), "collective": Key("table"),
     "options": Key("table"), "faults": Key("array"), "mrc": Key("table"), "short": Key("table"),
+    "cluster": Key("table"),
 }
 
 FABRIC = {
@@ -154,6 +156,15 @@ OPTIONS = {
                        "Prometheus' text format on 127.0.0.1:<port>/metrics during the run"),
     "control_class": _b(True, "every port serves SACKs, NACKs and probes (DSCP_CONTROL) ahead "
                         "of data (false: one FIFO, acknowledgements wait behind data)"),
+}
+
+# emulation/cluster/placement.py: servers, placement rules, the explicit map [cluster.nodes]
+CLUSTER = {
+    "servers": Key("strings", None, "the servers the fabric is spread over, [user@]host; the "
+                   "first is the machine mrclab runs on (mrclab run --servers overrides)"),
+    "placement": Key("str", "plane", "which server holds each switch and host: plane, pod, or "
+                     "explicit ([cluster.nodes] server = [nodes])", choices=PLACEMENTS),
+    "nodes": Key("table"),
 }
 
 SHORT_ONLY = {
@@ -357,7 +368,7 @@ FAULT = {
 
 SCHEMA = {"": TOP, "fabric": FABRIC, "transport": TRANSPORT, "collective": COLLECTIVE,
           "options": OPTIONS, "mrc": MRC, "mrc.endpoint": MRC_ENDPOINT, "mrc.qp": MRC_QP,
-          "mrc.nscc": MRC_NSCC}
+          "mrc.nscc": MRC_NSCC, "cluster": CLUSTER}
 
 _TYPE_NAMES = {"int": "an integer", "number": "a number", "bool": "true or false",
                "str": "a string", "strings": "a list of strings", "ints": "a list of integers",

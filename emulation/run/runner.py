@@ -64,6 +64,7 @@ import sys
 import time
 from pathlib import Path
 
+from emulation.cluster import options as cluster_options
 from emulation.network import path_monitor
 from emulation.run import metrics_server, run_record
 from emulation.config import scenario as scenario_mod
@@ -451,6 +452,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--short", action="store_true",
                         help="run the scenario's [short] version (fewer/smaller iterations, fault "
                              "schedule scaled down; what the integration tests run)")
+    cluster_options.add_arguments(parser)
     parser.add_argument("--validate-only", action="store_true",
                         help="check the scenario and exit without starting anything")
     parser.add_argument("--require-fidelity", action="store_true",
@@ -474,6 +476,10 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         scn = scenario_mod.load(args.scenario, short=args.short)
     except ScenarioError as exc:
         print(f"mrclab run: {exc}", file=sys.stderr)
+        return EXIT_BAD_SCENARIO
+    problem = cluster_options.announce(scn, args)
+    if problem:
+        print(f"mrclab run: {problem}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
     auto = scn.time_scale == "auto"
     if auto and not args.validate_only:

@@ -120,3 +120,28 @@ def test_a_controller_that_fails_is_a_message_not_a_traceback(capsys, monkeypatc
     err = capsys.readouterr().err
     assert err.startswith("mrclab fabric: the controller failed: ")
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_clean_servers_refuses_a_bad_list_before_cleaning(capsys, monkeypatch):
+    from emulation import cli_fabric
+    monkeypatch.setattr(cli_fabric, "not_root", lambda prog, why: False)
+    rc, out, err = run(capsys, "clean", "--servers", "here,b,here")
+    assert rc == 2 and "mrclab clean: --servers: server 'here' is listed twice" in err
+
+
+def test_clean_servers_cleans_here_then_the_others(capsys, monkeypatch):
+    """The local clean-up as always (faked here: it would touch this machine's fabric), then
+    one remote clean per other server; a failed one makes the exit status 1."""
+    from emulation import cli_fabric
+    from emulation.cluster import remote
+    from emulation.network import cleanup, fabric
+    calls = []
+    monkeypatch.setattr(cli_fabric, "not_root", lambda prog, why: False)
+    monkeypatch.setattr(fabric, "acquire_fabric_lock", lambda timeout_s: 7)
+    monkeypatch.setattr(fabric, "release_fabric_lock", lambda fd: calls.append(("release", fd)))
+    monkeypatch.setattr(cleanup, "clean", lambda verbose: calls.append("local"))
+    monkeypatch.setattr(remote, "clean_others",
+                        lambda servers, wait_s: calls.append(servers) or ["b: ssh failed"])
+    rc, out, err = run(capsys, "clean", "--servers", "here,b")
+    assert calls == ["local", ("release", 7), ("here", "b")]
+    assert rc == 1 and "mrclab clean: b: ssh failed" in err
