@@ -14,8 +14,8 @@ import math
 import re
 from dataclasses import dataclass
 
-from emulation.network.scheduling import DEFAULT_SCHEDULING, SCHEDULINGS
 from emulation.cluster.placement import PLACEMENTS
+from emulation.network.scheduling import DEFAULT_SCHEDULING, SCHEDULINGS
 from emulation.network.switchqueue import MAX_BUFFER_BYTES, MIN_BUFFER_BYTES
 from model.argtypes import print_to_pipe
 from model.clip import clip_values
