@@ -62,7 +62,10 @@ def trimming_delay_bound_ns(spec: FabricSpec, time_scale: float = 1.0) -> int:
 
 # The QP settings (MRCConfig fields) every endpoint starts from on the emulated fabric, where
 # they differ from the pure model's defaults; a config's `qp` table ([mrc.qp] of a scenario)
-# overrides each under the same name. Why each value:
+# overrides each under the same name. The margins in base RTTs (rto_rtts, reorder_rtts,
+# probe_timeout_rtts, reverse_probe_rtts) multiply only the part of the base RTT that is not
+# the path's propagation, which is added once (traffic/core/rtt.py wait_ns): a fabric with
+# propagation delay does not multiply it. Why each value:
 EMULATED_FABRIC_QP_DEFAULTS = {
     # The RTO also grows with srtt + 4 rttvar (from RTT samples, so queueing under load counts);
     # the QP's base RTT is its min RTT sample, a full data frame's round trip, so 16 x is tens
@@ -104,6 +107,8 @@ QP_SETTINGS_FROM_THE_ENDPOINT = {
     "max_payload": "what fits the ports' MTU (cap it with the endpoint's max_payload)",
     "pacing_burst_packets": "the endpoint's pacing_burst_packets",
     "port_rate_Bps": "the endpoint's port_rate_mbit x pacing_fraction",
+    "propagation_rtt_ns": "the path's propagation both ways, from [fabric] host_link_delay_ms "
+                          "and fabric_link_delay_ms",
 }
 
 
@@ -311,6 +316,14 @@ def rx_buffer_bytes(spec: FabricSpec, slot_bytes: int) -> int:
     the loop is held; at least the default, at most MAX_RX_BUFFER_BYTES."""
     frames = math.ceil(propagation.bdp_packets(spec)) * (spec.num_hosts - 1)
     return min(MAX_RX_BUFFER_BYTES, max(DEFAULT_RX_BUFFER_BYTES, frames * slot_bytes))
+
+
+def path_timing(spec: FabricSpec, frame_bytes: int, across_groups: bool) -> dict:
+    """The QP settings that are facts of the path to a peer (model/propagation.py): a full
+    frame of `frame_bytes` stored and forwarded on every link (nscc_frame_rtt_ns) and the
+    propagation both ways (propagation_rtt_ns), which the delay lines emulate."""
+    return {"nscc_frame_rtt_ns": frame_rtt_ns(spec, frame_bytes, across_groups),
+            "propagation_rtt_ns": 2 * propagation.one_way_delay_ns(spec, across_groups)}
 
 
 def peer_delays_ns(spec: FabricSpec, host: int) -> dict[int, int]:
