@@ -5,7 +5,8 @@ probes measured) plus nscc_frame_rtt_ns: the probes are small packets, while a d
 stored and forwarded whole on every link, so no full frame comes back sooner than that. The
 first data packets' timers then start from a round trip they can make, not from a probe's;
 SACK samples of data frames replace it;
-srtt / rttvar as RFC 6298 (gains 1/8 and 1/4).
+srtt / rttvar as RFC 6298 (gains 1/8 and 1/4; the first rttvar is half the first sample's
+variable part, below).
 
 Propagation is counted once. A base RTT is the path's propagation both ways
 (MRCConfig.propagation_rtt_ns, a constant of the fabric) plus a variable part (serialization,
@@ -99,7 +100,9 @@ class RttEstimator:
             self.measured = True
             self.base_rtt_ns = rtt_ns
         if self.srtt_ns is None:
-            self.srtt_ns, self.rttvar_ns = float(rtt_ns), rtt_ns / 2.0
+            # RFC 6298's first rttvar, R / 2, of the part of R that can vary
+            var = variable_rtt_ns(rtt_ns, self.cfg.propagation_rtt_ns)
+            self.srtt_ns, self.rttvar_ns = float(rtt_ns), var / 2.0
         else:
             self.rttvar_ns = 0.75 * self.rttvar_ns + 0.25 * abs(self.srtt_ns - rtt_ns)
             self.srtt_ns = 0.875 * self.srtt_ns + 0.125 * rtt_ns

@@ -76,6 +76,17 @@ def test_without_propagation_the_margins_are_whole_base_rtts():
     assert low.rto_base_ns() == 30_030_000                  # max(12.12, 3.03 + 27) ms
 
 
+def test_the_first_sample_s_rttvar_is_half_its_variable_part():
+    """RFC 6298 sets rttvar to R / 2 at the first sample R; the propagation in R does not vary,
+    so it is half of R - P: a sample of 28.75 ms gives 0.875 ms, srtt + 4 rttvar = 32.25 ms
+    (below the 55 ms wait), and a reorder window of max(1.75, 32.25 - 28.75) = 3.5 ms."""
+    est = RttEstimator(cfg())
+    est.update(28_750_000)
+    assert est.rttvar_ns == 875_000
+    assert est.rto_base_ns() == 55 * MS
+    assert est.reorder_window_ns() == 3_500_000
+
+
 def test_ocp_s_fixed_ack_timeout_ignores_the_propagation():
     """ack_timeout 12: 1.024 us x 2^12 = 4,194,304 ns whatever the base RTT holds."""
     assert RttEstimator(cfg(ack_timeout=12)).rto_base_ns() == 4_194_304
