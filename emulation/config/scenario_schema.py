@@ -336,6 +336,8 @@ MRC_QP_RESERVED = {
     "pacer_burst_packets": "set by the endpoint: use [mrc.endpoint] pacing_burst_packets",
     "pacing_burst_packets": "set by the endpoint: use [mrc.endpoint] pacing_burst_packets",
     "trimming": "comes from [options] trimming",
+    "fabric_reorder_bound_ns": "set by the endpoint from the trim thresholds ([options] "
+                               "trimming)",
     "propagation_rtt_ns": "set by the endpoint from [fabric] host_link_delay_ms and "
                           "fabric_link_delay_ms",
     "rto_rtt_multiplier": "renamed: use rto_rtts",

@@ -137,6 +137,12 @@ class MRCConfig:
     # dead path is still found within a base RTT + the bound. The reorder window does not hold
     # it (traffic/core/rtt.py says why). The endpoint derives it from the trim thresholds.
     fabric_delay_bound_ns: int = 0
+    # How far one path of a QP can lag another on a trimming fabric: one port's full trimming
+    # queue (the largest on the path), the lag of a path through one full port beside a path
+    # through none. The SACK-gap reorder window is at least this (traffic/core/rtt.py): queues
+    # fill within a round trip (an incast's first burst), before any sample can show them.
+    # 0: no trimming. The endpoint derives it from the trim thresholds.
+    fabric_reorder_bound_ns: int = 0
     # The loss of the first packet an EV ever carried does not retire it (the next loss does):
     # in a fabric of userspace OVS the first packet of a new EV takes the slow path (upcall).
     # The endpoint turns it on (EMULATED_FABRIC_QP_DEFAULTS); off in the pure model.
@@ -255,6 +261,7 @@ class MRCConfig:
         for name in ("skip_rtts", "header_overhead",
                      "reorder_rtts", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns",
+                     "fabric_reorder_bound_ns",
                      "nscc_frame_rtt_ns", "propagation_rtt_ns", "stall_burst_rtts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")

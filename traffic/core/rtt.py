@@ -26,8 +26,12 @@ propagation, is n x the variable part alone. With no propagation both are n base
     max(rto_min_ns, wait_ns(rto_rtts), srtt + 4 rttvar): OCP's timeouts are sized for NIC RTTs
     of microseconds, the emulated fabric has RTTs around 1 ms.
   * The SACK-gap reorder window: max(reorder_rtts x the variable part, srtt + 4 rttvar - base
-    RTT), so per-path queueing differences under load, which the samples measure, are not taken
-    for failures.
+    RTT, the queueing peak), so per-path queueing differences under load, which the samples
+    measure, are not taken for failures. A packet can arrive after one sent later by at most
+    the queueing its path holds beyond the other's, so by at most the most queueing any path
+    holds: the queueing peak is the largest sample - base RTT, taken at once when a sample
+    exceeds it and forgotten at srtt's gain (1/8 per smaller sample). The mean and variance
+    alone miss one congested path among several idle ones.
 With a trimming fabric (fabric_delay_bound_ns set) the RTO is at least base RTT + the bound: a
 data packet that is not trimmed waits at most the bound in the fabric's queues, and its SACK
 rides the control class, served ahead of queued data, so one bound covers the round trip. The
@@ -61,8 +65,8 @@ class RttEstimator:
     # _rto_base / _reorder: the last values of rto_base_ns() / reorder_window_ns(), None once a
     # sample changed what they derive from. The sender arms a timer per packet sent and checks
     # the reorder window per SACK, while RTT samples come once per SACK at most.
-    __slots__ = ("cfg", "base_rtt_ns", "measured", "srtt_ns", "rttvar_ns", "_rto_base",
-                 "_reorder")
+    __slots__ = ("cfg", "base_rtt_ns", "measured", "srtt_ns", "rttvar_ns", "queue_peak_ns",
+                 "_rto_base", "_reorder")
 
     def __init__(self, config: MRCConfig):
         self.cfg = config
@@ -70,6 +74,7 @@ class RttEstimator:
         self.measured = False               # base_rtt_ns is still the configured guess
         self.srtt_ns: float | None = None
         self.rttvar_ns = 0.0
+        self.queue_peak_ns = 0.0            # the largest queueing the samples show (below)
         self._rto_base: int | None = None
         self._reorder: int | None = None
 
@@ -106,6 +111,9 @@ class RttEstimator:
         else:
             self.rttvar_ns = 0.75 * self.rttvar_ns + 0.25 * abs(self.srtt_ns - rtt_ns)
             self.srtt_ns = 0.875 * self.srtt_ns + 0.125 * rtt_ns
+        queueing = rtt_ns - self.base_rtt_ns
+        peak = self.queue_peak_ns
+        self.queue_peak_ns = queueing if queueing >= peak else peak + 0.125 * (queueing - peak)
         return new_base
 
     def rto_base_ns(self) -> int:
@@ -146,5 +154,6 @@ class RttEstimator:
         cfg = self.cfg
         window = int(cfg.reorder_rtts * self.variable_ns)
         if cfg.adaptive_reorder and self.srtt_ns is not None:
-            window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns))
-        return window
+            window = max(window, int(self.srtt_ns + 4 * self.rttvar_ns - self.base_rtt_ns),
+                         int(self.queue_peak_ns))
+        return max(window, cfg.fabric_reorder_bound_ns)

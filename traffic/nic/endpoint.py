@@ -49,7 +49,7 @@ from traffic.nic.endpoint_support import (
     peer_delays_ns,
     qp_timers,
     rx_buffer_bytes,
-    trimming_delay_bound_ns,
+    trimming_bounds,
 )
 from traffic.nic.endpoint_probes import EndpointProbes
 from traffic.core.ev_events import EvEventQueue
@@ -191,9 +191,8 @@ class Endpoint(EndpointProbes):
                   "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
                   "pacing_burst_packets": cfg.pacing_burst_packets,
                   **(overrides or {})}
-        if "fabric_delay_bound_ns" not in values:
-            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec, cfg.time_scale)
-                                               if values.get("trimming") else 0)
+        values = {**trimming_bounds(cfg.spec, cfg.time_scale, bool(values.get("trimming"))),
+                  **values}
         try:
             return MRCConfig(**values)
         except (TypeError, ValueError) as e:
