@@ -87,6 +87,20 @@ def test_the_first_sample_s_rttvar_is_half_its_variable_part():
     assert est.reorder_window_ns() == 3_500_000
 
 
+def test_the_window_holds_one_trimming_queue_and_the_samples_queueing_peak():
+    """fabric_reorder_bound_ns 5 ms (one full port at 30 Mbit/s) is the window's floor. The
+    queueing peak: a sample of 37.75 ms over the 28.75 ms base is 9 ms of queueing, taken at
+    once; a sample at the base then takes it 1/8 of the way down, to 7.875 ms."""
+    est = RttEstimator(cfg(fabric_reorder_bound_ns=5 * MS))
+    assert est.reorder_window_ns() == 5 * MS
+    est = RttEstimator(cfg())
+    est.update(28_750_000)
+    est.update(37_750_000)
+    assert est.queue_peak_ns == 9 * MS
+    est.update(28_750_000)
+    assert est.queue_peak_ns == 7_875_000
+
+
 def test_ocp_s_fixed_ack_timeout_ignores_the_propagation():
     """ack_timeout 12: 1.024 us x 2^12 = 4,194,304 ns whatever the base RTT holds."""
     assert RttEstimator(cfg(ack_timeout=12)).rto_base_ns() == 4_194_304

@@ -7,7 +7,7 @@ import pytest
 
 from model.topology import FabricSpec
 from traffic.nic.endpoint import Endpoint
-from traffic.nic.endpoint_support import EndpointConfig, path_timing
+from traffic.nic.endpoint_support import EndpointConfig, path_timing, trimming_bounds
 
 pytestmark = pytest.mark.core
 
@@ -28,5 +28,31 @@ def test_the_endpoint_gives_each_qp_its_path_s_propagation():
     try:
         assert ep.qp_config(27_150_000, across_groups=True).propagation_rtt_ns == 27_000_000
         assert ep.qp_config(26_150_000, across_groups=False).propagation_rtt_ns == 26_000_000
+    finally:
+        ep.close()
+
+
+def test_trimming_bounds_from_the_ports_thresholds():
+    """random-loss.toml's ports at 30 Mbit/s, MTU 1500 (model/switchport.py default_port_config):
+    ECN 3,000..7,500 B, trim max(7,500, 4 ms x 3,750 B/ms, 10 x 1,500) = 15,000 B = 4 ms of
+    drain; x 1.25 (TRIM_BOUND_MARGIN) = 5 ms a port. The path's delay bound is its three ports,
+    15 ms; the reorder bound one port, 5 ms. The demo's (100 Mbit/s, MTU 9000): trim 10 x 9,000 =
+    90,000 B = 7.2 ms, 9 ms a port, 27 ms the path."""
+    assert trimming_bounds(SPEC, 1.0, True) == {"fabric_delay_bound_ns": 15_000_000,
+                                                "fabric_reorder_bound_ns": 5_000_000}
+    demo = FabricSpec(mtu=9000)
+    assert trimming_bounds(demo, 1.0, True) == {"fabric_delay_bound_ns": 27_000_000,
+                                                "fabric_reorder_bound_ns": 9_000_000}
+    assert trimming_bounds(SPEC, 1.0, False) == {"fabric_delay_bound_ns": 0,
+                                                 "fabric_reorder_bound_ns": 0}
+
+
+def test_a_trimming_endpoint_s_qps_get_both_bounds():
+    ep = Endpoint(EndpointConfig.from_dict({"host": 0, "fabric": SPEC.to_dict(),
+                                            "qp": {"trimming": True}}), ports={})
+    try:
+        qcfg = ep.qp_config(27_150_000, across_groups=True)
+        assert (qcfg.fabric_delay_bound_ns, qcfg.fabric_reorder_bound_ns) == (15_000_000,
+                                                                             5_000_000)
     finally:
         ep.close()
