@@ -44,7 +44,7 @@ def test_queueing_is_judged_only_against_a_measured_base():
 
 def test_reorder_window_follows_srtt_not_the_trim_bound():
     """The window is reorder_rtts base RTTs or srtt + 4 rttvar - base; the trim bound (5 ms)
-    is in the RTO once, base + bound = 6 ms against 4 x base = 4 ms, and not in the window."""
+    is in the RTO once (base + bound = 6 ms, above 4 x base = 4 ms) and not in the window."""
     est = RttEstimator(MRCConfig(base_rtt_ns=MS, reorder_rtts=0.5))
     assert est.reorder_window_ns() == MS // 2
     est.update(2 * MS)
