@@ -131,11 +131,18 @@ class MRCConfig:
     # Upper bound on the extra (queueing) delay a data packet can see on one path through a
     # TRIMMING fabric: every switch queue trims above its threshold, so a packet that is not
     # trimmed waited at most (hops x trim threshold drain time). 0 = unknown (no trimming).
-    # When set, the SACK-gap reorder window is at least this bound, the RTO at least base RTT
-    # + 2 bounds (data one way, SACK the other) and the reverse-probe timeout the same: a late
-    # packet can then never be taken for a lost one, while a dead path is still found within
-    # a base RTT + the bound. The endpoint derives it from the fabric's trim thresholds.
+    # When set, the RTO is at least base RTT + the bound and the reverse-probe timeout the
+    # same: the data waits at most the bound, its SACK (or a probe's answer) rides the control
+    # class ahead of queued data, so no timeout fires for a packet that is only late, while a
+    # dead path is still found within a base RTT + the bound. The reorder window does not hold
+    # it (traffic/core/rtt.py says why). The endpoint derives it from the trim thresholds.
     fabric_delay_bound_ns: int = 0
+    # How far one path of a QP can lag another on a trimming fabric: one port's full trimming
+    # queue (the largest on the path), the lag of a path through one full port beside a path
+    # through none. The SACK-gap reorder window is at least this (traffic/core/rtt.py): queues
+    # fill within a round trip (an incast's first burst), before any sample can show them.
+    # 0: no trimming. The endpoint derives it from the trim thresholds.
+    fabric_reorder_bound_ns: int = 0
     # The loss of the first packet an EV ever carried does not retire it (the next loss does):
     # in a fabric of userspace OVS the first packet of a new EV takes the slow path (upcall).
     # The endpoint turns it on (EMULATED_FABRIC_QP_DEFAULTS); off in the pure model.
@@ -181,6 +188,11 @@ class MRCConfig:
     # gives a sample (traffic/core/rtt.py); the endpoint derives it from the fabric's link rates
     # and its frame size.
     nscc_frame_rtt_ns: int = 0
+    # The path's propagation delay both ways (model/propagation.py; the endpoints' delay lines
+    # emulate it), part of every base RTT. It is constant, so the margins in base RTTs multiply
+    # only the rest of the RTT and the propagation is added once (traffic/core/rtt.py wait_ns);
+    # 0: unknown, the margins multiply the whole base RTT. The endpoint derives it per peer.
+    propagation_rtt_ns: int = 0
     # pacing (userspace OVS drops bursts). The endpoint derives the rate from its port rate
     # (Mbit/s) x pacing_fraction and hands its own pacing_burst_packets.
     port_rate_Bps: float = 12_500_000.0  # per plane (100 Mbit/s, the fabric's default host link)
@@ -249,7 +261,8 @@ class MRCConfig:
         for name in ("skip_rtts", "header_overhead",
                      "reorder_rtts", "congestion_grace_rtts", "congestion_delay_rtts",
                      "congestion_forgive_rtts", "fabric_delay_bound_ns", "loss_verdict_ns",
-                     "nscc_frame_rtt_ns", "stall_burst_rtts"):
+                     "fabric_reorder_bound_ns",
+                     "nscc_frame_rtt_ns", "propagation_rtt_ns", "stall_burst_rtts"):
             if getattr(self, name) < 0:
                 raise ValueError(f"MRCConfig.{name} must be >= 0, got {getattr(self, name)!r}")
         if self.mpr * MPR_UNIT >= PSN_SPACE // 2:

@@ -25,6 +25,7 @@ from traffic.core.messages import (LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS, WRI
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.core.qp_config import MRCConfig, unwrap
 from traffic.core.reverse_paths import ReversePaths
+from traffic.core.rtt import variable_rtt_ns
 from traffic.core.work_requests import AssembledCompletions, MessageAssembler
 
 
@@ -160,8 +161,10 @@ class ReceiverQP(AssembledCompletions):
         return []
 
     def _late_after_ns(self) -> int:
-        return max(1, int(self.cfg.reorder_rtts * self.cfg.base_rtt_ns),
-                   self.cfg.fabric_delay_bound_ns)
+        # reorder_rtts counts the part of the base RTT that is not propagation, as the
+        # sender's reorder window does (traffic/core/rtt.py)
+        var = variable_rtt_ns(self.cfg.base_rtt_ns, self.cfg.propagation_rtt_ns)
+        return max(1, int(self.cfg.reorder_rtts * var), self.cfg.fabric_delay_bound_ns)
 
     def _ack_delay(self) -> int:
         if self.cfg.ack_delay_ns is not None:

@@ -10,7 +10,8 @@ reverse EV, so the set "always contains EVs known to be up and working". Here:
   The initial set is drawn at random and used at once, as the forward EV set starts GOOD.
 * While data flows, one in-use reverse EV is probed per base RTT (reverse_probe_rtts). A probe
   fails after probe_timeout_rtts base RTTs or the answered probes' srtt + 4 rttvar, whichever is
-  longer (the answers queue behind data on a loaded path); a late answer still counts as the path
+  longer (the answers queue behind data on a loaded path); both counts in base RTTs hold the
+  path's propagation once (traffic/core/rtt.py wait_ns); a late answer still counts as the path
   working. A timeout is evidence against its EV only once a probe sent LATER was answered
   (another reverse path works and the peer is alive; else the peer, its CPU or every path
   stalled), and none counts while arriving data is trimmed or CE-marked (the answer is queued,
@@ -39,6 +40,7 @@ from model.topology import ev_plane, ev_spine, make_ev, random_entropy
 from traffic.core.evs import PathInfo
 from traffic.core.messages import PROBE_ID_MASK, Probe
 from traffic.core.qp_config import MRCConfig
+from traffic.core.rtt import wait_ns
 
 
 @dataclass
@@ -100,6 +102,11 @@ class ReversePaths:
 
     def _period(self, rtts: float) -> int:
         return max(1, int(rtts * self.cfg.base_rtt_ns))
+
+    def _wait(self, rtts: float) -> int:
+        """A probe's wait for its answer, and the period between probes (one answer awaited at
+        a time), in base RTTs: the propagation once (traffic/core/rtt.py wait_ns)."""
+        return wait_ns(rtts, self.cfg.base_rtt_ns, self.cfg.propagation_rtt_ns)
 
     def _retired_period(self) -> int:
         """Probe period of a retired reverse EV: the sender's (a fixed probe_period_ns, else
@@ -169,11 +176,11 @@ class ReversePaths:
     def probe_timeout_ns(self) -> int:
         """probe_timeout_rtts base RTTs, or more when answered probes show a loaded path
         (their srtt + 4 rttvar): the answers queue behind data on the congested direction."""
-        timeout = self._period(self.cfg.probe_timeout_rtts)
+        timeout = self._wait(self.cfg.probe_timeout_rtts)
         if self._probe_srtt is not None:
             timeout = max(timeout, int(self._probe_srtt + 4 * self._probe_rttvar))
         if self.cfg.fabric_delay_bound_ns:
-            timeout = max(timeout, self.cfg.base_rtt_ns + 2 * self.cfg.fabric_delay_bound_ns)
+            timeout = max(timeout, self.cfg.base_rtt_ns + self.cfg.fabric_delay_bound_ns)
         return timeout
 
     def poll(self, now_ns: int, active: bool) -> list[tuple[object, int]]:
@@ -218,7 +225,7 @@ class ReversePaths:
                 out.append(self._probe(r.ev, _RETIRED, now_ns))
         if now_ns < self._next_probe_ns:
             return out
-        self._next_probe_ns = now_ns + self._period(self.cfg.reverse_probe_rtts)
+        self._next_probe_ns = now_ns + self._wait(self.cfg.reverse_probe_rtts)
         all_revs = [(p, r) for p in self.paths.planes if self.local_up[p] for r in self.evs[p]]
         if all_revs:
             plane, rev = all_revs[self._probe_rr % len(all_revs)]

@@ -70,7 +70,7 @@ class SenderQP(PostedWrites):
         self.evs = EVSet(paths, rng, qp=qp_num, ev_count=config.ev_count,
                          backup_count=config.ev_backup_count, min_active=config.ev_min_active,
                          probe_period_ns=self._probe_period_ns(),
-                         probe_timeout_ns=self._rtts(config.probe_timeout_rtts),
+                         probe_timeout_ns=self.rtt.wait_ns(config.probe_timeout_rtts),
                          probe_k=config.probe_k, probe_backoff_max=config.probe_backoff_max,
                          pin_spine=config.ev_pin_spine, pin_count=config.ev_pin_count,
                          emit=self.emit)
@@ -184,7 +184,7 @@ class SenderQP(PostedWrites):
         if est.update(rtt):
             self.nscc.set_base_rtt(max(rtt, self._nscc_base_floor))
             self.evs.probe_period_ns = self._probe_period_ns()
-            self.evs.probe_timeout_ns = est.rtts(self.cfg.probe_timeout_rtts)
+            self.evs.probe_timeout_ns = est.wait_ns(self.cfg.probe_timeout_rtts)
 
     # ------------------------------------------------------------------ API
 

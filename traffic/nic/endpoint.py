@@ -45,11 +45,11 @@ from traffic.nic.endpoint_support import (
     EventLog,
     LatenessHistogram,
     Pacer,
-    frame_rtt_ns,
+    path_timing,
     peer_delays_ns,
     qp_timers,
     rx_buffer_bytes,
-    trimming_delay_bound_ns,
+    trimming_bounds,
 )
 from traffic.nic.endpoint_probes import EndpointProbes
 from traffic.core.ev_events import EvEventQueue
@@ -185,16 +185,14 @@ class Endpoint(EndpointProbes):
         header = MAX_DATA_OVERHEAD - (40 if cfg.routing == "ecmp" else 0) + 24
         values = {**EMULATED_FABRIC_QP_DEFAULTS,
                   "nscc_min_base_rtt_ns": cfg.min_base_rtt_ns or 0, "header_overhead": header,
-                  "nscc_frame_rtt_ns": frame_rtt_ns(cfg.spec, self.max_payload + header,
-                                                    across_groups),
+                  **path_timing(cfg.spec, self.max_payload + header, across_groups),
                   **cfg.qp,
                   "base_rtt_ns": base_rtt_ns, "max_payload": self.max_payload,
                   "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
                   "pacing_burst_packets": cfg.pacing_burst_packets,
                   **(overrides or {})}
-        if "fabric_delay_bound_ns" not in values:
-            values["fabric_delay_bound_ns"] = (trimming_delay_bound_ns(cfg.spec, cfg.time_scale)
-                                               if values.get("trimming") else 0)
+        values = {**trimming_bounds(cfg.spec, cfg.time_scale, bool(values.get("trimming"))),
+                  **values}
         try:
             return MRCConfig(**values)
         except (TypeError, ValueError) as e:

@@ -52,17 +52,38 @@ def trimming_delay_bound_ns(spec: FabricSpec, time_scale: float = 1.0) -> int:
     (emulation/vqueue.default_port_config): the sum of the ports' trim thresholds as drain
     times, with TRIM_BOUND_MARGIN. Above it the packet would have been trimmed (and NACKed).
     time_scale: the spec's rates are wall rates of a dilated run (model/switchport.py)."""
-    total_s = 0.0
+    return int(sum(_trim_drains_s(spec, time_scale)) * TRIM_BOUND_MARGIN * 1e9)
+
+
+def _trim_drains_s(spec: FabricSpec, time_scale: float) -> list[float]:
+    """The trim threshold of each switch port on the longest path, as its drain time."""
+    drains = []
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
         cfg = default_port_config(mbit, last_hop, mtu=spec.mtu, time_scale=time_scale)
-        total_s += cfg.trim_bytes * 8 / (mbit * 1e6)
-    return int(total_s * TRIM_BOUND_MARGIN * 1e9)
+        drains.append(cfg.trim_bytes * 8 / (mbit * 1e6))
+    return drains
+
+
+def trimming_bounds(spec: FabricSpec, time_scale: float, trimming: bool) -> dict:
+    """The QP settings a trimming fabric's thresholds give (0 without trimming):
+    fabric_delay_bound_ns, the most queueing an untrimmed packet meets on a path
+    (trimming_delay_bound_ns), and fabric_reorder_bound_ns, the largest one port's full
+    trimming queue (with TRIM_BOUND_MARGIN): how far one path of a QP can lag another when a
+    port on it is full and the other's ports are not."""
+    if not trimming:
+        return {"fabric_delay_bound_ns": 0, "fabric_reorder_bound_ns": 0}
+    return {"fabric_delay_bound_ns": trimming_delay_bound_ns(spec, time_scale),
+            "fabric_reorder_bound_ns": int(max(_trim_drains_s(spec, time_scale))
+                                           * TRIM_BOUND_MARGIN * 1e9)}
 
 
 # The QP settings (MRCConfig fields) every endpoint starts from on the emulated fabric, where
 # they differ from the pure model's defaults; a config's `qp` table ([mrc.qp] of a scenario)
-# overrides each under the same name. Why each value:
+# overrides each under the same name. The margins in base RTTs (rto_rtts, reorder_rtts,
+# probe_timeout_rtts, reverse_probe_rtts) multiply only the part of the base RTT that is not
+# the path's propagation, which is added once (traffic/core/rtt.py wait_ns): a fabric with
+# propagation delay does not multiply it. Why each value:
 EMULATED_FABRIC_QP_DEFAULTS = {
     # The RTO also grows with srtt + 4 rttvar (from RTT samples, so queueing under load counts);
     # the QP's base RTT is its min RTT sample, a full data frame's round trip, so 16 x is tens
@@ -104,6 +125,10 @@ QP_SETTINGS_FROM_THE_ENDPOINT = {
     "max_payload": "what fits the ports' MTU (cap it with the endpoint's max_payload)",
     "pacing_burst_packets": "the endpoint's pacing_burst_packets",
     "port_rate_Bps": "the endpoint's port_rate_mbit x pacing_fraction",
+    "fabric_reorder_bound_ns": "one port's full trimming queue, from the fabric's trim "
+                               "thresholds",
+    "propagation_rtt_ns": "the path's propagation both ways, from [fabric] host_link_delay_ms "
+                          "and fabric_link_delay_ms",
 }
 
 
@@ -311,6 +336,14 @@ def rx_buffer_bytes(spec: FabricSpec, slot_bytes: int) -> int:
     the loop is held; at least the default, at most MAX_RX_BUFFER_BYTES."""
     frames = math.ceil(propagation.bdp_packets(spec)) * (spec.num_hosts - 1)
     return min(MAX_RX_BUFFER_BYTES, max(DEFAULT_RX_BUFFER_BYTES, frames * slot_bytes))
+
+
+def path_timing(spec: FabricSpec, frame_bytes: int, across_groups: bool) -> dict:
+    """The QP settings that are facts of the path to a peer (model/propagation.py): a full
+    frame of `frame_bytes` stored and forwarded on every link (nscc_frame_rtt_ns) and the
+    propagation both ways (propagation_rtt_ns), which the delay lines emulate."""
+    return {"nscc_frame_rtt_ns": frame_rtt_ns(spec, frame_bytes, across_groups),
+            "propagation_rtt_ns": 2 * propagation.one_way_delay_ns(spec, across_groups)}
 
 
 def peer_delays_ns(spec: FabricSpec, host: int) -> dict[int, int]:

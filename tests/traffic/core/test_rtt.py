@@ -42,16 +42,18 @@ def test_queueing_is_judged_only_against_a_measured_base():
     assert est.queued(4 * MS) and not est.queued(4 * MS - 1)   # >= 1 base RTT of queueing
 
 
-def test_reorder_window_follows_srtt_and_the_trim_bound():
+def test_reorder_window_follows_srtt_not_the_trim_bound():
+    """The window is reorder_rtts base RTTs or srtt + 4 rttvar - base; the trim bound (5 ms)
+    is in the RTO once (base + bound = 6 ms, above 4 x base = 4 ms) and not in the window."""
     est = RttEstimator(MRCConfig(base_rtt_ns=MS, reorder_rtts=0.5))
     assert est.reorder_window_ns() == MS // 2
     est.update(2 * MS)
     est.update(4 * MS)
     assert est.reorder_window_ns() == int(5.25 * MS)   # 2.25 + 4 x 1.25 - 2
     fixed = RttEstimator(MRCConfig(base_rtt_ns=MS, adaptive_reorder=False,
-                                   fabric_delay_bound_ns=3 * MS))
-    assert fixed.reorder_window_ns() == 3 * MS
-    assert fixed.rto_base_ns() == 7 * MS               # base + 2 x bound beats 4 x base
+                                   fabric_delay_bound_ns=5 * MS))
+    assert fixed.reorder_window_ns() == MS // 2
+    assert fixed.rto_base_ns() == 6 * MS               # base + 1 x bound beats 4 x base
 
 
 def test_a_fixed_rto_overrides_the_estimate():

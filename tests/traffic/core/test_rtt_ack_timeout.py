@@ -27,7 +27,7 @@ T = 4_194_304
 def test_the_fixed_interval_ignores_samples_floors_and_the_trim_bound():
     """The emulated fabric's defaults with rto_rtts 16, a 2 ms RTO floor, a 10 ms trim bound, and
     samples of 1 ms and 41 ms (srtt 6 ms, rttvar 10.375 ms: srtt + 4 rttvar = 47.5 ms), the
-    adaptive interval (above 16 ms and 1 + 2 x 10 ms); ack_timeout 12 keeps T for every linear
+    adaptive interval (above 16 ms and 1 + 10 ms); ack_timeout 12 keeps T for every linear
     retry, then 2T."""
     cfg = dict(EMULATED_FABRIC_QP_DEFAULTS, rto_rtts=16.0, rto_min_ns=2 * MS,
                fabric_delay_bound_ns=10 * MS, base_rtt_ns=MS)
