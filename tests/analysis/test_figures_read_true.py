@@ -3,9 +3,9 @@ tcp run: 4 hosts in 2 groups running a ring all-reduce, each host delivering 1e6
 timed start except during the outage [1.0, 1.4) s; applied faults: an uplink of group 0 down at
 1.0 s, up at 2.7 s, another uplink of group 0 down at 3.5 s (times after the timed start).
 
-The report is checked the way a browser would load it, with the standard library's HTML parser
-and Pillow: every <img> is an embedded PNG that decodes to a picture (no headless browser is
-installed on the project's machines)."""
+The report's structure is read with the standard library's HTML parser and its pictures with
+Pillow: every <img> is an embedded PNG that decodes to a picture, captions are words, cells carry
+no Python value (tests/analysis/test_report_browser.py loads it in headless Chromium)."""
 from __future__ import annotations
 
 import base64
