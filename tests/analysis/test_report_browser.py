@@ -1,7 +1,8 @@
-"""report.html as a reader's browser shows it (issue #37 point 4): `mrclab analyze` on the two
-synthetic run directories of tests/helpers/ (synth.make_run: mrc, roce and tcp with captures,
-EV states and unreadable log lines; synthetic_run.make_run_dir: tcp through applied, refused and
-never-sent faults), the report loaded in headless Chromium (tests/helpers/browser.py).
+"""report.html as a reader's browser shows it: `mrclab analyze` on the two synthetic run
+directories of tests/helpers/ (synth.make_run: mrc, roce and tcp with captures, EV states and
+unreadable log lines; synthetic_run.make_run_dir: tcp through applied, refused and never-sent
+faults, with the controller's log of those applied), the report loaded in headless Chromium
+(tests/helpers/browser.py).
 
 What a reader must get: every figure loaded and decoded, as wide as the page allows and no
 wider, no text that is a raw Python value (nan, None, a dict's repr ...), and a page that does
@@ -20,7 +21,7 @@ import pytest
 from analysis import cli
 from tests.helpers import browser
 from tests.helpers.synth import make_run
-from tests.helpers.synthetic_run import make_run_dir
+from tests.helpers.synthetic_run import make_run_dir, write_controller_log
 
 needs_chromium = pytest.mark.needs_chromium
 
@@ -32,6 +33,7 @@ def analyzed(tmp_path_factory):
     """{run: analysis.cli.analyze's result} for both synthetic runs."""
     three = make_run(tmp_path_factory.mktemp("browser") / "demo-20260101", packets=120)
     faults, _ = make_run_dir(tmp_path_factory.mktemp("browser"))
+    write_controller_log(faults / "tcp")
     return {"three transports": cli.analyze(three), "faults": cli.analyze(faults)}
 
 
@@ -49,13 +51,23 @@ def test_every_figure_shows_and_no_raw_python_value(analyzed, name, tmp_path):
     assert seen.scroll_width <= seen.viewport_width     # no sideways scrolling of the page
 
 
+def _cut(png: str) -> str:
+    """Half a PNG, as a write or copy cut short leaves it: the browser shows its top rows."""
+    return png[:len(png) // 2 // 4 * 4]
+
+
+def _not_a_png(png: str) -> str:
+    """Bytes no decoder reads as a picture (the same length)."""
+    return "A" * len(png)
+
+
 @needs_chromium
-def test_a_figure_the_browser_cannot_decode_is_caught(analyzed, tmp_path):
+@pytest.mark.parametrize("damage", [_cut, _not_a_png], ids=["cut short", "not a PNG"])
+def test_a_figure_the_reader_does_not_see_whole_is_caught(analyzed, tmp_path, damage):
     text = analyzed["three transports"]["report"].read_text()
     figure = re.search(r'<img alt="([^"]*)" src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    half = figure.group(2)[:len(figure.group(2)) // 2]      # half a PNG: no picture
     page = tmp_path / "report.html"
-    page.write_text(text[:figure.start(2)] + half + text[figure.end(2):])
+    page.write_text(text[:figure.start(2)] + damage(figure.group(2)) + text[figure.end(2):])
     seen = browser.render(page, tmp_path)
     assert [i["alt"] for i in seen.broken_images()] == [html.unescape(figure.group(1))]
 

@@ -5,7 +5,9 @@ test reads back what that script recorded from the DOM Chromium dumps.
 The script runs at the page's load event (every embedded image fetched and decoded by then) and
 records, base64-encoded JSON in one element (no escaping to undo):
 - each <img>: complete, naturalWidth/naturalHeight (0 when the browser could not decode it),
-  its width as laid out on the page, its alt text;
+  whether any pixel of its last row is drawn (a cut PNG still shows its top rows and its full
+  size, the rest transparent; the figures are saved on an opaque background), its width as laid
+  out on the page, its alt text;
 - each visible text node that reads as a raw Python value (RAW_VALUE below: nan, None, a dict's
   repr, a numpy array, a pandas Timestamp ...), with the tag it sits in;
 - the viewport's width and the page's scroll width and height (a page wider than its window
@@ -42,9 +44,21 @@ TIMEOUT_S = 180                     # one Chromium start and page load on a load
 _SCRIPT = """<script>
 window.addEventListener("load", function () {
   var raw = new RegExp(%(pattern)s);
+  function lastRowDrawn(img) {       /* any pixel of the picture's last row not transparent */
+    if (!img.naturalWidth) return false;
+    var canvas = document.createElement("canvas");
+    canvas.width = img.naturalWidth;
+    canvas.height = 1;
+    var g = canvas.getContext("2d");
+    g.drawImage(img, 0, img.naturalHeight - 1, img.naturalWidth, 1, 0, 0, img.naturalWidth, 1);
+    var px = g.getImageData(0, 0, img.naturalWidth, 1).data;
+    for (var i = 3; i < px.length; i += 4) if (px[i] !== 0) return true;
+    return false;
+  }
   var images = Array.prototype.map.call(document.images, function (img) {
     return {alt: img.alt, complete: img.complete, naturalWidth: img.naturalWidth,
-            naturalHeight: img.naturalHeight, width: img.getBoundingClientRect().width};
+            naturalHeight: img.naturalHeight, width: img.getBoundingClientRect().width,
+            lastRowDrawn: lastRowDrawn(img)};
   });
   var found = [];
   var walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
@@ -77,7 +91,9 @@ class Seen:
     scroll_height: int
 
     def broken_images(self) -> list[dict]:
-        return [i for i in self.images if not i["complete"] or i["naturalWidth"] == 0]
+        """Images the reader does not see whole: not loaded, not decoded, or cut short."""
+        return [i for i in self.images
+                if not i["complete"] or i["naturalWidth"] == 0 or not i["lastRowDrawn"]]
 
 
 def chromium() -> str | None:
