@@ -239,19 +239,20 @@ def load_figure(run: m.RunAnalysis):
             ax.set_xticks(np.arange(len(items)) + width * (len(run.transports) - 1) / 2)
             ax.set_xticklabels([f"plane {k}" if key == "plane_bytes" else str(k) for k, _ in items],
                                fontsize=8)
+    why = ("not drawn: " + ", ".join(missing) + " (no per-path byte counts: its packets carry "
+           "no MRC/RoCE header to tell the path from)")
+    if missing and len(missing) == len(run.transports):    # said in words, never empty axes
+        for ax in axes:
+            fig.delaxes(ax)
+        fig.set_size_inches(12, 1.5)
+        fig.text(0.5, 0.4, why, ha="center", va="center", fontsize=10)
+        return fig
     axes[0].set(title="Load per plane (data bytes sent)", ylabel="MB sent")
     axes[1].set(title="Load per path (plane p, T1 s)", ylabel="MB sent")
     for ax in axes:
         ax.grid(axis="y", alpha=0.3)
     if axes[1].get_legend_handles_labels()[0]:
         axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    why = ("not drawn: " + ", ".join(missing) + " (no per-path byte counts: its packets carry "
-           "no MRC/RoCE header to tell the path from)")
-    if missing and len(missing) == len(run.transports):    # said in words, never empty axes
-        for ax in axes:
-            ax.set_axis_off()
-        fig.text(0.5, 0.5, why, ha="center", va="center", fontsize=10)
-        return fig
     if missing:
         fig.text(0.01, 0.01, why, fontsize=8, color="dimgrey")
     fig.tight_layout(rect=(0, 0.05 if missing else 0, 1, 1))
@@ -268,9 +269,11 @@ def recovery_figure(run: m.RunAnalysis):
         if len(rec):
             tables[name] = rec
     fig, ax = plt.subplots(figsize=(10, 4))
-    if not tables:
-        ax.text(0.5, 0.5, "no fault with goodput samples to measure recovery", ha="center")
-        ax.set_axis_off()
+    if not tables:                                          # said in words, never empty axes
+        fig.delaxes(ax)
+        fig.set_size_inches(10, 1.5)
+        fig.text(0.5, 0.4, "no fault with goodput samples to measure recovery", ha="center",
+                 va="center")
         return fig
     labels = None
     width = 0.8 / len(tables)

@@ -172,6 +172,15 @@ def test_the_goodput_title_names_the_scale_its_rows_are_drawn_in(run, run_withou
 
 def test_a_load_figure_with_nothing_to_draw_says_so_without_empty_axes(run):
     fig = plots.load_figure(run)            # tcp: no MRC/RoCE header names a packet's path
-    assert not any(ax.axison for ax in fig.axes)
+    assert fig.axes == []
     assert [t.get_text() for t in fig.texts if t.get_text().startswith("not drawn: tcp")]
+    plt.close(fig)
+
+
+def test_a_recovery_figure_with_no_fault_to_measure_says_so_without_empty_axes(
+        run_without_fault_log):
+    fig = plots.recovery_figure(run_without_fault_log)
+    assert fig.axes == []
+    assert [t.get_text() for t in fig.texts] == ["no fault with goodput samples to measure "
+                                                 "recovery"]
     plt.close(fig)
