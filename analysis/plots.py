@@ -132,7 +132,7 @@ def goodput_figure(run: m.RunAnalysis):
         axes[0].text(0.5, 0.5, "no goodput samples in this run", ha="center", va="center")
         axes[0].set_axis_off()
         return fig
-    notes = []
+    notes, units = [], []
     for ax, (name, td, total, source) in zip(axes, rows):
         color = TRANSPORT_COLORS.get(name)
         origin = origin_ns(td, run.t0_ns + int(total.index[0] * 1e9))
@@ -153,6 +153,7 @@ def goodput_figure(run: m.RunAnalysis):
             unit = "% of allowed"
         else:                       # no fault or no steady rate: plain Mbit/s
             scale, unit = np.ones(len(x)), "Mbit/s"
+        units.append(unit)
         raw = total.to_numpy() * scale
         ax.plot(x, raw, drawstyle="steps-post", lw=0.4, alpha=0.15, color=color)
         ax.plot(x, rolling * scale, lw=2, color=color,
@@ -174,11 +175,25 @@ def goodput_figure(run: m.RunAnalysis):
     if len(first.faults):
         fault_markers(axes[0], first.faults, origin_ns(first, run.t0_ns), color="black")
     axes[-1].set_xlabel(TIME_AXIS)
-    fig.suptitle(f"Goodput per transport, in % of what the surviving paths allow (dashed: the "
-                 f"recovery bar, {recovery.DEFAULT_THRESHOLD:.0%}; shaded: the stall; faint: "
-                 f"{run.bin_ms:g} ms bins)", fontsize=10)
+    fig.suptitle(f"Goodput per transport, {_goodput_scale_words(units)}faint: {run.bin_ms:g} ms "
+                 "bins)", fontsize=10)
     fig.tight_layout(rect=(0, footnote(fig, notes), 1, 0.97))
     return fig
+
+
+def _goodput_scale_words(units: list[str]) -> str:
+    """The goodput figure's title says the scale its rows are drawn in: percent of what the
+    surviving paths allow, or Mbit/s for a row with no pre-fault steady rate to scale by (a run
+    with no fault, such as an incast, or no goodput measured before the first fault)."""
+    if "Mbit/s" not in units:
+        words = "in % of what the surviving paths allow ("
+    elif len(set(units)) == 1:
+        return "in Mbit/s (no pre-fault steady rate to scale it by; "
+    else:
+        words = ("in % of what the surviving paths allow, rows with no pre-fault steady rate "
+                 "in Mbit/s\n(")
+    return (words + f"dashed: the recovery bar, {recovery.DEFAULT_THRESHOLD:.0%}; "
+            "shaded: the stall; ")
 
 
 def _stall_spans(ax, rec: pd.DataFrame, origin_ns: int, x_end: float, color,
@@ -224,6 +239,14 @@ def load_figure(run: m.RunAnalysis):
             ax.set_xticks(np.arange(len(items)) + width * (len(run.transports) - 1) / 2)
             ax.set_xticklabels([f"plane {k}" if key == "plane_bytes" else str(k) for k, _ in items],
                                fontsize=8)
+    why = ("not drawn: " + ", ".join(missing) + " (no per-path byte counts: its packets carry "
+           "no MRC/RoCE header to tell the path from)")
+    if missing and len(missing) == len(run.transports):    # said in words, never empty axes
+        for ax in axes:
+            fig.delaxes(ax)
+        fig.set_size_inches(12, 1.5)
+        fig.text(0.5, 0.4, why, ha="center", va="center", fontsize=10)
+        return fig
     axes[0].set(title="Load per plane (data bytes sent)", ylabel="MB sent")
     axes[1].set(title="Load per path (plane p, T1 s)", ylabel="MB sent")
     for ax in axes:
@@ -231,9 +254,7 @@ def load_figure(run: m.RunAnalysis):
     if axes[1].get_legend_handles_labels()[0]:
         axes[1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     if missing:
-        fig.text(0.01, 0.01, "not drawn: " + ", ".join(missing) + " (no per-path byte counts: "
-                 "its packets carry no MRC/RoCE header to tell the path from)", fontsize=8,
-                 color="dimgrey")
+        fig.text(0.01, 0.01, why, fontsize=8, color="dimgrey")
     fig.tight_layout(rect=(0, 0.05 if missing else 0, 1, 1))
     return fig
 
@@ -248,9 +269,11 @@ def recovery_figure(run: m.RunAnalysis):
         if len(rec):
             tables[name] = rec
     fig, ax = plt.subplots(figsize=(10, 4))
-    if not tables:
-        ax.text(0.5, 0.5, "no fault with goodput samples to measure recovery", ha="center")
-        ax.set_axis_off()
+    if not tables:                                          # said in words, never empty axes
+        fig.delaxes(ax)
+        fig.set_size_inches(10, 1.5)
+        fig.text(0.5, 0.4, "no fault with goodput samples to measure recovery", ha="center",
+                 va="center")
         return fig
     labels = None
     width = 0.8 / len(tables)

@@ -97,8 +97,9 @@ HUMAN.update(iterations_completed="iterations completed",
 # Each figure's caption: what it shows, in words (a name not listed is an EV state figure of
 # the transport it names, or spelt out).
 CAPTIONS = {
-    "goodput": "Goodput of each transport around the faults, in % of what the surviving paths "
-               "allow; shaded: the stall the recovery metric measured",
+    "goodput": "Goodput of each transport over the run, in % of what the surviving paths "
+               "allow (Mbit/s where no pre-fault rate scales it); shaded: the stall the recovery "
+               "metric measured",
     "load": "Data bytes sent per plane and per path, with Jain's fairness index",
     "recovery": "Recovery time per fault and transport",
     "iterations": "Collective iteration times per transport",

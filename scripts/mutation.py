@@ -417,11 +417,24 @@ def resolve_ref(ref: str) -> str:
                      f"e.g. --changed HEAD~3")
 
 
+def renamed_from(ref: str, path: str) -> str | None:
+    """Where `path` was at `ref` when git's rename detection says it moved since, else None."""
+    status = subprocess.run(["git", "diff", "-M", "--name-status", "--no-color", ref], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout
+    for line in status.splitlines():
+        parts = line.split("\t")
+        if len(parts) == 3 and parts[0].startswith("R") and parts[2] == path:
+            return parts[1]
+    return None
+
+
 def changed_lines(ref: str, path: str) -> list[tuple[int, int]]:
     """Line ranges [first, last] of the working tree's `path` that differ from `ref` (git diff
-    -U0 hunks; a pure deletion marks the lines on either side of it)."""
-    diff = subprocess.run(["git", "diff", "-U0", "--no-color", ref, "--", path], cwd=ROOT,
-                          capture_output=True, text=True, check=True).stdout
+    -U0 hunks; a pure deletion marks the lines on either side of it). A module moved since
+    `ref` is compared with where it was (a move changes no function)."""
+    paths = [p for p in (renamed_from(ref, path), path) if p]
+    diff = subprocess.run(["git", "diff", "-M", "-U0", "--no-color", ref, "--", *paths],
+                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
     out = []
     for m in re.finditer(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", diff, re.M):
         start, count = int(m.group(1)), int(m.group(2) or 1)

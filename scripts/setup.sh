@@ -14,11 +14,10 @@ need_root() {
 }
 need_root
 
-# openssh-server: the servers of a run spread over several machines reach each other over ssh
-# (emulation/cluster/), as Mininet's cluster edition does.
+# chromium: headless, for the test that loads report.html as a reader's browser does.
 APT_PACKAGES="mininet openvswitch-switch openvswitch-common nftables tcpdump tshark iproute2 ethtool
 iputils-ping python3-venv python3-dev python3-pip clang llvm libbpf-dev gcc-multilib make procps psmisc
-openssl passwd util-linux openssh-server"
+openssl passwd util-linux chromium"
 
 missing=""
 for p in $APT_PACKAGES; do

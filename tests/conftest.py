@@ -2,8 +2,9 @@
 
 - Integration tests (tests/integration, or marked `integration`) build network namespaces and
   Open vSwitch bridges: as a normal user they skip with the reason; as root (CI) they run.
-- Tests marked `needs_tshark` skip when tshark is not on PATH; under CI (CI set) a missing
-  tshark is not skipped: the test runs and fails, since scripts/setup.sh installs tshark there.
+- Tests marked `needs_tshark` or `needs_chromium` skip when that program is not on PATH; under
+  CI (CI set) a missing one is not skipped: the test runs and fails, since scripts/setup.sh
+  installs both there.
 """
 from __future__ import annotations
 
@@ -13,7 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.browser import CHROMIUM
+
 INTEGRATION_DIR = Path(__file__).resolve().parent / "integration"
+
+# marker -> the program its tests run (scripts/setup.sh installs each)
+PROGRAMS = {"needs_tshark": "tshark", "needs_chromium": CHROMIUM}
 
 
 def _is_integration(item) -> bool:
@@ -23,16 +29,18 @@ def _is_integration(item) -> bool:
 
 def pytest_collection_modifyitems(config, items):
     not_root = os.geteuid() != 0
-    no_tshark = shutil.which("tshark") is None
+    missing = {} if os.environ.get("CI") else \
+        {marker: program for marker, program in PROGRAMS.items() if shutil.which(program) is None}
     for item in items:
         if not_root and _is_integration(item):
             item.add_marker(pytest.mark.skip(
                 reason="needs root (network namespaces, Open vSwitch, Mininet): "
                        "run `sudo make integration`"))
-        elif no_tshark and not os.environ.get("CI") and \
-                item.get_closest_marker("needs_tshark") is not None:
-            item.add_marker(pytest.mark.skip(
-                reason="tshark is not installed (`sudo make setup` installs it)"))
+            continue
+        for marker, program in missing.items():
+            if item.get_closest_marker(marker) is not None:
+                item.add_marker(pytest.mark.skip(
+                    reason=f"{program} is not installed (`sudo make setup` installs it)"))
 
 
 @pytest.fixture

@@ -3,14 +3,13 @@ tcp run: 4 hosts in 2 groups running a ring all-reduce, each host delivering 1e6
 timed start except during the outage [1.0, 1.4) s; applied faults: an uplink of group 0 down at
 1.0 s, up at 2.7 s, another uplink of group 0 down at 3.5 s (times after the timed start).
 
-The report is checked the way a browser would load it, with the standard library's HTML parser
-and Pillow: every <img> is an embedded PNG that decodes to a picture (no headless browser is
-installed on the project's machines)."""
+The report's structure is read with the standard library's HTML parser and its pictures with
+Pillow: every <img> is an embedded PNG that decodes to a picture, captions are words, cells carry
+no Python value (tests/analysis/test_report_browser.py loads it in headless Chromium)."""
 from __future__ import annotations
 
 import base64
 import io
-import json
 import re
 from html.parser import HTMLParser
 
@@ -22,20 +21,13 @@ from PIL import Image
 from analysis import metrics as m
 from analysis import plots, report
 from analysis.plots_common import TRANSPORT_COLORS
-from tests.helpers.synthetic_run import MS, T0, make_run_dir
-
-
-# the controller's fault log of the three applied faults (faults.jsonl, what the figures read)
-APPLIED = [(1000, "link_down", "t0p0g0", "t1p0s0"), (2700, "link_up", "t0p0g0", "t1p0s0"),
-           (3500, "link_down", "t0p1g0", "t1p1s0")]
+from tests.helpers.synthetic_run import make_run_dir, write_controller_log
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     run_dir, _ = make_run_dir(tmp_path_factory.mktemp("reader"))
-    (run_dir / "tcp" / "faults.jsonl").write_text("".join(
-        json.dumps({"t_ns": T0 + ms * MS, "action": action, "a": a, "b": b}) + "\n"
-        for ms, action, a, b in APPLIED))
+    write_controller_log(run_dir / "tcp")
     return m.load_run(run_dir)
 
 
@@ -156,3 +148,39 @@ def test_numbers_to_meaningful_digits_and_words_for_flags():
         "opened 33, explained by a trim 2"
     assert report.cell_text({"reverse:reverse_probe_timeout": 6}) == "ACK path: probe timed out 6"
     assert report.caption("ev_state_mrc").startswith("EV state per path over time (mrc)")
+
+
+@pytest.fixture(scope="module")
+def run_without_fault_log(tmp_path_factory):
+    """The same run with no faults.jsonl: no fault the figures can place, so no pre-fault steady
+    rate to scale goodput by (as in a scenario with no fault)."""
+    run_dir, _ = make_run_dir(tmp_path_factory.mktemp("no-fault-log"))
+    return m.load_run(run_dir)
+
+
+def test_the_goodput_title_names_the_scale_its_rows_are_drawn_in(run, run_without_fault_log):
+    scaled = plots.goodput_figure(run)
+    assert scaled._suptitle.get_text().startswith(
+        "Goodput per transport, in % of what the surviving paths allow (dashed:")
+    plain = plots.goodput_figure(run_without_fault_log)
+    assert plain.axes[0].get_ylabel() == "tcp\nMbit/s"
+    title = plain._suptitle.get_text()
+    assert title.startswith("Goodput per transport, in Mbit/s") and "%" not in title
+    plt.close(scaled)
+    plt.close(plain)
+
+
+def test_a_load_figure_with_nothing_to_draw_says_so_without_empty_axes(run):
+    fig = plots.load_figure(run)            # tcp: no MRC/RoCE header names a packet's path
+    assert fig.axes == []
+    assert [t.get_text() for t in fig.texts if t.get_text().startswith("not drawn: tcp")]
+    plt.close(fig)
+
+
+def test_a_recovery_figure_with_no_fault_to_measure_says_so_without_empty_axes(
+        run_without_fault_log):
+    fig = plots.recovery_figure(run_without_fault_log)
+    assert fig.axes == []
+    assert [t.get_text() for t in fig.texts] == ["no fault with goodput samples to measure "
+                                                 "recovery"]
+    plt.close(fig)

@@ -135,3 +135,16 @@ def make_run_dir(tmp_path, recs=None):
     (tdir / "summary.json").write_text(json.dumps(s))
     (run_dir / "summary.json").write_text(json.dumps(run_summary.top_summary(scn, run_dir, [s], False)))
     return run_dir, s
+
+
+# the controller's log of the three faults of TEXT that took effect (faults.jsonl, what the
+# figures read): (ms after the timed start, action, a, b)
+CONTROLLER_LOG = [(1000, "link_down", "t0p0g0", "t1p0s0"), (2700, "link_up", "t0p0g0", "t1p0s0"),
+                  (3500, "link_down", "t0p1g0", "t1p1s0")]
+
+
+def write_controller_log(tdir) -> None:
+    """faults.jsonl of CONTROLLER_LOG into the transport directory `tdir`."""
+    (tdir / "faults.jsonl").write_text("".join(
+        json.dumps({"t_ns": T0 + ms * MS, "action": action, "a": a, "b": b}) + "\n"
+        for ms, action, a, b in CONTROLLER_LOG))

@@ -1,13 +1,18 @@
 """The integration tests' fidelity guard (tests/integration/fidelity_guard.py) on summaries
 built by hand: a timing check that fails on a starved run ("invalid") is an xfail naming the
 verdict and its margins; on a run the monitor did not call starved, or on one with a crash,
-wrong data or a fault that did not take effect, it fails."""
+wrong data or a fault that did not take effect (unless the test brought it about), it fails.
+Endpoints run without the runner are judged by the same monitor over their event logs."""
 import json
+import time
 
 import pytest
 from _pytest.outcomes import XFailed
 
-from tests.integration.fidelity_guard import judged_by_fidelity
+from model.lateness import lateness_bucket
+from model.topology import FabricSpec
+from tests.helpers.synth import write_endpoint_log
+from tests.integration.fidelity_guard import endpoint_run, judged_by_fidelity
 
 STARVED = {"transport": "mrc", "data_verified": True, "faults_ok": True, "error": None,
            "fidelity": {"verdict": "invalid",
@@ -70,3 +75,37 @@ def test_any_starved_run_of_several_and_summaries_read_from_disk(tmp_path):
 def test_checks_that_hold_pass_whatever_the_verdict():
     with judged_by_fidelity(STARVED):
         assert True
+
+
+def test_a_product_failure_the_test_brought_about_is_not_held_against_a_starved_run():
+    on_purpose = {**STARVED, "faults_ok": False}
+    assert _outcome(on_purpose, expected=("faults_ok",)).startswith("xfail: fidelity invalid")
+    assert _outcome({**on_purpose, "data_verified": False},
+                    expected=("faults_ok",)).startswith("fail: recovery took 900 ms")
+
+
+def test_a_summary_given_as_a_callable_is_worked_out_only_when_a_check_fails():
+    asked = []
+
+    def run():
+        asked.append(1)
+        return STARVED
+
+    with judged_by_fidelity(run):
+        assert True
+    assert asked == []
+    assert _outcome(run).startswith("xfail: fidelity invalid") and asked == [1]
+
+
+# synth's endpoint log: base RTT 2 ms; the timer-lateness bound is half of it (docs/fidelity.md).
+# 3 ms late: its bucket's upper edge 3,145,728 ns is 1.57 base RTTs, over 3x the bound: invalid.
+# 0.1 ms late: 0.05 base RTTs: ok.
+@pytest.mark.parametrize("late_ns, verdict", [(3_000_000, "invalid"), (100_000, "ok")])
+def test_endpoints_run_without_the_runner_are_judged_over_their_logs(tmp_path, late_ns, verdict):
+    start_ns = time.monotonic_ns()
+    write_endpoint_log(tmp_path / "ep-h0.jsonl",
+                       [(start_ns + 1, [[lateness_bucket(late_ns), 1000]])])
+    run = endpoint_run(tmp_path, FabricSpec(), start_ns, time.time_ns())
+    assert run["transport"] == "endpoints"
+    assert run["fidelity"]["verdict"] == verdict
+    assert run["fidelity"]["measurements"]["timer_lateness"]["h0"]["samples"] == 1000

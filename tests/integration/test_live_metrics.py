@@ -15,6 +15,7 @@ from controller import api_auth
 from emulation.run import runner
 from model.ports import API_PORT
 from tests.helpers.scenario_texts import LIVE_METRICS as SCENARIO
+from tests.integration.fidelity_guard import judged_by_fidelity
 
 pytestmark = pytest.mark.integration
 
@@ -55,19 +56,25 @@ def test_metrics_endpoint_is_scraped_during_a_real_run(tmp_path):
     finally:
         done.set()
         scraper.join(5)
-    assert rc == 0
-    assert len(scrapes) >= 3, "the endpoint answered fewer than 3 scrapes during the run"
-    last = scrapes[-1]
-    assert max(value(last, r'mrclab_iterations_done\{transport="mrc",host="h\d"\}')) >= 8
-    assert value(last, r'mrclab_faults_fired_total\{transport="mrc"\}') == [1.0]
-    # the T0 delivered traffic to the hosts on a plane: goodput per plane, from port counters
-    per_plane = r'mrclab_plane_goodput_mbit\{transport="mrc",host="h\d",plane="\d"\}'
-    assert any(v > 0 for s in scrapes for v in value(s, per_plane))
-    per_host = r'mrclab_goodput_mbit\{transport="mrc",host="h\d"\}'
-    assert any(v > 0 for s in scrapes for v in value(s, per_host))
-    # h0's plane-1 NIC link went down: EVs of plane 1 left GOOD on some QP
-    assert value(last, r'mrclab_evs\{transport="mrc",path="p\ds\d",state="GOOD"\}')
-    not_good = r'mrclab_evs\{transport="mrc",path="p1s0",state="(?:ASSUMED_BAD|DENIED|SUSPECT)"\}'
-    assert sum(value(last, not_good)) >= 1
+    (run_dir,) = (tmp_path / "results").iterdir()
+    # What the scrapes caught depends on when the scraper's thread ran against the run's
+    # progress (the last scrape every 0.5 s): a starved run can end between two scrapes that
+    # saw too little, or before the scraper got a core.
+    with judged_by_fidelity(run_dir / "mrc"):
+        assert rc == 0
+        assert len(scrapes) >= 3, "the endpoint answered fewer than 3 scrapes during the run"
+        last = scrapes[-1]
+        assert max(value(last, r'mrclab_iterations_done\{transport="mrc",host="h\d"\}')) >= 8
+        assert value(last, r'mrclab_faults_fired_total\{transport="mrc"\}') == [1.0]
+        # the T0 delivered traffic to the hosts on a plane: goodput per plane, from port counters
+        per_plane = r'mrclab_plane_goodput_mbit\{transport="mrc",host="h\d",plane="\d"\}'
+        assert any(v > 0 for s in scrapes for v in value(s, per_plane))
+        per_host = r'mrclab_goodput_mbit\{transport="mrc",host="h\d"\}'
+        assert any(v > 0 for s in scrapes for v in value(s, per_host))
+        # h0's plane-1 NIC link went down: EVs of plane 1 left GOOD on some QP
+        assert value(last, r'mrclab_evs\{transport="mrc",path="p\ds\d",state="GOOD"\}')
+        not_good = (r'mrclab_evs\{transport="mrc",path="p1s0",'
+                    r'state="(?:ASSUMED_BAD|DENIED|SUSPECT)"\}')
+        assert sum(value(last, not_good)) >= 1
     with pytest.raises(OSError):      # the run ended: nothing listens any more
         urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2)

@@ -14,6 +14,7 @@ from model.topology import ev_plane, ev_spine
 from tests.integration.run_files import events
 from traffic.core.qp_config import MRCConfig
 from tests.helpers.scenario_texts import RETIREMENTS as SHORT
+from tests.integration.fidelity_guard import judged_by_fidelity
 
 pytestmark = pytest.mark.integration
 
@@ -29,7 +30,8 @@ def test_retirements_over_the_dead_link_are_justified_and_every_one_is_judged(tm
     rc = runner.main([str(scenario), "--transport", "mrc", "--out-dir", str(tmp_path / "results")])
     (run_dir,) = (tmp_path / "results").iterdir()
     summary = json.loads((run_dir / "mrc" / "summary.json").read_text())
-    assert rc == 0, summary.get("problems")
+    with judged_by_fidelity(summary):     # an iteration past its time-out on a starved machine
+        assert rc == 0, summary.get("problems")
     assert summary["loss_policy"] == MRCConfig().loss_policy
 
     faults = events(run_dir / "mrc" / "faults.jsonl")
@@ -57,5 +59,9 @@ def test_retirements_over_the_dead_link_are_justified_and_every_one_is_judged(tm
     # an ACK-timeout retirement whose SACKs came back over the dead link is justified too
     # (analysis/retirements.py evs_retired_for_lost_acks) although its own path is healthy
     lost_acks = summary["evs_retired_for_lost_acks"]
-    assert over_dead_link <= justified <= near_dead_link + lost_acks, (
-        over_dead_link, justified, near_dead_link, lost_acks, summary)
+    counts = (over_dead_link, justified, near_dead_link, lost_acks, summary)
+    assert over_dead_link <= justified, counts
+    # "near" is a window in time after the repair (the lookback plus a verdict window): a
+    # starved endpoint that noticed a loss over the dead link late retires its EV after it
+    with judged_by_fidelity(summary):
+        assert justified <= near_dead_link + lost_acks, counts

@@ -11,6 +11,7 @@ import pytest
 from analysis import cli
 from emulation.run import runner
 from tests.helpers.scenario_texts import RUN_VERDICTS as SCENARIO
+from tests.integration.fidelity_guard import judged_by_fidelity
 
 pytestmark = [pytest.mark.integration,
               pytest.mark.skipif(os.geteuid() != 0, reason="builds a Mininet fabric: needs root")]
@@ -35,8 +36,11 @@ def test_faults_that_never_took_effect_fail_the_run_and_every_view_agrees(tmp_pa
     per = json.loads((run_dir / "tcp" / "summary.json").read_text())
     top = json.loads((run_dir / "summary.json").read_text())
 
-    assert per["verified"] is True, per["problems"]          # the data is fine ...
-    assert rc == runner.EXIT_FAULT_NOT_EFFECTIVE == 3        # ... the schedule was not run
+    # the two faults that never took effect are this test's own doing (`expected`); an
+    # iteration past the collective's time-out on a starved machine is the machine's
+    with judged_by_fidelity(per, expected=("faults_ok",)):
+        assert per["verified"] is True, per["problems"]      # the data is fine ...
+        assert rc == runner.EXIT_FAULT_NOT_EFFECTIVE == 3    # ... the schedule was not run
     assert "a scheduled fault did not take effect" in out.err
     assert per["faults_ok"] is False and top["faults_ok"] is False and top["exit_code"] == 3
     assert per["faults_scheduled"] == 4 and per["faults_applied"] == 2

@@ -91,6 +91,26 @@ def test_changed_lines_against_a_ref_include_uncommitted_edits_and_deletions(tmp
         mutation.resolve_ref("nosuch")
 
 
+def test_a_module_moved_since_the_ref_is_compared_with_where_it_was(tmp_path, monkeypatch):
+    monkeypatch.setattr(mutation, "ROOT", tmp_path)
+    git(tmp_path, "init", "-q")
+    (tmp_path / "m.py").write_text(SOURCE)
+    (tmp_path / "other.py").write_text("def f():\n    return 1\n")
+    git(tmp_path, "add", "m.py", "other.py")
+    git(tmp_path, "commit", "-qm", "base")
+    git(tmp_path, "tag", "base")
+    (tmp_path / "pkg").mkdir()
+    git(tmp_path, "mv", "m.py", "pkg/m.py")                  # moved into a package
+    lines = SOURCE.splitlines(keepends=True)
+    lines[17] = "        self.size += 2\n"                 # and line 18 edited
+    (tmp_path / "pkg" / "m.py").write_text("".join(lines))
+    assert mutation.renamed_from("base", "pkg/m.py") == "m.py"
+    assert mutation.renamed_from("base", "other.py") is None
+    assert mutation.changed_lines("base", "pkg/m.py") == [(18, 18)]
+    git(tmp_path, "commit", "-qam", "moved")
+    assert mutation.changed_lines("base", "pkg/m.py") == [(18, 18)]
+
+
 def test_changed_and_sample_do_not_mix():
     with pytest.raises(SystemExit, match="--changed scores the changed functions in full"):
         mutation.main(["--changed", "HEAD", "--sample", "5", "--report-only"])
