@@ -247,16 +247,14 @@ MRC_QP = {
                        "on ev_pin_spine (<= ev_count / planes)"),
     "probe_k": _i(None, 1, 1000, "probe successes that return an EV to GOOD"),
     "probe_period_rtts": _period(None, "probe period of a bad EV, base RTTs"),
-    "probe_timeout_rtts": _period(None, "unanswered probe timeout, base RTTs "
-                                  "(propagation counted once)"),
+    "probe_timeout_rtts": _period(None, "unanswered probe timeout, base RTTs (propagation once)"),
     "probe_backoff_max": _i(None, 1, 1024, "failed probes double the period up to this factor"),
     "skip_rtts": _n(None, 0.0, RTTS_MAX, "ECN echo: skip the EV this long, base RTTs"),
     "skip_backoff_max": _i(None, 1, 1024, "marks soon after a skip double it up to this factor"),
     "mpr": _i(None, 1, PSN_SPACE // 2 // MPR_UNIT - 1, "max PSN range, units of 128 PSNs"),
     "start_psn": _i(None, 0, PSN_SPACE - 1, "initial PSN"),
     "rto_ns": _i(None, PERIOD_NS_MIN, NS_MAX, "fixed base RTO"),
-    "rto_rtts": _period(None, "retransmission timeout, base RTTs (propagation "
-                            "counted once)"),
+    "rto_rtts": _period(None, "retransmission timeout, base RTTs (propagation counted once)"),
     "rto_min_ns": _i(None, PERIOD_NS_MIN, NS_MAX, "RTO floor"),
     "rto_max_ns": _i(None, 1, NS_MAX, "RTO ceiling (>= rto_min_ns)"),
     "max_wimm": _i(None, 1, 0xFFFF, "OCP max_wimm: WRITE-with-IMM messages in flight per QP"),
@@ -264,8 +262,7 @@ MRC_QP = {
     "retry_linear_count": _i(None, 0, 7, "OCP linear (fixed interval) retries of one PSN"),
     "retry_exp_count": _i(None, 0, 25, "OCP exponential backoff retries after them; 25 = infinite"),
     "retry_fixed_interval": _b(None, "linear retries wait a fixed interval (OCP), not a growing one"),
-    "reorder_rtts": _n(None, 0.0, RTTS_MAX, "SACK-gap loss window, base RTTs "
-                         "less the propagation"),
+    "reorder_rtts": _n(None, 0.0, RTTS_MAX, "SACK-gap loss window, base RTTs less propagation"),
     "adaptive_reorder": _b(None, "grow the reorder window with measured RTT variance"),
     "congestion_grace_rtts": _n(None, 0.0, 1e6, "congestion evidence forgives a loss this long"),
     "congestion_delay_rtts": _n(None, 0.0, 1e6, "queueing delay that counts as congestion"),
@@ -299,8 +296,7 @@ MRC_QP = {
                             "base RTT (default: derived from the link rates and the MTU)"),
     "header_overhead": _i(None, 0, 1024, "header bytes the pacer counts per packet"),
     "reverse_evs_per_plane": _i(None, 1, 64, "receiver reverse-path EVs per plane"),
-    "reverse_probe_rtts": _period(None, "reverse-EV probe period, base RTTs "
-                                    "(propagation counted once)"),
+    "reverse_probe_rtts": _period(None, "reverse-EV probe period, base RTTs (propagation once)"),
     "reverse_probe_fail_limit": _i(None, 1, 1000, "failed reverse probes before a new EV"),
     "reverse_idle_rtts": _period(None, "stop reverse probing after this idle time",
                                  hi=1e6),

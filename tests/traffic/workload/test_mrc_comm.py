@@ -149,15 +149,18 @@ def test_a_roce_qp_in_error_fails_the_wait_at_once(tmp_path):
     import time
 
     from traffic.workload.comm import QPFailed
-    connected = threading.Event()
+    connected, gone = threading.Event(), threading.Event()
 
     def body(comm):
         if comm.rank == 1:
             while not connected.is_set():           # answer rank 0's READY probes until then
                 comm.ep.run_once(0.005)
+            comm.close()                            # idempotent: the runner closes it again
+            gone.set()
             return None
         connected.set()
-        time.sleep(0.5)                             # rank 1 is gone by now
+        # rank 1 must be gone before the send, however slowly a loaded machine runs its thread
+        assert gone.wait(30)
         start = time.monotonic()
         with pytest.raises(QPFailed, match=r"QP error: rank 0 \(roce\).*after 1 retries"):
             comm.wait([comm.isend(1, b"1234", tag=1)], 30)
