@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.fidelity_verdict import DEGRADED, INVALID, OK
+from analysis.fidelity_verdict import (DEGRADED, INVALID, OK, OVS_STALLS, RECEIVE_LATENESS,
+                                       RECOVERY_WINDOWS, TIMER_LATENESS, WORKER_LATENESS)
 from emulation.config.scenario import Scenario
 from model import timescale
 
@@ -37,6 +38,11 @@ DOUBLING = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 BISECT_RATIO = 1.25
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
 NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold
+# The invariants that measure this machine's lateness directly: a larger k gives each more room.
+# The ones read from captures (a packet held beyond its queues, link pacing) are left out: they
+# can fail at every k (a trimming fabric under incast at k = 32), and raising k would not help.
+LATENESS_INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, OVS_STALLS,
+                       RECOVERY_WINDOWS)
 EXIT_NO_PASS = 4             # no k of the search kept fidelity "ok"
 
 
@@ -121,21 +127,20 @@ def code_digest(root: Path = REPO_ROOT) -> str:
 
 
 def fabric_description(scn: Scenario, transport: str) -> dict:
-    """What of the scenario sets the machine's load per emulated second (captures included:
-    tcpdump on every host port wakes for every packet)."""
+    """What of the scenario sets the machine's load per emulated second."""
     spec = scn.spec.to_dict()
     return {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
-            "switch_buffer_kb": scn.switch_buffer_kb, "capture": scn.capture,
-            "scheduling": scn.scheduling, "transport": transport}
+            "switch_buffer_kb": scn.switch_buffer_kb, "scheduling": scn.scheduling,
+            "transport": transport}
 
 
 def trial_of(run: Scenario, short: Scenario | None) -> Scenario:
-    """The scenario the trials run: the short version (fewer iterations) loading the machine as
-    the run will, so with the run's captures and scheduling; the run itself when it has no short
-    version."""
-    if short is None:
-        return run
-    return dataclasses.replace(short, capture=run.capture, scheduling=run.scheduling)
+    """The scenario the trials run: the short version (fewer iterations; its [fabric], so its
+    cache key, is the run's), or the run itself when it has none. The trials keep the short
+    version's captures: the invariants only captures measure (held_beyond_queue_bound,
+    link_pacing) can fail at every k on a trimming fabric under incast, and would leave such a
+    fabric without any calibration."""
+    return run if short is None else short
 
 
 def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple[str, dict]:
@@ -204,7 +209,8 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
 def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None = None,
                     cache_dir: Path = CACHE_DIR) -> dict | None:
     """After a full run at this fabric's cached k in which some transport's fidelity was
-    "degraded" or "invalid": the short trials held at that k, the run did not (more samples, more
+    "degraded" or "invalid" on a lateness invariant: the short trials held at that k, the run did
+    not (more samples, more
     recovery windows, a heavier moment), so the cached k grows by one bisection step
     (ceil(k x BISECT_RATIO), at most the search's largest k) and the next run of this fabric
     starts at a k that holds. The raise is recorded in the cache with the run that showed it.
@@ -215,7 +221,9 @@ def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None =
     k = float(hit["time_scale"])
     failed = sorted({s.get("transport", "?") for s in summaries
                      if (s.get("fidelity") or {}).get("verdict") in NOT_HOLDING
-                     and float(s.get("time_scale") or 0) == k})
+                     and float(s.get("time_scale") or 0) == k
+                     and {v.get("invariant") for v in s["fidelity"].get("violations") or []}
+                     & set(LATENESS_INVARIANTS)})
     if not failed or k >= DOUBLING[-1]:
         return None
     new_k = float(min(math.ceil(k * BISECT_RATIO), DOUBLING[-1]))

@@ -158,21 +158,23 @@ def test_max_scale_below_one_or_not_a_number_is_a_usage_error(value, tmp_path, c
     assert "--max-scale" in capsys.readouterr().err
 
 
-def test_the_trials_capture_as_the_run_does_and_the_key_says_whether_it_captures():
-    """A short version that turns captures off would calibrate a lighter machine than the run:
-    the trial keeps the short version's iterations and the run's captures."""
-    text = SCN + "[options]\ncapture = true\n[short]\niterations = 2\ncapture = false\n"
+def test_the_trials_run_the_short_version_under_the_runs_cache_key():
+    """The short version's iterations and captures (captures add invariants that can fail at
+    every k); its [fabric] is the run's, scheduling included, so the cache key is the same."""
+    text = (SCN.replace("time_scale = 1", "time_scale = 1\nscheduling = \"hifi\"")
+            + "[options]\ncapture = true\n[short]\niterations = 2\ncapture = false\n")
     full, short = S.parse(text), S.parse(text, short=True)
-    assert short.capture is False
     trial = C.trial_of(full, short)
-    assert trial.capture is True and trial.collective.iterations == 2
+    assert trial.capture is False and trial.collective.iterations == 2
+    assert trial.scheduling == "hifi"
     assert C.trial_of(full, None) is full
     assert C.cache_key(trial, "mrc", "d")[0] == C.cache_key(full, "mrc", "d")[0]
-    assert C.cache_key(short, "mrc", "d")[0] != C.cache_key(full, "mrc", "d")[0]
 
 
-def summary(transport, k, verdict):
-    return {"transport": transport, "time_scale": k, "fidelity": {"verdict": verdict}}
+def summary(transport, k, verdict, invariant="worker_lateness"):
+    violations = [] if verdict == "ok" else [{"invariant": invariant}]
+    return {"transport": transport, "time_scale": k,
+            "fidelity": {"verdict": verdict, "violations": violations}}
 
 
 def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(tmp_path):
@@ -190,6 +192,9 @@ def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(
     hit = C.cached(scn, "mrc", tmp_path)
     assert hit["time_scale"] == 10.0
     assert hit["raised"][0]["run"] == str(tmp_path / "run-1")
+    # a violation read from captures alone can fail at every k: no raise
+    assert C.raise_after_run(scn, [summary("mrc", 10.0, "degraded", "held_beyond_queue_bound")],
+                             None, tmp_path) is None
     # a run at another k than the cache's (set by hand) says nothing about it
     assert C.raise_after_run(scn, [summary("mrc", 8.0, "invalid")], None, tmp_path) is None
     # 10 x 1.25 = 12.5: the next whole k, 13
