@@ -210,8 +210,8 @@ def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None =
                     cache_dir: Path = CACHE_DIR) -> dict | None:
     """After a full run at this fabric's cached k in which some transport's fidelity was
     "degraded" or "invalid" on a lateness invariant: the short trials held at that k, the run did
-    not (more samples, more
-    recovery windows, a heavier moment), so the cached k grows by one bisection step
+    not (more samples, more recovery windows, a heavier moment), so the cached k grows by one
+    bisection step
     (ceil(k x BISECT_RATIO), at most the search's largest k) and the next run of this fabric
     starts at a k that holds. The raise is recorded in the cache with the run that showed it.
     Returns {"from", "to", "transports"} when the cache changed, else None."""
@@ -219,11 +219,7 @@ def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None =
     if hit is None:
         return None
     k = float(hit["time_scale"])
-    failed = sorted({s.get("transport", "?") for s in summaries
-                     if (s.get("fidelity") or {}).get("verdict") in NOT_HOLDING
-                     and float(s.get("time_scale") or 0) == k
-                     and {v.get("invariant") for v in s["fidelity"].get("violations") or []}
-                     & set(LATENESS_INVARIANTS)})
+    failed = sorted({str(s.get("transport", "?")) for s in summaries if _late_at(s, k)})
     if not failed or k >= DOUBLING[-1]:
         return None
     new_k = float(min(math.ceil(k * BISECT_RATIO), DOUBLING[-1]))
@@ -235,6 +231,21 @@ def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None =
     key, _ = cache_key(scn, "mrc")
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
     return {"from": k, "to": new_k, "transports": failed}
+
+
+def _late_at(summary, k: float) -> bool:
+    """Whether a transport's summary says the run at k broke a lateness invariant (a summary
+    that is not what the runner writes says nothing)."""
+    fid = summary.get("fidelity") if isinstance(summary, dict) else None
+    if not isinstance(fid, dict) or fid.get("verdict") not in NOT_HOLDING:
+        return False
+    try:
+        if float(summary.get("time_scale") or 0) != k:
+            return False
+    except (TypeError, ValueError):
+        return False
+    broken = {v.get("invariant") for v in fid.get("violations") or [] if isinstance(v, dict)}
+    return bool(broken & set(LATENESS_INVARIANTS))
 
 
 def learn_after_run(scn: Scenario, run_dir: Path, cache_dir: Path | None = None,

@@ -195,6 +195,10 @@ def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(
     # a violation read from captures alone can fail at every k: no raise
     assert C.raise_after_run(scn, [summary("mrc", 10.0, "degraded", "held_beyond_queue_bound")],
                              None, tmp_path) is None
+    # summaries that are not what the runner writes say nothing
+    assert C.raise_after_run(scn, [{"fidelity": "degraded"}, {"transport": "mrc",
+                                    "time_scale": "x", "fidelity": {"verdict": "invalid"}}],
+                             None, tmp_path) is None
     # a run at another k than the cache's (set by hand) says nothing about it
     assert C.raise_after_run(scn, [summary("mrc", 8.0, "invalid")], None, tmp_path) is None
     # 10 x 1.25 = 12.5: the next whole k, 13
