@@ -46,7 +46,7 @@ STALL_LATENESS_RTTS = 0.5
 # as analysis/fidelity.py's worker_lateness): under 100 samples that is the latest one, so one
 # stall that lands on a short recovery is caught; over a long window it is not the length of the
 # window that decides (the maximum of more samples only grows), and a stall short against the
-# window cannot move the recovery time measured there by more than its own length.
+# window lengthens the recovery inside it by at most its own duration.
 WINDOW_WORKER_PERCENTILE = 99.0
 # An ovs-vswitchd poll interval of this many base RTTs or more: the OVS invariant's bound.
 OVS_STALL_RTTS = 1.0

@@ -2,6 +2,8 @@
 the check that a fabric left nothing of itself behind, and frames sent on chosen EVs and
 counted at their destination (emulation.network.pathcheck)."""
 import json
+import os
+import signal
 import subprocess
 import sys
 
@@ -17,6 +19,19 @@ def assert_nothing_left():
     assert left.empty(), left.describe()
     links = cleanup.root_links()
     assert not [n for n in links if cleanup.is_our_switch_intf(n) or cleanup.is_our_switch(n)]
+
+
+def start_then_kill(script: str) -> None:
+    """Run a Python script that builds a fabric and prints "up", then SIGKILL it: a crash that
+    leaves whatever the fabric had not undone."""
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=REPO,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.strip() == "up", proc.stderr.read() if proc.poll() is not None else line
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def send_and_count(fab, routing_mode, evs, count, pps=2000, ecn=2, src=0, dst=1):

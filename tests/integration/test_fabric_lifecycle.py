@@ -2,7 +2,6 @@
 process (by `mrclab clean` and by the next Fabric start), the fabric lock. No fabric is held
 by this module between tests (each test needs the lock itself)."""
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -12,7 +11,7 @@ import pytest
 from emulation.network import cleanup
 from emulation.network.fabric import Fabric
 from model.topology import FabricSpec
-from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left
+from tests.integration.fabric_checks import MRCLAB, REPO, assert_nothing_left, start_then_kill
 
 pytestmark = pytest.mark.integration
 
@@ -43,14 +42,7 @@ with Fabric(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1)) as fab:
 
 
 def start_and_kill_fabric() -> cleanup.Leftovers:
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_FABRIC], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.strip() == "up", proc.stderr.read() if proc.poll() is not None else line
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    start_then_kill(KILLED_FABRIC)
     # What a crash leaves: the bridges and the controller (a process of its own) outlive the
     # killed fabric process. Found at the first look; polled rather than slept for.
     deadline = time.monotonic() + 10

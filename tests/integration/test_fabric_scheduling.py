@@ -4,7 +4,6 @@ niced and its packet loop is not, and nothing is left after stop, nor after a SI
 once `mrclab clean` ran: ovs-vswitchd is back in the cgroup it came from. The rule's arithmetic
 and the undo on a fake tree: tests/emulation/network/test_cgroups.py."""
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ from emulation.network import cgroups, cleanup, ovs_service
 from emulation.network.fabric import Fabric
 from emulation.network.scheduling import HELPER_THREAD_NICE, cgroup_of, weight_file
 from model.topology import FabricSpec
-from tests.integration.fabric_checks import REPO, assert_nothing_left
+from tests.integration.fabric_checks import assert_nothing_left, start_then_kill
 
 pytestmark = pytest.mark.integration
 
@@ -86,14 +85,7 @@ with Fabric(FabricSpec(planes=1, groups=2, spines=1, hosts_per_group=1), schedul
 def test_mrclab_clean_undoes_a_killed_hifi_fabric():
     v = cgroups.detect().version
     switchd_before = _cgroup(_switchd(), v)
-    proc = subprocess.Popen([sys.executable, "-c", KILLED_HIFI_FABRIC], cwd=REPO,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.strip() == "up", proc.stderr.read() if proc.poll() is not None else line
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
+    start_then_kill(KILLED_HIFI_FABRIC)
     deadline = time.monotonic() + 10
     while not cleanup.find_leftovers().cgroups and time.monotonic() < deadline:
         time.sleep(0.2)
