@@ -136,10 +136,9 @@ def fabric_description(scn: Scenario, transport: str) -> dict:
 
 def trial_of(run: Scenario, short: Scenario | None) -> Scenario:
     """The scenario the trials run: the short version (fewer iterations; its [fabric], so its
-    cache key, is the run's), or the run itself when it has none. The trials keep the short
-    version's captures: the invariants only captures measure (held_beyond_queue_bound,
-    link_pacing) can fail at every k on a trimming fabric under incast, and would leave such a
-    fabric without any calibration."""
+    cache key, is the run's), or the run itself when it has none, with the short version's
+    capture setting: a full run whose captures' extra load makes it late at the cached k raises
+    that k afterwards (raise_after_run)."""
     return run if short is None else short
 
 

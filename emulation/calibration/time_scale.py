@@ -55,8 +55,10 @@ ENDPOINT_RATE_KEYS = tuple(f.name for f in dataclasses.fields(EndpointConfig)
 QP_TIME_KEYS = tuple(f.name for f in dataclasses.fields(MRCConfig)
                      if (f.name.endswith("_ns") or f.name in NS_FIELDS_BY_OCP_NAME)
                      and f.name != "base_rtt_ns")
-# Defaults of mrc_comm.create() for the [mrc] keys that are times (traffic/workload/mrc_comm.py).
-MRC_TIME_DEFAULTS = {"linger_s": 0.3, "connect_timeout_s": 60.0}
+# Defaults of mrc_comm.create() for the [mrc] keys that are times (traffic/workload/mrc_comm.py);
+# None: scaled only when set (linger_s: unset, a run's workers linger until every rank is done,
+# at most one wait of the wall world, emulation/run/runner.py worker_config, already scaled).
+MRC_TIME_DEFAULTS = {"linger_s": None, "connect_timeout_s": 60.0}
 
 
 class Unscaled(NamedTuple):
@@ -141,7 +143,9 @@ def wall_mrc(mrc: dict, k: float) -> dict:
     """The scenario's [mrc] table in the wall world."""
     out = dict(mrc)
     for key, default in MRC_TIME_DEFAULTS.items():
-        out[key] = timescale.wall_time(out[key] if out.get(key) is not None else default, k)
+        value = out[key] if out.get(key) is not None else default
+        if value is not None:
+            out[key] = timescale.wall_time(value, k)
     out["endpoint"] = wall_endpoint(out.get("endpoint") or {}, k)
     out["qp"] = wall_qp(out.get("qp") or {}, k)
     if out.get("host_qp"):

@@ -71,7 +71,7 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
     [mrc]                               # MRC/RoCE endpoint settings, passed to every worker
     ring_bytes = 4194304                # receive ring per QP (traffic/workload/mrc_comm.py)
     fragment_bytes = 262144             # WRITE-with-IMM fragment, <= ring_bytes / 2
-    linger_s = 0.3                      # keep answering peers this long after the last iteration
+    linger_s = 30                       # after its last iteration, answer peers until all are done, at most this long
     connect_timeout_s = 60
     [mrc.endpoint]                      # the endpoint's own settings (EndpointConfig fields;
     base_rtt_ns = 2000000               #   host, fabric, routing, event_log: set by the runner),

@@ -180,7 +180,7 @@ SHORT_RESERVED = {"time_scale": "renamed: use fault_time_factor (the factor on t
 MRC = {
     "ring_bytes": _i(None, 4096, 1 << 30, "receive ring per QP"),
     "fragment_bytes": _i(None, 64, 1 << 29, "WRITE-with-IMM fragment, <= ring_bytes / 2"),
-    "linger_s": _n(None, 0.0, 60.0, "keep answering peers this long after the last iteration"),
+    "linger_s": _n(None, 0.0, 60.0, "answer peers after the last iteration until every rank is done, at most this long (default: one wait's limit)"),
     "connect_timeout_s": _n(None, 0.1, 3600.0, "QP connection set-up limit"),
     "endpoint": Key("table"), "qp": Key("table"), "nscc": Key("table"),
     "host_qp": Key("table"),    # [mrc.host_qp.<host>]: [mrc.qp] keys for one host's QPs

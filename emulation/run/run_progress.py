@@ -24,6 +24,7 @@ class LogTail:
         self.offsets = {p: 0 for p in paths}
         self.partial = {p: b"" for p in paths}
         self.done_iters = {p: -1 for p in paths}
+        self.finished = {p: False for p in paths}      # the worker logged phase "done"
         self.timed_start_ns: int | None = None
         self.lock = threading.Lock()
 
@@ -45,11 +46,17 @@ class LogTail:
                         continue
                     if ev.get("event") == Event.ITERATION and _is_int(ev.get("iter")):
                         self.done_iters[p] = max(self.done_iters[p], ev["iter"])
+                    elif ev.get("event") == Event.PHASE and ev.get("phase") == Phase.DONE:
+                        self.finished[p] = True
                     elif (ev.get("event") == Event.PHASE and ev.get("phase") == Phase.WARMUP_DONE
                           and _is_int(ev.get("t_ns"))):
                         t = ev["t_ns"]
                         if self.timed_start_ns is None or t < self.timed_start_ns:
                             self.timed_start_ns = t
+
+    def finished_ranks(self) -> list[bool]:
+        """Per worker (in the order of `paths`): it logged its last iteration and phase done."""
+        return [self.finished[p] for p in self.paths]
 
     def min_done(self) -> int:
         return min(self.done_iters.values()) + 1

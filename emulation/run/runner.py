@@ -55,7 +55,6 @@ schedule), run_summary.py (summaries, verdict, exit codes), run_output.py (CSV, 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import os
 import shutil
@@ -77,7 +76,8 @@ from model import propagation
 from emulation.run.run_faults import (FaultScheduler, RunProgress, unreached_reason,
                                       unreached_records)
 from emulation.run.run_output import comparison_table
-from emulation.run.run_progress import LogTail, Progress
+from emulation.run.run_progress import LogTail
+from emulation.run.worker_wait import wait_timeout_s, wait_workers
 from emulation.run.run_summary import (
     EXIT_BAD_SCENARIO,
     EXIT_FAULT_NOT_EFFECTIVE,
@@ -89,10 +89,8 @@ from emulation.run.run_summary import (
     top_summary,
 )
 from emulation.config.scenario import Scenario, ScenarioError
-from emulation.config.scenario_faults import longest_run_s
 from traffic.core import codec
-from traffic.core.qp_config import MRCConfig
-from traffic.workload.worker_config import EXIT_QP_ERROR, MRCSettings, TcpSettings, WorkerConfig
+from traffic.workload.worker_config import MRCSettings, TcpSettings, WorkerConfig
 from model import timescale
 from model.argtypes import add_deprecated, add_renamed
 from model.results import results_dir
@@ -128,26 +126,6 @@ CAPTURE_SNAPLEN = mrc_header_snaplen()
 TCP_CONNECT_TIMEOUT_S = 30.0
 
 
-def wait_timeout_s(scn: Scenario, transport: str) -> float:
-    """A worker's limit on one wait(), in the wall world of `scn`: the collective's timeout_s,
-    but never shorter than the time the transport itself keeps retrying one packet before its
-    QP fails (RoCE: retry_cnt + 1 ACK timeouts, 8 x 4.29 s as NCCL sets it). A transport still
-    recovering by its own rules is not stuck; its QP error, not the worker's patience, ends it."""
-    wait = float(scn.collective.timeout_s)
-    if transport != "roce":
-        return wait
-    mrc = MRCSettings.from_dict(scn.mrc or {})
-    roce_keys = ("roce_ack_timeout", "roce_ack_timeout_ns", "roce_retry_limit")
-    for table in [mrc.qp, *mrc.host_qp.values()]:
-        merged = {**mrc.qp, **table}
-        qp = MRCConfig(**{k: merged[k] for k in roce_keys if k in merged})
-        wait = max(wait, (qp.roce_retry_limit + 1) * qp.roce_ack_interval_ns / 1e9 + WAIT_SLACK_S)
-    return wait
-
-
-# Beyond the transport's own give-up time, how long a worker still waits: the QP error's
-# completion reaches the worker within one endpoint poll, well inside this.
-WAIT_SLACK_S = 5.0
 
 
 def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
@@ -156,6 +134,9 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
     topo = scn.topology
     routing, _ = scn.routing_for(transport)
     coll = scn.collective
+    # Unless the scenario bounds it, a worker answers its peers after its last iteration until
+    # the runner has seen every rank done (worker_wait.wait_workers), at most one wait's length.
+    mrc_settings = {"linger_s": wait_timeout_s(scn, transport), **(scn.mrc or {})}
     return WorkerConfig(
         scenario=scn.name,
         transport=transport,
@@ -179,7 +160,7 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
                                     for p in range(scn.spec.planes)] for h in topo.hosts],
                         connect_timeout_s=timescale.wall_time(TCP_CONNECT_TIMEOUT_S,
                                                               float(scn.time_scale))),
-        mrc=MRCSettings.from_dict(scn.mrc),
+        mrc=MRCSettings.from_dict(mrc_settings),
         time_scale=float(scn.time_scale),
     )
 
@@ -229,7 +210,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             # the monitor stops before the last iteration: finishing peers stop answering probes
             control.start(fab.api_port, lambda: tail.max_done() < scn.collective.iterations - 1)
             metrics = metrics_server.start(scn, transport, tdir, fab.api_port)
-            _wait_workers(scn, transport, procs, tail, scheduler, state)
+            wait_workers(scn, transport, procs, tail, scheduler, state)
             meter.stop()
             sched_record = fab.scheduling.record()
             scheduler.stop()
@@ -365,53 +346,6 @@ def _add_sched(summary: dict, sched: SchedMeter, k: float, record: dict) -> None
     summary["sched_meter_error"] = sched.error
 
 
-# After a QP error stops the other workers (SIGTERM: they close their logs and sockets), how
-# long they get, beyond their linger time ([mrc] linger_s), before they are killed.
-STOP_GRACE_S = 5.0
-
-
-def _wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
-    """Wait for every worker. A worker that exits on a QP error (EXIT_QP_ERROR) failed the
-    job as an RDMA job fails on an error completion: the others are stopped at once rather
-    than left to time out waiting for it (the collective's timeout_s); that is the transport's
-    outcome (summary "transport_failure"), not an error of the run."""
-    coll = scn.collective
-    wait_s = wait_timeout_s(scn, transport)
-    deadline = time.monotonic() + longest_run_s(dataclasses.replace(coll, timeout_s=wait_s))
-    progress = Progress(transport, coll.iterations)
-    total_faults = len(scn.faults)
-    first_failure = stopped = None
-    try:
-        while True:
-            tail.poll()
-            codes = [p.poll() for p in procs]
-            progress.update(tail.min_done(), total_faults - len(scheduler.pending), total_faults)
-            if all(c is not None for c in codes):
-                break
-            now = time.monotonic()
-            if first_failure is None and any(c not in (None, 0) for c in codes):
-                first_failure = now
-            if stopped is None and EXIT_QP_ERROR in codes:
-                stopped = now
-                for p in procs:
-                    if p.poll() is None:
-                        p.terminate()
-            # a failed worker makes its peers fail by timeout; do not wait longer than that
-            grace = (STOP_GRACE_S + float((scn.mrc or {}).get("linger_s") or 0) if stopped
-                     else wait_s + 5)
-            if now > deadline or (first_failure and now - first_failure > grace):
-                for p in procs:
-                    if p.poll() is None:
-                        p.kill()
-                if not stopped:
-                    state["error"] = "workers killed: " + (
-                        "overall deadline passed" if now > deadline
-                        else "peers did not exit after a worker failed")
-            time.sleep(0.05)
-    finally:
-        progress.finish()
-    tail.poll()
-    state["exit_codes"] = {f"h{i}": p.returncode for i, p in enumerate(procs)}
 
 
 # ---------------------------------------------------------------- CLI

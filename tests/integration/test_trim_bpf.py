@@ -261,6 +261,46 @@ def test_priority_leaf_is_served_first_when_priority_traffic_is_a_quarter_of_the
         assert max(order.index(h) for h in headers) < order.index(20)
 
 
+def _class_sent(intf: str, classid: str) -> tuple[int, int]:
+    """(bytes, packets) HTB's class `classid` of intf has sent (`tc -s class show`)."""
+    out = trimming.run(["tc", "-s", "class", "show", "dev", intf])
+    block = out.split(f"class htb {classid} ", 1)[1]
+    sent = block.split("Sent ", 1)[1].split()
+    return int(sent[0]), int(sent[2])
+
+
+def test_a_header_trimmed_at_a_port_costs_its_link_only_the_header():
+    """The kernel sizes a packet for the qdisc before the egress program runs: a header cut there
+    must still be charged to HTB at its own length, or every trimmed packet would hold the link
+    for a full packet's time. 40 MRC data packets of 1,200 bytes of payload at once into a port
+    that trims above 3,000 bytes: nearly all are trimmed, and the priority leaf (which
+    holds only the trimmed headers here) has sent exactly their bytes."""
+    with trimming.scratch_veth("mth") as (a, b, netns):
+        for argv in trimming.port_qdisc_commands(a, 5):
+            trimming.run(argv)
+        trimming.attach(a)
+        trimming.configure(a, PortConfig(rate_mbit=5, ecn_min_bytes=100_000,
+                                         ecn_max_bytes=200_000, trim_bytes=3000, last_hop=True))
+        rx = trimming.packet_socket_in_netns(netns, b)
+        tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        tx.setsockopt(socket.SOL_SOCKET, SO_SNDBUFFORCE, 8 << 20)
+        tx.bind((a, 0))
+        try:
+            frames = [mrc_data(i, payload=1200) for i in range(1, 41)]
+            got = send_and_capture(tx, rx, frames, settle_s=0.5)
+            header_bytes, headers = _class_sent(a, "1:10")
+            trimmed = trimming.counters(a)["trimmed"]
+        finally:
+            tx.close()
+            rx.close()
+            assert trimming.detach(a)
+        header_len = len(trim_frame(frames[0], last_hop=True))
+        # two 1,338-byte frames fit in 3,000 bytes; a slow sender lets the link drain a little
+        assert len(got) == 40 and 30 <= trimmed <= 38
+        assert headers == trimmed
+        assert header_bytes == trimmed * header_len       # not trimmed x len(frames[0])
+
+
 def test_bench_measures_both_ports_and_cleans_up():
     result = trim_bench.measure_bench(seconds_per_round=0.2, rounds=1)
     assert result["pps_without"] > 0 and result["pps_with"] > 0

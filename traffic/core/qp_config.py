@@ -322,6 +322,14 @@ class MRCConfig:
                 raise ValueError(f"MRCConfig.{name} must be >= 0 or None, got {value!r}")
 
     @property
+    def frame_base_rtt_ns(self) -> int:
+        """A full data frame's unloaded round trip: the probes' base RTT plus the frame's
+        store-and-forward serialization (nscc_frame_rtt_ns). The timers of both QP halves count
+        in it: a probe's RTT alone is mostly the switches' forwarding work, which a time scale
+        does not stretch, so timers in probe RTTs would shrink in emulated time as k grows."""
+        return self.base_rtt_ns + self.nscc_frame_rtt_ns
+
+    @property
     def mpr_window(self) -> int:
         return self.mpr * MPR_UNIT
 

@@ -163,13 +163,13 @@ class ReceiverQP(AssembledCompletions):
     def _late_after_ns(self) -> int:
         # reorder_rtts counts the part of the base RTT that is not propagation, as the
         # sender's reorder window does (traffic/core/rtt.py)
-        var = variable_rtt_ns(self.cfg.base_rtt_ns, self.cfg.propagation_rtt_ns)
+        var = variable_rtt_ns(self.cfg.frame_base_rtt_ns, self.cfg.propagation_rtt_ns)
         return max(1, int(self.cfg.reorder_rtts * var), self.cfg.fabric_delay_bound_ns)
 
     def _ack_delay(self) -> int:
         if self.cfg.ack_delay_ns is not None:
             return self.cfg.ack_delay_ns
-        return max(1, int(self.cfg.ack_delay_rtts * self.cfg.base_rtt_ns))
+        return max(1, int(self.cfg.ack_delay_rtts * self.cfg.frame_base_rtt_ns))
 
     def _delayed_sack(self, now_ns: int) -> list[tuple[object, int]]:
         """The coalesced SACK whose delay ran out (the newest packet's EV and timestamp)."""
@@ -226,7 +226,7 @@ class ReceiverQP(AssembledCompletions):
     # ------------------------------------------------------------------ reverse EV probes
 
     def _period(self, rtts: float) -> int:
-        return max(1, int(rtts * self.cfg.base_rtt_ns))
+        return max(1, int(rtts * self.cfg.frame_base_rtt_ns))
 
     def _active(self, now_ns: int) -> bool:
         return (self.last_rx_ns is not None

@@ -8,7 +8,9 @@ reverse EV, so the set "always contains EVs known to be up and working". Here:
 * SACKs leave on the plane the data came in on (if its port is up) over the reverse EVs of that
   plane (reverse_evs_per_plane, round robin); a plane with none in use borrows another plane's.
   The initial set is drawn at random and used at once, as the forward EV set starts GOOD.
-* While data flows, one in-use reverse EV is probed per base RTT (reverse_probe_rtts). A probe
+* Every count in base RTTs here is in a full data frame's base RTT (MRCConfig.frame_base_rtt_ns,
+  as the sender's timers). While data flows, one in-use reverse EV is probed per base RTT
+  (reverse_probe_rtts). A probe
   fails after probe_timeout_rtts base RTTs or the answered probes' srtt + 4 rttvar, whichever is
   longer (the answers queue behind data on a loaded path); both counts in base RTTs hold the
   path's propagation once (traffic/core/rtt.py wait_ns); a late answer still counts as the path
@@ -101,12 +103,12 @@ class ReversePaths:
         return make_ev(plane, self.rng.randrange(self.paths.spines), random_entropy(self.rng))
 
     def _period(self, rtts: float) -> int:
-        return max(1, int(rtts * self.cfg.base_rtt_ns))
+        return max(1, int(rtts * self.cfg.frame_base_rtt_ns))
 
     def _wait(self, rtts: float) -> int:
         """A probe's wait for its answer, and the period between probes (one answer awaited at
         a time), in base RTTs: the propagation once (traffic/core/rtt.py wait_ns)."""
-        return wait_ns(rtts, self.cfg.base_rtt_ns, self.cfg.propagation_rtt_ns)
+        return wait_ns(rtts, self.cfg.frame_base_rtt_ns, self.cfg.propagation_rtt_ns)
 
     def _retired_period(self) -> int:
         """Probe period of a retired reverse EV: the sender's (a fixed probe_period_ns, else
@@ -180,7 +182,7 @@ class ReversePaths:
         if self._probe_srtt is not None:
             timeout = max(timeout, int(self._probe_srtt + 4 * self._probe_rttvar))
         if self.cfg.fabric_delay_bound_ns:
-            timeout = max(timeout, self.cfg.base_rtt_ns + self.cfg.fabric_delay_bound_ns)
+            timeout = max(timeout, self.cfg.frame_base_rtt_ns + self.cfg.fabric_delay_bound_ns)
         return timeout
 
     def poll(self, now_ns: int, active: bool) -> list[tuple[object, int]]:

@@ -70,7 +70,7 @@ class RttEstimator:
 
     def __init__(self, config: MRCConfig):
         self.cfg = config
-        self.base_rtt_ns = config.base_rtt_ns + config.nscc_frame_rtt_ns
+        self.base_rtt_ns = config.frame_base_rtt_ns
         self.measured = False               # base_rtt_ns is still the configured guess
         self.srtt_ns: float | None = None
         self.rttvar_ns = 0.0

@@ -79,8 +79,7 @@ class SenderQP(PostedWrites):
         # NSCC's base RTT: a full data frame's unloaded round trip (MRCConfig.nscc_frame_rtt_ns),
         # at least nscc_min_base_rtt_ns; smaller RTT samples never take it lower.
         self._nscc_base_floor = max(config.nscc_min_base_rtt_ns,
-                                    config.base_rtt_ns + config.nscc_frame_rtt_ns
-                                    if config.nscc_frame_rtt_ns else 0)
+                                    config.frame_base_rtt_ns if config.nscc_frame_rtt_ns else 0)
         self.nscc = Nscc(base_rtt_ns=max(self.rtt.base_rtt_ns, self._nscc_base_floor),
                          link_rate_Bps=config.port_rate_Bps * len(paths.planes), mss=config.max_payload,
                          gamma=config.nscc_gamma, max_md_jump=config.nscc_max_md_jump,

@@ -27,6 +27,11 @@ from typing import Iterable
 from traffic.workload.worker_config import WorkerConfig
 
 MAX_TAG = 0xFFFFFFFF
+# Set when the runner has seen every rank finish (the worker's SIGUSR1): a communicator whose
+# endpoint must keep acknowledging peers after its own last iteration (a peer whose last ACKs
+# were lost retransmits, and only a live endpoint can answer it) lingers until then, at most
+# its linger time.
+RELEASED = threading.Event()
 
 
 class CommError(RuntimeError):

@@ -28,8 +28,8 @@ import struct
 import time
 from collections import defaultdict, deque
 
-from traffic.workload.comm import (CommError, CommTimeout, Communicator, Handle, QPFailed, as_bytes,
-                                   pending_summary)
+from traffic.workload.comm import (RELEASED, CommError, CommTimeout, Communicator, Handle, QPFailed,
+                                   as_bytes, pending_summary)
 from traffic.nic.control import ControlServer
 from traffic.nic.endpoint import Endpoint
 from traffic.nic.endpoint_support import EndpointConfig, EndpointError
@@ -265,14 +265,15 @@ class MRCComm(Communicator):
                 "tx_packets": c.tx_packets, "retransmits": c.retransmitted}
 
     def close(self):
-        """Linger a moment before closing: a peer whose last ACKs from us were lost
-        retransmits, and only a live endpoint can re-acknowledge (else its QP would fail)."""
+        """Linger before closing until every rank is done (comm.RELEASED), at most linger_s: a
+        peer whose last ACKs from us were lost retransmits, and only a live endpoint can
+        re-acknowledge (else its QP would fail after its retries)."""
         if self.closed:
             return
         self.closed = True
         try:
             end = time.monotonic() + self.linger_s
-            while time.monotonic() < end:
+            while time.monotonic() < end and not RELEASED.is_set():
                 self.ep.run_once(0.01)
                 self._progress()
         finally:

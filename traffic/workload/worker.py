@@ -26,7 +26,7 @@ from pathlib import Path
 
 from model.events import Event, Phase
 from traffic.workload import collectives
-from traffic.workload.comm import CommError, QPFailed, create_communicator
+from traffic.workload.comm import RELEASED, CommError, QPFailed, create_communicator
 from traffic.nic.endpoint_support import EventLog
 from traffic.workload.iteration_inputs import InputPrefetcher
 from traffic.workload.worker_config import (EXIT_CONFIG, EXIT_MISMATCH, EXIT_OK, EXIT_QP_ERROR,
@@ -159,7 +159,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"worker: bad config: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     # SIGTERM from the runner: exit through the finally blocks (logs closed, sockets closed)
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    signal.signal(signal.SIGTERM, lambda signum, frame: (RELEASED.set(), sys.exit(128 + signum)))
+    # SIGUSR1 from the runner: every rank is done, the lingering endpoint may close
+    signal.signal(signal.SIGUSR1, lambda signum, frame: RELEASED.set())
     return run(config, args.rank)
 
 

@@ -31,6 +31,13 @@
 #define CFG_TRIM (1u << 2)
 #define CFG_LAST_HOP (1u << 3)
 
+// skb->mark of a trimmed header sent back through this port's egress (see the end of
+// mrc_trim): the kernel sizes a packet for the qdisc (qdisc_pkt_len) before the clsact egress
+// hook runs, so a header cut here would still cost HTB the whole packet's transmission time.
+// Redirected to the same port, the header is sized again; on that second pass the program
+// only clears the mark (the header was counted in the virtual queue on the first).
+#define TRIM_REQUEUE_MARK 0x4d524354u   // "MRCT"
+
 #define NS_PER_S 1000000000ULL
 #define MAX_DRAIN_SECONDS 1000ULL
 
@@ -183,6 +190,10 @@ int mrc_trim(struct __sk_buff *skb)
 
 	thresh = 0;
 
+	if (skb->mark == TRIM_REQUEUE_MARK) {
+		skb->mark = 0;
+		return TC_ACT_OK;
+	}
 	if (!cfg || !st)
 		return TC_ACT_OK;
 	parse(skb, &pi);
@@ -272,6 +283,10 @@ int mrc_trim(struct __sk_buff *skb)
 			__sync_fetch_and_add(&st->errors, 1);
 			return TC_ACT_SHOT;
 		}
+	}
+	if (trim) {
+		skb->mark = TRIM_REQUEUE_MARK;
+		return bpf_redirect(skb->ifindex, 0);
 	}
 	return TC_ACT_OK;
 }

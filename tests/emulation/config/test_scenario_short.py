@@ -120,7 +120,10 @@ def test_mrc_table_reaches_the_worker_config_of_both_versions(tmp_path):
                               "endpoint": {"base_rtt_ns": 2000000, "port_poll_ms": 3.0},
                               "qp": {"retry_exp_count": 12, "rto_rtts": 30.0, "ev_count": 16},
                               "host_qp": {}}
-    unset = {"ring_bytes": None, "fragment_bytes": None, "linger_s": None,
+    # unset, the linger is one wait of the run: RoCE's 8 ACK timeouts of NCCL's
+    # 4.096 us x 2^20 plus the 5 s slack (emulation/run/worker_wait.py wait_timeout_s)
+    unset = {"ring_bytes": None, "fragment_bytes": None,
+             "linger_s": pytest.approx(8 * 4.096e-6 * 2**20 + 5.0),
              "connect_timeout_s": None, "endpoint": {}, "qp": {}, "host_qp": {}}
     assert runner.worker_config(S.parse(BASE), "roce", tmp_path).to_dict()["mrc"] == unset
 

@@ -116,13 +116,15 @@ def test_the_reverse_paths_timers_add_the_propagation_once():
     def make(**kw):
         return ReversePaths(0x33, cfg(**kw), PathInfo((0, 1), 2), random.Random(7),
                             {0: True, 1: True}, lambda event: None)
-    assert make().probe_timeout_ns() == 29_400_000
-    assert make(fabric_delay_bound_ns=15 * MS).probe_timeout_ns() == 42_150_000
+    # in a full frame's base RTT (28.75 ms, variable part 1.75 ms), as the sender's timers:
+    # 16 x 1.75 + 27 = 55 ms; with a 30 ms trim bound, the base RTT + the bound = 58.75 ms
+    assert make().probe_timeout_ns() == 55 * MS
+    assert make(fabric_delay_bound_ns=30 * MS).probe_timeout_ns() == 58_750_000
     rp = make()
     rp.poll(0, active=True)
-    assert rp._next_probe_ns == 28_200_000
+    assert rp._next_probe_ns == 41 * MS                     # 27 + 8 x 1.75
 
 
 def test_the_receiver_s_late_threshold_counts_the_variable_part():
     rx = ReceiverQP(0x22, 0x11, cfg(), PathInfo((0, 1), 2), random.Random(3), MemoryRegistry())
-    assert rx._late_after_ns() == 150_000
+    assert rx._late_after_ns() == 1_750_000          # the frame RTT's variable part, as the sender's window

@@ -170,3 +170,27 @@ def test_a_roce_qp_in_error_fails_the_wait_at_once(tmp_path):
         "linger_s": 0.0, "qp": {"roce_ack_timeout_ns": 20_000_000, "roce_retry_limit": 1}})
     assert not errors, errors
     assert 0.04 <= results[0] < 5.0
+
+
+def test_close_lingers_until_the_runner_releases_every_rank(tmp_path):
+    """After its last iteration a rank keeps answering its peers (a peer whose last ACKs were
+    lost retransmits) until the runner says every rank is done (comm.RELEASED, the worker's
+    SIGUSR1), not merely for a fixed moment: with a 30 s bound and the release 0.5 s after the
+    ranks finished, the ranks close after the release and long before the bound."""
+    import threading
+    import time
+
+    from traffic.workload.comm import RELEASED
+
+    timer = threading.Timer(0.5, RELEASED.set)
+    try:
+        start = time.monotonic()
+        timer.start()
+        results, errors, _ = run_world(tmp_path, "mrc", 2, lambda comm: True,
+                                       extra={"linger_s": 30.0})
+        took = time.monotonic() - start
+    finally:
+        timer.cancel()
+        RELEASED.clear()
+    assert not errors and results == {0: True, 1: True}
+    assert 0.5 <= took < 10.0
