@@ -162,7 +162,13 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, lambda signum, frame: (RELEASED.set(), sys.exit(128 + signum)))
     # SIGUSR1 from the runner: every rank is done, the lingering endpoint may close
     signal.signal(signal.SIGUSR1, lambda signum, frame: RELEASED.set())
-    return run(config, args.rank)
+    try:
+        return run(config, args.rank)
+    finally:
+        # A release that comes late (the runner saw "done" logged, not yet the exit) must not
+        # kill the exiting process: Python gives a signal it handled back its default action,
+        # for SIGUSR1 termination, while it shuts down, but leaves an ignored one ignored.
+        signal.signal(signal.SIGUSR1, signal.SIG_IGN)
 
 
 if __name__ == "__main__":

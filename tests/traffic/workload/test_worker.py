@@ -72,3 +72,27 @@ def test_a_qp_error_fails_the_collective_at_once_with_its_own_exit_code(tmp_path
     assert len(errors) == 1 and errors[0]["qp_error"] is True
     assert errors[0]["reason"].startswith("QP error: rank 0 (roce)")
     assert not [e for e in events(tmp_path / "worker-h0.jsonl") if e["event"] == Event.ITERATION]
+
+
+def test_a_late_release_never_kills_an_exiting_worker(tmp_path):
+    """The runner releases lingering workers (SIGUSR1) once every log says "done"; a worker
+    that logged it may already be exiting. Signalled again and again from the moment it logged
+    "done" until it is gone, every worker still exits 0 (not -10, SIGUSR1's default action)."""
+    import signal
+    import time
+
+    procs = start_workers(tmp_path, 2)
+    logs = [tmp_path / "logs" / f"worker-h{r}.jsonl" for r in range(2)]
+    deadline = time.monotonic() + 60
+    signalled = [0, 0]
+    while any(p.poll() is None for p in procs) and time.monotonic() < deadline:
+        for r, (p, log) in enumerate(zip(procs, logs)):
+            if p.poll() is None and log.exists() and b'"phase":"done"' in log.read_bytes():
+                try:
+                    p.send_signal(signal.SIGUSR1)
+                    signalled[r] += 1
+                except ProcessLookupError:
+                    pass
+        time.sleep(0.0002)
+    assert [p.wait(timeout=10) for p in procs] == [0, 0]
+    assert all(signalled)
