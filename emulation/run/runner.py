@@ -50,7 +50,8 @@ above held, but a transport's fidelity verdict is not "ok" (analysis/fidelity.py
 
 This module orchestrates (fabric, workers, captures, teardown) and holds the CLI; the pieces it
 drives live beside it: emulation/run/run_progress.py (log tail, progress bar), run_faults.py (fault
-schedule), run_summary.py (summaries, verdict, exit codes), run_output.py (CSV, table).
+schedule), worker_wait.py (waiting for and releasing the workers), run_summary.py (summaries,
+verdict, exit codes), run_output.py (CSV, table).
 """
 from __future__ import annotations
 
@@ -124,8 +125,6 @@ CAPTURE_SNAPLEN = mrc_header_snaplen()
 
 # How long the TCP workers may take to set up their connections, in emulated seconds.
 TCP_CONNECT_TIMEOUT_S = 30.0
-
-
 
 
 def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
@@ -344,8 +343,6 @@ def _add_sched(summary: dict, sched: SchedMeter, k: float, record: dict) -> None
     summary["sched_profile"] = sched.profile(*(timescale.wall_ns(t, k) for t in (
         summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
     summary["sched_meter_error"] = sched.error
-
-
 
 
 # ---------------------------------------------------------------- CLI
