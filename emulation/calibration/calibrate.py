@@ -38,9 +38,9 @@ DOUBLING = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 BISECT_RATIO = 1.25
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
 NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold
-# The invariants that measure this machine's lateness directly: a larger k gives each more room.
-# The ones read from captures (a packet held beyond its queues, link pacing) are left out: they
-# can fail at every k (a trimming fabric under incast at k = 32), and raising k would not help.
+# The invariants of this machine's lateness: a larger k gives each more room. The ones read from
+# captures (a packet held beyond its queues, link pacing) are left out: they judge the fabric's
+# queues and links, which a larger k does not change, so raising k is no answer to them.
 LATENESS_INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, OVS_STALLS,
                        RECOVERY_WINDOWS)
 EXIT_NO_PASS = 4             # no k of the search kept fidelity "ok"

@@ -50,7 +50,7 @@ ENDPOINT_TIME_KEYS = tuple(f.name for f in dataclasses.fields(EndpointConfig)
                            and f.name not in _ENDPOINT_FROM_THE_WORKER)
 ENDPOINT_RATE_KEYS = tuple(f.name for f in dataclasses.fields(EndpointConfig)
                            if timescale.kind_of(f.name) == timescale.RATE)
-# [mrc.qp] absolute times: every MRCConfig *_ns field but the measured base RTT, and the fields
+# [mrc.qp] absolute times: every MRCConfig *_ns field but the probed base RTT, and the fields
 # in ns named after OCP's mrc_ctl.h (NSCC's period, target and quick-adapt threshold).
 QP_TIME_KEYS = tuple(f.name for f in dataclasses.fields(MRCConfig)
                      if (f.name.endswith("_ns") or f.name in NS_FIELDS_BY_OCP_NAME)
@@ -105,7 +105,7 @@ def wall_endpoint(endpoint: dict, k: float) -> dict:
     fields = EndpointConfig.__dataclass_fields__
     for key in ENDPOINT_TIME_KEYS:
         value = out.get(key, fields[key].default)
-        if value:                               # None: measured; 0: off
+        if value:                               # None: probed; 0: off
             out[key] = (timescale.wall_ns(value, k) if key.endswith("_ns")
                         else timescale.wall_time(value, k))
     for key in ENDPOINT_RATE_KEYS:

@@ -75,7 +75,7 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
     connect_timeout_s = 60
     [mrc.endpoint]                      # the endpoint's own settings (EndpointConfig fields;
     base_rtt_ns = 2000000               #   host, fabric, routing, event_log: set by the runner),
-                                        #   here a fixed base RTT (omit: measured with probes)
+                                        #   here a fixed base RTT (omit: probed at start)
     [mrc.qp]                            # every QP setting, named as traffic.core.qp_config.MRCConfig
     ev_count = 32                       #   names it, over the endpoint's defaults for the
     rto_rtts = 25.0                     #   emulated fabric (EMULATED_FABRIC_QP_DEFAULTS)

@@ -329,6 +329,10 @@ class MRCConfig:
         does not stretch, so timers in probe RTTs would shrink in emulated time as k grows."""
         return self.base_rtt_ns + self.nscc_frame_rtt_ns
 
+    def frame_rtts_ns(self, n: float) -> int:
+        """n full data frames' base RTTs in ns (at least 1)."""
+        return max(1, int(n * self.frame_base_rtt_ns))
+
     @property
     def mpr_window(self) -> int:
         return self.mpr * MPR_UNIT

@@ -169,7 +169,7 @@ class ReceiverQP(AssembledCompletions):
     def _ack_delay(self) -> int:
         if self.cfg.ack_delay_ns is not None:
             return self.cfg.ack_delay_ns
-        return max(1, int(self.cfg.ack_delay_rtts * self.cfg.frame_base_rtt_ns))
+        return self.cfg.frame_rtts_ns(self.cfg.ack_delay_rtts)
 
     def _delayed_sack(self, now_ns: int) -> list[tuple[object, int]]:
         """The coalesced SACK whose delay ran out (the newest packet's EV and timestamp)."""
@@ -226,7 +226,7 @@ class ReceiverQP(AssembledCompletions):
     # ------------------------------------------------------------------ reverse EV probes
 
     def _period(self, rtts: float) -> int:
-        return max(1, int(rtts * self.cfg.frame_base_rtt_ns))
+        return self.cfg.frame_rtts_ns(rtts)
 
     def _active(self, now_ns: int) -> bool:
         return (self.last_rx_ns is not None

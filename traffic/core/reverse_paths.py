@@ -103,7 +103,7 @@ class ReversePaths:
         return make_ev(plane, self.rng.randrange(self.paths.spines), random_entropy(self.rng))
 
     def _period(self, rtts: float) -> int:
-        return max(1, int(rtts * self.cfg.frame_base_rtt_ns))
+        return self.cfg.frame_rtts_ns(rtts)
 
     def _wait(self, rtts: float) -> int:
         """A probe's wait for its answer, and the period between probes (one answer awaited at
