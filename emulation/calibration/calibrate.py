@@ -131,15 +131,17 @@ def fabric_description(scn: Scenario, transport: str) -> dict:
     spec = scn.spec.to_dict()
     return {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
             "switch_buffer_kb": scn.switch_buffer_kb, "scheduling": scn.scheduling,
+            "capture": scn.capture,
             "transport": transport}
 
 
 def trial_of(run: Scenario, short: Scenario | None) -> Scenario:
     """The scenario the trials run: the short version (fewer iterations; its [fabric], so its
-    cache key, is the run's), or the run itself when it has none, with the short version's
-    capture setting: a full run whose captures' extra load makes it late at the cached k raises
-    that k afterwards (raise_after_run)."""
-    return run if short is None else short
+    cache key, is the run's) with the run's captures, or the run itself when it has none. A
+    trial loads the machine as the run will: a tcpdump per host port is work on the same cores,
+    and a k found without it leaves the first full run late (raise_after_run would only mend
+    the next one)."""
+    return run if short is None else dataclasses.replace(short, capture=run.capture)
 
 
 def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple[str, dict]:

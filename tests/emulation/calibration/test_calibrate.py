@@ -159,16 +159,19 @@ def test_max_scale_below_one_or_not_a_number_is_a_usage_error(value, tmp_path, c
 
 
 def test_the_trials_run_the_short_version_under_the_runs_cache_key():
-    """The short version's iterations and captures (captures add invariants that can fail at
-    every k); its [fabric] is the run's, scheduling included, so the cache key is the same."""
+    """The short version's iterations with the run's captures (a tcpdump per host port loads
+    the machine as the run will); its [fabric] is the run's, scheduling included, so the cache
+    key is the same; a run without captures has a key of its own."""
     text = (SCN.replace("time_scale = 1", "time_scale = 1\nscheduling = \"hifi\"")
             + "[options]\ncapture = true\n[short]\niterations = 2\ncapture = false\n")
     full, short = S.parse(text), S.parse(text, short=True)
     trial = C.trial_of(full, short)
-    assert trial.capture is False and trial.collective.iterations == 2
+    assert trial.capture is True and trial.collective.iterations == 2
     assert trial.scheduling == "hifi"
     assert C.trial_of(full, None) is full
     assert C.cache_key(trial, "mrc", "d")[0] == C.cache_key(full, "mrc", "d")[0]
+    uncaptured = S.parse(text.replace("[options]\ncapture = true", "[options]\ncapture = false"))
+    assert C.cache_key(uncaptured, "mrc", "d")[0] != C.cache_key(full, "mrc", "d")[0]
 
 
 def summary(transport, k, verdict, invariant="worker_lateness"):
