@@ -215,7 +215,13 @@ def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None =
     bisection step
     (ceil(k x BISECT_RATIO), at most the search's largest k) and the next run of this fabric
     starts at a k that holds. The raise is recorded in the cache with the run that showed it.
-    Returns {"from", "to", "transports"} when the cache changed, else None."""
+
+    A raise must have helped to be followed by another: lateness that comes from sharing the
+    CPU is a wall time, so its ratio to an emulated RTT falls as k grows. When the run at a
+    raised k is no less late (its worst lateness ratio at least the one that caused the raise),
+    more k buys nothing but wall time; the cache keeps k and records why.
+    Returns {"from", "to", "transports", "worst_ratio"} (plus "previous_ratio" when the raise
+    stopped, "to" then equal to "from") when the run broke a lateness invariant, else None."""
     hit = cached(scn, "mrc", cache_dir)
     if hit is None:
         return None
@@ -223,30 +229,52 @@ def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None =
     failed = sorted({str(s.get("transport", "?")) for s in summaries if _late_at(s, k)})
     if not failed or k >= DOUBLING[-1]:
         return None
+    worst = max((r for s in summaries for r in _lateness_ratios(s, k)), default=None)
+    entry = {"transports": failed, "worst_ratio": worst,
+             "run": None if run_dir is None else str(run_dir),
+             "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
+    last = (hit.get("raised") or [None])[-1]
+    previous = last.get("worst_ratio") if isinstance(last, dict) and last.get("to") == k else None
+    if isinstance(previous, (int, float)) and worst is not None and worst >= previous:
+        hit["not_raised"] = {"at_k": k, "previous_ratio": previous, **entry}
+        _write_cache(scn, hit, cache_dir)
+        return {"from": k, "to": k, "transports": failed, "worst_ratio": worst,
+                "previous_ratio": previous}
     new_k = float(min(math.ceil(k * BISECT_RATIO), DOUBLING[-1]))
     hit["time_scale"] = new_k
-    hit.setdefault("raised", []).append({
-        "from": k, "to": new_k, "transports": failed,
-        "run": None if run_dir is None else str(run_dir),
-        "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+    hit.setdefault("raised", []).append({"from": k, "to": new_k, **entry})
+    _write_cache(scn, hit, cache_dir)
+    return {"from": k, "to": new_k, "transports": failed, "worst_ratio": worst}
+
+
+def _write_cache(scn: Scenario, hit: dict, cache_dir: Path) -> None:
     key, _ = cache_key(scn, "mrc")
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
-    return {"from": k, "to": new_k, "transports": failed}
 
 
 def _late_at(summary, k: float) -> bool:
     """Whether a transport's summary says the run at k broke a lateness invariant (a summary
     that is not what the runner writes says nothing)."""
+    return bool(_lateness_violations(summary, k))
+
+
+def _lateness_violations(summary, k: float) -> list[dict]:
     fid = summary.get("fidelity") if isinstance(summary, dict) else None
     if not isinstance(fid, dict) or fid.get("verdict") not in NOT_HOLDING:
-        return False
+        return []
     try:
         if float(summary.get("time_scale") or 0) != k:
-            return False
+            return []
     except (TypeError, ValueError):
-        return False
-    broken = {v.get("invariant") for v in fid.get("violations") or [] if isinstance(v, dict)}
-    return bool(broken & set(LATENESS_INVARIANTS))
+        return []
+    return [v for v in fid.get("violations") or []
+            if isinstance(v, dict) and v.get("invariant") in LATENESS_INVARIANTS]
+
+
+def _lateness_ratios(summary, k: float) -> list[float]:
+    """The measured/bound ratios of the lateness invariants a summary's run broke at k."""
+    return [float(v["ratio"]) for v in _lateness_violations(summary, k)
+            if isinstance(v.get("ratio"), (int, float)) and not isinstance(v["ratio"], bool)]
 
 
 def learn_after_run(scn: Scenario, run_dir: Path, cache_dir: Path | None = None,
@@ -260,7 +288,13 @@ def learn_after_run(scn: Scenario, run_dir: Path, cache_dir: Path | None = None,
         except (OSError, ValueError):
             continue            # a transport without a readable summary says nothing of k
     raised = raise_after_run(scn, summaries, run_dir, cache_dir or CACHE_DIR)
-    if raised:
+    if raised and "previous_ratio" in raised:
+        log(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
+            f"{', '.join(raised['transports'])} (lateness {raised['worst_ratio']:.2f}x its "
+            f"bound), and the raise to it did not shrink that lateness ({raised['previous_ratio']:.2f}x "
+            f"before): lateness that does not fall as k grows is not this machine's CPU share, "
+            f"so the calibration stays at {raised['to']:g} (docs/fidelity-timescale.md)")
+    elif raised:
         log(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
             f"{', '.join(raised['transports'])}; this fabric's calibration now says "
             f"{raised['to']:g}: the next run of it uses that")

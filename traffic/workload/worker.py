@@ -32,6 +32,15 @@ from traffic.workload.iteration_inputs import InputPrefetcher
 from traffic.workload.worker_config import (EXIT_CONFIG, EXIT_MISMATCH, EXIT_OK, EXIT_QP_ERROR,
                                             EXIT_TRANSPORT, WorkerConfig, WorkerConfigError)
 
+# The worker's threads (the collective and its endpoint, the goodput sampler, the input
+# prefetcher) share one GIL, and a thread that waits for it gets it only after the holder's
+# switch interval. CPython's 5 ms default is more wall time than the fidelity monitor's half
+# base RTT at the time scales runs use (an emulated 0.85 ms RTT at k = 8 allows 3.4 ms), so a
+# busy endpoint would hold the sampler, and the prefetcher the endpoint, past that bound. A
+# waiting thread is handed the GIL within this much wall time instead; it costs a switch only
+# while a second thread is runnable.
+GIL_SWITCH_INTERVAL_S = 0.0005
+
 
 class GoodputSampler(threading.Thread):
     """Cumulative counters every interval (goodput events every goodput_interval_ms, 10 ms by default)."""
@@ -158,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     except WorkerConfigError as exc:
         print(f"worker: bad config: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    sys.setswitchinterval(GIL_SWITCH_INTERVAL_S)
     # SIGTERM from the runner: exit through the finally blocks (logs closed, sockets closed)
     signal.signal(signal.SIGTERM, lambda signum, frame: (RELEASED.set(), sys.exit(128 + signum)))
     # SIGUSR1 from the runner: every rank is done, the lingering endpoint may close

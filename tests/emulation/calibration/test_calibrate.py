@@ -174,8 +174,10 @@ def test_the_trials_run_the_short_version_under_the_runs_cache_key():
     assert C.cache_key(uncaptured, "mrc", "d")[0] != C.cache_key(full, "mrc", "d")[0]
 
 
-def summary(transport, k, verdict, invariant="worker_lateness"):
+def summary(transport, k, verdict, invariant="worker_lateness", ratio=None):
     violations = [] if verdict == "ok" else [{"invariant": invariant}]
+    if ratio is not None:
+        violations[0]["ratio"] = ratio
     return {"transport": transport, "time_scale": k,
             "fidelity": {"verdict": verdict, "violations": violations}}
 
@@ -191,7 +193,7 @@ def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(
     # 8 x 1.25 = 10
     raised = C.raise_after_run(scn, [summary("mrc", 8.0, "degraded"), summary("tcp", 8.0, "ok")],
                                tmp_path / "run-1", tmp_path)
-    assert raised == {"from": 8.0, "to": 10.0, "transports": ["mrc"]}
+    assert raised == {"from": 8.0, "to": 10.0, "transports": ["mrc"], "worst_ratio": None}
     hit = C.cached(scn, "mrc", tmp_path)
     assert hit["time_scale"] == 10.0
     assert hit["raised"][0]["run"] == str(tmp_path / "run-1")
@@ -209,6 +211,34 @@ def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(
                              tmp_path)["to"] == 13.0
     assert C.resolve(scn, None, tmp_path, log=lambda _: None,
                      measure=lambda k: pytest.fail("calibrated again")) == 13.0
+
+
+def test_a_raise_that_did_not_shrink_the_lateness_is_not_followed_by_another(tmp_path):
+    """Lateness from sharing the CPU is wall time: x1.25 in k cuts its ratio to an emulated RTT
+    to 1/1.25 of what it was. A run at the raised k no less late than the run that raised it
+    (1.37 against 1.22) keeps k where it is, says why, and records it; one that shrank
+    (1.22 against 1.71) raises again."""
+    scn = S.parse(SCN)
+    C.calibrate(scn, "mrc", tmp_path, measure=machine(8)[0], log=lambda _: None)
+    # 8 -> 10 on 1.71; 10 -> 13 on 1.22 (shrank); at 13, 1.37 did not shrink: stays 13
+    assert C.raise_after_run(scn, [summary("mrc", 8.0, "degraded", ratio=1.71)], None,
+                             tmp_path)["to"] == 10.0
+    assert C.raise_after_run(scn, [summary("mrc", 10.0, "degraded", ratio=1.22),
+                                   summary("roce", 10.0, "ok")], None, tmp_path)["to"] == 13.0
+    stopped = C.raise_after_run(scn, [summary("mrc", 13.0, "degraded", ratio=1.37)],
+                                tmp_path / "run-3", tmp_path)
+    assert stopped == {"from": 13.0, "to": 13.0, "transports": ["mrc"], "worst_ratio": 1.37,
+                       "previous_ratio": 1.22}
+    hit = C.cached(scn, "mrc", tmp_path)
+    assert hit["time_scale"] == 13.0 and [r["to"] for r in hit["raised"]] == [10.0, 13.0]
+    assert hit["not_raised"]["run"] == str(tmp_path / "run-3")
+    lines = []
+    run = tmp_path / "run-4" / "mrc"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps(summary("mrc", 13.0, "invalid", ratio=2.5)))
+    assert C.learn_after_run(scn, run.parent, tmp_path, log=lines.append)["to"] == 13.0
+    assert "did not shrink that lateness (1.22x before)" in lines[0]
+    assert "stays at 13" in lines[0]
 
 
 def test_the_raise_stops_at_the_searchs_largest_k(tmp_path):
