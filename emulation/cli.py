@@ -24,7 +24,8 @@ import importlib.metadata
 import sys
 
 from emulation.cli_bench import add_bench_parsers, bench
-from emulation.cli_common import EXIT_USAGE, Parser, is_fabric_error, not_root, resolve
+from emulation.cli_common import (EXIT_INTERRUPTED, EXIT_USAGE, Parser, is_fabric_error, not_root,
+                                  resolve)
 from emulation.cli_controller import add_deny_parsers, add_link_parser, deny, link
 from emulation.cli_fabric import add_clean_parser, add_fabric_parser, clean, fabric_main
 from model.argtypes import UsageError, print_to_pipe
@@ -83,6 +84,11 @@ def _run_main(prog: str, target: str, args) -> int:
             raise
         print(f"{prog}: the fabric failed: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Whatever ran cleaned up on the way out (fabric, workers, captures); a run directory
+        # keeps what was collected and says "interrupted" in run.json.
+        print(f"\n{prog}: interrupted (Ctrl-C)", file=sys.stderr)
+        return EXIT_INTERRUPTED
     return int(rc or 0)
 
 

@@ -10,6 +10,8 @@ import os
 import sys
 
 EXIT_USAGE = 2
+# Ctrl-C: the shell's code for a command ended by SIGINT (128 + 2)
+EXIT_INTERRUPTED = 130
 
 
 def resolve(target: str):

@@ -33,8 +33,9 @@ from emulation.config import sweep_plan
 from emulation.config.sweep_plan import SweepError
 from emulation.run import sweep as sweep_run
 from model.clip import clip_values
+from emulation.cli_common import EXIT_INTERRUPTED
 
-EXIT_OK, EXIT_NOT_VERIFIED, EXIT_BAD, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_NOT_VERIFIED, EXIT_BAD = 0, 1, 2
 SWEEPS_DIR = Path(__file__).resolve().parents[2] / "experiments" / "sweeps"
 FULL_TABLES, FULL_PAGE = Path("docs/results/paper"), Path("docs/results/paper.md")
 

@@ -15,6 +15,7 @@ from emulation.run.run_output import write_csvs
 from emulation.config.scenario import Scenario
 from model import propagation, timescale
 from traffic.core.qp_config import MRCConfig
+from emulation.cli_common import EXIT_INTERRUPTED  # noqa: F401 - runner.py re-exports it
 
 # Exit codes of `mrclab run` (README "Running an experiment").
 EXIT_OK = 0
@@ -22,7 +23,7 @@ EXIT_NOT_VERIFIED = 1        # a transport's run is incomplete, failed or did no
 EXIT_BAD_SCENARIO = 2
 EXIT_FAULT_NOT_EFFECTIVE = 3  # every transport verified, but a scheduled fault never took effect
 EXIT_FIDELITY = 4            # --require-fidelity: all verified, but a transport's fidelity is not ok
-EXIT_INTERRUPTED = 130
+# Ctrl-C: EXIT_INTERRUPTED, 130, every command's (emulation/cli_common.py)
 
 
 def loss_policy_in_force(scn: Scenario) -> str:

@@ -33,11 +33,12 @@ from model.argtypes import add_renamed
 from model.results import results_dir
 from model.clip import clip_values
 from model.safe_read import read_regular
+from emulation.cli_common import EXIT_INTERRUPTED
 
 MAX_ROW_BYTES = 1 << 20      # a done marker is one row of a few hundred bytes
 
-EXIT_OK, EXIT_NOT_VERIFIED, EXIT_BAD_SWEEP, EXIT_INTERRUPTED = 0, 1, 2, 130
-RUN_EXIT_BAD_SCENARIO, RUN_EXIT_INTERRUPTED = 2, 130   # emulation/run/run_summary.py's
+EXIT_OK, EXIT_NOT_VERIFIED, EXIT_BAD_SWEEP = 0, 1, 2
+RUN_EXIT_BAD_SCENARIO = 2   # emulation/run/run_summary.py's
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -73,7 +74,7 @@ def run_point(sweep, point, repeat: int, transport: str, pdir: Path) -> dict:
     code = runner.main(argv)
     if code == RUN_EXIT_BAD_SCENARIO:
         raise SweepError(f"{pdir / 'scenario.toml'}: the runner refused the scenario (see above)")
-    if code == RUN_EXIT_INTERRUPTED:
+    if code == EXIT_INTERRUPTED:
         raise KeyboardInterrupt
     new = sorted(p for p in out.iterdir() if p not in before and p.is_dir())
     run_dir = new[-1] if new else None

@@ -185,3 +185,18 @@ def test_bench_json_prints_one_object_on_stdout(capsys):
     figures = json.loads(out)
     assert figures["payload_bytes"] == 100 and figures["fast_pkts_per_s"] > 0
     assert "codec bench (srv6, 100 B payload" in err      # the human-readable lines moved
+
+
+def _interrupted(args):
+    raise KeyboardInterrupt
+
+
+def test_ctrl_c_is_exit_130_with_a_line_not_a_traceback(capsys):
+    """Ctrl-C in any command (a calibration's trials, a run, a sweep) ends it with the shell's
+    code for SIGINT, 128 + 2, and one line naming the command."""
+    from emulation import cli
+
+    assert cli._run_main("mrclab calibrate", f"{__name__}:_interrupted", None) == 130
+    err = capsys.readouterr().err
+    assert err.strip() == "mrclab calibrate: interrupted (Ctrl-C)"
+    assert "Traceback" not in err
