@@ -140,6 +140,7 @@ from model.safe_read import NotRegularFile, read_regular
 from model.topology import FabricSpec, SpecError, Topology
 from traffic.nic.endpoint_support import ConfigError, EndpointConfig
 from traffic.core.qp_config import MRCConfig, roce_ack_timeout_ns
+from traffic.core.evs import default_ev_count
 
 __all__ = ["COLLECTIVES", "CollectiveSpec", "ROUTINGS", "Scenario", "ScenarioError",
            "TRANSPORTS", "load", "parse"]
@@ -514,8 +515,8 @@ def _check_mrc_rules(endpoint: dict, qp: dict, ck: Checker, spec: FabricSpec,
             ck.note("[mrc.endpoint] planes", f"must list plane numbers 0..{spec.planes - 1}, "
                     f"each once, at least one, got {planes!r}", ck.loc.key("mrc.endpoint", "planes"))
     used_planes = len(planes) if planes else spec.planes
-    # default: one EV per distinct path, planes x spines (traffic/core/evs.py)
-    ev_count = qp.get("ev_count") or spec.spines * used_planes
+    ev_count = qp.get("ev_count") or default_ev_count(
+        spec.spines, used_planes, qp.get("evs_per_path", MRCConfig.evs_per_path))
     if ev_count < used_planes:
         ck.note(f"[{table}] ev_count", f"must be at least the number of planes in use "
                 f"({used_planes}): EVs are split equally over the planes, got {ev_count}",

@@ -5,9 +5,8 @@ Declared rather than hand-checked so that no key can slip through untyped: a key
 its table's schema is an error naming it, and every value is type- and range-checked before the
 fabric starts (a value that only fails inside a worker costs a minute of fabric start-up, or
 hangs it: a fractional `mpr` leaves the sender a PSN window of less than one packet).
-Cross-key rules (fragment_bytes <= ring_bytes / 2, a victim that is not the incast target, ...)
-stay in emulation/config/scenario.py, next to the model they build.
-"""
+Cross-key rules (fragment_bytes <= ring_bytes / 2, a victim not the incast target, ...) stay in
+emulation/config/scenario.py, next to the model they build."""
 from __future__ import annotations
 
 import math
@@ -238,7 +237,8 @@ MRC_ENDPOINT_RESERVED = {
 # traffic.core.qp_config.MRCConfig fields, over the endpoint's EMULATED_FABRIC_QP_DEFAULTS
 # (traffic/nic/endpoint_support.py); the settings the endpoint derives are in MRC_QP_RESERVED.
 MRC_QP = {
-    "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs, equal per plane"),
+    "ev_count": _i(None, 1, EV_COUNT_MAX, "active EVs, equal per plane"), "evs_per_path": _i(
+        None, 1, 64, "active EVs per (plane, spine) path when ev_count is omitted"),
     "ev_backup_count": _i(None, 0, EV_COUNT_MAX, "backup EVs, equal per plane"),
     "ev_min_active": _i(None, 0, EV_COUNT_MAX, "keep at least this many EVs (<= ev_count)"),
     "ev_pin_spine": _i(None, 0, MAX_SPINES - 1, "experiment: start ev_pin_count EVs of each "

@@ -8,9 +8,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   (ev_count // planes, remainder dropped), entropy random and unique; plus `backup_count` backup
   EVs (same split per plane, state UNKNOWN until used). A plane's EVs take its spines in turn
   from a random one, so a path carries as few of them as the count allows. By default
-  (ev_count None) there is one active EV per distinct path, planes x spines (the paper's EVs
-  each name one path, so a dead path costs one EV), and one backup per path (backup_count
-  None). A replacement is a backup on another path of the same plane, one with no EV awaiting
+  (ev_count None) there are `evs_per_path` active EVs on each distinct path, planes x spines
+  (the paper's EVs each name one path; MRCConfig.evs_per_path says why a QP has several), and
+  as many backups, evs_per_path per path (backup_count None). A replacement is a backup on another path of the same plane, one with no EV awaiting
   a verdict or assumed bad if there is one.
 * Pinning (an experiment's knob, off by default): `pin_spine` and `pin_count` start
   `pin_count` of each plane's active EVs on that spine (T1) and the rest on the plane's other
@@ -109,21 +109,26 @@ class EVInfo:
     next_probe_ns: int = 0
 
 
+def default_ev_count(spines: int, planes: int, evs_per_path: int) -> int:
+    """A QP's active EVs when no count is given: evs_per_path on each (plane, spine) path."""
+    return spines * planes * evs_per_path
+
+
 class EVSet(EVProbeSchedule):
     """The EVs of one sender QP, their states, the round robin and the probe schedule."""
 
     def __init__(self, paths: PathInfo, rng: random.Random, *, qp: int = 0,
                  ev_count: int | None = None, backup_count: int | None = None,
-                 min_active: int | None = None,
+                 min_active: int | None = None, evs_per_path: int = 1,
                  probe_period_ns: int = 5_000_000, probe_timeout_ns: int = 4_000_000,
                  probe_k: int = 3, probe_backoff_max: int = 8,
                  pin_spine: int | None = None, pin_count: int = 0,
                  emit: Callable[[dict], None] | None = None):
         planes = list(paths.planes)
         if ev_count is None:
-            ev_count = paths.spines * len(planes)
+            ev_count = default_ev_count(paths.spines, len(planes), evs_per_path)
         if backup_count is None:
-            backup_count = paths.spines * len(planes)
+            backup_count = default_ev_count(paths.spines, len(planes), evs_per_path)
         per_plane = ev_count // len(planes)
         if per_plane < 1:
             raise ValueError(f"ev_count {ev_count} is smaller than the number of planes {len(planes)}")

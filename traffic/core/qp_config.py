@@ -39,9 +39,13 @@ class MRCConfig:
     derives base_rtt_ns, max_payload, port_rate_Bps and pacing_burst_packets itself."""
 
     # EV set (traffic/core/evs.py; OCP examples: 128-256 EVs, ev_min_active = ev_count/4). None:
-    # one EV per distinct path to the peer (planes x spines), as the paper's EVs each name a
-    # path, and one backup per path.
+    # evs_per_path EVs on each distinct path to the peer (planes x spines; the paper's EVs each
+    # name a path, and OCP's counts exceed the paths), and as many backups. Under OCP's loss
+    # rule every loss without trim retires the EV it travelled on: with a single EV per path, random
+    # loss retires a plane's EVs faster than probes return them, and a plane with none carries
+    # nothing; several per path keep both planes in use, as OCP's 128-256 EVs do.
     ev_count: int | None = None          # active EVs, equal per plane
+    evs_per_path: int = 4                # active EVs per path when ev_count is None
     ev_backup_count: int | None = None   # backup EVs, equal per plane (state UNKNOWN until used)
     ev_min_active: int | None = None     # None -> ev_count // 4
     probe_k: int = 3                     # consecutive probe successes to return to GOOD
@@ -229,7 +233,7 @@ class MRCConfig:
         if isinstance(self.max_wimm, bool) or not 1 <= self.max_wimm <= 0xFFFF:
             raise ValueError(f"MRCConfig.max_wimm must be an integer in 1..65535 (OCP mrc.h "
                              f"uint16_t), got {self.max_wimm!r}")
-        positive = ("probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns",
+        positive = ("probe_k", "evs_per_path", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns",
                     "rto_max_ns", "ack_every", "port_rate_Bps",
                     "pacing_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",

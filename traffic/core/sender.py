@@ -69,6 +69,7 @@ class SenderQP(PostedWrites):
         self.loss_policy = lp.make_loss_policy(config, self.rtt)
         self.evs = EVSet(paths, rng, qp=qp_num, ev_count=config.ev_count,
                          backup_count=config.ev_backup_count, min_active=config.ev_min_active,
+                         evs_per_path=config.evs_per_path,
                          probe_period_ns=self._probe_period_ns(),
                          probe_timeout_ns=self.rtt.wait_ns(config.probe_timeout_rtts),
                          probe_k=config.probe_k, probe_backoff_max=config.probe_backoff_max,

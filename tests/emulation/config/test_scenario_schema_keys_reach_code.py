@@ -127,7 +127,7 @@ READERS = {
         "ev_event_rate_per_s": (20.0, lambda w: w.ep.ev_events.rate_per_s),
     },
     "mrc.qp": {name: (value, lambda w, name=name: getattr(w.qcfg, name)) for name, value in {
-        "ev_count": 24, "ev_backup_count": 10, "ev_min_active": 5, "probe_k": 4,
+        "ev_count": 24, "evs_per_path": 2, "ev_backup_count": 10, "ev_min_active": 5, "probe_k": 4,
         "probe_period_rtts": 7.0, "probe_timeout_rtts": 9.0, "probe_backoff_max": 4,
         "skip_rtts": 2.5, "skip_backoff_max": 6, "mpr": 4, "start_psn": 1000,
         "rto_ns": 8_000_000, "rto_rtts": 5.0, "rto_min_ns": 2_000_000,

@@ -256,8 +256,11 @@ def test_reference_lists_every_key_with_its_range():
 
 
 def test_ev_min_active_is_checked_against_the_endpoints_ev_count():
-    # by default a QP has one EV per path of the fabric: 2 planes x 2 spines = 4
-    text = BASE + "[mrc.qp]\nev_min_active = 5\n"
+    # by default a QP has 4 EVs per path of the fabric: 4 x 2 planes x 2 spines = 16
+    text = BASE + "[mrc.qp]\nev_min_active = 17\n"
+    assert "[mrc.qp] ev_min_active: must be at most ev_count (16), got 17" in error_of(text)
+    # evs_per_path sets it when ev_count is omitted: 1 x 2 x 2 = 4
+    text = BASE + "[mrc.qp]\nevs_per_path = 1\nev_min_active = 5\n"
     assert "[mrc.qp] ev_min_active: must be at most ev_count (4), got 5" in error_of(text)
 
 
