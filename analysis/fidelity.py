@@ -125,14 +125,17 @@ def endpoint_logs(tdir: Path, problems: list[str]) -> dict[str, dict]:
     return out
 
 
-def base_rtt_ns(logs: dict[str, dict]) -> tuple[int, str]:
+def base_rtt_ns(logs: dict[str, dict], frame_rtt_ns: int | None = None) -> tuple[int, str]:
     """(the base RTT the protocol's timers use, where it came from): the smallest of the QPs'
-    base RTTs (their `qp` events; the endpoints floor them at min_base_rtt_ns), else the
-    endpoints' default floor (kernel TCP, or no QP logged)."""
+    base RTTs (their `qp` events), else the fabric's unloaded full-frame round trip on its
+    shortest path (FabricFacts.frame_rtt_ns: kernel TCP logs no QP), else, with the fabric
+    unknown, MIN_BASE_RTT_NS."""
     values = [r["base_rtt_ns"] for h in logs.values() for r in h["qp"]
               if isinstance(r.get("base_rtt_ns"), int) and r["base_rtt_ns"] > 0]
     if values:
         return min(values), "the QPs' base RTT (smallest)"
+    if frame_rtt_ns:
+        return frame_rtt_ns, "the fabric's unloaded full-frame round trip (no QP logged one)"
     return default_min_base_rtt_ns(), "the endpoints' base RTT floor (no QP logged one)"
 
 
@@ -299,7 +302,7 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
     measurements: dict = {}
     unmeasured: dict = {}
     logs = endpoint_logs(tdir, problems)
-    rtt_ns, rtt_source = base_rtt_ns(logs)
+    rtt_ns, rtt_source = base_rtt_ns(logs, facts.frame_rtt_ns)
     measurements["base_rtt_ms"] = round(rtt_ns / 1e6, 3)
     measurements["base_rtt_source"] = rtt_source
     k = time_scale_of(tdir)

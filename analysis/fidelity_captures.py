@@ -46,6 +46,10 @@ class FabricFacts:
     switch_buffer_bytes: int | None     # [fabric] switch_buffer_kb, in bytes
     host_groups: dict | None = None     # host name -> T0 group (None: unknown, longest paths)
     port_addrs: dict | None = None      # (host name, plane) -> the port's IPv6 address
+    # The unloaded round trip of a full frame on the fabric's shortest host-to-host path, as this
+    # transport sees it (model/propagation.py path_rtt_ns): the base RTT of a run whose
+    # transport logs none (kernel TCP). None: unknown.
+    frame_rtt_ns: int | None = None
 
     def port_queue_bytes(self, mbit: float, last_hop: bool) -> int:
         """The most a switch egress port's queue holds of this transport's packets: its trim

@@ -70,6 +70,12 @@ def path_rtt_ns(spec: FabricSpec, across_groups: bool = True, delayed: bool = Tr
     return prop + frame_rtt_ns(spec, wire_frame_bytes(spec), across_groups)
 
 
+def shortest_path_rtt_ns(spec: FabricSpec, delayed: bool = True) -> int:
+    """path_rtt_ns of the shortest host-to-host path the fabric has: under one T0 when a group
+    holds two hosts or more, else across groups."""
+    return path_rtt_ns(spec, across_groups=spec.hosts_per_group < 2, delayed=delayed)
+
+
 def bdp_packets(spec: FabricSpec, delayed: bool = True) -> float:
     """Full frames one plane's NIC port keeps in flight on the longest path: port rate x
     path_rtt_ns / wire_frame_bytes."""

@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis.fidelity_verdict import (DEGRADED, INVALID, OK, OVS_STALLS, RECEIVE_LATENESS,
-                                       RECOVERY_WINDOWS, TIMER_LATENESS, WORKER_LATENESS)
+from analysis.fidelity_verdict import (DEGRADED, HELD_BEYOND_QUEUE, INVALID, LINK_PACING, OK,
+                                       OVS_STALLS, RECEIVE_LATENESS, RECOVERY_WINDOWS,
+                                       TIMER_LATENESS, WORKER_LATENESS)
 from emulation.config.scenario import Scenario
 from model import timescale
 
@@ -38,11 +39,12 @@ DOUBLING = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 BISECT_RATIO = 1.25
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
 NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold
-# The invariants of this machine's lateness: a larger k gives each more room. The ones read from
-# captures (a packet held beyond its queues, link pacing) are left out: they judge the fabric's
-# queues and links, which a larger k does not change, so raising k is no answer to them.
+# The invariants a process that waited for a CPU breaks, each given more room by a larger k: its
+# lateness, and in the captures a packet held beyond what its queues can hold or a backlogged
+# port that sent late. A raise that did not shrink them is not followed by another
+# (raise_after_run), so one broken for another reason costs one step of k, not the search's top.
 LATENESS_INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, OVS_STALLS,
-                       RECOVERY_WINDOWS)
+                       RECOVERY_WINDOWS, HELD_BEYOND_QUEUE, LINK_PACING)
 EXIT_NO_PASS = 4             # no k of the search kept fidelity "ok"
 
 

@@ -79,7 +79,9 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
         switch_buffer_bytes=None if scn.switch_buffer_kb is None else scn.switch_buffer_kb * 1024,
         host_groups={h.name: h.group for h in topo.hosts},
         port_addrs={(h.name, p): str(topo.nic_addr(h.index, p))
-                    for h in topo.hosts for p in range(scn.spec.planes)})
+                    for h in topo.hosts for p in range(scn.spec.planes)},
+        frame_rtt_ns=propagation.shortest_path_rtt_ns(
+            scn.spec, transport in propagation.DELAYED_TRANSPORTS))
     faults = list(zip(summary.get("fault_times_ns") or [], summary.get("recovery_ms") or []))
     try:
         fid = fidelity.transport_fidelity(tdir, facts, start, end, packets=packets, faults=faults)

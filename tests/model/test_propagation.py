@@ -36,6 +36,18 @@ def test_without_delay_a_plane_holds_one_frame_per_store_and_forward_link():
     assert P.path_rtt_ns(demo, across_groups=False) == pytest.approx(2 * 721_440, abs=1)
 
 
+def test_the_shortest_path_is_under_one_t0_when_a_group_holds_two_hosts():
+    """What the fidelity monitor judges a run without QPs (kernel TCP) against: the demo's
+    fabric, 2 hosts per group: host link, T0, host link, 2 x 721.44 us; one host per group:
+    across groups, 4 links; random-loss's with the delay line: 26 ms + 2 x 404.8 us."""
+    demo = FabricSpec(mtu=9000)
+    assert P.shortest_path_rtt_ns(demo, delayed=False) == pytest.approx(2 * 721_440, abs=1)
+    alone = FabricSpec(mtu=9000, hosts_per_group=1)
+    assert P.shortest_path_rtt_ns(alone, delayed=False) == pytest.approx(4 * 721_440, abs=1)
+    assert P.shortest_path_rtt_ns(LOSSY) == pytest.approx(26_000_000 + 809_600, abs=1)
+    assert P.shortest_path_rtt_ns(LOSSY, delayed=False) == pytest.approx(809_600, abs=1)
+
+
 def test_summary_fields_say_which_transport_gets_the_delay():
     mrc = P.summary_fields(LOSSY, "mrc")["propagation"]
     assert mrc["delay_emulated"] and mrc["note"] is None

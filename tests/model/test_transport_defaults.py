@@ -20,3 +20,12 @@ def test_the_endpoint_and_the_qp_take_their_defaults_from_model():
 def test_the_analysis_reads_the_same_values():
     assert fidelity.default_min_base_rtt_ns() == MIN_BASE_RTT_NS
     assert retirements.DEFAULT_LOOKBACK_NS == RTO_MAX_NS
+
+
+def test_a_run_without_qps_is_judged_against_the_fabrics_round_trip_when_known():
+    """Kernel TCP logs no QP: its base RTT is the fabric's full-frame round trip (the facts
+    the summary passes), the floor only when the fabric is unknown; a QP's own wins."""
+    assert fidelity.base_rtt_ns({"h0": {"qp": []}}, 1_442_880) == (
+        1_442_880, "the fabric's unloaded full-frame round trip (no QP logged one)")
+    assert fidelity.base_rtt_ns({"h0": {"qp": []}})[0] == MIN_BASE_RTT_NS
+    assert fidelity.base_rtt_ns({"h0": {"qp": [{"base_rtt_ns": 900_000}]}}, 1_442_880)[0] == 900_000

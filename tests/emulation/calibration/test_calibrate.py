@@ -197,8 +197,8 @@ def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(
     hit = C.cached(scn, "mrc", tmp_path)
     assert hit["time_scale"] == 10.0
     assert hit["raised"][0]["run"] == str(tmp_path / "run-1")
-    # a violation read from captures alone can fail at every k: no raise
-    assert C.raise_after_run(scn, [summary("mrc", 10.0, "degraded", "held_beyond_queue_bound")],
+    # an invariant that is not one a CPU's wait breaks: no raise
+    assert C.raise_after_run(scn, [summary("mrc", 10.0, "degraded", "not_a_cpu_invariant")],
                              None, tmp_path) is None
     # summaries that are not what the runner writes say nothing
     assert C.raise_after_run(scn, [{"fidelity": "degraded"}, {"transport": "mrc",
@@ -206,9 +206,9 @@ def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(
                              None, tmp_path) is None
     # a run at another k than the cache's (set by hand) says nothing about it
     assert C.raise_after_run(scn, [summary("mrc", 8.0, "invalid")], None, tmp_path) is None
-    # 10 x 1.25 = 12.5: the next whole k, 13
-    assert C.raise_after_run(scn, [summary("roce", 10.0, "invalid")], None,
-                             tmp_path)["to"] == 13.0
+    # 10 x 1.25 = 12.5: the next whole k, 13; a packet held beyond its queues waited for a CPU
+    assert C.raise_after_run(scn, [summary("roce", 10.0, "invalid", "held_beyond_queue_bound")],
+                             None, tmp_path)["to"] == 13.0
     assert C.resolve(scn, None, tmp_path, log=lambda _: None,
                      measure=lambda k: pytest.fail("calibrated again")) == 13.0
 
