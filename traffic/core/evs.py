@@ -10,8 +10,9 @@ so the interesting logic is the bookkeeping of which EVs are usable. Rules (OCP 
   from a random one, so a path carries as few of them as the count allows. By default
   (ev_count None) there are `evs_per_path` active EVs on each distinct path, planes x spines
   (the paper's EVs each name one path; MRCConfig.evs_per_path says why a QP has several), and
-  as many backups, evs_per_path per path (backup_count None). A replacement is a backup on another path of the same plane, one with no EV awaiting
-  a verdict or assumed bad if there is one.
+  as many backups, evs_per_path per path (backup_count None). A replacement is a backup on
+  another path of the same plane, one with no EV awaiting a verdict or assumed bad if there is
+  one.
 * Pinning (an experiment's knob, off by default): `pin_spine` and `pin_count` start
   `pin_count` of each plane's active EVs on that spine (T1) and the rest on the plane's other
   spines in turn, so the EV sets of several QPs are forced to overlap on one path (the paper's
