@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import heapq
 import random
+from collections import Counter
 from dataclasses import dataclass
 
 from model.topology import ev_plane, ev_spine
@@ -35,6 +36,20 @@ class PathFault:
     trim_extra_delay_ns: int = 0
     late: float = 0.0
     late_ns: int = 0
+
+
+def count_data(net: "SimNet", key) -> Counter:
+    """From now on, count the data packets `net` is given to carry, by key(packet)."""
+    counts: Counter = Counter()
+    send = net.send
+
+    def counting_send(now_ns, msg, plane, dst):
+        if isinstance(msg, DataPacket):
+            counts[key(msg)] += 1
+        send(now_ns, msg, plane, dst)
+
+    net.send = counting_send
+    return counts
 
 
 def blackhole_step(net: "SimNet", path: tuple[int, int], at_ns: int,

@@ -64,7 +64,7 @@ class MRCConfig:
     max_payload: int = 1024              # payload bytes per packet (the endpoint: what fits its ports)
     mpr: int = 8                         # max PSN range, units of 128 PSNs (OCP example 8)
     start_psn: int = 0                   # initial PSN (both ends must agree)
-    base_rtt_ns: int = 1_000_000         # initial base RTT estimate until measured (min RTT seen)
+    base_rtt_ns: int = 1_000_000         # initial base RTT estimate until an RTT sample (min RTT seen)
     rto_ns: int | None = None            # fixed base RTO; None -> derived from RTT
     rto_rtts: float = 4.0                # base RTO in base RTTs (when rto_ns and ack_timeout are unset)
     rto_min_ns: int = 1_000_000
@@ -73,7 +73,7 @@ class MRCConfig:
     # timeout, 1.024 us x 2^timeout (max 24, 17.18 s); retry.linear_cnt (max 7) retries wait a
     # fixed interval, then retry.exp_cnt (max 25; 25 = never give up) retries double it; once
     # both are spent the next timeout puts the QP in error, which flushes its work requests.
-    # ack_timeout None: the base interval is the RTO derived from the measured RTT (OCP's
+    # ack_timeout None: the base interval is the RTO derived from the RTT samples (OCP's
     # timeouts are sized for NIC RTTs of microseconds, the emulated fabric's RTT is ~1 ms).
     # Defaults: OCP's examples/mrc_qp.md (linear_cnt 7, exp_cnt 25 = infinite), fixed linear
     # interval. The doubling phase (capped at rto_max_ns) rides out the userspace switches
@@ -89,7 +89,7 @@ class MRCConfig:
     retry_fixed_interval: bool = True
     reorder_rtts: float = 0.5            # SACK-gap loss: sent this many base RTTs later arrived
     # Under load the per-path queueing delay differs by far more than a base RTT; the reorder
-    # window also grows to srtt + 4 rttvar - base RTT (RACK-like), measured, so a slower queue
+    # window also grows to srtt + 4 rttvar - base RTT (RACK-like), from the samples, so a slower queue
     # on one path is not taken for a failed path.
     adaptive_reorder: bool = True
     # A loss without trim on an EV that ITSELF signalled congestion (ECN echo, trimmed NACK, or

@@ -4,15 +4,12 @@ them. With one EV per path, 2% loss empties a plane of EVs and the other plane c
 traffic alone; with MRCConfig's default of several per path (OCP's examples use 128-256 EVs)
 both planes keep their half. Real SenderQP/ReceiverQP over the simulated lossy network
 (tests/helpers/simnet.py, fake clock)."""
-from collections import Counter
-
 import pytest
 
 from model.topology import ev_plane
-from traffic.core.messages import DataPacket
 from traffic.core.reliability import MRCConfig
 
-from tests.helpers.simnet import Harness, SimNet
+from tests.helpers.simnet import Harness, SimNet, count_data
 
 pytestmark = pytest.mark.core
 
@@ -25,15 +22,7 @@ def plane_shares(evs_per_path: int | None) -> list[float]:
     extra = {} if evs_per_path is None else {"evs_per_path": evs_per_path}
     # retired EVs probed every 20 base RTTs, as the emulated fabric's endpoints do
     h = Harness(net, MRCConfig(max_payload=1000, base_rtt_ns=MS, probe_period_rtts=20.0, **extra))
-    per_plane: Counter = Counter()
-    send = net.send
-
-    def counting_send(now_ns, msg, plane, dst):
-        if isinstance(msg, DataPacket):
-            per_plane[ev_plane(msg.ev)] += 1
-        send(now_ns, msg, plane, dst)
-
-    net.send = counting_send
+    per_plane = count_data(net, lambda pkt: ev_plane(pkt.ev))
     h.transfer([250_000] * 8)
     total = sum(per_plane.values())
     return [per_plane[p] / total for p in (0, 1)]

@@ -7,8 +7,7 @@ import pytest
 
 from model.events import Event
 from model.topology import ev_spine
-from tests.helpers.simnet import Harness, SimNet
-from traffic.core.messages import DataPacket
+from tests.helpers.simnet import Harness, SimNet, count_data
 from traffic.core.reliability import MRCConfig
 
 pytestmark = pytest.mark.core
@@ -21,14 +20,7 @@ def pinned_run(ecn: float) -> tuple[float, Harness]:
     net = SimNet(planes=1, spines=2, seed=3)
     if ecn:
         net.path(0, 0).ecn = ecn
-    data = {0: 0, 1: 0}
-    real_send = net.send
-
-    def send(now_ns, msg, plane, dst):
-        if isinstance(msg, DataPacket):
-            data[ev_spine(msg.ev)] += 1
-        real_send(now_ns, msg, plane, dst)
-    net.send = send
+    data = count_data(net, lambda pkt: ev_spine(pkt.ev))
     cfg = MRCConfig(ev_count=8, ev_backup_count=0, ev_pin_spine=0, ev_pin_count=6,
                     base_rtt_ns=1_000_000, nscc_enabled=False)
     h = Harness(net, cfg)
