@@ -7,8 +7,9 @@ they break). Every invariant here is a ratio to a time constant of the protocol 
 (base RTT, serialization time, the queues' drain time), so its bound holds at any link rate:
 
   timer_lateness    how late the endpoint served its QPs' deadlines (p99), in base RTTs
+                    without the propagation (below)
   receive_lateness  how long received frames waited in the ring before the endpoint read them
-                    (p99), in base RTTs
+                    (p99), in base RTTs without the propagation
   worker_lateness   how late each worker's goodput sampler (a thread on a fixed grid, in the
                     process that runs the collective, every transport) ran (p99), in base RTTs
   held_beyond_queue_bound
@@ -19,13 +20,20 @@ they break). Every invariant here is a ratio to a time constant of the protocol 
                     serialization times after the previous one while a packet was provably
                     waiting for the link (fraction of such gaps)
   ovs_stalls        ovs-vswitchd's "Unreasonably long N ms poll interval" during the timed
-                    iterations, in base RTTs
+                    iterations, in base RTTs without the propagation
   recovery_window_stalls
                     each fault's recovery window judged on its own (analysis/fidelity_windows.py):
                     the worst lateness inside it over its bound; a window above 1 voids that
                     fault's recovery_ms
   fabric_link_pacing  never measured (T0-T1 links have no captures and no timed counters):
                     listed under `unmeasured` with what can and cannot be checked there
+
+The per-packet invariants (the endpoints' timers and reads, the switches' polls) are judged
+against the base RTT without the fabric's propagation delay (FabricFacts.propagation_rtt_ns):
+the endpoints add that delay in emulated time at no CPU cost, and what a late wake-up disturbs
+is sized by serialization and queues (ECN marks from two frames, trims at a few ms of drain),
+as the QPs' own timer margins are (traffic/core/rtt.py). With no propagation both are the base
+RTT. The worker acts per message, on the scale of the whole round trip.
 
 Verdict of one invariant: ratio = measured / bound; "ok" at ratio <= 1, "degraded" up to
 DEGRADED_MAX_RATIO, "invalid" above. The transport's verdict is its worst invariant's; an
@@ -62,9 +70,10 @@ from analysis.jsonl import read_jsonl
 from analysis.timescale import time_scale_of
 from model import timescale
 from model.events import Event
+from model.propagation import variable_rtt_ns
 from model.transport_defaults import MIN_BASE_RTT_NS
 
-# Timer and receive lateness: p99 at most half a base RTT. Above it, the endpoint's reaction time
+# Timer and receive lateness: p99 at most half a base RTT (without the propagation). Above it, the endpoint's reaction time
 # (a timeout firing, a SACK sent, a paced packet leaving) is a measurable part of the RTT the
 # protocol sees, so RTT samples, RTOs and the pacing the protocol computes carry the CPU's delay.
 LATENESS_P99_BOUND_RTTS = 0.5
@@ -142,8 +151,9 @@ def base_rtt_ns(logs: dict[str, dict], frame_rtt_ns: int | None = None) -> tuple
 def lateness_checks(logs: dict[str, dict], rtt_ns: int, start_ns, end_ns,
                     measurements: dict, unmeasured: dict, k: float = 1.0) -> list[Check]:
     """timer_lateness and receive_lateness: each endpoint's p50/p99/p999 over the timed window
-    into `measurements`; the check is on the worst endpoint's p99. k: the run's time scale (the
-    histograms count wall-clock ns; model/timescale.py)."""
+    into `measurements`; the check is on the worst endpoint's p99 over rtt_ns (the base RTT
+    without the propagation). k: the run's time scale (the histograms count wall-clock ns;
+    model/timescale.py)."""
     checks = []
     for kind, name, what in (("timer", TIMER_LATENESS, "QP deadlines served"),
                              ("rx", RECEIVE_LATENESS, "received frames read")):
@@ -165,7 +175,8 @@ def lateness_checks(logs: dict[str, dict], rtt_ns: int, start_ns, end_ns,
                                 f"of {what} in the timed window")
             continue
         measurements[name] = per_host
-        checks.append(Check(name, worst_p99 / rtt_ns, LATENESS_P99_BOUND_RTTS, "base RTTs (p99)",
+        checks.append(Check(name, worst_p99 / rtt_ns, LATENESS_P99_BOUND_RTTS,
+                            "base RTTs without propagation (p99)",
                             f"p99 lateness of {what} above {LATENESS_P99_BOUND_RTTS} base RTT "
                             "makes the endpoint's reaction time a measurable part of the RTT "
                             "the protocol sees"))
@@ -263,7 +274,7 @@ def ovs_check(tdir: Path, rtt_ns: int, measurements: dict, unmeasured: dict,
     measurements[OVS_STALLS] = {"stalls": len(stalls), "longest_ms": longest}
     return Check(OVS_STALLS, timescale.emulated_time(longest * 1e6, k) / rtt_ns,
                  OVS_STALL_BOUND_RTTS,
-                 "longest poll interval, base RTTs",
+                 "longest poll interval, base RTTs without propagation",
                  "a switch that does not poll for a base RTT holds every packet through it "
                  "longer than the protocol's RTT (ovs-vswitchd logs only stalls >= 1 s)")
 
@@ -305,14 +316,20 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
     rtt_ns, rtt_source = base_rtt_ns(logs, facts.frame_rtt_ns)
     measurements["base_rtt_ms"] = round(rtt_ns / 1e6, 3)
     measurements["base_rtt_source"] = rtt_source
+    packet_rtt_ns = variable_rtt_ns(rtt_ns, facts.propagation_rtt_ns)
+    if packet_rtt_ns != rtt_ns:
+        measurements["packet_rtt_ms"] = round(packet_rtt_ns / 1e6, 3)
+        measurements["packet_rtt_source"] = (
+            f"the base RTT without the {facts.propagation_rtt_ns / 1e6:g} ms of propagation "
+            "the endpoints add: what timer, receive and OVS lateness are judged against")
     k = time_scale_of(tdir)
     measurements["time_scale"] = k
-    checks = lateness_checks(logs, rtt_ns, start_ns, end_ns, measurements, unmeasured, k)
+    checks = lateness_checks(logs, packet_rtt_ns, start_ns, end_ns, measurements, unmeasured, k)
     worker = worker_lateness_check(tdir, rtt_ns, start_ns, end_ns, measurements, unmeasured)
     checks += capture_checks(tdir, facts, start_ns, end_ns, packets, measurements, unmeasured,
                              problems)
     unmeasured[FABRIC_PACING] = FABRIC_PACING_UNMEASURED
-    ovs = ovs_check(tdir, rtt_ns, measurements, unmeasured, k)
+    ovs = ovs_check(tdir, packet_rtt_ns, measurements, unmeasured, k)
     workers, spans = windows.worker_lateness(tdir), windows.ovs_stall_spans(tdir)
     stalls = windows.stall_fraction(windows.stall_spans(workers, spans, rtt_ns), start_ns, end_ns)
     if stalls is not None:

@@ -50,6 +50,9 @@ class FabricFacts:
     # transport sees it (model/propagation.py path_rtt_ns): the base RTT of a run whose
     # transport logs none (kernel TCP). None: unknown.
     frame_rtt_ns: int | None = None
+    # That path's propagation both ways (model/propagation.py), 0 when the transport bypasses the
+    # delay line: the endpoints hold frames for it in emulated time, at no CPU cost.
+    propagation_rtt_ns: int = 0
 
     def port_queue_bytes(self, mbit: float, last_hop: bool) -> int:
         """The most a switch egress port's queue holds of this transport's packets: its trim

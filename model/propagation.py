@@ -63,17 +63,34 @@ def frame_rtt_ns(spec: FabricSpec, frame_bytes: int, across_groups: bool) -> int
     return int(seconds * 1e9)
 
 
+def propagation_rtt_ns(spec: FabricSpec, across_groups: bool = True, delayed: bool = True) -> int:
+    """The propagation both ways of a path (0 for a transport that bypasses the delay line)."""
+    return 2 * one_way_delay_ns(spec, across_groups) if delayed else 0
+
+
+def variable_rtt_ns(base_rtt_ns: int, propagation_rtt_ns: int) -> int:
+    """The part of a base RTT that is not propagation: the whole of it when the propagation is
+    unknown (0) or not below it (a configured base RTT that does not hold the propagation)."""
+    if 0 < propagation_rtt_ns < base_rtt_ns:
+        return base_rtt_ns - propagation_rtt_ns
+    return base_rtt_ns
+
+
 def path_rtt_ns(spec: FabricSpec, across_groups: bool = True, delayed: bool = True) -> int:
     """A full frame's unloaded round trip: propagation both ways (none when not `delayed`: a
     transport that bypasses the delay line) plus its serialization on the path."""
-    prop = 2 * one_way_delay_ns(spec, across_groups) if delayed else 0
-    return prop + frame_rtt_ns(spec, wire_frame_bytes(spec), across_groups)
+    return propagation_rtt_ns(spec, across_groups, delayed) + frame_rtt_ns(spec, wire_frame_bytes(spec), across_groups)
 
 
 def shortest_path_rtt_ns(spec: FabricSpec, delayed: bool = True) -> int:
     """path_rtt_ns of the shortest host-to-host path the fabric has: under one T0 when a group
     holds two hosts or more, else across groups."""
     return path_rtt_ns(spec, across_groups=spec.hosts_per_group < 2, delayed=delayed)
+
+
+def shortest_path_propagation_rtt_ns(spec: FabricSpec, delayed: bool = True) -> int:
+    """propagation_rtt_ns of the path shortest_path_rtt_ns takes."""
+    return propagation_rtt_ns(spec, across_groups=spec.hosts_per_group < 2, delayed=delayed)
 
 
 def bdp_packets(spec: FabricSpec, delayed: bool = True) -> float:

@@ -73,6 +73,7 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
     fidelity.record_ovs_stalls(tdir, *window)
     topo = scn.topology
     trim = scn.trimming_for(transport)
+    delayed = transport in propagation.DELAYED_TRANSPORTS
     facts = fidelity_captures.FabricFacts(
         host_link_mbit=scn.spec.host_link_mbit, fabric_link_mbit=scn.spec.fabric_link_mbit,
         mtu=scn.spec.mtu, trimmed=bool(trim and trim.get("trim")),
@@ -80,8 +81,8 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
         host_groups={h.name: h.group for h in topo.hosts},
         port_addrs={(h.name, p): str(topo.nic_addr(h.index, p))
                     for h in topo.hosts for p in range(scn.spec.planes)},
-        frame_rtt_ns=propagation.shortest_path_rtt_ns(
-            scn.spec, transport in propagation.DELAYED_TRANSPORTS))
+        frame_rtt_ns=propagation.shortest_path_rtt_ns(scn.spec, delayed),
+        propagation_rtt_ns=propagation.shortest_path_propagation_rtt_ns(scn.spec, delayed))
     faults = list(zip(summary.get("fault_times_ns") or [], summary.get("recovery_ms") or []))
     try:
         fid = fidelity.transport_fidelity(tdir, facts, start, end, packets=packets, faults=faults)

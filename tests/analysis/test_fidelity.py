@@ -34,7 +34,7 @@ def _bucket_of(ns):
     return lateness_bucket(ns)
 
 
-def lateness_fidelity(tmp_path, late_ns, late_count, before=None):
+def lateness_fidelity(tmp_path, late_ns, late_count, before=None, propagation_rtt_ns=0):
     """1000 timer samples in the window: (1000 - late_count) at 0.1 ms, late_count at late_ns."""
     fast = [_bucket_of(100_000), 1000 - late_count]
     slow = [_bucket_of(late_ns), late_count]
@@ -46,7 +46,7 @@ def lateness_fidelity(tmp_path, late_ns, late_count, before=None):
         cumulative[b] = cumulative.get(b, 0) + c
     snaps.append((50, sorted([b, c] for b, c in cumulative.items())))
     write_endpoint_log(tmp_path / "endpoint-h0.jsonl", snaps)
-    facts = F.FabricFacts(100, 100, 9000, True, None)
+    facts = F.FabricFacts(100, 100, 9000, True, None, propagation_rtt_ns=propagation_rtt_ns)
     return F.transport_fidelity(tmp_path, facts, 10, 40, packets=pd.DataFrame())
 
 
@@ -70,6 +70,22 @@ def test_timer_lateness_degraded_and_ok(tmp_path):
     # only 5 late samples: the p99 (rank 990) is a 0.1 ms one -> ok
     fid = lateness_fidelity(tmp_path, 3_000_000, 5)
     assert fid["verdict"] == F.OK and not fid["violations"]
+
+
+def test_timer_lateness_judged_without_the_propagation_delay(tmp_path):
+    # 15 of 1000 samples at 0.3 ms: bucket 68 (bit length 19, next bits 00), upper edge
+    # 5 << 16 = 327,680 ns. Against the whole 2 ms base RTT that is 0.164 RTTs: ok. With 1.5 ms
+    # of it propagation (held by the endpoints' delay line, no CPU), the packet-scale RTT is
+    # 0.5 ms: 0.655 of it, 1.31x the bound of 0.5: degraded.
+    assert F.OK == lateness_fidelity(tmp_path, 300_000, 15)["verdict"]
+    fid = lateness_fidelity(tmp_path, 300_000, 15, propagation_rtt_ns=1_500_000)
+    [v] = [v for v in fid["violations"] if v["invariant"] == F.TIMER_LATENESS]
+    assert v["measured"] == pytest.approx(327_680 / 500_000, rel=1e-3)
+    assert fid["verdict"] == F.DEGRADED
+    assert fid["measurements"]["packet_rtt_ms"] == 0.5
+    # a propagation not below the base RTT (a configured RTT without it) is not subtracted
+    fid = lateness_fidelity(tmp_path, 300_000, 15, propagation_rtt_ns=2_000_000)
+    assert fid["verdict"] == F.OK and "packet_rtt_ms" not in fid["measurements"]
 
 
 def test_timer_lateness_counts_only_the_timed_window(tmp_path):

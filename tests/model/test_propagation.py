@@ -48,6 +48,22 @@ def test_the_shortest_path_is_under_one_t0_when_a_group_holds_two_hosts():
     assert P.shortest_path_rtt_ns(LOSSY, delayed=False) == pytest.approx(809_600, abs=1)
 
 
+def test_propagation_of_the_shortest_path_and_the_variable_part_of_an_rtt():
+    """What the fidelity monitor subtracts from a QP's base RTT before judging per-packet
+    lateness: random-loss's same-T0 path, 2 x (2 x 6.5 ms); across groups with one host per
+    group, 2 x 13.5 ms; nothing for a transport that bypasses the delay line."""
+    assert P.shortest_path_propagation_rtt_ns(LOSSY) == 26_000_000
+    alone = FabricSpec(host_link_mbit=30, fabric_link_mbit=30, host_link_delay_ms=6.5,
+                       fabric_link_delay_ms=0.25, hosts_per_group=1)
+    assert P.shortest_path_propagation_rtt_ns(alone) == 27_000_000
+    assert P.shortest_path_propagation_rtt_ns(LOSSY, delayed=False) == 0
+    # a measured base RTT of 27.6 ms holds 1.6 ms that is not propagation
+    assert P.variable_rtt_ns(27_600_000, 26_000_000) == 1_600_000
+    # no propagation, or a base RTT that does not hold it: the whole base RTT
+    assert P.variable_rtt_ns(2_000_000, 0) == 2_000_000
+    assert P.variable_rtt_ns(2_000_000, 26_000_000) == 2_000_000
+
+
 def test_summary_fields_say_which_transport_gets_the_delay():
     mrc = P.summary_fields(LOSSY, "mrc")["propagation"]
     assert mrc["delay_emulated"] and mrc["note"] is None

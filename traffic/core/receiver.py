@@ -25,7 +25,7 @@ from traffic.core.messages import (LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS, WRI
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.core.qp_config import MRCConfig, unwrap
 from traffic.core.reverse_paths import ReversePaths
-from traffic.core.rtt import variable_rtt_ns
+from model.propagation import variable_rtt_ns
 from traffic.core.work_requests import AssembledCompletions, MessageAssembler
 
 

@@ -41,15 +41,8 @@ for the RTO; the queueing that does differ between paths shows in the samples.
 """
 from __future__ import annotations
 
+from model.propagation import variable_rtt_ns
 from traffic.core.qp_config import MRCConfig
-
-
-def variable_rtt_ns(base_rtt_ns: int, propagation_rtt_ns: int) -> int:
-    """The part of a base RTT that is not propagation: the whole of it when the propagation is
-    unknown (0) or not below it (a configured base RTT that does not hold the propagation)."""
-    if 0 < propagation_rtt_ns < base_rtt_ns:
-        return base_rtt_ns - propagation_rtt_ns
-    return base_rtt_ns
 
 
 def wait_ns(n: float, base_rtt_ns: int, propagation_rtt_ns: int) -> int:
