@@ -218,8 +218,10 @@ def cpu_saturated_fraction(tdir: Path, start_ns, end_ns, threshold: float) -> fl
 
 
 def _window_lateness(logs: dict, workers: dict, ovs: list, lo: int, hi: int, rtt_ns: int,
-                     k: float) -> dict[str, tuple[float, str]]:
-    """{source: (ratio to its stall bound, words)} of every source with evidence in [lo, hi]."""
+                     k: float, packet_rtt_ns: int) -> dict[str, tuple[float, str]]:
+    """{source: (ratio to its stall bound, words)} of every source with evidence in [lo, hi].
+    The endpoints and OVS are judged against packet_rtt_ns (the base RTT without the
+    propagation), the workers against rtt_ns (analysis/fidelity.py)."""
     out = {}
     for kind, what in (("timer", "served a QP deadline"), ("rx", "read a received frame")):
         for host, h in logs.items():
@@ -227,7 +229,7 @@ def _window_lateness(logs: dict, workers: dict, ovs: list, lo: int, hi: int, rtt
             if hist is None or not hist.sum():
                 continue
             p99 = timescale.emulated_time(histogram_percentile_ns(hist, 99.0), k)
-            ratio = p99 / rtt_ns / STALL_LATENESS_RTTS
+            ratio = p99 / packet_rtt_ns / STALL_LATENESS_RTTS
             if ratio > out.get(f"{kind} lateness", (-1.0, ""))[0]:
                 out[f"{kind} lateness"] = (ratio, f"endpoint {host} {what} {p99 / 1e6:.2f} ms "
                                                   "late (p99 over the snapshots around it)")
@@ -243,7 +245,7 @@ def _window_lateness(logs: dict, workers: dict, ovs: list, lo: int, hi: int, rtt
                 out["worker lateness"] = (ratio, f"worker {host} ran {late / 1e6:.2f} ms late{how}")
     for s_lo, s_hi, ms in ovs:
         if s_hi >= lo and s_lo <= hi:
-            ratio = (s_hi - s_lo) / rtt_ns / OVS_STALL_RTTS
+            ratio = (s_hi - s_lo) / packet_rtt_ns / OVS_STALL_RTTS
             if ratio > out.get("ovs stall", (-1.0, ""))[0]:
                 out["ovs stall"] = (ratio, f"ovs-vswitchd did not poll for {ms:.0f} ms "
                                            "(wall clock)")
@@ -251,11 +253,12 @@ def _window_lateness(logs: dict, workers: dict, ovs: list, lo: int, hi: int, rtt
 
 
 def recovery_windows(tdir: Path, logs: dict, rtt_ns: int, faults, traffic_end_ns,
-                     workers=None, ovs=None) -> list[dict]:
+                     workers=None, ovs=None, packet_rtt_ns: int | None = None) -> list[dict]:
     """One judgement per fault that took effect, in order. faults: [(t_ns, recovery_ms)] as in
     summary.json (fault_times_ns, recovery_ms). The window runs from the fault to the end of its
     recovery, else to the next fault or the end of the traffic, and is at least one worker
-    sampling interval long. `void`: some source's lateness inside it beyond its stall bound."""
+    sampling interval long. `void`: some source's lateness inside it beyond its stall bound.
+    packet_rtt_ns: the base RTT without the propagation (None: rtt_ns)."""
     workers = worker_lateness(tdir) if workers is None else workers
     ovs = ovs_stall_spans(tdir) if ovs is None else ovs
     k = time_scale_of(tdir)
@@ -272,7 +275,7 @@ def recovery_windows(tdir: Path, logs: dict, rtt_ns: int, faults, traffic_end_ns
             later = [x for x in times[i + 1:] if x is not None and x > t]
             hi = later[0] if later else (traffic_end_ns if traffic_end_ns is not None else t)
         hi = max(hi, t + step)
-        found = _window_lateness(logs, workers, ovs, t, hi, rtt_ns, k)
+        found = _window_lateness(logs, workers, ovs, t, hi, rtt_ns, k, packet_rtt_ns or rtt_ns)
         worst = max(found.items(), key=lambda kv: kv[1][0], default=None)
         void = worst is not None and worst[1][0] > 1.0
         out.append({"t_ns": t, "end_ns": hi, "recovery_ms": rec, "void": void,

@@ -106,6 +106,27 @@ def test_endpoint_lateness_is_judged_on_the_snapshots_around_the_window(tmp_path
     assert W.histogram_percentile_ns(hist, 99.0) < MS
 
 
+def test_endpoints_in_a_window_are_judged_without_the_propagation_workers_with_it(tmp_path):
+    # Endpoint snapshots at 1 and 2 s: 1000 deadlines at 0.1 ms, then 20 more at 0.3 ms (2%:
+    # p99 in 0.3 ms' bucket, upper edge 327,680 ns) and a worker 0.6 ms late inside the
+    # window. Whole base RTT 2 ms: 0.164 and 0.3 RTTs, within 0.5. Without 1.5 ms of
+    # propagation the endpoints' RTT is 0.5 ms: 327,680 / 0.5 ms / 0.5 = 1.31x, void; the
+    # worker stays judged on the 2 ms: 0.6 / 2 / 0.5 = 0.6.
+    fast, slow = lateness_bucket(100_000), lateness_bucket(300_000)
+    write_endpoint_log(tmp_path / "endpoint-h0.jsonl", [
+        (1_000 * MS, [[fast, 1000]]), (2_000 * MS, [[fast, 1000], [slow, 20]])], base_rtt_ns=RTT)
+    worker_samples(tmp_path, {55: 0.6})
+    logs = F.endpoint_logs(tmp_path, [])
+    fault = [(1_500 * MS, 100.0)]
+    [whole] = W.recovery_windows(tmp_path, logs, RTT, fault, None)
+    assert not whole["void"]
+    [judged] = W.recovery_windows(tmp_path, logs, RTT, fault, None, packet_rtt_ns=500_000)
+    assert judged["void"]
+    assert judged["evidence"]["timer lateness"] == pytest.approx(327_680 / 500_000 / 0.5,
+                                                                 rel=1e-3)
+    assert judged["evidence"]["worker lateness"] == pytest.approx(0.6 / 2 / 0.5, rel=1e-3)
+
+
 def test_stall_fraction_is_the_union_of_every_source_over_the_timed_phase():
     spans = [(100 * MS, 110 * MS, "worker h0"), (105 * MS, 120 * MS, "worker h1"),
              (500 * MS, 600 * MS, "ovs-vswitchd"), (1_500 * MS, 1_600 * MS, "ovs-vswitchd")]
