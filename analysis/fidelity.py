@@ -73,9 +73,10 @@ from model.events import Event
 from model.propagation import variable_rtt_ns
 from model.transport_defaults import MIN_BASE_RTT_NS
 
-# Timer and receive lateness: p99 at most half a base RTT (without the propagation). Above it, the endpoint's reaction time
-# (a timeout firing, a SACK sent, a paced packet leaving) is a measurable part of the RTT the
-# protocol sees, so RTT samples, RTOs and the pacing the protocol computes carry the CPU's delay.
+# Timer and receive lateness: p99 at most half a base RTT (without the propagation). Above it,
+# the endpoint's reaction time (a timeout firing, a SACK sent, a paced packet leaving) is a
+# measurable part of the RTT the protocol sees, so RTT samples, RTOs and the pacing the protocol
+# computes carry the CPU's delay.
 LATENESS_P99_BOUND_RTTS = 0.5
 LATENESS_PERCENTILES = (50.0, 99.0, 99.9)
 LATENESS_MIN_SAMPLES = 100          # fewer samples than this say nothing about a p99

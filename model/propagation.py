@@ -79,7 +79,8 @@ def variable_rtt_ns(base_rtt_ns: int, propagation_rtt_ns: int) -> int:
 def path_rtt_ns(spec: FabricSpec, across_groups: bool = True, delayed: bool = True) -> int:
     """A full frame's unloaded round trip: propagation both ways (none when not `delayed`: a
     transport that bypasses the delay line) plus its serialization on the path."""
-    return propagation_rtt_ns(spec, across_groups, delayed) + frame_rtt_ns(spec, wire_frame_bytes(spec), across_groups)
+    return (propagation_rtt_ns(spec, across_groups, delayed)
+            + frame_rtt_ns(spec, wire_frame_bytes(spec), across_groups))
 
 
 def shortest_path_rtt_ns(spec: FabricSpec, delayed: bool = True) -> int:
