@@ -285,9 +285,10 @@ def ovs_check(tdir: Path, rtt_ns: int, measurements: dict, unmeasured: dict,
 
 def recovery_window_check(tdir: Path, logs: dict, rtt_ns: int, faults, end_ns,
                           measurements: dict, unmeasured: dict, workers, ovs,
-                          packet_rtt_ns: int | None = None) -> Check | None:
+                          packet_rtt_ns: int) -> Check | None:
     """recovery_window_stalls: each fault's recovery window judged on its own
-    (analysis/fidelity_windows.py); the worst window's lateness over its stall bound."""
+    (analysis/fidelity_windows.py); the worst window's lateness over its stall bound
+    (packet_rtt_ns: the base RTT without the propagation)."""
     if not faults:
         unmeasured[RECOVERY_WINDOWS] = "no fault took effect: no recovery window to judge"
         return None

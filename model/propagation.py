@@ -83,15 +83,20 @@ def path_rtt_ns(spec: FabricSpec, across_groups: bool = True, delayed: bool = Tr
             + frame_rtt_ns(spec, wire_frame_bytes(spec), across_groups))
 
 
+def _shortest_across_groups(spec: FabricSpec) -> bool:
+    """Whether the fabric's shortest host-to-host path crosses groups: only when no group holds
+    two hosts (else it stays under one T0)."""
+    return spec.hosts_per_group < 2
+
+
 def shortest_path_rtt_ns(spec: FabricSpec, delayed: bool = True) -> int:
-    """path_rtt_ns of the shortest host-to-host path the fabric has: under one T0 when a group
-    holds two hosts or more, else across groups."""
-    return path_rtt_ns(spec, across_groups=spec.hosts_per_group < 2, delayed=delayed)
+    """path_rtt_ns of the shortest host-to-host path the fabric has (_shortest_across_groups)."""
+    return path_rtt_ns(spec, across_groups=_shortest_across_groups(spec), delayed=delayed)
 
 
 def shortest_path_propagation_rtt_ns(spec: FabricSpec, delayed: bool = True) -> int:
     """propagation_rtt_ns of the path shortest_path_rtt_ns takes."""
-    return propagation_rtt_ns(spec, across_groups=spec.hosts_per_group < 2, delayed=delayed)
+    return propagation_rtt_ns(spec, across_groups=_shortest_across_groups(spec), delayed=delayed)
 
 
 def bdp_packets(spec: FabricSpec, delayed: bool = True) -> float:

@@ -64,7 +64,7 @@ class MRCConfig:
     max_payload: int = 1024              # payload bytes per packet (the endpoint: what fits its ports)
     mpr: int = 8                         # max PSN range, units of 128 PSNs (OCP example 8)
     start_psn: int = 0                   # initial PSN (both ends must agree)
-    base_rtt_ns: int = 1_000_000         # initial base RTT estimate until an RTT sample (min RTT seen)
+    base_rtt_ns: int = 1_000_000         # base RTT until an RTT sample (then the smallest seen)
     rto_ns: int | None = None            # fixed base RTO; None -> derived from RTT
     rto_rtts: float = 4.0                # base RTO in base RTTs (when rto_ns and ack_timeout are unset)
     rto_min_ns: int = 1_000_000
@@ -89,8 +89,8 @@ class MRCConfig:
     retry_fixed_interval: bool = True
     reorder_rtts: float = 0.5            # SACK-gap loss: sent this many base RTTs later arrived
     # Under load the per-path queueing delay differs by far more than a base RTT; the reorder
-    # window also grows to srtt + 4 rttvar - base RTT (RACK-like), from the samples, so a slower queue
-    # on one path is not taken for a failed path.
+    # window also grows to srtt + 4 rttvar - base RTT (RACK-like), from the samples, so a slower
+    # queue on one path is not taken for a failed path.
     adaptive_reorder: bool = True
     # A loss without trim on an EV that ITSELF signalled congestion (ECN echo, trimmed NACK, or
     # an RTT sample with queueing delay >= congestion_delay_rtts base RTTs) in the last
@@ -185,12 +185,11 @@ class MRCConfig:
     # What one full data frame adds to an unloaded round trip over the longest path: its
     # store-and-forward serialization on every link (host-T0-T1-T0-host). NSCC's delay is the
     # RTT of data frames less the base RTT, so the base must be a full frame's unloaded RTT
-    # (UET's base RTT), while the measured base comes from small probes. At NIC rates the term
-    # is negligible (a 4 KiB frame: 0.1 us per 400G link); at emulated rates it dominates (a
-    # 9000-byte frame: 2.9 ms per 25 Mbit/s link). NSCC's base RTT is at least the QP's base
-    # RTT plus this, and so is the RTT the QP's timers start from until a data frame's SACK
-    # gives a sample (traffic/core/rtt.py); the endpoint derives it from the fabric's link rates
-    # and its frame size.
+    # (UET's base RTT), while the probes' base comes from small packets. The term is a frame's
+    # size over each link's rate: negligible at NIC rates, milliseconds at the emulated fabric's
+    # Mbit/s rates. NSCC's base RTT is at least the QP's base RTT plus this, and so is the RTT
+    # the QP's timers start from until a data frame's SACK gives a sample (traffic/core/rtt.py);
+    # the endpoint derives it from the fabric's link rates and its frame size.
     nscc_frame_rtt_ns: int = 0
     # The path's propagation delay both ways (model/propagation.py; the endpoints' delay lines
     # emulate it), part of every base RTT. It is constant, so the margins in base RTTs multiply

@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Callable
 
 from model.events import Event
+from model.propagation import variable_rtt_ns
 from model.topology import ev_plane
 from traffic.core.evs import PathInfo
 from traffic.core.memory import AccessError, MemoryRegistry
@@ -25,7 +26,6 @@ from traffic.core.messages import (LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS, WRI
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.core.qp_config import MRCConfig, unwrap
 from traffic.core.reverse_paths import ReversePaths
-from model.propagation import variable_rtt_ns
 from traffic.core.work_requests import AssembledCompletions, MessageAssembler
 
 
