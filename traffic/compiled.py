@@ -29,6 +29,7 @@ MODULES = (
     "traffic.core.loss_policy", "traffic.core.work_requests", "traffic.core.reverse_paths",
     "traffic.core.qp_config", "traffic.core.memory", "traffic.core.roce_rc",
     "traffic.core.deadline_queue", "traffic.core.suspect_paths", "traffic.core.ev_probes",
+    "traffic.core.path_order",
     "traffic.nic.endpoint", "traffic.nic.endpoint_support", "traffic.nic.packet_io",
     "traffic.nic.queue_pair", "traffic.nic.endpoint_probes",
 )

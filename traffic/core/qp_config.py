@@ -92,6 +92,10 @@ class MRCConfig:
     # window also grows to srtt + 4 rttvar - base RTT (RACK-like), from the samples, so a slower
     # queue on one path is not taken for a failed path.
     adaptive_reorder: bool = True
+    # Loss by path order (traffic/core/path_order.py): a packet sent later on the same path
+    # (plane, spine) arrived. Only where the EV names its path (source routing): the endpoint
+    # turns it off on a hash-routed (ECMP) fabric.
+    path_order_loss: bool = True
     # A loss without trim on an EV that ITSELF signalled congestion (ECN echo, trimmed NACK, or
     # an RTT sample with queueing delay >= congestion_delay_rtts base RTTs) in the last
     # congestion_grace_rtts (or 8 srtt, if longer) is retransmitted without retiring the EV: in

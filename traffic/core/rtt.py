@@ -137,6 +137,12 @@ class RttEstimator:
         rto = last_linear if timeouts <= lin else last_linear * 2 ** (timeouts - lin)
         return int(min(rto, max(cfg.rto_max_ns, base)))
 
+    def path_reorder_ns(self) -> int:
+        """How much later a packet sent on the SAME path must have arrived to show a loss
+        (traffic/core/path_order.py): reorder_rtts x the variable part, for the host's jitter.
+        None of the queueing spread between paths the reorder window holds: one path is FIFO."""
+        return max(1, int(self.cfg.reorder_rtts * self.variable_ns))
+
     def reorder_window_ns(self) -> int:
         window = self._reorder
         if window is None:

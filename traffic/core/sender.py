@@ -15,7 +15,8 @@ Loss detection:
     status (flushed), and later posts fail.
   * SACK gap (RACK-like, time-based so cross-path jitter is not taken for loss): a transmission is
     lost when the SACKs show that a packet SENT at least the reorder window later (any EV) has
-    arrived while it has not.
+    arrived while it has not; or, with MRCConfig.path_order_loss, a packet sent at least
+    RttEstimator.path_reorder_ns() later on its own path (traffic/core/path_order.py).
   * NACK TRIMMED / TRIMMED_LASTHOP: fast retransmit. Other NACK reasons: retransmit (counts
     toward the retry budget); UNEXP_EVENT (remote access error) -> QP error.
 What a loss does to the EV it travelled on is the loss policy's decision (traffic/core/loss_policy.py,
@@ -45,6 +46,7 @@ from traffic.core.evs import DENIED, EVSet, PathInfo
 from traffic.core.messages import (IMM_OPCODES, LAST_OPCODES, PSN_MASK, SACK_BITMAP_BITS,
                               DataPacket, Nack, NackReason, Probe, Sack, SkipMode)
 from traffic.core.nscc import Nscc, PlanePacer
+from traffic.core.path_order import PathOrder
 from traffic.core.qp_config import MRCConfig, unwrap
 from traffic.core.rtt import RttEstimator
 from traffic.core.suspect_paths import SuspectPaths, UnexplainedLosses
@@ -112,6 +114,7 @@ class SenderQP(PostedWrites):
         self._retx: list[int] = []                      # heap of seqs, lowest first
         self._send_log: deque[tuple[int, int, int]] = deque()  # (sent_ns, seq, tx_count)
         self._latest_delivered_sent = -1        # newest send time of a delivered first transmission
+        self.path_order = PathOrder() if config.path_order_loss else None
         self.unexplained = UnexplainedLosses()
         self.siblings = SuspectPaths(self.evs, self.unexplained) if config.suspend_siblings else None
         # packets sent per EV (first transmissions and resends): an EV's first packet gets the
@@ -138,20 +141,9 @@ class SenderQP(PostedWrites):
 
     # ------------------------------------------------------------------ helpers
 
-    def _rtts(self, n: float) -> int:
-        return self.rtt.rtts(n)
-
     @property
     def base_rtt_ns(self) -> int:
         return self.rtt.base_rtt_ns
-
-    @property
-    def srtt_ns(self) -> float | None:
-        return self.rtt.srtt_ns
-
-    @property
-    def rttvar_ns(self) -> float:
-        return self.rtt.rttvar_ns
 
     @property
     def local_port_status(self) -> int:
@@ -350,6 +342,8 @@ class SenderQP(PostedWrites):
         self.pacer.consume(plane, rec.length + self.cfg.header_overhead, now_ns)
         heapq.heappush(self._timers, (now_ns + self.rtt.rto_ns(rec.timeouts), rec.seq, rec.tx_count))
         self._send_log.append((now_ns, rec.seq, rec.tx_count))
+        if self.path_order is not None:
+            self.path_order.sent(ev, now_ns, rec.seq, rec.tx_count)
         self.counters["sent_packets"] += 1
         self.counters["sent_bytes"] += rec.length
         pkt = DataPacket(dest_qp=self.peer_qp, psn=rec.seq & PSN_MASK, opcode=rec.opcode,
@@ -465,8 +459,12 @@ class SenderQP(PostedWrites):
     def _detect_gaps(self, now_ns: int) -> None:
         threshold = self._latest_delivered_sent - self.rtt.reorder_window_ns()
         log = self._send_log
+        overtaken = []
         while log and log[0][0] <= threshold:
-            _, seq, txc = log.popleft()
+            overtaken.append(log.popleft()[1:])
+        if self.path_order is not None:
+            overtaken += self.path_order.overtaken(self.rtt.path_reorder_ns())
+        for seq, txc in overtaken:
             rec = self.records.get(seq)
             if rec is not None and not rec.acked and not rec.lost and rec.tx_count == txc:
                 self.counters["sack_gap_losses"] += 1
@@ -497,6 +495,8 @@ class SenderQP(PostedWrites):
         # which would otherwise all look lost.
         if rec.tx_count == 1 and rec.sent_ns > self._latest_delivered_sent:
             self._latest_delivered_sent = rec.sent_ns
+        if rec.tx_count == 1 and self.path_order is not None:
+            self.path_order.delivered(rec.ev, rec.sent_ns)
         return rec.length
 
     def on_sack(self, sack: Sack, now_ns: int) -> None:
@@ -506,6 +506,9 @@ class SenderQP(PostedWrites):
         if self.loss_policy.pending and sack.echo_timestamp:
             # the SACK reflects the EV and send time of the packet that triggered it
             self._explain(sack.ev, sack.echo_timestamp, lp.LATE_DELIVERY, now_ns)
+        if self.path_order is not None and sack.echo_timestamp:
+            # the echoed transmission itself arrived, whichever of its PSN's it was
+            self.path_order.delivered(sack.ev, sack.echo_timestamp)
         rtt = now_ns - sack.echo_timestamp if sack.echo_timestamp else None
         if rtt is not None and rtt > 0:
             self._rtt_sample(rtt, now_ns, sack.ev)

@@ -190,6 +190,8 @@ class Endpoint(EndpointProbes):
                   "base_rtt_ns": base_rtt_ns, "max_payload": self.max_payload,
                   "port_rate_Bps": cfg.port_rate_mbit * 1e6 / 8 * cfg.pacing_fraction,
                   "pacing_burst_packets": cfg.pacing_burst_packets,
+                  # the EV names its path only when source-routed (traffic/core/path_order.py)
+                  "path_order_loss": cfg.routing == "srv6" and cfg.qp.get("path_order_loss", True),
                   **(overrides or {})}
         values = {**trimming_bounds(cfg.spec, cfg.time_scale, bool(values.get("trimming"))),
                   **values}

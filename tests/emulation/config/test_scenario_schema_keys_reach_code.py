@@ -170,6 +170,8 @@ READERS["mrc.qp"]["nscc_reference_rtt_ns"] = (24_000, lambda w: w.qp.sender.nscc
 READERS["mrc.qp"]["loss_policy"] = (
     "tolerant", lambda w: {OcpLossPolicy: "ocp", TolerantLossPolicy: "tolerant"}.get(
         type(w.qp.sender.loss_policy), repr(w.qp.sender.loss_policy)))
+# path_order_loss is read off the sender: off, it keeps no per-path order at all.
+READERS["mrc.qp"]["path_order_loss"] = (False, lambda w: w.qp.sender.path_order is not None)
 # [options] trimming turns the QPs' trimming flag on, which derives fabric_delay_bound_ns.
 BASE_OPTIONS = "[options]\ntrimming = true\ncapture = false\n"
 # Keys whose value changes what other keys of the same table can be read through; each runs in

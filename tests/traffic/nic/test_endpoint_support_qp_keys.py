@@ -61,3 +61,13 @@ def test_pacing_comes_from_the_endpoints_own_settings():
                   ports={})
     qcfg = ep.qp_config(1_000_000)
     assert qcfg.port_rate_Bps == pytest.approx(6.25e6) and qcfg.pacing_burst_packets == 7
+
+
+@pytest.mark.parametrize("routing, asked, expected", [
+    ("srv6", None, True), ("srv6", False, False), ("ecmp", None, False), ("ecmp", True, False)])
+def test_loss_by_path_order_only_where_the_ev_names_its_path(routing, asked, expected):
+    """SRv6: an EV's bits are its (plane, spine), a FIFO path; ECMP: a hash bucket's, which a
+    reroute moves, so path order would take reordering for loss (traffic/core/path_order.py)."""
+    qp = {} if asked is None else {"path_order_loss": asked}
+    ep = Endpoint(EndpointConfig.from_dict({"host": 0, "routing": routing, "qp": qp}), ports={})
+    assert ep.qp_config(2_500_000).path_order_loss is expected
