@@ -78,9 +78,7 @@ class ReversePaths:
         self.rng = rng
         self.local_up = local_up
         self.emit = emit
-        self.evs: dict[int, list[_ReverseEV]] = {
-            p: [_ReverseEV(self._random_ev(p)) for _ in range(config.reverse_evs_per_plane)]
-            for p in paths.planes}
+        self.evs: dict[int, list[_ReverseEV]] = {p: self._initial_evs(p) for p in paths.planes}
         self._rev_rr = {p: 0 for p in paths.planes}
         self._probe_rr = 0
         self._probe_seq = 0
@@ -99,8 +97,19 @@ class ReversePaths:
         self.denied: set[int] = set()                   # DENIED by the control plane
         self._denies: Callable[[int], bool] = lambda ev: False
 
-    def _random_ev(self, plane: int) -> int:
-        return make_ev(plane, self.rng.randrange(self.paths.spines), random_entropy(self.rng))
+    def _random_ev(self, plane: int, spine: int | None = None) -> int:
+        if spine is None:
+            spine = self.rng.randrange(self.paths.spines)
+        return make_ev(plane, spine, random_entropy(self.rng))
+
+    def _initial_evs(self, plane: int) -> list[_ReverseEV]:
+        """The plane's first reverse EVs, on its spines in turn from a random one: SACKs take
+        them in turn, and one dead T1 carrying all of them would swallow every SACK of the
+        plane until probes found it, at a burst's end leaving the sender nothing but timeouts
+        on healthy paths of every plane."""
+        start = self.rng.randrange(self.paths.spines)
+        return [_ReverseEV(self._random_ev(plane, (start + i) % self.paths.spines))
+                for i in range(self.cfg.reverse_evs_per_plane)]
 
     def _period(self, rtts: float) -> int:
         return self.cfg.frame_rtts_ns(rtts)
@@ -257,10 +266,23 @@ class ReversePaths:
         """A random EV of `plane` neither in use, retired nor denied; None if every draw was
         denied (a rule such as {"plane": P} leaves the plane nothing to adopt)."""
         taken = {r.ev for r in self.evs[plane]} | set(self.retired) | self.denied
+        # Path diversity as in _initial_evs: first a spine that no in-use or retired EV of the
+        # plane is on, then one no retired EV is on (a retired EV's spine may be dead), then any.
+        in_use = {ev_spine(r.ev) for r in self.evs[plane]}
+        retired = {ev_spine(ev) for ev in self.retired if ev_plane(ev) == plane}
+        spines = range(self.paths.spines)
+        tiers = [[s for s in spines if s not in in_use and s not in retired],
+                 [s for s in spines if s not in retired]]
         for _ in range(self._FRESH_DRAWS):
-            ev = self._random_ev(plane)
+            tier = next((t for t in tiers if t), None)
+            spine = None if tier is None else self.rng.choice(tier)
+            ev = self._random_ev(plane, spine)
             if ev not in taken and not self._denies(ev):
                 return ev
+            if spine is not None and self._denies(ev):
+                for t in tiers:         # a denied path: its spine is no preference any more
+                    if spine in t:
+                        t.remove(spine)
         return None
 
     def deadlines(self, now_ns: int, active: bool) -> list[int]:
