@@ -210,10 +210,11 @@ class MRCConfig:
     reverse_probe_rtts: float = 1.0      # one reverse-EV probe per base RTT while data flows
     reverse_probe_fail_limit: int = 2
     reverse_idle_rtts: float = 100.0     # stop probing after this long without data
-    # The SACK answering an AckReq packet (a message's last packet, a retransmission) also leaves
-    # over a second reverse path (reverse_paths.second_reply_path: another plane). No later SACK
-    # re-acknowledges a message's tail, so a tail SACK lost on a dead reverse path costs the
-    # sender a whole RTO; a SACK of a retransmission lost the same way costs a second one.
+    # The SACK answering an AckReq packet (a message's last packet, a retransmission), and a
+    # coalesced SACK whose delay ran out (data stopped coming), also leaves over a second reverse
+    # path (reverse_paths.second_reply_path: another plane). No later SACK re-acknowledges a
+    # burst's tail, so a tail SACK lost on a dead reverse path costs the sender a whole RTO and
+    # the EVs its timeouts retire; a SACK of a retransmission lost the same way costs a second.
     tail_sack_copy: bool = True
     # RoCE RC baseline (traffic/core/roce_rc.py), its QP attributes as NCCL sets them for its
     # IB/RoCE connections (NCCL's environment variables,

@@ -7,8 +7,9 @@ timestamp, ECN echo as SKIP_ONCE, port status; NACKs trimmed packets; delivers W
 completions when the whole message has arrived, in message order (a completion also implies
 every earlier WRITE is placed). SACKs and NACKs return over the reverse paths
 (traffic/core/reverse_paths.py); a tail SACK (answering an AckReq packet, a message's last packet or
-a retransmission, or the packet that completes a message) also leaves over a second reverse
-path (MRCConfig.tail_sack_copy), since no later SACK covers a lost one. With a trimming fabric
+a retransmission, or the packet that completes a message, and a coalesced SACK whose delay ran
+out: data stopped coming, so the burst may have ended) also leaves over a second reverse path
+(MRCConfig.tail_sack_copy), since no later SACK covers a lost one. With a trimming fabric
 (fabric_delay_bound_ns set) a packet counts as late only beyond the trimmers' queueing bound.
 """
 from __future__ import annotations
@@ -172,15 +173,22 @@ class ReceiverQP(AssembledCompletions):
         return self.cfg.frame_rtts_ns(self.cfg.ack_delay_rtts)
 
     def _delayed_sack(self, now_ns: int) -> list[tuple[object, int]]:
-        """The coalesced SACK whose delay ran out (the newest packet's EV and timestamp)."""
+        """The coalesced SACK whose delay ran out (the newest packet's EV and timestamp): no
+        packet came for ack_delay, so the sender's burst may have ended and no later SACK would
+        cover this one's loss on a dead reverse path; it is a tail SACK."""
         ev, ts, plane, seq = self._last_data
-        return self._sack_fields(ev, ts, False, seq, now_ns, plane)
+        return self._tail_copy(self._sack_fields(ev, ts, False, seq, now_ns, plane))
 
     def _sack(self, pkt: DataPacket, seq: int, now_ns: int, plane: int, tail: bool = False):
         """The SACK answering pkt; a tail SACK (AckReq, or completing a message) also leaves
         over a second reverse path (MRCConfig.tail_sack_copy): no later SACK covers it."""
         out = self._sack_fields(pkt.ev, pkt.timestamp, pkt.ecn_ce, seq, now_ns, plane)
-        if out and tail and self.cfg.tail_sack_copy:
+        return self._tail_copy(out) if tail else out
+
+    def _tail_copy(self, out: list) -> list:
+        """`out` (one SACK) and, with MRCConfig.tail_sack_copy, its copy over a second reverse
+        path that shares no switch with the first."""
+        if out and self.cfg.tail_sack_copy:
             sack, first_plane = out[0]
             second = self.reverse_paths.second_reply_path((first_plane, sack.path_ev))
             if second is not None:

@@ -135,3 +135,31 @@ def test_tail_sacks_survive_a_dead_reverse_path():
         # the receiver's probes retire its dead reverse EVs.
         assert without["timeouts"] >= 1, without
         assert without["elapsed_ms"] > with_copy["elapsed_ms"], (with_copy, without)
+
+
+def test_a_coalesced_sack_whose_delay_ran_out_is_a_tail_sack():
+    """ack_every 4: one middle packet arrives and nothing after it. Its SACK waits ack_delay
+    (0.25 base RTT of 1 ms = 0.25 ms), then leaves on its plane and, the burst having perhaps
+    ended, on the other plane too; a SACK that the fourth packet triggers leaves once."""
+    rx = receiver(ack_every=4, base_rtt_ns=MS, ack_delay_rtts=0.25)
+    assert rx.on_data(pkt(0, opcode=Opcode.WRITE_FIRST, msn=0, dma_len=1000), 10, 0) == []
+    assert sacks(rx.poll(10 + MS // 4 - 1)) == []               # the delay has not run out
+    out = sacks(rx.poll(10 + MS // 4))
+    assert [(type(m), plane) for m, plane in out] == [(Sack, 0), (Sack, 1)]
+    assert out[1][0].cum_psn == out[0][0].cum_psn == 1
+    assert rx.counters["sack_copies"] == 1
+    for psn in (1, 2, 3, 4):                                     # 4 packets after that SACK
+        out = rx.on_data(pkt(psn, opcode=Opcode.WRITE_MIDDLE, msn=0, dma_len=1000), 20 + psn, 0)
+    assert [(type(m), plane) for m, plane in out] == [(Sack, 0)]  # the 4th: a SACK, once
+    assert rx.counters["sack_copies"] == 1
+
+
+def sacks(out: list) -> list:
+    """The SACKs among what the receiver's poll returns (it also sends reverse-EV probes)."""
+    return [(m, plane) for m, plane in out if isinstance(m, Sack)]
+
+
+def test_without_tail_copies_the_delayed_sack_leaves_once():
+    rx = receiver(ack_every=4, base_rtt_ns=MS, ack_delay_rtts=0.25, tail_sack_copy=False)
+    rx.on_data(pkt(0, opcode=Opcode.WRITE_FIRST, msn=0, dma_len=1000), 10, 0)
+    assert [(type(m), plane) for m, plane in sacks(rx.poll(10 + MS // 4))] == [(Sack, 0)]
