@@ -17,6 +17,7 @@ import pandas as pd
 
 from analysis import pcap
 from analysis.fidelity_verdict import HELD_BEYOND_QUEUE, LINK_PACING, Check
+from model.propagation import bdp_bytes
 from model.switchport import default_port_config
 
 
@@ -53,13 +54,17 @@ class FabricFacts:
     # That path's propagation both ways (model/propagation.py), 0 when the transport bypasses the
     # delay line: the endpoints hold frames for it in emulated time, at no CPU cost.
     propagation_rtt_ns: int = 0
+    # The round trip the switch ports' thresholds are sized on (model/propagation.py
+    # port_bdp_bytes: the longest path's, propagation included); 0: no BDP term.
+    ports_rtt_ns: int = 0
 
     def port_queue_bytes(self, mbit: float, last_hop: bool) -> int:
         """The most a switch egress port's queue holds of this transport's packets: its trim
         threshold when it trims them, else its drop-tail limit (switch_buffer_kb, or the
         HTB leaf FIFO of DEFAULT_TXQUEUELEN frames)."""
         if self.trimmed:
-            return default_port_config(mbit, last_hop, mtu=self.mtu).trim_bytes
+            return default_port_config(mbit, last_hop, mtu=self.mtu,
+                                       bdp_bytes=bdp_bytes(mbit, self.ports_rtt_ns)).trim_bytes
         if self.switch_buffer_bytes is not None:
             return self.switch_buffer_bytes
         return DEFAULT_TXQUEUELEN * (self.mtu + 14)

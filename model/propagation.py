@@ -106,6 +106,19 @@ def bdp_packets(spec: FabricSpec, delayed: bool = True) -> float:
     return spec.host_link_mbit * 1e6 / 8 * rtt_s / wire_frame_bytes(spec)
 
 
+def port_bdp_bytes(spec: FabricSpec, mbit: float) -> int:
+    """A switch port's bandwidth-delay product: its rate x the fabric's longest unloaded round
+    trip (path_rtt_ns across groups, propagation included: the ports are the fabric's, whatever
+    transport crosses them). The unit of the reference's switch thresholds
+    (model/switchport.py default_port_config). The same in the declared and the wall world."""
+    return bdp_bytes(mbit, path_rtt_ns(spec, True, True))
+
+
+def bdp_bytes(mbit: float, rtt_ns: int) -> int:
+    """Bytes a link of `mbit` carries in `rtt_ns`."""
+    return int(mbit * 1e6 / 8 * rtt_ns / 1e9)
+
+
 def summary_fields(spec: FabricSpec, transport: str) -> dict:
     """What a transport's summary.json records of the propagation delay (`spec`: the declared,
     emulated world's)."""

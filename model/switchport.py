@@ -69,23 +69,38 @@ ECN_MIN_FLOOR_FRAMES = 2
 ECN_RAMP_FLOOR_FRAMES = 2
 TRIM_FLOOR_FRAMES = 10
 DEFAULT_FRAME_MTU = 1500
+# UEC's reference simulator marks ECN from 0.2 to 0.8 of the BDP (htsim/sim/datacenter/
+# main_uec.cpp, ecn_low / ecn_high = bdp_pkt x 0.2 / 0.8) and trims at a full queue, which holds
+# at least ecn_high; here a full queue is one BDP.
+BDP_ECN_MIN = 0.2
+BDP_ECN_MAX = 0.8
+BDP_TRIM = 1.0
 
 
 def default_port_config(rate_mbit: float, last_hop: bool, mark: bool = True,
                         trim: bool = True, mtu: int = DEFAULT_FRAME_MTU,
-                        time_scale: float = 1.0) -> PortConfig:
+                        time_scale: float = 1.0, bdp_bytes: int = 0) -> PortConfig:
     """Thresholds as drain times of the port (0.5 ms / 2 ms ECN, 4 ms trim), never below the
-    frame floors above (in units of the fabric's MTU).
+    frame floors above (in units of the fabric's MTU), and never below UEC's reference
+    thresholds in the port's bandwidth-delay product `bdp_bytes` (BDP_ECN_MIN, BDP_ECN_MAX,
+    BDP_TRIM; model/propagation.py port_bdp_bytes).
 
-    Project choice for the ~1 ms RTT of the emulated fabric; scenarios may pass their own.
-    The drain times are the emulated world's: under a time scale (model/timescale.py)
-    rate_mbit is the port's wall rate, the thresholds are drain times of its declared rate
-    (the same bytes take time_scale times longer to drain on the wall clock).
+    The drain times are a project choice for the ~1 ms RTT of a fabric without propagation
+    delay; the BDP fractions take over once the fabric has propagation delay. Without them a
+    long round trip leaves NSCC's target delay (a fraction of that round trip) beyond the trim
+    threshold: the queue never reaches the target, so the multiplicative decrease that shares
+    a link fairly never runs, and ECN marks below the target only freeze windows. Scenarios
+    may pass their own. The drain times are the emulated world's: under a time scale
+    (model/timescale.py) rate_mbit is the port's wall rate, the thresholds are drain times of
+    its declared rate (the same bytes take time_scale times longer to drain on the wall clock).
+    `bdp_bytes` is the same in both worlds (rates / k, times x k).
     """
     if isinstance(mtu, bool) or not isinstance(mtu, int) or mtu <= 0:
         raise ConfigError(f"mtu must be a positive integer number of bytes, got {mtu!r}")
+    if isinstance(bdp_bytes, bool) or not isinstance(bdp_bytes, int) or bdp_bytes < 0:
+        raise ConfigError(f"bdp_bytes must be a non-negative integer, got {bdp_bytes!r}")
     per_ms = int(timescale.emulated_rate(rate_mbit, time_scale) * 1000) // 8
-    ecn_min = max(ECN_MIN_FLOOR_FRAMES * mtu, per_ms // 2)
-    ecn_max = max(ecn_min + ECN_RAMP_FLOOR_FRAMES * mtu, 2 * per_ms)
-    trim_bytes = max(ecn_max, 4 * per_ms, TRIM_FLOOR_FRAMES * mtu)
+    ecn_min = max(ECN_MIN_FLOOR_FRAMES * mtu, per_ms // 2, int(bdp_bytes * BDP_ECN_MIN))
+    ecn_max = max(ecn_min + ECN_RAMP_FLOOR_FRAMES * mtu, 2 * per_ms, int(bdp_bytes * BDP_ECN_MAX))
+    trim_bytes = max(ecn_max, 4 * per_ms, TRIM_FLOOR_FRAMES * mtu, int(bdp_bytes * BDP_TRIM))
     return PortConfig(rate_mbit, ecn_min, ecn_max, trim_bytes, last_hop, mark, trim)

@@ -43,6 +43,7 @@ from emulation.network.vqueue import (  # noqa: F401  (re-exported for callers o
 )
 from emulation.network.hostnet import CONTROL_SHARE, priority_filter_argvs
 from model.dscp import PRIORITY_DSCPS
+from model.propagation import port_bdp_bytes
 from model.proc import run_checked as run_command
 
 BPF_DIR = Path(__file__).resolve().parent / "bpf"
@@ -282,7 +283,8 @@ def fabric_port_configs(topo, enable_mark: bool, enable_trim: bool,
     mtu = topo.spec.mtu
     make = config_for or (lambda intf, mbit, last_hop, mark, trim:
                           default_port_config(mbit, last_hop, mark, trim, mtu=mtu,
-                                              time_scale=time_scale))
+                                              time_scale=time_scale,
+                                              bdp_bytes=port_bdp_bytes(topo.spec, mbit)))
     return {intf: make(intf, mbit, last_hop, bool(enable_mark), bool(enable_trim))
             for intf, mbit, last_hop in fabric_ports(topo)}
 

@@ -125,6 +125,19 @@ def test_queue_bound_arithmetic():
         pytest.approx([1.44e6, 2.88e6])
 
 
+def test_queue_bound_of_ports_sized_on_a_long_round_trip():
+    """With the ports' round trip given (random-loss.toml's 28.6192 ms at 30 Mbit/s, MTU 1500),
+    each port holds 1 BDP = 3,750,000 B/s x 0.0286192 s = 107,322 B = 28.6192 ms of drain, not
+    the 4 ms the drain-time rule alone gives (model/switchport.py)."""
+    facts = F.FabricFacts(host_link_mbit=30, fabric_link_mbit=30, mtu=1500, trimmed=True,
+                          switch_buffer_bytes=None, ports_rtt_ns=28_619_200)
+    assert facts.path_queue_ns(False) == pytest.approx(28.6192e6, abs=1e3)
+    assert facts.path_queue_ns(True) == pytest.approx(3 * 28.6192e6, abs=3e3)
+    no_bdp = F.FabricFacts(host_link_mbit=30, fabric_link_mbit=30, mtu=1500, trimmed=True,
+                           switch_buffer_bytes=None)
+    assert no_bdp.path_queue_ns(False) == pytest.approx(4e6)
+
+
 def held(delays_ms):
     sent = [i * 10_000_000 for i in range(len(delays_ms))]
     packets = captures(sent, [s + int(d * 1e6) for s, d in zip(sent, delays_ms)])

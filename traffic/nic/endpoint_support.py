@@ -60,7 +60,8 @@ def _trim_drains_s(spec: FabricSpec, time_scale: float) -> list[float]:
     drains = []
     for mbit, last_hop in ((spec.fabric_link_mbit, False), (spec.fabric_link_mbit, False),
                            (spec.host_link_mbit, True)):
-        cfg = default_port_config(mbit, last_hop, mtu=spec.mtu, time_scale=time_scale)
+        cfg = default_port_config(mbit, last_hop, mtu=spec.mtu, time_scale=time_scale,
+                                  bdp_bytes=propagation.port_bdp_bytes(spec, mbit))
         drains.append(cfg.trim_bytes * 8 / (mbit * 1e6))
     return drains
 

@@ -142,6 +142,20 @@ def test_default_config_floors_follow_the_mtu():
         vq.default_port_config(100, False, mtu=0)
 
 
+def test_a_long_round_trip_sizes_the_thresholds_in_bdps():
+    """UEC's reference (htsim main_uec.cpp): ECN from 0.2 to 0.8 BDP; here trim at 1 BDP.
+    30 Mbit/s x 28.6192 ms (random-loss.toml's longest round trip) = 107,322 B: ECN
+    21,464..85,857 B, trim 107,322 B, each above its drain-time term (1,875 / 7,500 / 15,000 B).
+    A short round trip leaves the drain times in force: 4 frames of BDP at MTU 1500 (6,072 B)
+    change nothing."""
+    c = vq.default_port_config(30, False, mtu=1500, bdp_bytes=107_322)
+    assert (c.ecn_min_bytes, c.ecn_max_bytes, c.trim_bytes) == (21_464, 85_857, 107_322)
+    assert vq.default_port_config(30, False, mtu=1500, bdp_bytes=6_072) == \
+        vq.default_port_config(30, False, mtu=1500)
+    with pytest.raises(vq.ConfigError, match="bdp_bytes"):
+        vq.default_port_config(30, False, bdp_bytes=-1)
+
+
 # ---------------------------------------------------------------- frames
 
 
