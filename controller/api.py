@@ -115,6 +115,7 @@ class _Handler(BaseHTTPRequestHandler):
             ("GET", "/counters/trim"): lambda: b.trim_counters(),
             ("POST", "/hosts"): lambda: b.register_hosts(self._body()),
             ("POST", "/fault"): lambda: b.fault(self._body()),
+            ("POST", "/faults"): lambda: b.fault_batch(self._body()),
             ("POST", "/endpoints"): lambda: b.register_endpoints(self._body()),
             ("POST", "/deny"): lambda: b.deny(self._body()),
             ("POST", "/allow"): lambda: b.allow(self._body()),

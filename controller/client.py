@@ -76,6 +76,11 @@ class ControllerClient:
         """POST /fault; returns {"ok", "t_ns", "fault"}; raises ControllerError on 400/500."""
         return self._request("POST", "/fault", command)
 
+    def fault_batch(self, commands: list) -> dict:
+        """POST /faults: nftables faults on many links as one transaction per namespace; returns
+        {"ok", "t_ns", "faults"}; raises ControllerError on 400/500."""
+        return self._request("POST", "/faults", commands)
+
     def register_endpoints(self, sockets: dict) -> dict:
         """{"h0": "/path/h0.sock", ...}: where the endpoints' control sockets are (denylist)."""
         return self._request("POST", "/endpoints", sockets)

@@ -184,6 +184,20 @@ def _nft_egress_script(table: str, intf: str, rule: str) -> str:
 LOSS_RESOLUTION = 10000      # numgen random mod this: 0.01 % steps
 
 
+def nft_argv(ns: list[str], script: str) -> list[str]:
+    """The command that runs an nft script (semicolon-separated commands, one transaction) in
+    the namespace `ns` (a netns_prefix)."""
+    return list(ns) + ["nft", script]
+
+
+def split_nft_argv(argv) -> tuple[tuple[str, ...], str]:
+    """(namespace prefix, script) of a command nft_argv built; ValueError for any other."""
+    argv = tuple(argv)
+    if len(argv) < 2 or argv[-2] != "nft":
+        raise ValueError(f"not an nft script command: {' '.join(argv)}")
+    return argv[:-2], argv[-1]
+
+
 def loss_threshold(percent: float) -> int:
     """Packets with numgen random mod 10000 below this are dropped (0.01 % resolution)."""
     return int(round(percent * 100))
@@ -201,7 +215,7 @@ def gray_loss_rule(percent: float) -> str:
 
 def gray_loss_commands(ns: list[str], intf: str, percent: float) -> list[list[str]]:
     table = nft_table_name(R.kind("gray_loss").nft_table, intf)
-    return [ns + ["nft", _nft_egress_script(table, intf, gray_loss_rule(percent))]]
+    return [nft_argv(ns, _nft_egress_script(table, intf, gray_loss_rule(percent)))]
 
 
 def ecn_rate_bytes(rate_mbit: float) -> int:
@@ -212,11 +226,11 @@ def ecn_mark_commands(ns: list[str], intf: str, rate_mbit: float) -> list[list[s
     table = nft_table_name(R.kind("ecn_mark").nft_table, intf)
     rule = (f"meta protocol ip6 limit rate over {ecn_rate_bytes(rate_mbit)} bytes/second "
             f"ip6 ecn != not-ect ip6 ecn set ce counter")
-    return [ns + ["nft", _nft_egress_script(table, intf, rule)]]
+    return [nft_argv(ns, _nft_egress_script(table, intf, rule))]
 
 
 def nft_clear_commands(ns: list[str], kind: str, intf: str) -> list[list[str]]:
-    return [ns + ["nft", f"delete table netdev {nft_table_name(kind, intf)}"]]
+    return [nft_argv(ns, f"delete table netdev {nft_table_name(kind, intf)}")]
 
 
 # ---------------------------------------------------------------- tc (degrade)

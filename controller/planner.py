@@ -20,8 +20,8 @@ from controller import faults as F
 from controller.actions import (CLEAR_OF_KIND, Blackhole, BlackholeClear, Degrade, DegradeClear,
                                 EcnClear, EcnMark, FaultAction, Flap, GrayLoss, GrayLossClear,
                                 LinkDown, LinkUp)
-from controller.commands import (CancelFlap, Command, DeleteCookie, InstallRules, StartFlap,
-                                 run_all)
+from controller.commands import (CancelFlap, Command, DeleteCookie, InstallRules, RunArgv,
+                                 StartFlap, run_all)
 from model import faults as R
 from model.topology import Topology
 
@@ -271,6 +271,51 @@ def plan(action: FaultAction, state: FaultState, ctx: PlanContext) -> Plan:
         case BlackholeClear():
             return _plan_blackhole_clear(action, state, ctx)
     raise TypeError(f"not a fault action: {action!r}")
+
+
+# A merged script is one command-line argument, and Linux caps one at 128 KiB (MAX_ARG_STRLEN).
+NFT_SCRIPT_BUDGET = 64 * 1024
+
+
+def _active_changes(before: FaultState, after: FaultState) -> list[tuple[tuple, dict | None]]:
+    """(key, params or None for removed) of every directional fault that differs."""
+    keys = dict.fromkeys([*before.active, *after.active])
+    return [(key, after.active.get(key)) for key in keys
+            if before.active.get(key) != after.active.get(key)]
+
+
+def merge_nft_steps(before: FaultState, steps, budget: int = NFT_SCRIPT_BUDGET) -> tuple[Step, ...]:
+    """Steps of nftables faults (each one nft command on one port) as one step per network
+    namespace: its scripts in their order, one nft transaction, so a fault on many ports costs
+    the machine one process per namespace instead of one per port, and each namespace changes
+    at one instant. Tables of different namespaces are independent, so only the order within
+    a namespace is kept; a script past `budget` bytes starts another step. Each merged step's
+    state holds its own changes and those of the steps before it, so a failure leaves the
+    state describing what was applied. ValueError for a step that is not one nft command."""
+    groups: dict[tuple[str, ...], list[tuple[str, list]]] = {}
+    previous = before
+    for step in steps:
+        if len(step.commands) != 1 or not isinstance(step.commands[0], RunArgv):
+            raise ValueError(f"not a single nft command: {step.commands!r}")
+        prefix, script = F.split_nft_argv(step.commands[0].argv)
+        groups.setdefault(prefix, []).append((script, _active_changes(previous, step.state)))
+        previous = step.state
+    merged, state = [], before
+    for prefix, items in groups.items():
+        chunk: list[str] = []
+        for i, (script, changes) in enumerate(items):
+            chunk.append(script)
+            for key, params in changes:
+                state = state.with_active(key, params)
+            last = i + 1 == len(items)
+            if last or len("; ".join(chunk + [items[i + 1][0]])) > budget:
+                merged.append(Step((RunArgv(tuple(F.nft_argv(list(prefix), "; ".join(chunk)))),),
+                                   state))
+                chunk = []
+    if steps and merged[-1].state != previous:
+        raise ValueError("merged steps do not reach the state the steps did: a step changed "
+                         "more than its directional faults")
+    return tuple(merged)
 
 
 def clear_actions(state: FaultState) -> list[FaultAction]:

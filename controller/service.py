@@ -26,6 +26,7 @@ from controller.fault_log import FaultLog
 from controller.host_namespaces import checked_host_namespaces
 from controller.routing_state import RoutingState
 from controller.scheduler import Scheduler
+from model import faults as fault_kinds
 from model.events import ControllerLog
 from model.topology import Topology
 
@@ -135,6 +136,36 @@ class FabricController:
             extra = self._apply(action)
             entry = self.log({**action.as_dict(), **extra})
         return {"ok": True, "t_ns": entry["t_ns"], "fault": action.as_dict()}
+
+    def fault_batch(self, cmds) -> dict:
+        """Faults applied as nftables tables (gray_loss, ecn_mark and their clears), many links
+        at one instant: every command is checked and planned before anything runs, then the
+        kernel gets one nft transaction per network namespace (planner.merge_nft_steps). One
+        log entry per command, as POST /fault would write."""
+        if not isinstance(cmds, list) or not cmds:
+            raise ValueError("POST /faults takes a non-empty JSON list of fault commands")
+        actions = [A.parse(cmd, self.topo) for cmd in cmds]
+        others = sorted({a.name for a in actions if not fault_kinds.kind(a.name).nft_applied})
+        if others:
+            raise ValueError(f"POST /faults takes only faults applied as nftables tables "
+                             f"({', '.join(k.action for k in fault_kinds.KINDS if k.nft_applied)}); "
+                             f"send {', '.join(others)} with POST /fault")
+        with self.lock:
+            state, steps, extras = self.state, [], []
+            for action in actions:
+                plan = P.plan(action, state, self._context(action))
+                steps += plan.steps
+                state = plan.state
+                extras.append(dict(plan.log_extra))
+            for step in P.merge_nft_steps(self.state, steps):
+                self.executor.execute(step.commands)
+                self.state = step.state
+            for note in (n for extra in extras for n in extra.get("notes", ())):
+                LOG.warning("%s", note)
+            entries = [self.log({**action.as_dict(), **extra})
+                       for action, extra in zip(actions, extras)]
+        return {"ok": True, "t_ns": entries[0]["t_ns"],
+                "faults": [action.as_dict() for action in actions]}
 
     def _context(self, action: A.FaultAction) -> P.PlanContext:
         """What the planner needs to know about the running system for `action`."""

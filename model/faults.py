@@ -135,6 +135,12 @@ class FaultKind:
         return self.clears is not None
 
     @property
+    def nft_applied(self) -> bool:
+        """Applied (or cleared) as one nftables table per port: such faults at one instant
+        can go to the kernel as one nft transaction per network namespace."""
+        return (BY_ACTION[self.clears] if self.clears else self).nft_table is not None
+
+    @property
     def param_names(self) -> tuple[str, ...]:
         return tuple(p.name for p in self.params)
 

@@ -12,19 +12,42 @@ from pathlib import Path
 from controller.client import ControllerClient, ControllerError
 from emulation.run.run_progress import LogTail
 from emulation.config.scenario import Scenario
+from model import faults as fault_kinds
 
 POLL_S = 0.01
+BATCH_MAX = 256          # commands per POST /faults: a few hundred bytes each, far below its body bound
 
 
-def post_fault(client: ControllerClient, command: dict) -> dict:
-    """POST /fault: the controller's answer, {"ok": False, "error"} when it refuses or fails the
-    command; raises ControllerError when it cannot be reached (the scheduler then stops)."""
+def post_faults(client: ControllerClient, commands: list[dict]) -> dict:
+    """POST /fault for one command, POST /faults for several: the controller's answer,
+    {"ok": False, "error"} when it refuses or fails them; raises ControllerError when it
+    cannot be reached (the scheduler then stops)."""
     try:
-        return client.fault(command)
+        if len(commands) == 1:
+            return client.fault(commands[0])
+        return client.fault_batch(commands)
     except ControllerError as exc:
         if exc.status is None:
             raise
         return {"ok": False, "error": exc.detail}
+
+
+def batches(due: list) -> list[list[tuple[int, object, dict]]]:
+    """The commands of the entries due at one instant, in order, as runs to send: consecutive
+    nftables faults (fault_kinds.FaultKind.nft_applied) together, up to BATCH_MAX, every
+    other command alone (a link-down goes out the moment it is due)."""
+    runs: list[list] = []
+    for index, entry in due:
+        for command in entry.commands:
+            item = (index, entry, command)
+            batchable = fault_kinds.kind(command["action"]).nft_applied
+            last = runs[-1] if runs else None
+            if (batchable and last and len(last) < BATCH_MAX
+                    and fault_kinds.kind(last[-1][2]["action"]).nft_applied):
+                last.append(item)
+            else:
+                runs.append([item])
+    return runs
 
 
 class FaultScheduler(threading.Thread):
@@ -40,7 +63,7 @@ class FaultScheduler(threading.Thread):
         self.applied: list[dict] = []
         self.applied_at: dict[int, int] = {}      # entry index -> when it was applied (ns)
         self.sent: set[int] = set()               # entries whose commands were (being) sent
-        self.current: int | None = None           # entry being sent right now
+        self.current: list[int] = []              # entries being sent right now
         self.stop_event = threading.Event()
         self.error: str | None = None
 
@@ -60,28 +83,43 @@ class FaultScheduler(threading.Thread):
             with open(self.applied_path, "a", buffering=1) as out:
                 while self.pending and not self.stop_event.is_set():
                     self.tail.poll()
-                    for item in [x for x in self.pending if self.due(*x)]:
+                    due = [x for x in self.pending if self.due(*x)]
+                    for item in due:
                         self.pending.remove(item)
-                        index, entry = item
-                        self.sent.add(index)
-                        self.current = index
-                        for command in entry.commands:
-                            asked = time.monotonic_ns()
-                            answer = post_fault(self.client, command)
-                            record = {"entry": index, "when": entry.when(), "asked_ns": asked,
-                                      "t_ns": answer.get("t_ns", asked), "ok": bool(answer.get("ok")),
-                                      "command": command}
-                            if not record["ok"]:
-                                record["error"] = answer.get("error", "no answer")
-                            self.applied.append(record)
-                            out.write(json.dumps(record) + "\n")
-                        self.applied_at[index] = time.monotonic_ns()
-                        self.current = None
+                    for run in batches(due):
+                        self._send(run, out)
                     self.stop_event.wait(POLL_S)
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never kills the run
             self.error = f"fault scheduler failed: {exc!r}"
-            if self.current is not None and not any(a["entry"] == self.current for a in self.applied):
-                self.sent.discard(self.current)     # died before any answer: never sent
+            answered = {a["entry"] for a in self.applied}
+            for index in self.current:
+                if index not in answered:
+                    self.sent.discard(index)        # died before any answer: never sent
+
+    def _send(self, run: list[tuple[int, object, dict]], out) -> None:
+        """POST one command, or a batch of nftables faults due at one instant as one POST
+        /faults (one transaction per namespace: the machine spawns a process per namespace,
+        not per port, at the instant a recovery window opens); one record per command."""
+        for index, _, _ in run:
+            self.sent.add(index)
+        self.current = [index for index, _, _ in run]
+        asked = time.monotonic_ns()
+        commands = [command for _, _, command in run]
+        answer = post_faults(self.client, commands)
+        for index, entry, command in run:
+            record = {"entry": index, "when": entry.when(), "asked_ns": asked,
+                      "t_ns": answer.get("t_ns", asked), "ok": bool(answer.get("ok")),
+                      "command": command}
+            if len(run) > 1:
+                record["batch"] = len(run)
+            if not record["ok"]:
+                record["error"] = answer.get("error", "no answer")
+            self.applied.append(record)
+            out.write(json.dumps(record) + "\n")
+        done = time.monotonic_ns()
+        for index, _, _ in run:
+            self.applied_at[index] = done
+        self.current = []
 
     def stop(self) -> None:
         self.stop_event.set()

@@ -11,7 +11,7 @@ from controller.client import ControllerClient, ControllerError
 from model.events import ControllerLog
 from model.topology import FabricSpec, Topology
 from tests.helpers.api_token import TOKEN
-from tests.helpers.controller import Recorder
+from tests.helpers.controller import Recorder, namespace_with
 
 TOPO = Topology(FabricSpec(planes=1, groups=2, spines=2, hosts_per_group=1))
 
@@ -77,7 +77,6 @@ def test_command_failure_is_500_with_stderr_and_controller_survives(api):
 
 
 def test_host_faults_need_registered_namespace(api):
-    from tests.helpers.controller import namespace_with
     client, _, run, _ = api
     with pytest.raises(ControllerError, match="POST /hosts"):
         client.fault({"action": "gray_loss", "a": "h0", "b": "t0p0g0", "percent": 5,
@@ -136,3 +135,70 @@ def test_port_status_logged_and_reconvergence_recomputes(api):
     rules = ctl.installed["t0p0g0"] if "t0p0g0" in ctl.installed else []
     assert rules and all(r.actions == (("output", 3),) for r in rules
                          if r.priority in (20000, 10000))
+
+
+# ---------------------------------------------------------------- POST /faults: nftables faults on
+# many links at one instant, one nft transaction per namespace (scripts written out by hand;
+# t0p0g0-e2 faces spine 0, t0p0g1-e3 spine 1, t1p0s0-e1 group 0, t1p0s1-e2 group 1)
+
+
+def loss(a, b, percent, direction="both"):
+    return {"action": "gray_loss", "a": a, "b": b, "percent": percent, "direction": direction}
+
+
+def drop_below(table: str, intf: str, threshold: int) -> str:
+    return (f"add table netdev {table}; delete table netdev {table}; add table netdev {table}; "
+            f"add chain netdev {table} egress {{ type filter hook egress device \"{intf}\" "
+            f"priority 0; policy accept; }}; "
+            f"add rule netdev {table} egress numgen random mod 10000 < {threshold} counter drop")
+
+
+def test_loss_on_two_links_is_one_nft_command_and_a_log_entry_per_link(api):
+    client, _, run, log_path = api
+    reply = client.fault_batch([loss("t0p0g0", "t1p0s0", 1.0), loss("t0p0g1", "t1p0s1", 1.0)])
+    assert reply["ok"] and len(reply["faults"]) == 2
+    # four switch ports, all in the root namespace: one nft, the scripts in planned order
+    assert run.argvs == [["nft", "; ".join([
+        drop_below("mrclab_loss_t0p0g0_e2", "t0p0g0-e2", 100),
+        drop_below("mrclab_loss_t1p0s0_e1", "t1p0s0-e1", 100),
+        drop_below("mrclab_loss_t0p0g1_e3", "t0p0g1-e3", 100),
+        drop_below("mrclab_loss_t1p0s1_e2", "t1p0s1-e2", 100)])]]
+    lines = [json.loads(x) for x in log_path.read_text().splitlines()]
+    assert [(x["action"], x["a"], x["b"]) for x in lines] == [
+        ("gray_loss", "t0p0g0", "t1p0s0"), ("gray_loss", "t0p0g1", "t1p0s1")]
+    faulted = [l for l in client.links() if l["faults"]]
+    assert sorted((l["a"], l["b"], len(l["faults"])) for l in faulted) == [
+        ("t0p0g0", "t1p0s0", 2), ("t0p0g1", "t1p0s1", 2)]
+
+
+def test_a_batch_with_a_wrong_or_foreign_command_runs_nothing(api):
+    client, _, run, log_path = api
+    for body, why in (([loss("t0p0g0", "t1p0s0", 1.0), loss("t0p0g1", "t1p0s1", 120)], "percent"),
+                      ([loss("t0p0g0", "t1p0s0", 1.0),
+                        {"action": "link_down", "a": "t0p0g1", "b": "t1p0s1"}],
+                       "send link_down with POST /fault"),
+                      ([], "non-empty JSON list"),
+                      (loss("t0p0g0", "t1p0s0", 1.0), "non-empty JSON list")):
+        with pytest.raises(ControllerError, match=why) as err:
+            client.fault_batch(body)
+        assert err.value.status == 400
+    assert run.argvs == [] and not log_path.exists()
+    assert not any(l["faults"] for l in client.links())
+
+
+def test_a_failed_namespace_leaves_the_state_of_what_was_applied(api):
+    client, _, run, _ = api
+    h0 = namespace_with("h0-p0")
+    try:
+        client.register_hosts({"h0": h0.pid})
+    finally:
+        h0.kill()
+        h0.wait()
+    run.fail_on = "nsenter"
+    with pytest.raises(ControllerError, match="boom") as err:
+        client.fault_batch([loss("t0p0g0", "t1p0s0", 1.0), loss("h0", "t0p0g0", 1.0, "a->b")])
+    assert err.value.status == 500
+    assert [argv[0] for argv in run.argvs] == ["nft"]           # the root namespace's went in
+    [spine_link] = [l for l in client.links() if l["faults"]]
+    assert (spine_link["a"], spine_link["b"]) == ("t0p0g0", "t1p0s0")
+    assert len(spine_link["faults"]) == 2

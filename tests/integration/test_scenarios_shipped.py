@@ -310,6 +310,11 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
     elif name == "random-loss":
         assert _endpoint_events(tdir, scn, Event.RETRANSMIT, t_first), \
             "no retransmission under loss"
+        # the loss on all 8 host links went out as one request, and at the switch to 1 % the
+        # clear and the new loss (16 commands) as another, each applied at one instant
+        applied = events(tdir / "faults-applied.jsonl")
+        assert [a.get("batch") for a in applied] == [8] * 8 + [16] * 16
+        assert len({a["t_ns"] for a in applied}) == 2
     elif name == "incast":
         coll = scn.collective
         assert coll.victim_only

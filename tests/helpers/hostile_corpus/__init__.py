@@ -254,6 +254,12 @@ API_CASES = [
      b'{"action": "gray_loss_clear", "a": "t0p0g0", "b": "t1p0s0"}', 400),
     ("a 5 MB node name", "POST", "/fault", JSON,
      b'{"action": "link_down", "a": "' + b"y" * 900_000 + b'", "b": "t1p0s0"}', 400),
+    ("faults: an object, not a list", "POST", "/faults", JSON,
+     b'{"action": "gray_loss", "a": "t0p0g0", "b": "t1p0s0", "percent": 1}', 400),
+    ("faults: a list of numbers", "POST", "/faults", JSON, b"[1, 2]", 400),
+    ("faults: a link_down among losses", "POST", "/faults", JSON,
+     b'[{"action": "gray_loss", "a": "t0p0g0", "b": "t1p0s0", "percent": 1},'
+     b' {"action": "link_down", "a": "t0p0g0", "b": "t1p0s1"}]', 400),
     ("hosts: the controller's own pid", "POST", "/hosts", JSON, b'{"h0": <PID>}', 400),
     ("hosts: pid 0", "POST", "/hosts", JSON, b'{"h0": 0}', 400),
     ("hosts: pid as a string", "POST", "/hosts", JSON, b'{"h0": "1"}', 400),
