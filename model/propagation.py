@@ -106,12 +106,18 @@ def bdp_packets(spec: FabricSpec, delayed: bool = True) -> float:
     return spec.host_link_mbit * 1e6 / 8 * rtt_s / wire_frame_bytes(spec)
 
 
+def ports_rtt_ns(spec: FabricSpec) -> int:
+    """The round trip the switch ports are sized on: the fabric's longest unloaded one
+    (path_rtt_ns across groups, propagation included: the ports are the fabric's, whatever
+    transport crosses them)."""
+    return path_rtt_ns(spec, True, True)
+
+
 def port_bdp_bytes(spec: FabricSpec, mbit: float) -> int:
-    """A switch port's bandwidth-delay product: its rate x the fabric's longest unloaded round
-    trip (path_rtt_ns across groups, propagation included: the ports are the fabric's, whatever
-    transport crosses them). The unit of the reference's switch thresholds
-    (model/switchport.py default_port_config). The same in the declared and the wall world."""
-    return bdp_bytes(mbit, path_rtt_ns(spec, True, True))
+    """A switch port's bandwidth-delay product: its rate x ports_rtt_ns. The unit of the
+    reference's switch thresholds (model/switchport.py default_port_config). The same in the
+    declared and the wall world."""
+    return bdp_bytes(mbit, ports_rtt_ns(spec))
 
 
 def bdp_bytes(mbit: float, rtt_ns: int) -> int:

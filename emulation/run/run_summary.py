@@ -83,7 +83,7 @@ def fidelity_fields(scn: Scenario, transport: str, tdir: Path, summary: dict, pa
                     for h in topo.hosts for p in range(scn.spec.planes)},
         frame_rtt_ns=propagation.shortest_path_rtt_ns(scn.spec, delayed),
         propagation_rtt_ns=propagation.shortest_path_propagation_rtt_ns(scn.spec, delayed),
-        ports_rtt_ns=propagation.path_rtt_ns(scn.spec, True, True))
+        ports_rtt_ns=propagation.ports_rtt_ns(scn.spec))
     faults = list(zip(summary.get("fault_times_ns") or [], summary.get("recovery_ms") or []))
     try:
         fid = fidelity.transport_fidelity(tdir, facts, start, end, packets=packets, faults=faults)
