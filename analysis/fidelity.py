@@ -285,7 +285,7 @@ def ovs_check(tdir: Path, rtt_ns: int, measurements: dict, unmeasured: dict,
 
 def recovery_window_check(tdir: Path, logs: dict, rtt_ns: int, faults, end_ns,
                           measurements: dict, unmeasured: dict, workers, ovs,
-                          packet_rtt_ns: int) -> Check | None:
+                          packet_rtt_ns: int, start_ns: int | None = None) -> Check | None:
     """recovery_window_stalls: each fault's recovery window judged on its own
     (analysis/fidelity_windows.py); the worst window's lateness over its stall bound
     (packet_rtt_ns: the base RTT without the propagation)."""
@@ -293,7 +293,7 @@ def recovery_window_check(tdir: Path, logs: dict, rtt_ns: int, faults, end_ns,
         unmeasured[RECOVERY_WINDOWS] = "no fault took effect: no recovery window to judge"
         return None
     judged = windows.recovery_windows(tdir, logs, rtt_ns, faults, end_ns, workers, ovs,
-                                      packet_rtt_ns)
+                                      packet_rtt_ns, start_ns)
     measurements[RECOVERY_WINDOWS] = judged
     ratios = [w["ratio"] for w in judged if w.get("ratio") is not None]
     if not ratios:
@@ -339,7 +339,7 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
     if stalls is not None:
         measurements["stall_fraction"] = stalls
     recovery = recovery_window_check(tdir, logs, rtt_ns, faults, end_ns, measurements,
-                                     unmeasured, workers, spans, packet_rtt_ns)
+                                     unmeasured, workers, spans, packet_rtt_ns, start_ns)
     checks += [c for c in (worker, ovs, recovery) if c is not None]
     return assemble(checks, measurements, unmeasured, problems)
 

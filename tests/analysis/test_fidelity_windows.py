@@ -178,3 +178,49 @@ def test_a_stall_on_a_fault_breaks_the_verdict_where_the_whole_run_p99_does_not(
     # without faults there is no window to judge
     fid = F.transport_fidelity(tmp_path, facts, T0, T0 + 2_000 * MS, packets=pd.DataFrame())
     assert FV.RECOVERY_WINDOWS in fid["unmeasured"] and fid["verdict"] == FV.OK
+
+
+def bursty_log(tmp_path, stall_at_s=None):
+    """Snapshots every second from 1 to 31 s, 100 deadlines at 0.1 ms per second; every third
+    second also 5 at 3 ms (the machine's ordinary bursts: 5 of 105 is past the 99th sample, so
+    those seconds' p99 is 3 ms' bucket, upper edge 3,145,728 ns, 1.57x the 1 ms bound); and in
+    the second ending at stall_at_s, 5 at 20 ms instead (upper edge 20,971,520 ns)."""
+    fast, burst, stall = lateness_bucket(100_000), lateness_bucket(3 * MS), lateness_bucket(20 * MS)
+    totals, snaps = {fast: 0, burst: 0, stall: 0}, []
+    for s in range(1, 32):
+        totals[fast] += 100
+        if s == stall_at_s:
+            totals[stall] += 5
+        elif s % 3 == 0:
+            totals[burst] += 5
+        snaps.append((s * 1_000 * MS, [[b, n] for b, n in totals.items() if n]))
+    write_endpoint_log(tmp_path / "endpoint-h0.jsonl", snaps, base_rtt_ns=RTT)
+    return F.endpoint_logs(tmp_path, [])
+
+
+def test_a_window_as_late_as_the_run_is_elsewhere_is_not_a_stall(tmp_path):
+    logs = bursty_log(tmp_path)
+    fault = [(8_500 * MS, 10.0)]             # inside the bursty second [8, 9] s
+    [judged] = W.recovery_windows(tmp_path, logs, RTT, fault, 31_000 * MS, workers={}, ovs=[],
+                                  timed_start_ns=1_000 * MS)
+    # its p99 alone is past the bound, as in 10 of the 29 other seconds (the worst of them:
+    # 3 ms' bucket again): no later than the run elsewhere
+    assert lateness_bucket_floor_ns(lateness_bucket(3 * MS) + 1) == 3_145_728
+    assert not judged["void"] and judged["ratio"] == 1.0
+    # judged on its p99 alone (no timed phase to compare with: fewer than 20 other seconds)
+    [alone] = W.recovery_windows(tmp_path, logs, RTT, fault, 10_000 * MS, workers={}, ovs=[],
+                                 timed_start_ns=1_000 * MS)
+    assert alone["void"] and alone["ratio"] == pytest.approx(3_145_728 / RTT / 0.5, rel=1e-3)
+
+
+def test_a_window_later_than_the_run_ever_is_elsewhere_is_a_stall(tmp_path):
+    logs = bursty_log(tmp_path, stall_at_s=9)
+    fault = [(8_500 * MS, 10.0)]             # the stall is in [8, 9] s
+    [judged] = W.recovery_windows(tmp_path, logs, RTT, fault, 31_000 * MS, workers={}, ovs=[],
+                                  timed_start_ns=1_000 * MS)
+    assert judged["void"]
+    assert judged["ratio"] == pytest.approx(20_971_520 / RTT / 0.5, rel=1e-3)
+    # the share: the 29 other seconds' p99s at 1 - 0.01 / 2 (one endpoint, two kinds), the
+    # highest of them with numpy's "higher" rule: 3 ms' bucket, the worst ordinary second
+    ordinary = W.ordinary_lateness(logs, (1_000 * MS, 31_000 * MS))
+    assert W.ordinary_late_ns(ordinary, "h0", "timer", 8_500 * MS, 8_510 * MS) == 3_145_728

@@ -62,6 +62,23 @@ def test_product_failures_fail_even_on_a_starved_run(broken):
     assert _outcome({**STARVED, **broken}).startswith("fail: recovery took 900 ms")
 
 
+UNREACHED = {"entry": 0, "when": "at_iteration=2", "status": "not_reached",
+             "reason": "the traffic ended before it was due: it was due when a rank started "
+                       "timed iteration 2, and no rank got past 0"}
+
+
+def test_a_fault_the_starved_traffic_stopped_before_is_the_machines_doing():
+    # the collective timed out after 0 of 24 iterations: the fault at iteration 2 never came due
+    cut = {**STARVED, "faults_ok": False, "faults_not_reached": [UNREACHED], "faults_failed": [],
+           "iterations_planned": 24, "iterations_completed": 0}
+    assert _outcome(cut).startswith("xfail: fidelity invalid (mrc)")
+    # every iteration ran and the fault still never came: the schedule's fault, whatever the
+    # verdict; so is a fault the controller failed, or one the traffic did not stop before
+    for broken in ({"iterations_completed": 24}, {"faults_failed": [{"entry": 1}]},
+                   {"faults_not_reached": [{**UNREACHED, "reason": "the fault scheduler died"}]}):
+        assert _outcome({**cut, **broken}).startswith("fail: recovery took 900 ms"), broken
+
+
 def test_any_starved_run_of_several_and_summaries_read_from_disk(tmp_path):
     ok = tmp_path / "ok"
     ok.mkdir()
