@@ -15,6 +15,9 @@ from emulation.config.scenario import Scenario
 from model import faults as fault_kinds
 
 POLL_S = 0.01
+# why an entry was never sent, when the traffic stopped before it came due
+NEVER_STARTED = "the timed iterations never started"
+TRAFFIC_ENDED = "the traffic ended before it was due"
 BATCH_MAX = 256          # commands per POST /faults: a few hundred bytes each, far below its body bound
 
 
@@ -164,22 +167,22 @@ def unreached_reason(state: dict, scheduler_error: str | None, progress: RunProg
     if state.get("error"):
         return f"the run stopped before it was due ({state['error']})"
     if progress.timed_start_ns is None:
-        return "the timed iterations never started"
+        return NEVER_STARTED
     entry, k = scn.faults[index], progress.k
     unit = " of emulated time" if k != 1 else ""
     ended = f"the traffic ended {progress.seconds(progress.stopped_ns):.2f} s{unit} after the " \
             f"timed iterations started"
     if entry.at_iteration is not None:
-        return (f"the traffic ended before it was due: it was due when a rank started timed "
+        return (f"{TRAFFIC_ENDED}: it was due when a rank started timed "
                 f"iteration {entry.at_iteration}, and no rank got past {progress.done}")
     if entry.at_s is not None:
-        return (f"the traffic ended before it was due: it was due {entry.at_s / k:g} s{unit} "
+        return (f"{TRAFFIC_ENDED}: it was due {entry.at_s / k:g} s{unit} "
                 f"after the timed iterations started, and {ended}")
     previous = scn.faults[index - 1].when()
     if index - 1 not in progress.applied_at:
         return (f"it was due {entry.after_s / k:g} s after the previous entry ({previous}), "
                 f"which was never applied")
     applied = progress.seconds(progress.applied_at[index - 1])
-    return (f"the traffic ended before it was due: it was due {entry.after_s / k:g} s after the "
+    return (f"{TRAFFIC_ENDED}: it was due {entry.after_s / k:g} s after the "
             f"previous entry ({previous}), which was applied {applied:.2f} s after the timed "
             f"iterations started, so at {applied + entry.after_s / k:.2f} s, and {ended}")

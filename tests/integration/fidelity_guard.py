@@ -33,6 +33,7 @@ import pytest
 
 from analysis import fidelity
 from analysis.fidelity_captures import FabricFacts
+from emulation.run import run_faults
 
 INVALID = "invalid"
 
@@ -68,7 +69,7 @@ def product_failures(summary: dict, expected=()) -> list[str]:
     return out
 
 
-TRAFFIC_ENDED_FIRST = "the traffic ended before it was due"
+TRAFFIC_ENDED_FIRST = (run_faults.TRAFFIC_ENDED, run_faults.NEVER_STARTED)
 
 
 def faults_cut_short(summary: dict) -> bool:

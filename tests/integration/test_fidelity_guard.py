@@ -72,6 +72,8 @@ def test_a_fault_the_starved_traffic_stopped_before_is_the_machines_doing():
     cut = {**STARVED, "faults_ok": False, "faults_not_reached": [UNREACHED], "faults_failed": [],
            "iterations_planned": 24, "iterations_completed": 0}
     assert _outcome(cut).startswith("xfail: fidelity invalid (mrc)")
+    never = {**UNREACHED, "reason": "the timed iterations never started"}   # stuck in warm-up
+    assert _outcome({**cut, "faults_not_reached": [never]}).startswith("xfail: fidelity invalid")
     # every iteration ran and the fault still never came: the schedule's fault, whatever the
     # verdict; so is a fault the controller failed, or one the traffic did not stop before
     for broken in ({"iterations_completed": 24}, {"faults_failed": [{"entry": 1}]},
