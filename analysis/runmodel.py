@@ -459,7 +459,10 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
         logs, hosts, problems, side, groups)
     goodput = _goodput(logs)
     samples = recovery.aggregate_cumulative({h: s for h, s in goodput.items() if s})
-    outcomes, by_entry = _group_entries(_fault_records(tdir, problems), traffic_end)
+    # a worker that failed stopped its traffic mid-iteration, it did not end it: a fault sent
+    # after the last complete iteration then landed in the one that never finished
+    outcomes, by_entry = _group_entries(_fault_records(tdir, problems),
+                                        None if errors else traffic_end)
     if faults_scheduled is not None:
         for entry in range(faults_scheduled):
             if entry not in by_entry:

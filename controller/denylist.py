@@ -124,6 +124,11 @@ class DenylistService:
         except DenyRuleError as err:
             raise DenyRuleError(f"{action}: {err}") from None
         with self.lock:
+            stranded = self.rules.stranded_by(rule) if add else None
+            if stranded is not None:
+                src, dst = (self.topo.host(i).name for i in stranded)
+                raise DenyRuleError(f"deny: refused: {rule.describe()} with the rules in force "
+                                    f"would leave {src} no path to {dst}; allow a rule first")
             if add:
                 _, changed = self.rules.add(rule)
             else:

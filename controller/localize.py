@@ -17,6 +17,10 @@ The two add up:
   is not a lossy link);
 * a path is CLEAN when it lost none of at least `clean_min_sent` probes and no EV event put
   it ASSUMED_BAD; every link of a clean path is exonerated;
+* a link is judged only when every probed path that crosses it has settled `judged_min_sent`
+  probes: before that a path over it that will prove clean has not had the probes to show it,
+  and the broadest link (a host's own NIC-T0 link, crossed by all its paths) would explain the
+  first few lossy paths best; a link named that early is a healthy link denied;
 * the faulty links are then found greedily: the not-exonerated link that the most unexplained
   lossy paths share is named, the paths it explains are set aside, and so on. One lossy link
   crossed by several lossy paths is exactly the link common to all of them. Two links that
@@ -58,10 +62,12 @@ def classify(stats: dict[str, dict], *, min_lost: int = 3, min_loss_rate: float 
 
 def locate(stats: dict[str, dict], path_links: dict[str, frozenset | set | list], *,
            min_lost: int = 3, min_loss_rate: float = 0.005, clean_min_sent: int = 50,
-           min_paths: int = 1, ev_losses: dict[str, int] | None = None) -> Localization:
+           min_paths: int = 1, ev_losses: dict[str, int] | None = None,
+           judged_min_sent: int = 0) -> Localization:
     """Name the lossy link(s). `path_links[path]` lists the links (any hashable names) the path
     crosses; every path in `stats` and `ev_losses` must be in it. A named link explains >=
-    `min_paths` paths."""
+    `min_paths` paths; a link crossed by a probed path (one in `stats`) with fewer than
+    `judged_min_sent` settled probes is not judged yet."""
     missing = [p for p in (*stats, *(ev_losses or {})) if p not in path_links]
     if missing:
         raise KeyError(f"no links known for path(s) {', '.join(missing[:5])}")
@@ -71,11 +77,15 @@ def locate(stats: dict[str, dict], path_links: dict[str, frozenset | set | list]
     exonerated = set()
     for path in clean:
         exonerated.update(path_links[path])
+    unjudged = set()
+    for path, counts in stats.items():
+        if int(counts["sent"]) < judged_min_sent:
+            unjudged.update(path_links[path])
     uncovered = set(lossy)
     while uncovered:
         covers: dict = {}
         for path in uncovered:
-            for link in set(path_links[path]) - exonerated:
+            for link in set(path_links[path]) - exonerated - unjudged:
                 covers.setdefault(link, set()).add(path)
         if not covers:
             break

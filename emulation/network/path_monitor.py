@@ -131,10 +131,12 @@ class PathMonitor(threading.Thread):
         except ControllerError as err:
             self.ev_event_errors.append(str(err))
 
-    def locate(self, stats: dict, ev_losses: dict):
+    def locate(self, stats: dict, ev_losses: dict, judged_min_sent: int = CLEAN_MIN_SENT):
+        """A link is judged only once every probe path over it could have cleared it."""
         paths = {k: self.links_of(k) for k in (*stats, *ev_losses)}
         return locate(stats, paths, min_lost=MIN_LOST, min_loss_rate=MIN_LOSS_RATE,
-                      clean_min_sent=CLEAN_MIN_SENT, min_paths=MIN_PATHS, ev_losses=ev_losses)
+                      clean_min_sent=CLEAN_MIN_SENT, min_paths=MIN_PATHS, ev_losses=ev_losses,
+                      judged_min_sent=judged_min_sent)
 
     def step(self) -> None:
         stats = self.gather()
@@ -153,7 +155,7 @@ class PathMonitor(threading.Thread):
                                        "ev_events": ev_losses.get(p, 0)} for p in paths},
                       "probes_alone": self.locate(stats, {}).links,
                       "ev_events_alone": self.locate(
-                          {p: {"sent": 0, "lost": 0} for p in stats}, ev_losses).links,
+                          {p: {"sent": 0, "lost": 0} for p in stats}, ev_losses, 0).links,
                       "clean_paths": len(found.clean_paths), "all_paths": stats,
                       "ev_losses": ev_losses}
             try:

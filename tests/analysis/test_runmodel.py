@@ -131,3 +131,18 @@ def test_records_that_contradict_themselves_or_their_log_are_named_and_skipped(t
     assert "a record of host 'h2' in h1's log" in text
     assert not model.records_verified
     assert [it.index for it in model.iterations] == []     # h1 has no iteration of its own
+
+
+def test_a_fault_after_the_last_iteration_of_a_failed_run_landed_in_the_unfinished_one(tmp_path):
+    """The link_down at 3.5 s follows the last complete iteration (3.0 s). When the traffic
+    ended, it came after it; when a worker failed (its collective stuck), the traffic never
+    ended and the fault met the iteration that never finished: applied, not after_traffic."""
+    scn = parse_run()
+    write_run(tmp_path, records(scn))
+    log = tmp_path / "worker-h0.jsonl"
+    log.write_text(log.read_text() + json.dumps(
+        {"t_ns": T0 + 4000 * MS, "host": "h0", "event": Event.ERROR,
+         "reason": "rank 0 (tcp): wait timed out after 20.0 s"}) + "\n")
+    model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
+    assert model.worker_errors
+    assert {f.entry: f.status for f in model.faults}[3] == "applied"

@@ -81,6 +81,10 @@ def test_a_bad_rule_is_a_clear_error_and_changes_nothing(capsys, live):
     assert rc == 2 and "plane 7 out of range 0..1" in err
     assert ep.denylist.to_list() == [{"plane": 1}]
     assert ctl.denylist_state()["rules"] == [{"plane": 1}]
+    # with plane 1 denied, h0's plane-0 NIC link is the last way out of h0
+    rc, out, err = run(capsys, "deny", "--link", "h0~t0p0g0", "--api-port", str(port))
+    assert rc == 2 and "would leave h0 no path to h1" in err and "Traceback" not in err
+    assert ctl.denylist_state()["rules"] == [{"plane": 1}]
     with pytest.raises(ValueError, match="absolute path"):
         ctl.register_endpoints({"h0": "relative.sock"})
 

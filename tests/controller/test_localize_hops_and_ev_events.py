@@ -84,3 +84,33 @@ def test_an_ev_event_path_of_no_known_links_is_refused():
     import pytest
     with pytest.raises(KeyError, match="no links known for path"):
         locate({}, {}, ev_losses={"h0>h9/p0/s0": 1})
+
+
+def test_no_link_is_judged_before_its_probe_paths_could_clear_it():
+    """A busy host's first events, 0.2 s after a T0-T1 link went lossy: h0>h1 over s0 (crosses
+    t0p0g0~t1p0s0 up and down), h3>h0 over s0 (crosses it down) and h3>h0 over s1 (does not: a
+    timeout of a late ACK). The one link all three cross is h0's own NIC-T0 link h0~t0p0g0, so
+    greedy covering names it first. At 31 settled probes a path (40 needed to be clean) cannot
+    clear it yet: nothing is named. At 40 probes h0's T0 turn (h0>h0/p0/t0, h0~t0p0g0 alone)
+    and T1 turn (h0>h0/p0/s0, over t0p0g0~t1p0s0) are clean and clear both: still nothing."""
+    paths = all_paths()
+    events = {"h0>h1/p0/s0": 13, "h3>h0/p0/s0": 4, "h3>h0/p0/s1": 5}
+    early = {k: {"sent": 31, "lost": 0} for k in paths}
+    assert locate(early, paths, ev_losses=events, clean_min_sent=40,
+                  min_paths=2).links[:1] == ["h0~t0p0g0"]
+    assert locate(early, paths, ev_losses=events, clean_min_sent=40, min_paths=2,
+                  judged_min_sent=40).links == []
+    later = {k: {"sent": 40, "lost": 0} for k in paths}
+    assert locate(later, paths, ev_losses=events, clean_min_sent=40, min_paths=2,
+                  judged_min_sent=40).links == []
+
+
+def test_a_lossy_link_is_named_once_its_probe_paths_are_judged():
+    """The lossy link of the test above, with every path over it losing 3 of 40 probes: named
+    as soon as every probe path has settled 40, not at 39."""
+    paths = all_paths()
+    lossy = {k for k, links in paths.items() if crosses(links)}
+    for sent, named in ((39, []), (40, [LOSSY_LINK])):
+        stats = {k: {"sent": sent, "lost": 3 if k in lossy else 0} for k in paths}
+        assert locate(stats, paths, clean_min_sent=40, min_paths=2,
+                      judged_min_sent=40).links == named, sent

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from model.topology import Topology, ev_plane, ev_spine
+from model.topology import Topology, ev_plane, ev_spine, make_ev
 
 RULE_KINDS = ("ev", "plane", "t1", "link")
 
@@ -159,6 +159,19 @@ class Denylist:
 
     def denies(self, src: int, dst: int, ev: int) -> bool:
         return any(rule.matches(self.topo, src, dst, ev) for rule in self.rules)
+
+    def stranded_by(self, rule) -> tuple[int, int] | None:
+        """The first host pair (src, dst) that the rules in force plus `rule` leave with no
+        path at all, or None. A denial is a drain: draining a host's last path stops its
+        collective outright, which no loss on that path would have done. An EV rule denies one
+        EV of a path whose other entropies stay usable, so it strands nobody."""
+        rules = [r for r in {*self.rules, parse_rule(rule, self.topo)} if r.kind != "ev"]
+        spec = self.topo.spec
+        for src, dst in self.topo.iter_host_pairs():
+            if all(any(r.matches(self.topo, src, dst, make_ev(plane, spine, 1)) for r in rules)
+                   for plane in range(spec.planes) for spine in range(spec.spines)):
+                return src, dst
+        return None
 
     def to_list(self) -> list[dict]:
         return [rule.to_dict() for rule in sorted(self.rules)]

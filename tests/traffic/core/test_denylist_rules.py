@@ -79,3 +79,21 @@ def test_bad_rules_are_refused_with_the_reason(rule, words):
     with pytest.raises(DenyRuleError) as err:
         parse_rule(rule, TOPO)
     assert words in str(err.value)
+
+
+def test_a_rule_that_strands_a_host_pair_is_found_and_one_that_leaves_a_path_is_not():
+    rules = Denylist(TOPO, [{"plane": 1}])
+    assert rules.stranded_by({"plane": 0, "t1": 0}) is None      # h0 -> h2 still via t1p0s1
+    assert rules.stranded_by({"link": "h0~t0p0g0"}) == (0, 1)    # h0's last NIC link
+    assert rules.stranded_by({"link": "h3~t0p0g1"}) == (0, 3)    # h3's, first pair reaching it
+    rules.add({"link": "t0p0g0~t1p0s0"})
+    # group 0 leaves plane 0 over t1p0s0 or t1p0s1: the second denied strands h0 -> h2; the
+    # pairs inside group 0 (h0 t0p0g0 h1) cross no T1 and keep their path
+    assert rules.stranded_by({"link": "t0p0g0~t1p0s1"}) == (0, 2)
+    assert rules.stranded_by({"link": "t0p0g1~t1p0s1"}) == (0, 2)
+
+
+def test_ev_rules_never_strand_a_pair_since_other_entropies_stay():
+    rules = Denylist(TOPO, [{"ev": ev(p, s)} for p in (0, 1) for s in (0, 1)])
+    assert rules.stranded_by({"ev": ev(0, 0) + 1}) is None
+    assert Denylist(TOPO).stranded_by({"plane": 0}) is None
