@@ -275,6 +275,7 @@ def plan(action: FaultAction, state: FaultState, ctx: PlanContext) -> Plan:
 
 # A merged script is one command-line argument, and Linux caps one at 128 KiB (MAX_ARG_STRLEN).
 NFT_SCRIPT_BUDGET = 64 * 1024
+NFT_JOIN = "; "            # nft's separator between the commands of one script
 
 
 def _active_changes(before: FaultState, after: FaultState) -> list[tuple[tuple, dict | None]]:
@@ -303,15 +304,17 @@ def merge_nft_steps(before: FaultState, steps, budget: int = NFT_SCRIPT_BUDGET) 
     merged, state = [], before
     for prefix, items in groups.items():
         chunk: list[str] = []
+        size = 0                          # len("; ".join(chunk)), kept as the chunk grows
         for i, (script, changes) in enumerate(items):
+            size += len(script) + (len(NFT_JOIN) if chunk else 0)
             chunk.append(script)
             for key, params in changes:
                 state = state.with_active(key, params)
             last = i + 1 == len(items)
-            if last or len("; ".join(chunk + [items[i + 1][0]])) > budget:
-                merged.append(Step((RunArgv(tuple(F.nft_argv(list(prefix), "; ".join(chunk)))),),
-                                   state))
-                chunk = []
+            if last or size + len(NFT_JOIN) + len(items[i + 1][0]) > budget:
+                merged.append(Step((RunArgv(tuple(F.nft_argv(list(prefix),
+                                                              NFT_JOIN.join(chunk)))),), state))
+                chunk, size = [], 0
     if steps and merged[-1].state != previous:
         raise ValueError("merged steps do not reach the state the steps did: a step changed "
                          "more than its directional faults")
