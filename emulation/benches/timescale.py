@@ -13,6 +13,7 @@ the median of its calibrations.
 from __future__ import annotations
 
 import dataclasses
+import math
 import statistics
 import sys
 from pathlib import Path
@@ -52,23 +53,37 @@ def calibration_order(settings: list[str], repeat: int) -> list[str]:
     return [s for _ in range(repeat) for s in settings]
 
 
+def median_k(time_scales: list) -> float | None:
+    """The median k, a calibration that found none (None) counting as above every k tried;
+    None when that is where the median falls."""
+    k = statistics.median(math.inf if t is None else t for t in time_scales)
+    return None if math.isinf(k) else k
+
+
 def compare(results: dict[str, list[dict]]) -> dict:
-    """Per setting: every calibration's k in order, their median, and the margins and trials
-    of each calibration (calibrate.calibrate's results)."""
+    """Per setting: every calibration's k in order (None: no k up to the largest tried kept
+    "ok"), their median, and the margins and trials of each calibration (calibrate.calibrate's
+    results; a failed calibration's trials from its CalibrationError)."""
     return {setting: {"time_scales": [r["time_scale"] for r in runs],
-                      "time_scale": statistics.median(r["time_scale"] for r in runs),
+                      "time_scale": median_k([r["time_scale"] for r in runs]),
                       "margins": [r["margins"] for r in runs],
-                      "trials": [r["trials"] for r in runs]}
+                      "trials": [r["trials"] for r in runs],
+                      "errors": [r["error"] for r in runs if r.get("error")]}
             for setting, runs in results.items() if runs}
+
+
+def _k_text(k, above: float) -> str:
+    return f"{k:g}" if k is not None else f"above {above:g}"
 
 
 def comparison_line(scenario: str, mbit: float, by_setting: dict) -> str:
     """One line: each setting's median k (and every k when there are several)."""
     parts = []
+    above = max(calibrate.DOUBLING)
     for setting, f in by_setting.items():
-        each = (" (" + ", ".join(f"{k:g}" for k in f["time_scales"]) + ")"
+        each = (" (" + ", ".join(_k_text(k, above) for k in f["time_scales"]) + ")"
                 if len(f["time_scales"]) > 1 else "")
-        parts.append(f"{setting} {f['time_scale']:g}{each}")
+        parts.append(f"{setting} {_k_text(f['time_scale'], above)}{each}")
     return (f"bench timescale: {scenario} ({mbit:g} Mbit/s links) keeps fidelity \"ok\" from "
             f"time_scale " + "; ".join(parts) + " (scheduling: median k)")
 
@@ -91,7 +106,11 @@ def timescale_main(args) -> dict:
                 dataclasses.replace(scn, scheduling=setting), "mrc", run_transport=run_transport,
                 log=lambda text: print(text, file=out, flush=True)))
         except calibrate.CalibrationError as exc:
-            raise UsageError(f"scheduling {setting}: {exc}") from None
+            # a setting that keeps no k "ok" is a figure of the comparison, and the other
+            # settings' calibrations (already taken, minutes each) must still be reported
+            print(f"bench timescale: scheduling {setting}: {exc}", file=out, flush=True)
+            results[setting].append({"time_scale": None, "margins": {}, "trials": exc.trials,
+                                     "error": str(exc)})
     spec = scn.spec
     by_setting = compare(results)
     figures = {"scenario": scn.name, "host_link_mbit": spec.host_link_mbit,

@@ -49,7 +49,12 @@ EXIT_NO_PASS = 4             # no k of the search kept fidelity "ok"
 
 
 class CalibrationError(RuntimeError):
-    """A calibration that could not give an answer; the message says why and what to do."""
+    """A calibration that could not give an answer; the message says why and what to do.
+    `trials`: the trials it ran (dicts as in a result's "trials"), none when it ran none."""
+
+    def __init__(self, message: str, trials: list[dict] | None = None):
+        super().__init__(message)
+        self.trials = trials or []
 
 
 @dataclasses.dataclass
@@ -199,7 +204,8 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
         raise CalibrationError(
             f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {scn.name}: the "
             f"machine is too busy or the fabric too large; set [fabric] time_scale by hand or "
-            f"use [mrc.qp] loss_policy = \"tolerant\" (docs/fidelity-timescale.md)")
+            f"use [mrc.qp] loss_policy = \"tolerant\" (docs/fidelity-timescale.md)",
+            [dataclasses.asdict(t) for t in trials])
     best = next(t for t in trials if t.time_scale == k)
     result = {"time_scale": k, "margins": best.margins,
               "trials": [dataclasses.asdict(t) for t in trials], "key": key, "machine": what,

@@ -51,3 +51,33 @@ def test_each_calibration_runs_with_its_setting(tmp_path, monkeypatch, capsys):
     assert {s: f["time_scale"] for s, f in figures["scheduling"].items()} == {"none": 4.0,
                                                                             "hifi": 2.0}
     assert "none 4 (4, 4); hifi 2 (2, 2)" in capsys.readouterr().out
+
+
+def test_a_setting_that_keeps_no_k_ok_is_reported_and_the_bench_goes_on(tmp_path, monkeypatch,
+                                                                       capsys):
+    """hifi finds no k up to 32 twice of three: its median is "above 32"; none's calibrations,
+    taken before and after it, are all reported, and the failed ones keep their trials."""
+    path = tmp_path / "s.toml"
+    path.write_text('name = "s"\n' + SMALL_FABRIC)
+    hifi = iter([None, 20.0, None])
+
+    def fake(scn, transport, **kw):
+        if scn.scheduling == "none":
+            return {"time_scale": 24.0, "margins": {}, "trials": []}
+        k = next(hifi)
+        if k is None:
+            raise calibrate.CalibrationError("no time scale up to 32 kept fidelity \"ok\"",
+                                             [{"time_scale": 32.0, "verdict": "degraded"}])
+        return {"time_scale": k, "margins": {}, "trials": []}
+
+    monkeypatch.setattr(calibrate, "calibrate", fake)
+    args = argparse.Namespace(scenario=str(path), scheduling="none,hifi", repeat=3, json=False)
+    figures = bench.timescale_main(args)["scheduling"]
+    assert figures["none"]["time_scales"] == [24.0] * 3 and figures["none"]["time_scale"] == 24.0
+    assert figures["hifi"]["time_scales"] == [None, 20.0, None]
+    assert figures["hifi"]["time_scale"] is None
+    assert figures["hifi"]["trials"][0] == [{"time_scale": 32.0, "verdict": "degraded"}]
+    assert len(figures["hifi"]["errors"]) == 2
+    assert "none 24 (24, 24, 24); hifi above 32 (above 32, 20, above 32)" in \
+        capsys.readouterr().out
+    assert bench.median_k([None, 20.0, 16.0]) == 20.0

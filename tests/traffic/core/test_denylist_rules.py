@@ -94,6 +94,8 @@ def test_a_rule_that_strands_a_host_pair_is_found_and_one_that_leaves_a_path_is_
 
 
 def test_ev_rules_never_strand_a_pair_since_other_entropies_stay():
-    rules = Denylist(TOPO, [{"ev": ev(p, s)} for p in (0, 1) for s in (0, 1)])
+    entropies = (1, 2, 3, E)           # the lowest ones too: any one EV a path may be asked by
+    rules = Denylist(TOPO, [{"ev": make_ev(p, s, e)} for p in (0, 1) for s in (0, 1)
+                            for e in entropies])
     assert rules.stranded_by({"ev": ev(0, 0) + 1}) is None
     assert Denylist(TOPO).stranded_by({"plane": 0}) is None
