@@ -23,6 +23,7 @@ from emulation.network.scheduling import (GROUP_WEIGHTS, HELPER_THREAD_NICE, Hie
                                           SchedulingError, cgroup_of, check_setting,
                                           cpu_hierarchy, group_name, group_of_role, is_our_group,
                                           weight_file)
+from model.threads import SAMPLER_THREAD_NAME
 
 STATE_FILE = "/run/mrclab/scheduling.json"
 
@@ -102,8 +103,9 @@ class Scheduling:
         self.placed[pid] = group
 
     def demote_threads(self, pids) -> None:
-        """HELPER_THREAD_NICE for every thread of these processes but the main one, once each
-        (threads appear while a worker runs: call again); nothing under "none"."""
+        """HELPER_THREAD_NICE for every thread of these processes but the main one and the
+        goodput sampler, once each (threads appear while a worker runs: call again); nothing
+        under "none"."""
         if not self.active:
             return
         for pid in pids:
@@ -112,7 +114,7 @@ class Scheduling:
             except OSError:
                 continue
             for tid in tids:
-                if tid == pid or (pid, tid) in self.niced:
+                if tid == pid or (pid, tid) in self.niced or self._is_probe(pid, tid):
                     continue
                 try:
                     os.setpriority(os.PRIO_PROCESS, tid, HELPER_THREAD_NICE)
@@ -122,6 +124,12 @@ class Scheduling:
                     self.error = self.error or f"nice of thread {tid} of pid {pid}: {err}"
                     continue
                 self.niced.add((pid, tid))
+
+    def _is_probe(self, pid: int, tid: int) -> bool:
+        """The worker's goodput sampler: the monitor's lateness probe keeps its priority
+        (model/threads.py)."""
+        name = _read(self.proc / str(pid) / "task" / str(tid) / "comm")
+        return name is not None and name.strip() == SAMPLER_THREAD_NAME
 
     def record(self) -> dict:
         """What is in force, for the run's files."""

@@ -18,6 +18,7 @@ verification)}, goodput, counters, error {reason, qp_error}. Exit codes
 from __future__ import annotations
 
 import argparse
+import ctypes
 import signal
 import sys
 import threading
@@ -25,6 +26,7 @@ import time
 from pathlib import Path
 
 from model.events import Event, Phase
+from model.threads import SAMPLER_THREAD_NAME, THREAD_NAME_MAX
 from traffic.workload import collectives
 from traffic.workload.comm import RELEASED, CommError, QPFailed, create_communicator
 from traffic.nic.endpoint_support import EventLog
@@ -40,6 +42,17 @@ from traffic.workload.worker_config import (EXIT_CONFIG, EXIT_MISMATCH, EXIT_OK,
 # waiting thread is handed the GIL within this much wall time instead; it costs a switch only
 # while a second thread is runnable.
 GIL_SWITCH_INTERVAL_S = 0.0005
+PR_SET_NAME = 15                   # prctl(2)
+
+
+def name_this_thread(name: str) -> bool:
+    """Give the calling thread its OS name (Linux prctl PR_SET_NAME; CPython 3.11 names only
+    its own Thread objects); False where it cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_NAME, name.encode()[:THREAD_NAME_MAX], 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 class GoodputSampler(threading.Thread):
@@ -57,6 +70,7 @@ class GoodputSampler(threading.Thread):
                        retransmits=s["retransmits"])
 
     def run(self) -> None:
+        name_this_thread(SAMPLER_THREAD_NAME)
         next_t = time.monotonic()
         while not self.stop_event.is_set():
             self.sample()

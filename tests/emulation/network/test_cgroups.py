@@ -13,6 +13,7 @@ import pytest
 
 from emulation.network import cgroups
 from emulation.network.scheduling import HELPER_THREAD_NICE, V1, Hierarchy
+from model.threads import SAMPLER_THREAD_NAME
 
 
 def _tree(tmp_path):
@@ -126,5 +127,35 @@ def test_helper_threads_are_niced_and_the_main_thread_is_not(tmp_path):
         assert sched.niced == {(child.pid, t) for t in others} and sched.error is None
     finally:
         child.stdin.write("\n")
+        child.stdin.close()
+        child.wait(5)
+
+
+def test_the_goodput_sampler_keeps_its_priority(tmp_path):
+    """Two helper threads; the one named as the worker's goodput sampler (the monitor's
+    lateness probe, model/threads.py) is left alone, the other is niced."""
+    child = subprocess.Popen([sys.executable, "-c",
+                              "import ctypes, sys, threading\n"
+                              "def probe():\n"
+                              "    ctypes.CDLL(None).prctl(15, b'" + SAMPLER_THREAD_NAME + "', 0, 0, 0)\n"
+                              "    sys.stdin.readline()\n"
+                              "t = threading.Thread(target=probe); t.start()\n"
+                              "u = threading.Thread(target=sys.stdin.readline); u.start()\n"
+                              "import time; time.sleep(0.2)\n"
+                              "print(t.native_id, u.native_id, flush=True)\n"
+                              "t.join(); u.join()\n"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        probe, helper = (int(x) for x in child.stdout.readline().split())
+        sched, _ = _hifi(tmp_path)
+        sched.proc = Path("/proc")
+        sched.start()
+        before = _nice(child.pid, probe)
+        sched.demote_threads([child.pid])
+        assert _nice(child.pid, helper) == HELPER_THREAD_NICE
+        assert _nice(child.pid, probe) == before != HELPER_THREAD_NICE
+        assert sched.niced == {(child.pid, helper)}
+    finally:
+        child.stdin.write("\n\n")
         child.stdin.close()
         child.wait(5)

@@ -120,3 +120,33 @@ def test_the_worker_hands_the_gil_over_within_a_fraction_of_an_emulated_rtt(tmp_
     finally:
         sys.setswitchinterval(before)
     assert seen and seen[0] <= 0.0005 < 0.005 == before
+
+
+def test_the_goodput_sampler_names_its_os_thread_for_the_scheduler(tmp_path):
+    """The fabric's scheduling finds the sampler by its OS name (model/threads.py)."""
+    import pathlib
+    import threading
+
+    from model.threads import SAMPLER_THREAD_NAME
+    from traffic.workload.worker import GoodputSampler
+
+    class Comm:
+        def stats(self):
+            return dict(rx_bytes=0, tx_bytes=0, rx_packets=0, tx_packets=0, retransmits=0)
+
+    class Log:
+        def emit(self, *args, **kw):
+            pass
+
+    sampler = GoodputSampler(Comm(), Log(), 0.01)
+    sampler.start()
+    try:
+        for _ in range(100):
+            if sampler.native_id is not None:
+                comm = pathlib.Path(f"/proc/self/task/{sampler.native_id}/comm").read_text()
+                if comm.strip() == SAMPLER_THREAD_NAME:
+                    break
+            threading.Event().wait(0.01)
+        assert comm.strip() == SAMPLER_THREAD_NAME
+    finally:
+        sampler.stop()
