@@ -179,7 +179,8 @@ def add_deny_parsers(sub) -> None:
                            description=f"{verb[0].upper()}{verb[1:]}. The controller keeps the "
                            "denylist and pushes it to the control socket of every endpoint "
                            "registered with it (the runner registers them). A rule names paths "
-                           "by link, by plane, by T1 switch or by one EV.")
+                           "by link, by plane, by T1 switch or by one EV. A deny that would "
+                           "leave two hosts with no path between them is refused.")
         p.add_argument("--api-port", type=tcp_port, default=DEFAULT_API_PORT,
                        help=f"controller API port on 127.0.0.1 (default {DEFAULT_API_PORT})")
         what = p.add_mutually_exclusive_group(required=True)

@@ -5,8 +5,9 @@ file is touched here; emulation/network/cgroups.py applies it).
     "hifi"  the per-packet work ahead of the bulk compute, as Mininet-HiFi keeps it (Handigol et
             al., CoNEXT 2012): the endpoints' packet loops and ovs-vswitchd in a CPU cgroup of
             high weight ("packet"), the controller and the captures in one of low weight
-            ("bulk"), and the workers' threads beside the packet loop (input prefetch, goodput
-            sampler: numpy compute and bookkeeping) niced
+            ("bulk"), and the workers' threads beside the packet loop (input prefetch: numpy
+            compute) niced; not the goodput sampler, the monitor's lateness probe
+            (model/threads.py)
 
 Why weights and not a real-time class: a worker's main thread runs the endpoint's packet loop
 and, between its turns, the reduction of the chunks it received, so a real-time class would put
