@@ -241,3 +241,16 @@ def test_pacer_tokens_never_exceed_the_burst_after_idle():
     # the other plane's bucket is its own: full burst, untouched
     pacer.consume(1, 2999, t)
     assert pacer.can_send(1, t)
+
+
+def test_the_knobs_given_are_the_knobs_kept_and_their_bounds_are_inclusive():
+    """Explicit fi / adjust_bytes_threshold replace the derived ones; qa_gate 31 (the largest
+    shift of a 32-bit window) and a reference RTT of 1 ns are legal, a reference RTT of 0 or
+    below is not."""
+    cc = nscc(fi=1234.0, adjust_bytes_threshold=4321)
+    assert cc.fi == 1234.0 and cc.adjust_bytes_threshold == 4321
+    assert nscc(qa_gate=31).qa_gate == 31 and nscc(qa_gate=0).qa_gate == 0
+    assert nscc(reference_rtt_ns=1).reference_rtt_ns == 1
+    for bad in (0, -5):
+        with pytest.raises(ValueError, match="reference_rtt_ns must be positive"):
+            nscc(reference_rtt_ns=bad)

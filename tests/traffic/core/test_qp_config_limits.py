@@ -9,7 +9,8 @@ MUST_BE_POSITIVE = [
     "ev_count", "probe_k", "max_payload", "mpr", "base_rtt_ns", "rto_min_ns", "rto_max_ns",
     "ack_every", "port_rate_Bps", "pacing_burst_packets", "reverse_evs_per_plane",
     "reverse_probe_fail_limit", "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
-    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts", "rto_rtts", "ack_delay_rtts"]
+    "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts", "rto_rtts", "ack_delay_rtts",
+    "evs_per_path", "skip_backoff_max"]
 
 
 @pytest.mark.parametrize("name", MUST_BE_POSITIVE)
@@ -114,3 +115,28 @@ def test_loss_policy_and_md_bound_messages():
     for bad in (0, 0.6, 1.0):
         assert error(nscc_max_md_jump=bad) == ("MRCConfig.nscc_max_md_jump must be in (0, 0.5] "
                                                "(MD factor >= 0.5)")
+
+
+NSCC_OPTIONAL = ["nscc_adjust_bytes_threshold", "nscc_adjust_period_threshold", "nscc_eta",
+                 "nscc_fi", "nscc_fi_scale", "nscc_max_cwnd", "nscc_qa_threshold",
+                 "nscc_target_delay"]
+
+
+@pytest.mark.parametrize("name", NSCC_OPTIONAL)
+def test_nscc_knobs_are_none_or_not_negative(name):
+    assert getattr(MRCConfig(**{name: 0}), name) == 0
+    assert error(**{name: -1}) == f"MRCConfig.{name} must be >= 0 or None, got -1"
+
+
+def test_roce_timeout_gate_and_ewma_gain_bounds():
+    """roce_ack_timeout_ns: a positive integer of ns (1 is legal); nscc_qa_gate: a shift 0..31;
+    nscc_delay_alpha: an EWMA gain in (0, 1]."""
+    assert MRCConfig(roce_ack_timeout_ns=1).roce_ack_timeout_ns == 1
+    for bad in (0, True, 1.5):
+        assert error(roce_ack_timeout_ns=bad) == (
+            f"MRCConfig.roce_ack_timeout_ns must be a positive integer (ns) or None, got {bad!r}")
+    assert MRCConfig(nscc_qa_gate=0).nscc_qa_gate == 0
+    assert MRCConfig(nscc_qa_gate=31).nscc_qa_gate == 31
+    assert "nscc_qa_gate must be an integer in 0..31" in error(nscc_qa_gate=32)
+    assert MRCConfig(nscc_delay_alpha=1).nscc_delay_alpha == 1
+    assert error(nscc_delay_alpha=0) == "MRCConfig.nscc_delay_alpha must be in (0, 1], got 0"
