@@ -459,10 +459,12 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
         logs, hosts, problems, side, groups)
     goodput = _goodput(logs)
     samples = recovery.aggregate_cumulative({h: s for h, s in goodput.items() if s})
-    # a worker that failed stopped its traffic mid-iteration, it did not end it: a fault sent
-    # after the last complete iteration then landed in the one that never finished
+    # a worker that failed before the last iteration stopped its traffic, it did not end it: a
+    # fault sent after the last complete iteration then landed in the one that never finished
+    planned = _int(config.get("iterations"))
+    stopped = bool(errors) and (planned is None or len(iterations) < planned)
     outcomes, by_entry = _group_entries(_fault_records(tdir, problems),
-                                        None if errors else traffic_end)
+                                        None if stopped else traffic_end)
     if faults_scheduled is not None:
         for entry in range(faults_scheduled):
             if entry not in by_entry:
@@ -483,7 +485,6 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
             for f, (fr, exp, rec) in zip(measured, results)}
     faults = [done.get(f.entry, f) for f in outcomes]
     faults.sort(key=lambda f: f.entry)
-    planned = _int(config.get("iterations"))
     return TransportRun(name=name or str(config.get("transport") or tdir.name), directory=tdir,
                         hosts=hosts, iterations_planned=planned, iterations=iterations,
                         goodput=goodput, samples=samples, timed_start_ns=timed_start,

@@ -135,8 +135,9 @@ def test_records_that_contradict_themselves_or_their_log_are_named_and_skipped(t
 
 def test_a_fault_after_the_last_iteration_of_a_failed_run_landed_in_the_unfinished_one(tmp_path):
     """The link_down at 3.5 s follows the last complete iteration (3.0 s). When the traffic
-    ended, it came after it; when a worker failed (its collective stuck), the traffic never
-    ended and the fault met the iteration that never finished: applied, not after_traffic."""
+    ended, it came after it; when a worker failed with iterations still to run (its collective
+    stuck), the traffic never ended and the fault met the iteration that never finished:
+    applied, not after_traffic."""
     scn = parse_run()
     write_run(tmp_path, records(scn))
     log = tmp_path / "worker-h0.jsonl"
@@ -144,5 +145,10 @@ def test_a_fault_after_the_last_iteration_of_a_failed_run_landed_in_the_unfinish
         {"t_ns": T0 + 4000 * MS, "host": "h0", "event": Event.ERROR,
          "reason": "rank 0 (tcp): wait timed out after 20.0 s"}) + "\n")
     model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
-    assert model.worker_errors
+    # every planned iteration (30) finished before the error: the traffic did end
+    assert model.worker_errors and len(model.iterations) == model.iterations_planned == 30
+    assert {f.entry: f.status for f in model.faults}[3] == "after_traffic"
+    config = json.loads((tmp_path / "worker.json").read_text())
+    (tmp_path / "worker.json").write_text(json.dumps({**config, "iterations": 31}))
+    model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
     assert {f.entry: f.status for f in model.faults}[3] == "applied"
