@@ -300,8 +300,8 @@ MRC_QP = {
     "reverse_probe_fail_limit": _i(None, 1, 1000, "failed reverse probes before a new EV"),
     "reverse_idle_rtts": _period(None, "stop reverse probing after this idle time",
                                  hi=1e6),
-    "tail_sack_copy": _b(None, "a tail SACK (a message's last packet, a retransmission, the "
-                         "packet completing a message) also leaves over a second reverse path"),
+    "tail_sack_copy": _b(None, "a message's tail SACK also leaves over a second reverse path"),
+    "tail_copy_wait_rtts": _period(None, "a delayed SACK's copy waits this long for data", hi=1e6),
     "roce_window_psns": _i(None, 1, PSN_SPACE // 2 - 1, "RoCE RC window, PSNs"),
     "roce_ack_timeout": _i(None, 0, 31, "RoCE's IB local ACK timeout, 4.096 us x 2^n, waited "
                            "before every retry: NCCL_IB_TIMEOUT (NCCL's default 20, 4.29 s)"),

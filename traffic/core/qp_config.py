@@ -216,6 +216,12 @@ class MRCConfig:
     # burst's tail, so a tail SACK lost on a dead reverse path costs the sender a whole RTO and
     # the EVs its timeouts retire; a SACK of a retransmission lost the same way costs a second.
     tail_sack_copy: bool = True
+    # A coalesced SACK whose delay ran out is a tail only if no data follows it: its copy leaves
+    # when no packet came for this many frame base RTTs after it, without the echoed timestamp
+    # (its round trip would count the wait). While the sender streams, the next SACK covers it,
+    # and copying every delayed SACK at once doubled the SACKs whenever packets came further
+    # apart than the coalescing delay (each costs three switches and work at both ends).
+    tail_copy_wait_rtts: float = 1.0
     # RoCE RC baseline (traffic/core/roce_rc.py), its QP attributes as NCCL sets them for its
     # IB/RoCE connections (NCCL's environment variables,
     # https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
@@ -242,7 +248,7 @@ class MRCConfig:
                     "pacing_burst_packets", "reverse_evs_per_plane", "reverse_probe_fail_limit",
                     "roce_window_psns", "roce_retry_limit", "probe_period_rtts",
                     "probe_timeout_rtts", "reverse_probe_rtts", "reverse_idle_rtts", "rto_rtts",
-                    "ack_delay_rtts", "skip_backoff_max")
+                    "ack_delay_rtts", "tail_copy_wait_rtts", "skip_backoff_max")
         for name in ("probe_period_ns", "skip_ns"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)

@@ -7,9 +7,9 @@ timestamp, ECN echo as SKIP_ONCE, port status; NACKs trimmed packets; delivers W
 completions when the whole message has arrived, in message order (a completion also implies
 every earlier WRITE is placed). SACKs and NACKs return over the reverse paths
 (traffic/core/reverse_paths.py); a tail SACK (answering an AckReq packet, a message's last packet or
-a retransmission, or the packet that completes a message, and a coalesced SACK whose delay ran
-out: data stopped coming, so the burst may have ended) also leaves over a second reverse path
-(MRCConfig.tail_sack_copy), since no later SACK covers a lost one. With a trimming fabric
+a retransmission, or the packet that completes a message) also leaves over a second reverse path
+(MRCConfig.tail_sack_copy), since no later SACK covers a lost one; so does a coalesced SACK whose
+delay ran out, once no data followed it for tail_copy_wait_rtts (the burst ended). With a trimming fabric
 (fabric_delay_bound_ns set) a packet counts as late only beyond the trimmers' queueing bound.
 """
 from __future__ import annotations
@@ -60,6 +60,8 @@ class ReceiverQP(AssembledCompletions):
         self._unacked = 0
         self._ack_due_ns: int | None = None     # delayed SACK deadline while _unacked > 0
         self._last_data: tuple | None = None    # (ev, timestamp, plane, seq) of the newest packet
+        self._copy_due_ns: int | None = None    # when the delayed SACK below is copied
+        self._delayed: tuple | None = None      # (Sack, plane) sent when the delay ran out
         self._newest_sent_ts = 0                # latest sender timestamp seen on this QP
         self._tail_seq = -1                      # highest seq of a message's last packet seen
         self.counters = {"rx_packets": 0, "rx_bytes": 0, "placed_bytes": 0, "duplicates": 0,
@@ -92,6 +94,7 @@ class ReceiverQP(AssembledCompletions):
             return []
         self.last_rx_ns = now_ns
         self.counters["rx_packets"] += 1
+        self._copy_due_ns = self._delayed = None      # data came: later SACKs cover it
         seq = unwrap(pkt.psn & PSN_MASK, self.rcv_cum)
         duplicate = seq < self.rcv_cum or seq in self.received
         if duplicate:
@@ -173,11 +176,15 @@ class ReceiverQP(AssembledCompletions):
         return self.cfg.frame_rtts_ns(self.cfg.ack_delay_rtts)
 
     def _delayed_sack(self, now_ns: int) -> list[tuple[object, int]]:
-        """The coalesced SACK whose delay ran out (the newest packet's EV and timestamp): no
-        packet came for ack_delay, so the sender's burst may have ended and no later SACK would
-        cover this one's loss on a dead reverse path; it is a tail SACK."""
+        """The coalesced SACK whose delay ran out (the newest packet's EV and timestamp). If no
+        packet follows it for tail_copy_wait_rtts, the sender's burst ended and no later SACK
+        would cover this one's loss on a dead reverse path: poll then sends its copy."""
         ev, ts, plane, seq = self._last_data
-        return self._tail_copy(self._sack_fields(ev, ts, False, seq, now_ns, plane))
+        out = self._sack_fields(ev, ts, False, seq, now_ns, plane)
+        if out and self.cfg.tail_sack_copy:
+            self._delayed = out[0]
+            self._copy_due_ns = now_ns + self.cfg.frame_rtts_ns(self.cfg.tail_copy_wait_rtts)
+        return out
 
     def _sack(self, pkt: DataPacket, seq: int, now_ns: int, plane: int, tail: bool = False):
         """The SACK answering pkt; a tail SACK (AckReq, or completing a message) also leaves
@@ -186,16 +193,23 @@ class ReceiverQP(AssembledCompletions):
         return self._tail_copy(out) if tail else out
 
     def _tail_copy(self, out: list) -> list:
-        """`out` (one SACK) and, with MRCConfig.tail_sack_copy, its copy over a second reverse
-        path that shares no switch with the first."""
+        """`out` (one SACK) and, with MRCConfig.tail_sack_copy, its copy."""
         if out and self.cfg.tail_sack_copy:
-            sack, first_plane = out[0]
-            second = self.reverse_paths.second_reply_path((first_plane, sack.path_ev))
-            if second is not None:
-                # the copy carries no ECN echo: the EV skip and NSCC's decrease happen once
-                self.counters["sack_copies"] += 1
-                out.append((replace(sack, path_ev=second[1], skip=SkipMode.NONE), second[0]))
+            out.extend(self._copy(*out[0]))
         return out
+
+    def _copy(self, sack: Sack, first_plane: int, echo: bool = True) -> list:
+        """The copy of `sack` over a second reverse path that shares no switch with the first
+        ([] when there is none). It carries no ECN echo: the EV skip and NSCC's decrease happen
+        once; echo=False also leaves out the echoed timestamp (a later copy's round trip would
+        count its wait as fabric delay)."""
+        second = self.reverse_paths.second_reply_path((first_plane, sack.path_ev))
+        if second is None:
+            return []
+        self.counters["sack_copies"] += 1
+        stamp = sack.echo_timestamp if echo else 0
+        return [(replace(sack, path_ev=second[1], skip=SkipMode.NONE, echo_timestamp=stamp),
+                 second[0])]
 
     def _sack_fields(self, ev: int, timestamp, ecn_ce: bool, seq: int, now_ns: int, plane: int):
         path = self.reverse_paths.reply_path(plane)
@@ -248,6 +262,9 @@ class ReceiverQP(AssembledCompletions):
             if self._last_data is not None:
                 out.extend(self._delayed_sack(now_ns))
             self._ack_due_ns = None
+        if self._copy_due_ns is not None and now_ns >= self._copy_due_ns:
+            out.extend(self._copy(*self._delayed, echo=False))
+            self._copy_due_ns = self._delayed = None
         out.extend(self.reverse_paths.poll(now_ns, self._active(now_ns)))
         return out
 
@@ -258,6 +275,8 @@ class ReceiverQP(AssembledCompletions):
         cands = self.reverse_paths.deadlines(now_ns, self._active(now_ns))
         if self._ack_due_ns is not None:
             cands.append(self._ack_due_ns)
+        if self._copy_due_ns is not None:
+            cands.append(self._copy_due_ns)
         return min(cands) if cands else None
 
     def on_probe_response(self, probe: Probe, now_ns: int) -> None:

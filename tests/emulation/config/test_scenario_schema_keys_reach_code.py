@@ -143,6 +143,7 @@ READERS = {
         "header_overhead": 100,
         "reverse_evs_per_plane": 3, "reverse_probe_rtts": 1.5,
         "reverse_probe_fail_limit": 3, "reverse_idle_rtts": 50.0, "tail_sack_copy": False,
+        "tail_copy_wait_rtts": 2.5,
         "roce_window_psns": 512,
         "roce_retry_limit": 6, "roce_ack_timeout_ns": 3_000_000_000, "probe_period_ns": 12_000_000, "skip_ns": 1_400_000}.items()},
 }

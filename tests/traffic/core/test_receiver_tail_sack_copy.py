@@ -137,21 +137,57 @@ def test_tail_sacks_survive_a_dead_reverse_path():
         assert without["elapsed_ms"] > with_copy["elapsed_ms"], (with_copy, without)
 
 
-def test_a_coalesced_sack_whose_delay_ran_out_is_a_tail_sack():
+def test_a_coalesced_sack_whose_delay_ran_out_is_copied_once_no_data_follows():
     """ack_every 4: one middle packet arrives and nothing after it. Its SACK waits ack_delay
-    (0.25 base RTT of 1 ms = 0.25 ms), then leaves on its plane and, the burst having perhaps
-    ended, on the other plane too; a SACK that the fourth packet triggers leaves once."""
-    rx = receiver(ack_every=4, base_rtt_ns=MS, ack_delay_rtts=0.25)
+    (0.25 base RTT of 1 ms = 0.25 ms) and leaves on its plane only; after another
+    tail_copy_wait_rtts (1 base RTT = 1 ms) with no packet, the burst has ended and its copy
+    leaves on the other plane, without the echoed timestamp (1 ms of waiting is no round trip)."""
+    rx = receiver(ack_every=4, base_rtt_ns=MS, ack_delay_rtts=0.25, tail_copy_wait_rtts=1.0)
     assert rx.on_data(pkt(0, opcode=Opcode.WRITE_FIRST, msn=0, dma_len=1000), 10, 0) == []
     assert sacks(rx.poll(10 + MS // 4 - 1)) == []               # the delay has not run out
     out = sacks(rx.poll(10 + MS // 4))
-    assert [(type(m), plane) for m, plane in out] == [(Sack, 0), (Sack, 1)]
-    assert out[1][0].cum_psn == out[0][0].cum_psn == 1
-    assert rx.counters["sack_copies"] == 1
+    assert [(type(m), plane) for m, plane in out] == [(Sack, 0)]
+    first = out[0][0]
+    assert (first.cum_psn, first.echo_timestamp) == (1, 1_000)
+    assert rx.next_deadline(10 + MS // 4) <= 10 + MS // 4 + MS
+    assert sacks(rx.poll(10 + MS // 4 + MS - 1)) == []          # still waiting for data
+    out = sacks(rx.poll(10 + MS // 4 + MS))
+    assert [(type(m), plane) for m, plane in out] == [(Sack, 1)]
+    copy = out[0][0]
+    assert (copy.cum_psn, copy.bitmap, copy.ev, copy.echo_timestamp) == (1, 0, first.ev, 0)
+    assert rx.counters["sack_copies"] == 1 and rx.counters["sacks"] == 1
+    assert sacks(rx.poll(10 + 10 * MS)) == []                   # once
     for psn in (1, 2, 3, 4):                                     # 4 packets after that SACK
         out = rx.on_data(pkt(psn, opcode=Opcode.WRITE_MIDDLE, msn=0, dma_len=1000), 20 + psn, 0)
     assert [(type(m), plane) for m, plane in out] == [(Sack, 0)]  # the 4th: a SACK, once
     assert rx.counters["sack_copies"] == 1
+
+
+def test_data_within_the_wait_cancels_the_delayed_sacks_copy():
+    """While the sender streams (a packet every 0.5 ms against a 0.25 ms coalescing delay),
+    every delayed SACK is followed by data, which later SACKs acknowledge: no copy at all."""
+    rx = receiver(ack_every=4, base_rtt_ns=MS, ack_delay_rtts=0.25, tail_copy_wait_rtts=1.0)
+    sent = []
+    for psn in range(8):
+        t = 10 + psn * MS // 2
+        sent += sacks(rx.on_data(pkt(psn, opcode=Opcode.WRITE_MIDDLE, msn=0, dma_len=10_000),
+                                 t, 0))
+        sent += sacks(rx.poll(t + MS // 4))                      # the delay runs out
+    assert len(sent) == 8 and all(plane == 0 for _, plane in sent)
+    assert rx.counters["sack_copies"] == 0
+    last = 10 + 7 * MS // 2 + MS // 4
+    assert [plane for _, plane in sacks(rx.poll(last + MS))] == [1]   # the last one: copied
+    assert rx.counters["sack_copies"] == 1
+    # A delayed SACK, then 4 packets within the wait: the 4th is SACKed at once (ack_every),
+    # and that SACK, not the delayed one, is the newest acknowledgement: nothing is copied.
+    t = last + 2 * MS
+    rx.on_data(pkt(8, opcode=Opcode.WRITE_MIDDLE, msn=0, dma_len=10_000), t, 0)
+    assert len(sacks(rx.poll(t + MS // 4))) == 1
+    for psn in (9, 10, 11, 12):
+        out = sacks(rx.on_data(pkt(psn, opcode=Opcode.WRITE_MIDDLE, msn=0, dma_len=10_000),
+                               t + MS // 4 + psn, 0))
+    assert [plane for _, plane in out] == [0]
+    assert sacks(rx.poll(t + 10 * MS)) == [] and rx.counters["sack_copies"] == 1
 
 
 def sacks(out: list) -> list:
