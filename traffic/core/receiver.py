@@ -202,14 +202,15 @@ class ReceiverQP(AssembledCompletions):
         """The copy of `sack` over a second reverse path that shares no switch with the first
         ([] when there is none). It carries no ECN echo: the EV skip and NSCC's decrease happen
         once; echo=False also leaves out the echoed timestamp (a later copy's round trip would
-        count its wait as fabric delay)."""
+        count its wait as fabric delay). Its port status is today's: a port that went down
+        since must not look up again to the sender."""
         second = self.reverse_paths.second_reply_path((first_plane, sack.path_ev))
         if second is None:
             return []
         self.counters["sack_copies"] += 1
         stamp = sack.echo_timestamp if echo else 0
-        return [(replace(sack, path_ev=second[1], skip=SkipMode.NONE, echo_timestamp=stamp),
-                 second[0])]
+        return [(replace(sack, path_ev=second[1], skip=SkipMode.NONE, echo_timestamp=stamp,
+                         port_status=self.port_status), second[0])]
 
     def _sack_fields(self, ev: int, timestamp, ecn_ce: bool, seq: int, now_ns: int, plane: int):
         path = self.reverse_paths.reply_path(plane)

@@ -163,6 +163,19 @@ def test_a_coalesced_sack_whose_delay_ran_out_is_copied_once_no_data_follows():
     assert rx.counters["sack_copies"] == 1
 
 
+def test_a_late_copy_carries_the_port_status_of_its_own_time():
+    """Plane 0 goes down between the delayed SACK (both ports up: 0b11) and its copy: the copy
+    must say so (0b10), or the sender would take plane 0 for up again."""
+    rx = receiver(planes=(0, 1), spines=2, ack_every=4, base_rtt_ns=MS, ack_delay_rtts=0.25,
+                  tail_copy_wait_rtts=1.0)
+    rx.on_data(pkt(0, plane=1, opcode=Opcode.WRITE_FIRST, msn=0, dma_len=1000), 10, 1)
+    [(first, _)] = sacks(rx.poll(10 + MS // 4))
+    assert first.port_status == 0b11
+    rx.set_local_port(0, False, 10 + MS // 2)
+    [(copy, _)] = sacks(rx.poll(10 + MS // 4 + MS))
+    assert copy.port_status == 0b10
+
+
 def test_data_within_the_wait_cancels_the_delayed_sacks_copy():
     """While the sender streams (a packet every 0.5 ms against a 0.25 ms coalescing delay),
     every delayed SACK is followed by data, which later SACKs acknowledge: no copy at all."""
