@@ -218,9 +218,9 @@ class MRCConfig:
     tail_sack_copy: bool = True
     # A coalesced SACK whose delay ran out is a tail only if no data follows it: its copy leaves
     # when no packet came for this many frame base RTTs after it, without the echoed timestamp
-    # (its round trip would count the wait). While the sender streams, the next SACK covers it,
-    # and copying every delayed SACK at once doubled the SACKs whenever packets came further
-    # apart than the coalescing delay (each costs three switches and work at both ends).
+    # (its round trip would count the wait). While the sender streams, the next SACK covers it;
+    # copying each one at once would double the SACKs whenever packets come further apart than
+    # the coalescing delay (each costs three switches and work at both ends).
     tail_copy_wait_rtts: float = 1.0
     # RoCE RC baseline (traffic/core/roce_rc.py), its QP attributes as NCCL sets them for its
     # IB/RoCE connections (NCCL's environment variables,
