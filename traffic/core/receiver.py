@@ -8,9 +8,10 @@ completions when the whole message has arrived, in message order (a completion a
 every earlier WRITE is placed). SACKs and NACKs return over the reverse paths
 (traffic/core/reverse_paths.py); a tail SACK (answering an AckReq packet, a message's last packet or
 a retransmission, or the packet that completes a message) also leaves over a second reverse path
-(MRCConfig.tail_sack_copy), since no later SACK covers a lost one; so does a coalesced SACK whose
-delay ran out, once no data followed it for tail_copy_wait_rtts (the burst ended). With a trimming fabric
-(fabric_delay_bound_ns set) a packet counts as late only beyond the trimmers' queueing bound.
+(MRCConfig.tail_sack_copy), since no later SACK covers a lost one; so does a coalesced SACK
+whose delay ran out, once no data followed it for tail_copy_wait_rtts (the burst ended). With a
+trimming fabric (fabric_delay_bound_ns set) a packet counts as late only beyond the trimmers'
+queueing bound.
 """
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ class ReceiverQP(AssembledCompletions):
         self._unacked = 0
         self._ack_due_ns: int | None = None     # delayed SACK deadline while _unacked > 0
         self._last_data: tuple | None = None    # (ev, timestamp, plane, seq) of the newest packet
-        self._copy_due_ns: int | None = None    # when the delayed SACK below is copied
-        self._delayed: tuple | None = None      # (Sack, plane) sent when the delay ran out
+        # (due_ns, Sack, plane): the delayed SACK whose copy leaves at due_ns unless data comes
+        self._pending_copy: tuple | None = None
         self._newest_sent_ts = 0                # latest sender timestamp seen on this QP
         self._tail_seq = -1                      # highest seq of a message's last packet seen
         self.counters = {"rx_packets": 0, "rx_bytes": 0, "placed_bytes": 0, "duplicates": 0,
@@ -94,7 +95,7 @@ class ReceiverQP(AssembledCompletions):
             return []
         self.last_rx_ns = now_ns
         self.counters["rx_packets"] += 1
-        self._copy_due_ns = self._delayed = None      # data came: later SACKs cover it
+        self._pending_copy = None               # data came: later SACKs cover it
         seq = unwrap(pkt.psn & PSN_MASK, self.rcv_cum)
         duplicate = seq < self.rcv_cum or seq in self.received
         if duplicate:
@@ -182,8 +183,8 @@ class ReceiverQP(AssembledCompletions):
         ev, ts, plane, seq = self._last_data
         out = self._sack_fields(ev, ts, False, seq, now_ns, plane)
         if out and self.cfg.tail_sack_copy:
-            self._delayed = out[0]
-            self._copy_due_ns = now_ns + self.cfg.frame_rtts_ns(self.cfg.tail_copy_wait_rtts)
+            due = now_ns + self.cfg.frame_rtts_ns(self.cfg.tail_copy_wait_rtts)
+            self._pending_copy = (due, *out[0])
         return out
 
     def _sack(self, pkt: DataPacket, seq: int, now_ns: int, plane: int, tail: bool = False):
@@ -202,8 +203,8 @@ class ReceiverQP(AssembledCompletions):
         """The copy of `sack` over a second reverse path that shares no switch with the first
         ([] when there is none). It carries no ECN echo: the EV skip and NSCC's decrease happen
         once; echo=False also leaves out the echoed timestamp (a later copy's round trip would
-        count its wait as fabric delay). Its port status is today's: a port that went down
-        since must not look up again to the sender."""
+        count its wait as fabric delay). Its port status is the current one: a port that went
+        down since must not look up again to the sender."""
         second = self.reverse_paths.second_reply_path((first_plane, sack.path_ev))
         if second is None:
             return []
@@ -263,9 +264,9 @@ class ReceiverQP(AssembledCompletions):
             if self._last_data is not None:
                 out.extend(self._delayed_sack(now_ns))
             self._ack_due_ns = None
-        if self._copy_due_ns is not None and now_ns >= self._copy_due_ns:
-            out.extend(self._copy(*self._delayed, echo=False))
-            self._copy_due_ns = self._delayed = None
+        if self._pending_copy is not None and now_ns >= self._pending_copy[0]:
+            out.extend(self._copy(*self._pending_copy[1:], echo=False))
+            self._pending_copy = None
         out.extend(self.reverse_paths.poll(now_ns, self._active(now_ns)))
         return out
 
@@ -276,8 +277,8 @@ class ReceiverQP(AssembledCompletions):
         cands = self.reverse_paths.deadlines(now_ns, self._active(now_ns))
         if self._ack_due_ns is not None:
             cands.append(self._ack_due_ns)
-        if self._copy_due_ns is not None:
-            cands.append(self._copy_due_ns)
+        if self._pending_copy is not None:
+            cands.append(self._pending_copy[0])
         return min(cands) if cands else None
 
     def on_probe_response(self, probe: Probe, now_ns: int) -> None:
