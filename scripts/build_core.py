@@ -4,6 +4,9 @@ from the same .py files that run interpreted: no second source. Run by scripts/s
 Cython compiles the modules as plain Python (annotation_typing off: the annotations stay
 documentation and change no behaviour), which removes the interpreter's dispatch per bytecode;
 the modules' semantics are Python's, which is why the same unit tests run against both builds.
+The per-frame classes (traffic/compiled.py EXTENSION_CLASSES) become extension types whose
+fields are declared from the sources by scripts/extension_types.py, in a staged copy of the
+modules: nothing is written beside the sources.
 
 Idempotent: nothing is rebuilt while build/compiled/manifest.json matches the sources, the
 interpreter and the Cython version. The manifest is written last, and only after every module
@@ -11,6 +14,7 @@ compiled and imports, so a failed build leaves the interpreted core in force.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -20,17 +24,47 @@ import tempfile
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
+sys.path.insert(0, os.path.join(REPO, "scripts"))
 os.environ["MRCLAB_PURE_PYTHON"] = "1"     # this process imports the sources, never a build
 
 from traffic import compiled  # noqa: E402
+
+import extension_types  # noqa: E402  (scripts/, this script's own directory)
 
 DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True,
               "embedsignature": False}
 
 
 def wanted_manifest(cython_version: str) -> dict:
+    with open(extension_types.__file__, "rb") as f:
+        rule = hashlib.sha256(f.read()).hexdigest()
     return {"interpreter": compiled.interpreter_tag(), "cython": cython_version,
-            "modules": {m: compiled.source_digest(m) for m in compiled.MODULES}}
+            "modules": {m: compiled.source_digest(m) for m in compiled.MODULES},
+            "extension_classes": {m: list(c) for m, c in compiled.EXTENSION_CLASSES.items()},
+            "extension_rule": rule}
+
+
+def stage_sources(root: str) -> dict[str, str]:
+    """Copy the compiled modules (and their packages' __init__.py) under `root`, with the
+    extension types' declarations beside them (scripts/extension_types.py); {module: path of
+    its staged .py}."""
+    sources = {m: open(compiled.source_path(m)).read() for m in compiled.EXTENSION_CLASSES}
+    pxds = extension_types.declarations(sources, compiled.EXTENSION_CLASSES)
+    staged = {}
+    for module in compiled.MODULES:
+        parts = module.split(".")
+        for depth in range(1, len(parts)):
+            init = os.path.join(REPO, *parts[:depth], "__init__.py")
+            dest = os.path.join(root, *parts[:depth], "__init__.py")
+            if not os.path.exists(dest):
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                shutil.copy(init, dest)
+        staged[module] = os.path.join(root, *parts) + ".py"
+        shutil.copy(compiled.source_path(module), staged[module])
+        if module in pxds:
+            with open(os.path.join(root, *parts) + ".pxd", "w") as f:
+                f.write(pxds[module])
+    return staged
 
 
 def current_manifest() -> dict | None:
@@ -63,14 +97,16 @@ def build(force: bool = False) -> int:
     stage = tempfile.mkdtemp(prefix="compiled-", dir=os.path.join(REPO, "build"))
     tmp = tempfile.mkdtemp(prefix="cython-", dir=os.path.join(REPO, "build"))
     try:
-        exts = [Extension(m, [os.path.relpath(compiled.source_path(m), REPO)],
+        src = os.path.join(tmp, "src")
+        staged = stage_sources(src)
+        exts = [Extension(m, [os.path.relpath(staged[m], src)],
                           extra_compile_args=["-O2", "-Wno-unused-function"])
                 for m in compiled.MODULES]
         cwd = os.getcwd()
-        os.chdir(REPO)
+        os.chdir(src)
         try:
             modules = cythonize(exts, compiler_directives=DIRECTIVES, quiet=True,
-                                build_dir=os.path.relpath(tmp, REPO), force=True)
+                                include_path=[src], force=True)
             dist = Distribution({"ext_modules": modules})
             cmd = dist.get_command_obj("build_ext")
             cmd.build_lib = stage

@@ -33,6 +33,24 @@ MODULES = (
     "traffic.nic.endpoint", "traffic.nic.endpoint_support", "traffic.nic.packet_io",
     "traffic.nic.queue_pair", "traffic.nic.endpoint_probes",
 )
+# The per-frame classes compiled as extension types (scripts/extension_types.py says how and
+# why): per module, in the order the module defines them (a base before its subclasses).
+EXTENSION_CLASSES = {
+    "traffic.core.work_requests": ("PostedWrites", "AssembledCompletions"),
+    "traffic.core.sender": ("SenderQP",),
+    "traffic.core.receiver": ("ReceiverQP",),
+    "traffic.core.deadline_queue": ("DeadlineQueue",),
+    "traffic.core.nscc": ("Nscc", "PlanePacer"),
+    "traffic.core.reverse_paths": ("ReversePaths",),
+    "traffic.core.codec": ("Encoder", "Codec"),
+    "traffic.core.ev_probes": ("EVProbeSchedule",),
+    "traffic.core.evs": ("EVSet",),
+    "traffic.nic.queue_pair": ("QueuePair",),
+    "traffic.nic.packet_io": ("PacketPort", "RingPort"),
+    "traffic.nic.endpoint_support": ("EventLog", "Pacer", "LatenessHistogram", "Counters"),
+    "traffic.nic.endpoint_probes": ("EndpointProbes",),
+    "traffic.nic.endpoint": ("Endpoint",),
+}
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD_DIR = os.path.join(REPO, "build", "compiled")
 MANIFEST = os.path.join(BUILD_DIR, "manifest.json")

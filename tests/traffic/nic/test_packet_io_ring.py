@@ -142,7 +142,7 @@ def test_ring_port_times_how_long_the_oldest_frame_waited():
     put_slot(ring, 1, b"newer frame")
     stamp = time.time_ns() - 5_000_000_000          # stamped 5 s ago
     struct.pack_into("<II", ring, 16, stamp // 1_000_000_000, stamp % 1_000_000_000)
-    port = object.__new__(RingPort)                 # the ring without a socket
+    port = RingPort.__new__(RingPort)                # the ring without a socket
     port._ring, port.frame_size, port.frame_nr, port._next = memoryview(ring), SLOT, 4, 0
     port.truncated, port.rx_lateness = 0, LatenessHistogram()
     assert port.drain(lambda f: None, 16) == 2
