@@ -48,7 +48,10 @@ def stage_sources(root: str) -> dict[str, str]:
     """Copy the compiled modules (and their packages' __init__.py) under `root`, with the
     extension types' declarations beside them (scripts/extension_types.py); {module: path of
     its staged .py}."""
-    sources = {m: open(compiled.source_path(m)).read() for m in compiled.EXTENSION_CLASSES}
+    sources = {}
+    for m in compiled.EXTENSION_CLASSES:
+        with open(compiled.source_path(m)) as f:
+            sources[m] = f.read()
     pxds = extension_types.declarations(sources, compiled.EXTENSION_CLASSES)
     staged = {}
     for module in compiled.MODULES:
