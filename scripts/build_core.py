@@ -14,7 +14,6 @@ compiled and imports, so a failed build leaves the interpreted core in force.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -36,12 +35,10 @@ DIRECTIVES = {"language_level": 3, "annotation_typing": False, "binding": True,
 
 
 def wanted_manifest(cython_version: str) -> dict:
-    with open(extension_types.__file__, "rb") as f:
-        rule = hashlib.sha256(f.read()).hexdigest()
     return {"interpreter": compiled.interpreter_tag(), "cython": cython_version,
             "modules": {m: compiled.source_digest(m) for m in compiled.MODULES},
             "extension_classes": {m: list(c) for m, c in compiled.EXTENSION_CLASSES.items()},
-            "extension_rule": rule}
+            "extension_rule": compiled.source_digest("scripts.extension_types")}
 
 
 def stage_sources(root: str) -> dict[str, str]:
@@ -57,12 +54,12 @@ def stage_sources(root: str) -> dict[str, str]:
     for module in compiled.MODULES:
         parts = module.split(".")
         for depth in range(1, len(parts)):
-            init = os.path.join(REPO, *parts[:depth], "__init__.py")
-            dest = os.path.join(root, *parts[:depth], "__init__.py")
+            init = ".".join(parts[:depth]) + ".__init__"
+            dest = compiled.source_path(init, root)
             if not os.path.exists(dest):
                 os.makedirs(os.path.dirname(dest), exist_ok=True)
-                shutil.copy(init, dest)
-        staged[module] = os.path.join(root, *parts) + ".py"
+                shutil.copy(compiled.source_path(init), dest)
+        staged[module] = compiled.source_path(module, root)
         shutil.copy(compiled.source_path(module), staged[module])
         if module in pxds:
             with open(os.path.join(root, *parts) + ".pxd", "w") as f:
