@@ -6,8 +6,9 @@ that costs the most CPU per byte, at a time scale k; it passes when every transp
 fidelity verdict "ok" (the run's summary.json `fidelity`, emulation's fidelity monitor). The
 search doubles k from 1 (1, 2, 4, 8, 16, 32) up to the first pass, then bisects between the last
 failure and that pass until they are within BISECT_RATIO of each other; the answer is the
-smallest k that passed. Fidelity does not fall off a cliff at one k on a shared machine, so a
-few trials near the threshold are worth more than a precise number.
+smallest k that passed, once it has passed again (CONFIRMATIONS). Fidelity does not fall off a
+cliff at one k on a shared machine, so a few trials near the threshold are worth more than a
+precise number, and a k that passed once by luck is not one a full run holds.
 
 The answer is cached in results/.calibration/<key>.json, the key built from the host name, the
 CPU model, the fabric as declared (every [fabric] key but time_scale, the trimming option, the
@@ -37,6 +38,12 @@ CACHE_DIR = REPO_ROOT / "results" / ".calibration"
 DOUBLING = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
 # Stop bisecting once the failing and passing k are this close: each trial is a fabric run.
 BISECT_RATIO = 1.25
+# Trials the smallest passing k must pass again before it is the answer. A short trial's p99
+# lateness rests on a few hundred samples per worker, and identical trials near the threshold
+# move by a factor of two and more (t1-blackhole's short version at k = 20 on a 2-core VM:
+# worker-lateness margins 1.70, 1.32, 0.97, 0.52), so one pass there is a coin toss that a full
+# run then loses. A failed confirmation makes that k a failure and the search goes on above it.
+CONFIRMATIONS = 1
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
 NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold
 # The invariants a process that waited for a CPU breaks, each given more room by a larger k: its
@@ -64,29 +71,44 @@ class Trial:
     margins: dict
 
 
-def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO) -> tuple[float | None,
-                                                                            list[Trial]]:
-    """(smallest passing k or None, every trial in order). measure(k) -> Trial."""
+def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
+           confirmations: int = CONFIRMATIONS) -> tuple[float | None, list[Trial]]:
+    """(the smallest k that passed, then passed `confirmations` more times in a row, or None;
+    every trial in order). measure(k) -> Trial."""
     trials: list[Trial] = []
-    failed, passed = None, None
-    for k in doubling:
+
+    def passes(k: float) -> bool:
         trial = measure(k)
         trials.append(trial)
-        if trial.verdict == OK:
-            passed = k
-            break
-        failed = k
-    if passed is None:
-        return None, trials
-    while failed is not None and passed / failed > ratio:
-        mid = round((failed + passed) / 2, 2)
-        trial = measure(mid)
-        trials.append(trial)
-        if trial.verdict == OK:
-            passed = mid
-        else:
-            failed = mid
-    return passed, trials
+        return trial.verdict == OK
+
+    failed, passed = None, None
+    while True:
+        if passed is None:
+            step = next((k for k in doubling if failed is None or k > failed), None)
+            if step is None:
+                return None, trials
+            if passes(step):
+                passed = step
+            else:
+                failed = step
+            continue
+        while failed is not None and passed / failed > ratio:
+            mid = round((failed + passed) / 2, 2)
+            if passes(mid):
+                passed = mid
+            else:
+                failed = mid
+        if all(passes(passed) for _ in range(confirmations)):
+            return passed, trials
+        failed, passed = passed, _smallest_pass_above(trials, passed)
+
+
+def _smallest_pass_above(trials: list[Trial], k: float) -> float | None:
+    """The smallest time scale above k that passed, or None. (Every failure so far is at k or
+    below: the bisection fails only below the pass it bisects towards.)"""
+    return min((t.time_scale for t in trials if t.verdict == OK and t.time_scale > k),
+               default=None)
 
 
 def verdict_of(summaries: list[dict]) -> Trial:

@@ -24,19 +24,63 @@ def machine(threshold):
     return measure, ran
 
 
-def test_a_machine_that_keeps_up_at_one_needs_one_trial():
+def test_a_machine_that_keeps_up_at_one_needs_that_trial_and_its_confirmation():
     measure, ran = machine(1)
-    assert C.search(measure) == (1.0, [C.Trial(1.0, "ok", {"timer_lateness": 1 / 3})])
-    assert ran == [1.0]
+    assert C.search(measure) == (1.0, [C.Trial(1.0, "ok", {"timer_lateness": 1 / 3})] * 2)
+    assert ran == [1.0, 1.0]
 
 
 def test_doubling_then_bisecting_to_within_the_ratio():
-    # threshold 3: 1, 2 fail, 4 passes; bisect 3 (passes), 2.5 (fails): 3 / 2.5 = 1.2 <= 1.25
+    # threshold 3: 1, 2 fail, 4 passes; bisect 3 (passes), 2.5 (fails): 3 / 2.5 = 1.2 <= 1.25;
+    # 3 passes again
     measure, ran = machine(3)
     k, trials = C.search(measure)
     assert k == 3.0
-    assert ran == [1.0, 2.0, 4.0, 3.0, 2.5]
-    assert [t.verdict for t in trials] == ["degraded", "degraded", "ok", "ok", "degraded"]
+    assert ran == [1.0, 2.0, 4.0, 3.0, 2.5, 3.0]
+    assert [t.verdict for t in trials] == ["degraded", "degraded", "ok", "ok", "degraded", "ok"]
+
+
+def scripted(verdicts):
+    """measure(k) whose n-th trial at k has verdict verdicts[k][n] ("ok" or not); records what
+    it ran."""
+    ran = []
+
+    def measure(k):
+        verdict = verdicts[k][sum(1 for r in ran if r == k)]
+        ran.append(k)
+        return C.Trial(k, verdict, {})
+    return measure, ran
+
+
+def test_a_lucky_pass_that_fails_its_confirmation_is_a_failure_and_the_search_goes_on_above():
+    # 16 fails, 32 and 24 pass, 20 passes once and then fails: 20 is a failure, 24 the smallest
+    # pass never refuted (24 / 20 = 1.2 <= 1.25, no bisection), and 24 passes again
+    measure, ran = scripted({1.0: ["invalid"], 2.0: ["invalid"], 4.0: ["invalid"],
+                             8.0: ["invalid"], 16.0: ["degraded"], 32.0: ["ok"],
+                             24.0: ["ok", "ok"], 20.0: ["ok", "degraded"]})
+    k, _ = C.search(measure)
+    assert k == 24.0
+    assert ran == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 24.0, 20.0, 20.0, 24.0]
+
+
+def test_a_failed_confirmation_bisects_again_up_to_the_next_standing_pass():
+    # 4 passes at first; 3 fails (4 / 3 = 1.33 > 1.25), 3.5 fails (1.14); 4 fails its
+    # confirmation and no pass above it stands, so the doubling goes on: 8 passes, bisect 6
+    # (passes), 5 (fails): 6 / 5 = 1.2; 6 passes again
+    measure, ran = scripted({1.0: ["invalid"], 2.0: ["invalid"], 4.0: ["ok", "degraded"],
+                             3.0: ["invalid"], 3.5: ["degraded"], 8.0: ["ok"],
+                             6.0: ["ok", "ok"], 5.0: ["degraded"]})
+    assert C.search(measure)[0] == 6.0
+    assert ran == [1.0, 2.0, 4.0, 3.0, 3.5, 4.0, 8.0, 6.0, 5.0, 6.0]
+
+
+def test_a_top_k_that_fails_its_confirmation_leaves_no_answer():
+    measure, ran = scripted({1.0: ["invalid"], 2.0: ["degraded"], 4.0: ["ok", "degraded"],
+                             3.0: ["degraded"], 3.5: ["degraded"]})
+    assert C.search(measure, doubling=(1.0, 2.0, 4.0)) == (None, [
+        C.Trial(1.0, "invalid", {}), C.Trial(2.0, "degraded", {}), C.Trial(4.0, "ok", {}),
+        C.Trial(3.0, "degraded", {}), C.Trial(3.5, "degraded", {}),
+        C.Trial(4.0, "degraded", {})])
 
 
 def test_no_pass_up_to_the_largest_k_is_none():
@@ -73,8 +117,9 @@ def test_calibrate_caches_and_resolve_reuses_it(tmp_path):
     measure, ran = machine(2)
     result = C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lambda _: None)
     assert result["time_scale"] == 2.0 and result["margins"] == {"timer_lateness": 2 / 3}
-    # 1 fails, 2 passes; 1.5 fails (2 / 1.5 = 1.33 > 1.25), 1.75 fails (2 / 1.75 = 1.14: done)
-    assert ran == [1.0, 2.0, 1.5, 1.75]
+    # 1 fails, 2 passes; 1.5 fails (2 / 1.5 = 1.33 > 1.25), 1.75 fails (2 / 1.75 = 1.14: done);
+    # 2 passes again
+    assert ran == [1.0, 2.0, 1.5, 1.75, 2.0]
     assert C.resolve(scn, None, tmp_path, log=lambda _: None, measure=lambda k: pytest.fail(
         "ran a trial although the cache had the answer")) == 2.0
 
@@ -94,10 +139,11 @@ def test_resolve_calibrates_on_the_short_version_once_and_says_how_long_it_took(
 
     lines = []
     assert C.resolve(full, run_transport, tmp_path, log=lines.append, trial=short) == 2.0
-    assert ran == [(2, 1.0, "mrc"), (2, 2.0, "mrc"), (2, 1.5, "mrc"), (2, 1.75, "mrc")]
+    assert ran == [(2, 1.0, "mrc"), (2, 2.0, "mrc"), (2, 1.5, "mrc"), (2, 1.75, "mrc"),
+                   (2, 2.0, "mrc")]
     assert "calibrating once" in lines[0]
-    assert [line.startswith("mrclab calibrate: time_scale ") for line in lines[1:-1]] == [True] * 4
-    assert re.fullmatch(r"mrclab run: time_scale auto = 2 \(calibrated in \d+ s over 4 short "
+    assert [line.startswith("mrclab calibrate: time_scale ") for line in lines[1:-1]] == [True] * 5
+    assert re.fullmatch(r"mrclab run: time_scale auto = 2 \(calibrated in \d+ s over 5 short "
                         r"runs, cached in .*\)", lines[-1]), lines[-1]
     lines.clear()
     assert C.resolve(full, lambda *a: pytest.fail("ran a trial with the answer cached"),
