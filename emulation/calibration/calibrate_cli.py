@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="print the cached time scale without running anything (exit 4 "
                              "when there is none)")
     parser.add_argument("--max-scale", type=scale_at_least_one, default=None,
-                        help="try no time scale above this (default 32)")
+                        help="try no time scale above this (default 64)")
     parser.add_argument("--cache-dir", default=str(calibrate.CACHE_DIR),
                         help="where calibrations are kept (default: results/.calibration)")
 

@@ -312,3 +312,20 @@ def test_after_a_run_its_transports_summaries_raise_the_cache_and_say_so(tmp_pat
     assert C.learn_after_run(scn, run, cache, log=lines.append)["to"] == 5.0
     assert lines == ["mrclab run: the calibrated time_scale 4 did not hold for tcp; this "
                      "fabric's calibration now says 5: the next run of it uses that"]
+
+
+def test_every_trial_on_the_fabric_has_a_directory_of_its_own(tmp_path):
+    """A confirming trial at the same k must not run over the first one's logs (the workers
+    would read as done at once and the first trial's files be judged again)."""
+    dirs = []
+
+    def run_transport(scn, transport, tdir):
+        assert not tdir.exists()
+        tdir.mkdir(parents=True)
+        dirs.append(tdir.relative_to(tmp_path).as_posix())
+        return {"time_scale": scn.time_scale, "fidelity": {"verdict": "ok", "margins": {}}}
+
+    measure = C.measure_on_fabric(S.parse(SCN), "mrc", tmp_path, run_transport, log=lambda _: None)
+    for k in (2.0, 2.0, 1.5, 2.0):
+        measure(k)
+    assert dirs == ["k2/mrc", "k2-2/mrc", "k1.5/mrc", "k2-3/mrc"]
