@@ -8,6 +8,7 @@
     mrclab scenario keys
     mrclab sweep | compare | top | paper ...
     mrclab bench NAME|all [--json]
+    mrclab local-server up|down [NAME]
 
 One argparse tree: every subcommand declares its own options (`mrclab <command> --help`).
 Subcommands owned by other modules are imported lazily through "module:function" strings, only for
@@ -65,6 +66,11 @@ EXPERIMENT_COMMANDS = {
 for _name, (_module, _help) in EXPERIMENT_COMMANDS.items():
     DISPATCH[_name], ARGUMENTS[_name] = f"{_module}:main", f"{_module}:add_arguments"
     COMMAND_HELP[_name] = _help
+# `mrclab local-server` (emulation/cluster/local_server.py): a second server on this machine.
+DISPATCH["local-server"] = "emulation.cluster.local_server:main"
+ARGUMENTS["local-server"] = "emulation.cluster.local_server:add_arguments"
+COMMAND_HELP["local-server"] = ("a second server on this machine (namespaces, its own Open "
+                                 "vSwitch and sshd) to try or test a run over several servers")
 # `mrclab calibrate` (emulation/calibration/calibrate_cli.py): the time scale this machine needs for a fabric.
 DISPATCH["calibrate"] = "emulation.calibration.calibrate_cli:main"
 ARGUMENTS["calibrate"] = "emulation.calibration.calibrate_cli:add_arguments"

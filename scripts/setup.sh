@@ -39,6 +39,22 @@ if ! ovs-vsctl --timeout=3 show >/dev/null 2>&1; then
   ovs-vsctl --timeout=10 show >/dev/null || { echo "setup: Open vSwitch did not start" >&2; exit 1; }
 fi
 
+# sshd for a second server on this machine (emulation/cluster/local_server.py): unpacked from
+# Debian's package into build/openssh, not installed, since installing openssh-server starts a
+# listening sshd on this machine's own network.
+if [ ! -x /usr/sbin/sshd ] && [ ! -x build/openssh/usr/sbin/sshd ]; then
+  echo "setup: unpacking sshd into build/openssh"
+  tmp=$(mktemp -d)
+  if ! (cd "$tmp" && apt-get download -qq openssh-server 2>/dev/null); then
+    apt-get update -qq
+    (cd "$tmp" && apt-get download -qq openssh-server 2>/dev/null)
+  fi
+  mkdir -p build/openssh
+  dpkg-deb -x "$tmp"/openssh-server_*.deb build/openssh
+  rm -rf "$tmp"
+  test -x build/openssh/usr/sbin/sshd || { echo "setup: no sshd in openssh-server's package" >&2; exit 1; }
+fi
+
 # Python environment: Mininet is in the system Python, so the venv sees system site packages.
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -c "import mininet" 2>/dev/null; then
   rm -rf .venv

@@ -3,7 +3,7 @@ and what is missing said per server, with what to do about it.
 
 Each server runs one shell script (FACTS_SCRIPT, over ssh for the others, plain sh for the one
 mrclab runs on) that prints one `key=value` line per fact:
-    sudo     sudo works without a password (the fabric is built as root)
+    sudo     root, or sudo without a password (the fabric is built as root)
     ovs      Open vSwitch answers `ovs-vsctl show` (make setup starts it; userspace datapath)
     mininet  Mininet's mnexec is installed (the cluster's nodes are entered with it)
     vxlan    the kernel has the vxlan module (the tunnels, emulation/cluster/vxlan.py)
@@ -17,6 +17,7 @@ rules are tested on text; run() is the part that runs the commands.
 """
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 from pathlib import Path
@@ -26,6 +27,9 @@ from emulation.cluster.placement import parse_servers
 
 REPO = Path(__file__).resolve().parents[2]
 SSH = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
+# An ssh_config of the cluster's own (keys, users, addresses per server), passed to every ssh
+# mrclab runs, when set: `mrclab cluster local-server up` writes one for its servers.
+SSH_CONFIG_ENV = "MRCLAB_SSH_CONFIG"
 SSH_FAILED = 255                  # ssh's own exit status when it cannot log in
 TIMEOUT_S = 30
 FACTS = ("sudo", "ovs", "mininet", "vxlan", "python", "commit", "dirty")
@@ -33,8 +37,9 @@ FACTS = ("sudo", "ovs", "mininet", "vxlan", "python", "commit", "dirty")
 FACTS_SCRIPT = r"""
 say() { printf '%s=%s\n' "$1" "$2"; }
 yes_no() { if "$@" >/dev/null 2>&1; then echo ok; else echo no; fi; }
-say sudo "$(yes_no sudo -n true)"
-say ovs "$(yes_no sudo -n ovs-vsctl --timeout=3 show)"
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo -n "$@"; fi; }
+say sudo "$(yes_no as_root true)"
+say ovs "$(yes_no as_root ovs-vsctl --timeout=3 show)"
 say mininet "$(yes_no command -v mnexec)"
 say vxlan "$(yes_no sh -c 'test -d /sys/module/vxlan || /sbin/modinfo vxlan || modinfo vxlan')"
 say python "$("$repo/.venv/bin/python" -c 'import sys; print("%d.%d" % sys.version_info[:2])' \
@@ -74,8 +79,8 @@ def problems(facts: dict[str, str], here: dict[str, str], fabric_mtu: int,
            if key not in facts]
     setup = "run `sudo make setup` there"
     if facts.get("sudo") == "no":
-        out.append("sudo asks for a password: the fabric is built as root (log in as root, or "
-                   "give the user a NOPASSWD sudo rule)")
+        out.append("not root, and sudo is missing or asks for a password: the fabric is built "
+                   "as root (log in as root, or give the user a NOPASSWD sudo rule)")
     if facts.get("ovs") == "no":
         out.append(f"Open vSwitch does not answer `ovs-vsctl show`: {setup}")
     if facts.get("mininet") == "no":
@@ -135,8 +140,21 @@ def run_command(argv: list[str], script: str) -> tuple[int, str, str]:
     return done.returncode, done.stdout, done.stderr
 
 
+def ssh_base(environ=os.environ) -> list[str]:
+    """ssh with mrclab's options, and the cluster's ssh_config when SSH_CONFIG_ENV names one."""
+    config = environ.get(SSH_CONFIG_ENV)
+    return SSH + (["-F", config] if config else [])
+
+
 def ssh_argv(server: str, command: list[str]) -> list[str]:
-    return SSH + [server, shlex.join(command)]
+    return ssh_base() + [server, shlex.join(command)]
+
+
+def as_root(command: list[str]) -> list[str]:
+    """command run as root on a server: as it is when ssh logged in as root (a server need not
+    have sudo), else through `sudo -n`."""
+    return ["sh", "-c", 'if [ "$(id -u)" = 0 ]; then exec "$@"; else exec sudo -n "$@"; fi',
+            "as_root", *command]
 
 
 def run(servers, addresses: dict[str, str], fabric_mtu: int, repo: str | Path = REPO,

@@ -15,8 +15,8 @@ from emulation.cluster.placement import parse_servers
 
 def clean_argv(server: str, repo: str | Path = preflight.REPO, wait_s: float = 5.0) -> list[str]:
     """The ssh command that runs `mrclab clean` on `server` as root."""
-    return preflight.ssh_argv(server, ["sudo", "-n", f"{repo}/.venv/bin/python", "-m",
-                                       "emulation.cli", "clean", "--wait-s", f"{wait_s:g}"])
+    return preflight.ssh_argv(server, preflight.as_root([
+        f"{repo}/.venv/bin/python", "-m", "emulation.cli", "clean", "--wait-s", f"{wait_s:g}"]))
 
 
 def clean_others(servers, repo: str | Path = preflight.REPO, wait_s: float = 5.0,

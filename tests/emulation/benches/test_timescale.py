@@ -55,8 +55,9 @@ def test_each_calibration_runs_with_its_setting(tmp_path, monkeypatch, capsys):
 
 def test_a_setting_that_keeps_no_k_ok_is_reported_and_the_bench_goes_on(tmp_path, monkeypatch,
                                                                        capsys):
-    """hifi finds no k up to 32 twice of three: its median is "above 32"; none's calibrations,
-    taken before and after it, are all reported, and the failed ones keep their trials."""
+    """hifi finds no k up to the ladder's top (64) twice of three: its median is "above 64";
+    none's calibrations, taken before and after it, are all reported, and the failed ones keep
+    their trials."""
     path = tmp_path / "s.toml"
     path.write_text('name = "s"\n' + SMALL_FABRIC)
     hifi = iter([None, 20.0, None])
@@ -78,6 +79,6 @@ def test_a_setting_that_keeps_no_k_ok_is_reported_and_the_bench_goes_on(tmp_path
     assert figures["hifi"]["time_scale"] is None
     assert figures["hifi"]["trials"][0] == [{"time_scale": 32.0, "verdict": "degraded"}]
     assert len(figures["hifi"]["errors"]) == 2
-    assert "none 24 (24, 24, 24); hifi above 32 (above 32, 20, above 32)" in \
+    assert "none 24 (24, 24, 24); hifi above 64 (above 64, 20, above 64)" in \
         capsys.readouterr().out
     assert bench.median_k([None, 20.0, 16.0]) == 20.0

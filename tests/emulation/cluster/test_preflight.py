@@ -15,7 +15,7 @@ def test_a_ready_server_has_no_problem():
 
 
 @pytest.mark.parametrize("change,words", [
-    ({"sudo": "no"}, "sudo asks for a password"),
+    ({"sudo": "no"}, "not root, and sudo is missing or asks for a password"),
     ({"ovs": "no"}, "Open vSwitch does not answer `ovs-vsctl show`: run `sudo make setup` there"),
     ({"mininet": "no"}, "mnexec is missing"),
     ({"vxlan": "no"}, "no vxlan module"),

@@ -3,10 +3,40 @@ ssh; failures are named per server."""
 from emulation.cluster import remote as R
 
 
-def test_the_remote_clean_command():
+def test_the_remote_clean_command(monkeypatch):
+    monkeypatch.delenv("MRCLAB_SSH_CONFIG", raising=False)
     assert R.clean_argv("root@b", "/srv/mrclab", 5.0) == [
         "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "root@b",
-        "sudo -n /srv/mrclab/.venv/bin/python -m emulation.cli clean --wait-s 5"]
+        "sh -c 'if [ \"$(id -u)\" = 0 ]; then exec \"$@\"; else exec sudo -n \"$@\"; fi' "
+        "as_root /srv/mrclab/.venv/bin/python -m emulation.cli clean --wait-s 5"]
+
+
+def test_a_root_login_runs_the_clean_itself_and_another_user_through_sudo(tmp_path):
+    """The wrapper run by a real shell: as root the command itself, else `sudo -n` first (a
+    fake sudo on PATH records that it was asked)."""
+    import subprocess
+    wrapped = R.clean_argv("b", "/srv", 5.0)[-1]
+    fake = tmp_path / "sudo"
+    fake.write_text('#!/bin/sh\necho "sudo $*"\n')
+    fake.chmod(0o755)
+    idu = tmp_path / "id"
+    for uid, expect in (("0", "/srv/.venv/bin/python -m emulation.cli clean --wait-s 5"),
+                        ("1000", "sudo -n /srv/.venv/bin/python -m emulation.cli clean "
+                                 "--wait-s 5")):
+        idu.write_text(f"#!/bin/sh\necho {uid}\n")
+        idu.chmod(0o755)
+        # `exec "$@"` of the python path would run it: echo stands in for exec's target
+        script = wrapped.replace("exec \"$@\"; else", "echo \"$@\"; else")
+        out = subprocess.run(["sh", "-c", script], capture_output=True, text=True,
+                             env={"PATH": f"{tmp_path}:/usr/bin:/bin"}).stdout.strip()
+        assert out == expect
+
+
+def test_the_clusters_ssh_config_is_passed_to_every_ssh(monkeypatch):
+    monkeypatch.setenv("MRCLAB_SSH_CONFIG", "/run/mrclab-servers/ssh_config")
+    assert R.clean_argv("b", "/srv", 5.0)[:7] == [
+        "ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5", "-F",
+        "/run/mrclab-servers/ssh_config"]
 
 
 def test_every_other_server_is_cleaned_and_failures_are_named():
