@@ -275,9 +275,18 @@ def _start_ovs(holder: int, name: str) -> None:
     commands), judged by whether they answer: ovs-ctl's exit status also reports the kernel
     module it could not load, which the userspace datapath does not need."""
     for argv in (ovs_service.START_DB, ovs_service.START_SWITCHD):
-        subprocess.run(enter_argv(holder, argv), capture_output=True, timeout=60)
+        try:
+            subprocess.run(enter_argv(holder, argv), capture_output=True, timeout=60)
+        except subprocess.TimeoutExpired:
+            raise LocalServerError(f"starting Open vSwitch in {name} did not finish in 60 s: "
+                                   f"{' '.join(argv)}") from None
     for argv in (ovs_service.DB_CHECK, ovs_service.SWITCHD_CHECK):
         _run(enter_argv(holder, argv), f"Open vSwitch in {name} does not answer")
+
+
+def _record(srv: LocalServer, record: dict) -> None:
+    """What down() needs to undo: the holder's PID and whether the veth pair is ours."""
+    (srv.state / "server.json").write_text(json.dumps(record))
 
 
 def up(name: str = "mrclab-b", index: int = 0) -> LocalServer:
@@ -288,16 +297,19 @@ def up(name: str = "mrclab-b", index: int = 0) -> LocalServer:
         raise LocalServerError(f"a local server {name!r} is already up ({srv.state}); "
                                f"take it down first: mrclab local-server down {name}")
     sshd = sshd_binary()
-    _write_state(srv)
     proc = None
     try:
+        _write_state(srv)
         proc = subprocess.Popen(holder_argv(srv), stdin=subprocess.DEVNULL,
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 start_new_session=True)
         holder = _child_of(proc.pid)
-        (srv.state / "server.json").write_text(json.dumps(
-            {"name": srv.name, "index": srv.index, "holder": holder}))
-        for argv in outside_setup(srv, holder):
+        record = {"name": srv.name, "index": srv.index, "holder": holder, "link": False}
+        _record(srv, record)
+        link, *rest = outside_setup(srv, holder)
+        _run(link, f"{name}'s management link")
+        _record(srv, {**record, "link": True})     # ours to delete from here on
+        for argv in rest:
             _run(argv, f"{name}'s management link")
         for argv in inside_setup(srv):
             _run(enter_argv(holder, argv), f"setting up {name}")
@@ -321,14 +333,19 @@ def down(name: str = "mrclab-b", quiet: bool = False) -> bool:
     try:
         record = json.loads((state / "server.json").read_text())
         pid, srv = int(record["holder"]), server(name, int(record["index"]))
-    except (OSError, ValueError, KeyError, TypeError, LocalServerError):
+        link = record.get("link") is True
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, LocalServerError):
         pid = srv = None
+        link = False
     if pid is not None and _is_holder(pid, name):
-        os.kill(pid, signal.SIGKILL)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         deadline = time.monotonic() + START_TIMEOUT_S
         while _is_holder(pid, name) and time.monotonic() < deadline:
             time.sleep(0.05)
-    if srv is not None and Path(f"/sys/class/net/{srv.here_intf}").exists():
+    if link and srv is not None and Path(f"/sys/class/net/{srv.here_intf}").exists():
         subprocess.run(["ip", "link", "del", srv.here_intf], capture_output=True, timeout=30)
     shutil.rmtree(state, ignore_errors=quiet)
     if STATE_ROOT.exists() and not any(p.is_dir() for p in STATE_ROOT.iterdir()):

@@ -18,7 +18,7 @@ NAME, INDEX = "mrclab-t", 61
 
 @pytest.fixture
 def local(monkeypatch):
-    L.down(NAME, quiet=True)                  # a crashed earlier run's, if any
+    L.down(NAME, quiet=True)                  # left up by a crashed test session, if any
     srv = L.up(NAME, INDEX)
     monkeypatch.setenv(preflight.SSH_CONFIG_ENV, str(L.SSH_CONFIG))
     try:
@@ -97,10 +97,16 @@ def test_a_node_whose_shell_cannot_start_there_is_an_error_not_a_hang(local):
     assert time.monotonic() - started < 30
 
 
-def test_a_second_up_of_the_same_name_is_refused(local):
+def test_a_second_up_of_the_same_name_or_index_is_refused_and_the_first_is_untouched(local):
     with pytest.raises(L.LocalServerError, match="already up"):
         L.up(NAME, INDEX)
-    assert ssh("hostname") == NAME              # the running one untouched
+    # another name on the same management subnet: its veth cannot be made, and taking its
+    # half-made state down must not delete the running server's veth
+    with pytest.raises(L.LocalServerError, match="management link"):
+        L.up("mrclab-t2", INDEX)
+    assert not (L.STATE_ROOT / "mrclab-t2").exists()
+    assert Path(f"/sys/class/net/{local.here_intf}").exists()
+    assert ssh("hostname") == NAME
 
 
 def test_taking_down_a_server_that_is_not_up_says_so():
