@@ -28,7 +28,7 @@ from emulation.cluster.placement import parse_servers
 REPO = Path(__file__).resolve().parents[2]
 SSH = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
 # An ssh_config of the cluster's own (keys, users, addresses per server), passed to every ssh
-# mrclab runs, when set: `mrclab cluster local-server up` writes one for its servers.
+# mrclab runs, when set: `mrclab local-server up` writes one for its servers.
 SSH_CONFIG_ENV = "MRCLAB_SSH_CONFIG"
 SSH_FAILED = 255                  # ssh's own exit status when it cannot log in
 TIMEOUT_S = 30
