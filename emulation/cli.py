@@ -66,7 +66,8 @@ EXPERIMENT_COMMANDS = {
 for _name, (_module, _help) in EXPERIMENT_COMMANDS.items():
     DISPATCH[_name], ARGUMENTS[_name] = f"{_module}:main", f"{_module}:add_arguments"
     COMMAND_HELP[_name] = _help
-# `mrclab local-server` (emulation/cluster/local_server.py): a second server on this machine.
+# `mrclab local-server` (emulation/cluster/local_server.py): a server made of namespaces, to try
+# a run over several servers without a second machine.
 DISPATCH["local-server"] = "emulation.cluster.local_server:main"
 ARGUMENTS["local-server"] = "emulation.cluster.local_server:add_arguments"
 COMMAND_HELP["local-server"] = ("a second server on this machine (namespaces, its own Open "

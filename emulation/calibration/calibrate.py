@@ -35,16 +35,16 @@ from model import timescale
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = REPO_ROOT / "results" / ".calibration"
-# The ladder's top: a fabric of 1500-byte frames at 30 Mbit/s (t1-blackhole) needs 32-40 on a
-# 2-core VM, where a trial at 64 takes about 4 minutes.
+# The ladder's top leaves room above what the shipped fabrics need on a small VM, and no more:
+# a trial's wall time grows with k (docs/results/2026-11-30-calibration-confirmation.md).
 DOUBLING = (1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 # Stop bisecting once the failing and passing k are this close: each trial is a fabric run.
 BISECT_RATIO = 1.25
 # Trials the smallest passing k must pass again before it is the answer. A short trial's p99
-# lateness rests on a few hundred samples per worker, and identical trials near the threshold
-# move by a factor of two and more (t1-blackhole's short version at k = 20 on a 2-core VM:
-# worker-lateness margins 1.70, 1.32, 0.97, 0.52), so one pass there is a coin toss that a full
-# run then loses. A failed confirmation makes that k a failure and the search goes on above it.
+# lateness rests on a few hundred samples per worker, so identical trials near the threshold
+# differ widely and one pass there can be luck that a full run then loses
+# (docs/results/2026-11-30-calibration-confirmation.md). A failed confirmation makes that k a
+# failure and the search goes on above it.
 CONFIRMATIONS = 1
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
 NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold

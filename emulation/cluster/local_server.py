@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from emulation.network import ovs_service
-from model.proc import CommandFailed, run_checked
+from model.proc import run_checked
 
 REPO = Path(__file__).resolve().parents[2]
 STATE_ROOT = Path("/run/mrclab-servers")
@@ -224,11 +224,8 @@ def sshd_binary() -> Path:
                            "one into build/openssh")
 
 
-def _run(argv: list[str], what: str, timeout: float = START_TIMEOUT_S) -> str:
-    try:
-        return run_checked(argv, timeout=timeout, what=what)
-    except CommandFailed as exc:
-        raise LocalServerError(str(exc)) from None
+def _run(argv: list[str], what: str) -> str:
+    return run_checked(argv, timeout=START_TIMEOUT_S, what=what, error=LocalServerError)
 
 
 def _child_of(pid: int, timeout_s: float = START_TIMEOUT_S) -> int:
