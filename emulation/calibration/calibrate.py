@@ -74,9 +74,16 @@ class Trial:
 
 
 def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
-           confirmations: int = CONFIRMATIONS) -> tuple[float | None, list[Trial]]:
+           confirmations: int = CONFIRMATIONS,
+           start: float | None = None) -> tuple[float | None, list[Trial]]:
     """(the smallest k that passed, then passed `confirmations` more times in a row, or None;
-    every trial in order). measure(k) -> Trial."""
+    every trial in order). measure(k) -> Trial.
+
+    start: the k to try first instead of the ladder's bottom (previous_scale: what this fabric
+    needed here before). From a pass there the search steps down by `ratio` until a k fails,
+    so the answer is as close to the threshold as the bisection brings it; from a failure it
+    doubles on from the ladder's rungs above it. A recalibration whose answer moved little
+    costs three or four trials near it instead of the whole ladder."""
     trials: list[Trial] = []
 
     def passes(k: float) -> bool:
@@ -85,6 +92,18 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
         return trial.verdict == OK
 
     failed, passed = None, None
+    if start is not None:
+        start = min(max(float(start), doubling[0]), doubling[-1])
+        if passes(start):
+            passed = start
+        else:
+            failed = start
+        while failed is None and passed > doubling[0]:
+            below = max(doubling[0], round(passed / ratio, 2))
+            if passes(below):
+                passed = below
+            else:
+                failed = below
     while True:
         if passed is None:
             step = next((k for k in doubling if failed is None or k > failed), None)
@@ -175,9 +194,13 @@ def trial_of(run: Scenario, short: Scenario | None) -> Scenario:
     return run if short is None else dataclasses.replace(short, capture=run.capture)
 
 
+def machine_and_fabric(scn: Scenario, transport: str) -> dict:
+    """The cache key's facts but the code: this machine and what of the scenario loads it."""
+    return {"host": socket.gethostname(), "cpu": cpu_model(), **fabric_description(scn, transport)}
+
+
 def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple[str, dict]:
-    what = {"host": socket.gethostname(), "cpu": cpu_model(),
-            **fabric_description(scn, transport), "code": digest or code_digest()}
+    what = {**machine_and_fabric(scn, transport), "code": digest or code_digest()}
     text = json.dumps(what, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:20], what
 
@@ -219,16 +242,45 @@ def measure_on_fabric(scn: Scenario, transport: str, work_dir: Path, run_transpo
     return measure
 
 
+def previous_scale(scn: Scenario, transport: str = "mrc",
+                   cache_dir: Path = CACHE_DIR) -> dict | None:
+    """The newest calibration of this fabric on this machine at any build (the cache entry last
+    written whose machine and fabric equal this run's, code aside): {"time_scale", "code"}, or
+    None. A change of code changes the cache key, yet rarely the machine's k by much."""
+    # as a cache file holds it (JSON: a tuple reads back as a list)
+    ours = json.loads(json.dumps(machine_and_fabric(scn, transport)))
+    best, best_mtime = None, None
+    for path in Path(cache_dir).glob("*.json"):
+        try:
+            data, mtime = json.loads(path.read_text()), path.stat().st_mtime
+            machine = dict(data["machine"])
+            k = timescale.check(data["time_scale"])
+        except (OSError, ValueError, KeyError, TypeError, timescale.TimeScaleError):
+            continue            # not a calibration this build can read: no hint from it
+        code = machine.pop("code", None)
+        if machine == ours and (best_mtime is None or mtime > best_mtime):
+            best, best_mtime = {"time_scale": float(k), "code": code}, mtime
+    return best
+
+
 def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR,
-              measure=None, run_transport=None, log=print, max_scale: float | None = None) -> dict:
-    """Search, cache and return {"time_scale", "margins", "trials", "key", "machine"}.
-    measure(k) -> Trial, or the runner's run_transport to measure on the fabric. max_scale: try
-    no k above it (each doubling doubles a trial's wall time)."""
+              measure=None, run_transport=None, log=print, max_scale: float | None = None,
+              from_previous: bool = True) -> dict:
+    """Search, cache and return {"time_scale", "margins", "trials", "key", "machine",
+    "started_at"}. measure(k) -> Trial, or the runner's run_transport to measure on the fabric.
+    max_scale: try no k above it (each doubling doubles a trial's wall time). from_previous:
+    start the search at this fabric's previous calibration on this machine, if any
+    (previous_scale), else at the ladder's bottom."""
     key, what = cache_key(scn, transport)
     doubling = tuple(k for k in DOUBLING if max_scale is None or k <= max_scale) or DOUBLING[:1]
+    previous = previous_scale(scn, transport, cache_dir) if from_previous else None
+    start = None if previous is None else min(previous["time_scale"], doubling[-1])
+    if start is not None:
+        log(f"mrclab calibrate: this fabric needed time_scale {previous['time_scale']:g} on this "
+            f"machine before (code {previous['code']}): the search starts at {start:g}")
     with tempfile.TemporaryDirectory(prefix="mrclab-calibrate-") as work:
         measure = measure or measure_on_fabric(scn, transport, Path(work), run_transport, log)
-        k, trials = search(measure, doubling)
+        k, trials = search(measure, doubling, start=start)
     if k is None:
         raise CalibrationError(
             f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {scn.name}: the "
@@ -238,6 +290,7 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     best = next(t for t in trials if t.time_scale == k)
     result = {"time_scale": k, "margins": best.margins,
               "trials": [dataclasses.asdict(t) for t in trials], "key": key, "machine": what,
+              "started_at": trials[0].time_scale,
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(result, indent=2))
@@ -347,9 +400,9 @@ def resolve(scn: Scenario, run_transport=None, cache_dir: Path = CACHE_DIR, log=
         log(f"mrclab run: time_scale auto = {hit['time_scale']:g} (calibrated on this machine "
             f"{hit.get('measured_at', '?')}, cached in {cache_dir})")
         return float(hit["time_scale"])
-    log("mrclab run: time_scale = \"auto\" and no calibration of this fabric on this machine: "
-        "calibrating once (short mrc runs at k = 1, 2, 4, ... until fidelity is \"ok\"; "
-        "cached afterwards)")
+    log("mrclab run: time_scale = \"auto\" and no calibration of this fabric on this machine "
+        "at this build: calibrating once (short mrc runs at k = 1, 2, 4, ..., or from this "
+        "fabric's previous k, until fidelity is \"ok\"; cached afterwards)")
     started = time.monotonic()
     result = calibrate(trial or scn, "mrc", cache_dir, measure=measure,
                        run_transport=run_transport, log=log)

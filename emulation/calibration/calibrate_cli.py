@@ -32,6 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "when there is none)")
     parser.add_argument("--max-scale", type=scale_at_least_one, default=None,
                         help="try no time scale above this (default 64)")
+    parser.add_argument("--from-scratch", action="store_true",
+                        help="search from k = 1 up, ignoring this fabric's previous "
+                             "calibration on this machine (by default the search starts at "
+                             "the k it needed last, at any build)")
     parser.add_argument("--cache-dir", default=str(calibrate.CACHE_DIR),
                         help="where calibrations are kept (default: results/.calibration)")
 
@@ -64,7 +68,8 @@ def main(args) -> int:
         try:
             result = calibrate.calibrate(scn, "mrc", Path(args.cache_dir),
                                          run_transport=run_transport, log=log,
-                                         max_scale=args.max_scale)
+                                         max_scale=args.max_scale,
+                                         from_previous=not args.from_scratch)
         except calibrate.CalibrationError as exc:
             print(f"mrclab calibrate: {exc}", file=sys.stderr)
             return calibrate.EXIT_NO_PASS

@@ -74,8 +74,6 @@ UNTESTED_BY_NAME = {
     "emulation/run/run_faults.py": "the run's fault scheduler: "
                                "tests/emulation/run/test_run_summary_verdicts.py and "
                                "tests/emulation/config/test_scenario_short.py",
-    "emulation/run/run_progress.py": "the log follower of a run: "
-                                 "tests/emulation/run/test_run_summary*.py",
     "analysis/jsonl.py": "the JSONL reader: tests/analysis/test_timescale.py and every loader test",
 }
 

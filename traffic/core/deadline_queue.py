@@ -36,9 +36,16 @@ class DeadlineQueue:
         self._heap: list[tuple[int, int, Hashable]] = []    # (deadline, tiebreak, owner)
         self._live: dict[Hashable, int] = {}      # owner -> deadline of its live heap entry
         self._changed: dict[Hashable, None] = {}  # owners to recompute (insertion ordered)
+        # owner -> when its live deadline became due as far as the loop could know: the
+        # deadline, or the computation that found it already past. An owner with nothing to do
+        # (a QP whose only port was down) can come back with a deadline long past, e.g. a probe
+        # scheduled before the port went down; the loop only learns of it now, so that is
+        # not a late turn, and counting it as one would void a run that kept up.
+        self._known: dict[Hashable, int] = {}
         self._tiebreak = itertools.count()
         # Optional recorder of how late each due owner is served (record(ns)): the endpoint's
-        # timer lateness, its fidelity evidence (analysis/fidelity.py).
+        # timer lateness, its fidelity evidence (analysis/fidelity.py), counted from when the
+        # deadline was known (_known).
         self.lateness = None
 
     def changed(self, owner: Hashable) -> None:
@@ -57,8 +64,10 @@ class DeadlineQueue:
                 continue                    # the live entry already says so
             if d is None:
                 del live[owner]
+                self._known.pop(owner, None)
                 continue
             live[owner] = d
+            self._known[owner] = d if d >= now_ns else now_ns
             heapq.heappush(self._heap, (d, next(self._tiebreak), owner))
         if len(self._heap) > self._STALE_FACTOR * len(live) + 64:
             self._heap = [(d, next(self._tiebreak), o) for o, d in live.items()]
@@ -78,7 +87,8 @@ class DeadlineQueue:
     def pop_due(self, now_ns: int) -> list:
         """The owners due at now_ns, earliest first, each once. They count as changed (the
         caller is about to poll them), so their next deadline is computed afresh. With a
-        `lateness` recorder, each due owner's now_ns - deadline is recorded."""
+        `lateness` recorder, each due owner's lateness is recorded: now_ns less the later of
+        its deadline and the computation that found it."""
         self.refresh(now_ns)
         heap, live = self._heap, self._live
         lateness = self.lateness
@@ -88,10 +98,11 @@ class DeadlineQueue:
             if live.get(owner) != d:
                 continue                    # superseded by a later computation
             del live[owner]
+            known = self._known.pop(owner, d)
             due.append(owner)
             self._changed[owner] = None
             if lateness is not None:
-                lateness.record(now_ns - d)
+                lateness.record(now_ns - known)
         return due
 
     def changed_since_kept(self, owner: Hashable) -> bool:

@@ -2,6 +2,7 @@
 whose threshold is known, the verdict of a trial's summaries, the cache key and the CLI's cache
 paths. (A trial on the fabric is the integration test's and `make bench`'s.)"""
 import json
+import os
 import re
 
 import pytest
@@ -329,3 +330,70 @@ def test_every_trial_on_the_fabric_has_a_directory_of_its_own(tmp_path):
     for k in (2.0, 2.0, 1.5, 2.0):
         measure(k)
     assert dirs == ["k2/mrc", "k2-2/mrc", "k1.5/mrc", "k2-3/mrc"]
+
+
+def test_a_search_from_a_k_that_still_passes_steps_down_until_one_fails():
+    # threshold 20, start 25: 25 passes, 25 / 1.25 = 20 passes, 16 fails (20 / 16 = 1.25: no
+    # bisection); 20 passes again
+    measure, ran = machine(20)
+    assert C.search(measure, start=25.0)[0] == 20.0
+    assert ran == [25.0, 20.0, 16.0, 20.0]
+
+
+def test_a_search_from_a_k_that_no_longer_passes_doubles_on_above_it():
+    # threshold 30, start 25 fails; the ladder's next rung 32 passes; bisect 28.5 (fails):
+    # 32 / 28.5 = 1.12; 32 passes again
+    measure, ran = machine(30)
+    assert C.search(measure, start=25.0)[0] == 32.0
+    assert ran == [25.0, 32.0, 28.5, 32.0]
+
+
+def test_a_machine_faster_than_before_steps_down_to_the_ladders_bottom():
+    # threshold 1, start 2: 2, 1.6, 1.28, 1.02 (1.024 rounded) pass, then the bottom 1
+    # (0.816 is below it) passes and is confirmed
+    measure, ran = machine(1)
+    assert C.search(measure, start=2.0)[0] == 1.0
+    assert ran == [2.0, 1.6, 1.28, 1.02, 1.0, 1.0]
+
+
+def _cache_entry(cache, name, machine_facts, code, k, mtime):
+    path = cache / f"{name}.json"
+    path.write_text(json.dumps({"time_scale": k, "machine": {**machine_facts, "code": code}}))
+    os.utime(path, (mtime, mtime))
+
+
+def test_calibrate_starts_at_this_fabrics_newest_calibration_at_any_build(tmp_path):
+    """The newest entry of the same machine and fabric, whatever its code, is where the search
+    starts; another fabric's entry, an older one and a file that is not a calibration are not."""
+    scn = S.parse(SCN)
+    other = S.parse(SCN.replace("planes = 2", "planes = 3"))
+    ours = C.machine_and_fabric(scn, "mrc")
+    _cache_entry(tmp_path, "older", ours, "old1", 12.0, 1_000)
+    _cache_entry(tmp_path, "newest", ours, "old2", 24.0, 2_000)
+    _cache_entry(tmp_path, "wider", C.machine_and_fabric(other, "mrc"), "old3", 5.0, 3_000)
+    (tmp_path / "broken.json").write_text("{not json")
+    lines = []
+    measure, ran = machine(20)
+    result = C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lines.append)
+    # 24 passes, 24 / 1.25 = 19.2 fails (24 / 19.2 = 1.25), 24 passes again
+    assert ran == [24.0, 19.2, 24.0]
+    assert result["time_scale"] == 24.0 and result["started_at"] == 24.0
+    assert lines == ["mrclab calibrate: this fabric needed time_scale 24 on this machine before "
+                     "(code old2): the search starts at 24"]
+
+
+def test_calibrate_from_scratch_ignores_the_previous_calibration(tmp_path):
+    scn = S.parse(SCN)
+    _cache_entry(tmp_path, "newest", C.machine_and_fabric(scn, "mrc"), "old", 24.0, 2_000)
+    measure, ran = machine(2)
+    assert C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lambda _: None,
+                       from_previous=False)["time_scale"] == 2.0
+    assert ran[0] == 1.0
+
+
+def test_the_cli_searches_from_scratch_when_asked():
+    import argparse
+    parser = argparse.ArgumentParser()
+    calibrate_cli.add_arguments(parser)
+    assert parser.parse_args(["x.toml", "--from-scratch"]).from_scratch is True
+    assert parser.parse_args(["x.toml"]).from_scratch is False

@@ -331,6 +331,28 @@ def test_deadline_queue_records_how_late_each_owner_is_served():
     q.lateness = hist
     q.changed("a")
     q.changed("b")
+    assert q.earliest(50) == 100            # both deadlines known at 50, ahead of them
     assert q.pop_due(1100) == ["a", "b"]
     # a is 1000 ns late (bucket 35), b 800 ns (bit length 10, next bits 10 -> bucket 34)
     assert hist.sparse() == [[34, 1], [35, 1]] and hist.samples == 2
+
+
+def test_a_deadline_found_already_past_is_late_only_from_when_it_was_found():
+    """An owner with nothing to do (None) that comes back with a deadline long past, as a QP
+    whose port was down comes back with the probe it had scheduled before: the loop learns of
+    it only at the change, so its lateness counts from there, not from the old deadline."""
+    hist = LatenessHistogram()
+    deadlines = {"qp": None, "other": 5_000}
+    q = DeadlineQueue(lambda owner, now: deadlines[owner])
+    q.lateness = hist
+    q.changed("qp")
+    q.changed("other")
+    assert q.earliest(100) == 5_000         # the qp has nothing to do
+    deadlines["qp"] = 200                   # its port is back: its probe was due at 200
+    q.changed("qp")
+    assert q.earliest(800_000) == 200       # found at 800,000: already past
+    assert q.pop_due(800_300) == ["qp", "other"]
+    # qp: 800,300 - 800,000 = 300 ns late (bit length 9, next bits 00 -> bucket 28), not the
+    # 800,100 ns since its deadline; other: 800,300 - 5,000 = 795,300 ns late (bit length 20,
+    # next bits 10 -> bucket 74)
+    assert hist.sparse() == [[28, 1], [74, 1]]
