@@ -3,6 +3,7 @@ progress (LogTail, which the fault scheduler also times its entries by), and the
 bar (Progress)."""
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
@@ -65,47 +66,46 @@ class LogTail:
         return max(self.done_iters.values()) + 1
 
 
-# Iterations that must have finished since the first one before the bar estimates the time
-# left: the first iterations after warm-up include the fabric's own ramp.
+# Iterations whose duration must be known before the bar estimates the time left.
 ESTIMATE_AFTER_ITERATIONS = 2
 
 
-def seconds_left(first: tuple[int, float] | None, done: int, total: int,
-                 now: float) -> float | None:
-    """Wall seconds until `total` iterations at the pace since `first` (iterations done, the
-    time they were first seen), or None while too few have finished to tell. The pace is the
-    average since then, so a stall (a transport waiting out a timeout) lengthens it: an
-    estimate, not a promise."""
-    if first is None or done >= total or done - first[0] < ESTIMATE_AFTER_ITERATIONS:
+def seconds_left(durations: list[float], done: int, total: int) -> float | None:
+    """Wall seconds until `total` iterations, at the median duration of those seen so far
+    (`durations`, one per iteration), or None while too few are known or all are done. The
+    median, not the mean: a transport waiting out a timeout stalls one iteration for many, and
+    the iterations after it run at the usual pace again."""
+    if len(durations) < ESTIMATE_AFTER_ITERATIONS or done >= total:
         return None
-    elapsed = now - first[1]
-    if elapsed <= 0:
-        return None
-    return (total - done) * elapsed / (done - first[0])
+    return (total - done) * statistics.median(durations)
 
 
 class Progress:
     """Plain stderr progress bar (rewritten in place on a terminal, a line per 5 s otherwise),
-    with the wall time left at the pace so far once a few iterations have finished: at a large
-    time scale a run takes many minutes, and its user should know how many."""
+    with the wall time left once a few iterations have finished: at a large time scale a run
+    takes many minutes, and its user should know how many."""
 
     def __init__(self, label: str, total: int):
         self.label, self.total = label, total
         self.tty = sys.stderr.isatty()
         self.last_line = 0.0
         self.started = time.monotonic()
-        self.first: tuple[int, float] | None = None    # (iterations done, when) first seen > 0
+        self._seen: tuple[int, float] | None = None    # (iterations done, when first seen)
+        self.durations: list[float] = []                 # one per iteration finished since
 
     def update(self, done: int, faults_done: int, faults_total: int) -> None:
         now = time.monotonic()
-        if self.first is None and done > 0:
-            self.first = (done, now)
+        if done > 0 and (self._seen is None or done > self._seen[0]):
+            if self._seen is not None:    # the iterations since the last change share its time
+                step = (now - self._seen[1]) / (done - self._seen[0])
+                self.durations += [step] * (done - self._seen[0])
+            self._seen = (done, now)
         if not self.tty and now - self.last_line < 5:
             return
         self.last_line = now
         width = 30
         filled = int(width * min(done, self.total) / max(1, self.total))
-        left = seconds_left(self.first, done, self.total, now)
+        left = seconds_left(self.durations, done, self.total)
         line = (f"[{self.label}] [{'#' * filled}{'.' * (width - filled)}] {done}/{self.total} "
                 f"iterations, faults {faults_done}/{faults_total}, {now - self.started:5.1f} s"
                 + ("" if left is None else f", about {left:.0f} s left"))
