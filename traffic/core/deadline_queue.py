@@ -37,10 +37,10 @@ class DeadlineQueue:
         self._live: dict[Hashable, int] = {}      # owner -> deadline of its live heap entry
         self._changed: dict[Hashable, None] = {}  # owners to recompute (insertion ordered)
         # owner -> when its live deadline became due as far as the loop could know: the
-        # deadline, or the computation that found it already past. An owner with nothing to do
-        # (a QP whose only port was down) can come back with a deadline long past, e.g. a probe
-        # scheduled before the port went down; the loop only learns of it now, so that is
-        # not a late turn, and counting it as one would void a run that kept up.
+        # deadline, or the computation that found it already past. A change of state can put
+        # an owner's deadline in the past (a QP whose port comes back still holds the EV probe
+        # it scheduled before the port went down); the loop learns of it only at that change,
+        # so the time before it is not a late turn, and counting it would void a run that kept up.
         self._known: dict[Hashable, int] = {}
         self._tiebreak = itertools.count()
         # Optional recorder of how late each due owner is served (record(ns)): the endpoint's
