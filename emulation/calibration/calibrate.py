@@ -205,17 +205,19 @@ def cache_key(scn: Scenario, transport: str, digest: str | None = None) -> tuple
     return hashlib.sha256(text.encode()).hexdigest()[:20], what
 
 
-def cached(scn: Scenario, transport: str, cache_dir: Path = CACHE_DIR) -> dict | None:
-    key, _ = cache_key(scn, transport)
+def _read_entry(path: Path) -> dict | None:
+    """A cache file's calibration, or None when it is missing, not JSON or holds no usable k."""
     try:
-        data = json.loads((Path(cache_dir) / f"{key}.json").read_text())
-    except (OSError, ValueError):
-        return None
-    try:
+        data = json.loads(Path(path).read_text())
         timescale.check(data.get("time_scale") if isinstance(data, dict) else None)
-    except timescale.TimeScaleError:
+    except (OSError, ValueError, timescale.TimeScaleError):
         return None
     return data
+
+
+def cached(scn: Scenario, transport: str, cache_dir: Path = CACHE_DIR) -> dict | None:
+    key, _ = cache_key(scn, transport)
+    return _read_entry(Path(cache_dir) / f"{key}.json")
 
 
 # ---------------------------------------------------------------- trials on the fabric
@@ -251,15 +253,14 @@ def previous_scale(scn: Scenario, transport: str = "mrc",
     ours = json.loads(json.dumps(machine_and_fabric(scn, transport)))
     best, best_mtime = None, None
     for path in Path(cache_dir).glob("*.json"):
+        data = _read_entry(path)
         try:
-            data, mtime = json.loads(path.read_text()), path.stat().st_mtime
-            machine = dict(data["machine"])
-            k = timescale.check(data["time_scale"])
-        except (OSError, ValueError, KeyError, TypeError, timescale.TimeScaleError):
+            machine, mtime = dict(data["machine"]), path.stat().st_mtime
+        except (OSError, KeyError, TypeError, ValueError):
             continue            # not a calibration this build can read: no hint from it
         code = machine.pop("code", None)
         if machine == ours and (best_mtime is None or mtime > best_mtime):
-            best, best_mtime = {"time_scale": float(k), "code": code}, mtime
+            best, best_mtime = {"time_scale": float(data["time_scale"]), "code": code}, mtime
     return best
 
 
