@@ -1,20 +1,26 @@
 """`mrclab calibrate` (emulation/calibration/calibrate_cli.py): the smallest time scale (model/timescale.py) at
-which this machine emulates the scenario's fabric faithfully, cached per machine and fabric.
+which this machine emulates the scenario's fabric faithfully for one transport, cached per
+machine, fabric and transport.
 
-A trial is a short run of the scenario ([short] version when it has one) over MRC, the transport
-that costs the most CPU per byte, at a time scale k; it passes when every transport it ran has
-fidelity verdict "ok" (the run's summary.json `fidelity`, emulation's fidelity monitor). The
-search doubles k from 1 (1, 2, 4, ..., 64) up to the first pass, then bisects between the last
-failure and that pass until they are within BISECT_RATIO of each other; the answer is the
-smallest k that passed, once it has passed again (CONFIRMATIONS). Fidelity does not fall off a
-cliff at one k on a shared machine, so a few trials near the threshold are worth more than a
-precise number, and a k that passed once by luck is not one a full run holds.
+Each transport is calibrated on its own, because each costs the machine a different CPU per
+emulated second and each is judged on its own invariants: MRC's endpoints keep per-path state and SACKs for
+every frame, RoCE's a single path per QP, kernel TCP does its per-packet work in the kernel.
+One k for all would run RoCE's and TCP's seconds-long stalls as slowly as MRC needs, for no
+fidelity in return; every result is in emulated time, so transports run at different k compare.
+A trial is a short run of the scenario ([short] version when it has one) over that transport at
+a time scale k; it passes when its fidelity verdict is "ok" (the run's summary.json `fidelity`,
+emulation's fidelity monitor). The search doubles k from 1 (1, 2, 4, ..., 64) up to the first
+pass, then bisects between the last failure and that pass until they are within BISECT_RATIO
+of each other; the answer is the smallest k that passed, once it has passed again
+(CONFIRMATIONS). Fidelity does not fall off a cliff at one k on a shared machine, so a few trials
+near the threshold are worth more than a precise number, and a k that passed once by luck is not
+one a full run holds.
 
 The answer is cached in results/.calibration/<key>.json, the key built from the host name, the
 CPU model, the fabric as declared (every [fabric] key but time_scale, the trimming option, the
-transport) and a digest of the project's source code: another machine, another fabric or
-another build of the endpoints and switches calibrates again. `mrclab run` with
-`time_scale = "auto"` uses the cached k, or calibrates first.
+transport) and a digest of the project's source code: another machine, another fabric, another
+transport or another build of the endpoints and switches calibrates again. `mrclab run` with
+`time_scale = "auto"` uses each transport's cached k, or calibrates that transport first.
 """
 from __future__ import annotations
 
@@ -238,7 +244,7 @@ def measure_on_fabric(scn: Scenario, transport: str, work_dir: Path, run_transpo
         summary = run_transport(dataclasses.replace(scn, time_scale=k), transport, tdir)
         trial = verdict_of([summary])
         trial.time_scale = k
-        log(f"mrclab calibrate: time_scale {k:g}: fidelity {trial.verdict} "
+        log(f"mrclab calibrate: {transport} at time_scale {k:g}: fidelity {trial.verdict} "
             f"({time.monotonic() - started:.0f} s)")
         return trial
     return measure
@@ -277,14 +283,16 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     previous = previous_scale(scn, transport, cache_dir) if from_previous else None
     start = None if previous is None else min(previous["time_scale"], doubling[-1])
     if start is not None:
-        log(f"mrclab calibrate: this fabric needed time_scale {previous['time_scale']:g} on this "
-            f"machine before (code {previous['code']}): the search starts at {start:g}")
+        log(f"mrclab calibrate: {transport} on this fabric needed time_scale "
+            f"{previous['time_scale']:g} on this machine before (code {previous['code']}): the "
+            f"search starts at {start:g}")
     with tempfile.TemporaryDirectory(prefix="mrclab-calibrate-") as work:
         measure = measure or measure_on_fabric(scn, transport, Path(work), run_transport, log)
         k, trials = search(measure, doubling, start=start)
     if k is None:
         raise CalibrationError(
-            f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {scn.name}: the "
+            f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {transport} on "
+            f"{scn.name}: the "
             f"machine is too busy or the fabric too large; set [fabric] time_scale by hand or "
             f"use [mrc.qp] loss_policy = \"tolerant\" (docs/fidelity-timescale.md)",
             [dataclasses.asdict(t) for t in trials])
@@ -298,48 +306,47 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     return result
 
 
-def raise_after_run(scn: Scenario, summaries: list[dict], run_dir: Path | None = None,
+def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
                     cache_dir: Path = CACHE_DIR) -> dict | None:
-    """After a full run at this fabric's cached k in which some transport's fidelity was
-    "degraded" or "invalid" on a lateness invariant: the short trials held at that k, the run did
-    not (more samples, more recovery windows, a heavier moment), so the cached k grows by one
-    bisection step
-    (ceil(k x BISECT_RATIO), at most the search's largest k) and the next run of this fabric
-    starts at a k that holds. The raise is recorded in the cache with the run that showed it.
+    """After a full run of one transport at its cached k in which its fidelity was "degraded"
+    or "invalid" on a lateness invariant: the short trials held at that k, the run did not (more
+    samples, more recovery windows, a heavier moment), so that transport's cached k grows by one
+    bisection step (ceil(k x BISECT_RATIO), at most the search's largest k) and its next run on
+    this fabric starts at a k that holds. The raise is recorded in the cache with the run that
+    showed it. summary: the transport's summary.json (its "transport" names the cache entry).
 
     A raise must have helped to be followed by another: lateness that comes from sharing the
     CPU is a wall time, so its ratio to an emulated RTT falls as k grows. When the run at a
     raised k is no less late (its worst lateness ratio at least the one that caused the raise),
     more k buys nothing but wall time; the cache keeps k and records why.
-    Returns {"from", "to", "transports", "worst_ratio"} (plus "previous_ratio" when the raise
+    Returns {"transport", "from", "to", "worst_ratio"} (plus "previous_ratio" when the raise
     stopped, "to" then equal to "from") when the run broke a lateness invariant, else None."""
-    hit = cached(scn, "mrc", cache_dir)
+    transport = str(summary.get("transport", "")) if isinstance(summary, dict) else ""
+    hit = cached(scn, transport, cache_dir) if transport else None
     if hit is None:
         return None
     k = float(hit["time_scale"])
-    failed = sorted({str(s.get("transport", "?")) for s in summaries if _late_at(s, k)})
-    if not failed or k >= DOUBLING[-1]:
+    if not _late_at(summary, k) or k >= DOUBLING[-1]:
         return None
-    worst = max((r for s in summaries for r in _lateness_ratios(s, k)), default=None)
-    entry = {"transports": failed, "worst_ratio": worst,
-             "run": None if run_dir is None else str(run_dir),
+    worst = max(_lateness_ratios(summary, k), default=None)
+    entry = {"worst_ratio": worst, "run": None if run_dir is None else str(run_dir),
              "at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     last = (hit.get("raised") or [None])[-1]
     previous = last.get("worst_ratio") if isinstance(last, dict) and last.get("to") == k else None
     if isinstance(previous, (int, float)) and worst is not None and worst >= previous:
         hit["not_raised"] = {"at_k": k, "previous_ratio": previous, **entry}
-        _write_cache(scn, hit, cache_dir)
-        return {"from": k, "to": k, "transports": failed, "worst_ratio": worst,
+        _write_cache(scn, transport, hit, cache_dir)
+        return {"transport": transport, "from": k, "to": k, "worst_ratio": worst,
                 "previous_ratio": previous}
     new_k = float(min(math.ceil(k * BISECT_RATIO), DOUBLING[-1]))
     hit["time_scale"] = new_k
     hit.setdefault("raised", []).append({"from": k, "to": new_k, **entry})
-    _write_cache(scn, hit, cache_dir)
-    return {"from": k, "to": new_k, "transports": failed, "worst_ratio": worst}
+    _write_cache(scn, transport, hit, cache_dir)
+    return {"transport": transport, "from": k, "to": new_k, "worst_ratio": worst}
 
 
-def _write_cache(scn: Scenario, hit: dict, cache_dir: Path) -> None:
-    key, _ = cache_key(scn, "mrc")
+def _write_cache(scn: Scenario, transport: str, hit: dict, cache_dir: Path) -> None:
+    key, _ = cache_key(scn, transport)
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
 
 
@@ -369,45 +376,50 @@ def _lateness_ratios(summary, k: float) -> list[float]:
 
 
 def learn_after_run(scn: Scenario, run_dir: Path, cache_dir: Path | None = None,
-                    log=print) -> dict | None:
-    """raise_after_run over the transports' summaries a finished run left in run_dir, and the
-    line that tells the user."""
-    summaries = []
+                    log=print) -> list[dict]:
+    """raise_after_run for each transport's summary a finished run left in run_dir, and the
+    line that tells the user of each raise (or of a raise that stopped)."""
+    raises = []
     for path in sorted(Path(run_dir).glob("*/summary.json")):
         try:
-            summaries.append(json.loads(path.read_text()))
+            summary = json.loads(path.read_text())
         except (OSError, ValueError):
             continue            # a transport without a readable summary says nothing of k
-    raised = raise_after_run(scn, summaries, run_dir, cache_dir or CACHE_DIR)
-    if raised and "previous_ratio" in raised:
-        log(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
-            f"{', '.join(raised['transports'])} (lateness {raised['worst_ratio']:.2f}x its "
-            f"bound), and the raise to it did not shrink that lateness ({raised['previous_ratio']:.2f}x "
-            f"before): lateness that does not fall as k grows is not this machine's CPU share, "
-            f"so the calibration stays at {raised['to']:g} (docs/fidelity-timescale.md)")
-    elif raised:
-        log(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
-            f"{', '.join(raised['transports'])}; this fabric's calibration now says "
-            f"{raised['to']:g}: the next run of it uses that")
-    return raised
+        raised = raise_after_run(scn, summary, run_dir, cache_dir or CACHE_DIR)
+        if raised is None:
+            continue
+        raises.append(raised)
+        name = raised["transport"]
+        if "previous_ratio" in raised:
+            log(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
+                f"{name} (lateness {raised['worst_ratio']:.2f}x its bound), and the raise to it "
+                f"did not shrink that lateness ({raised['previous_ratio']:.2f}x before): lateness "
+                f"that does not fall as k grows is not this machine's CPU share, so {name}'s "
+                f"calibration stays at {raised['to']:g} (docs/fidelity-timescale.md)")
+        else:
+            log(f"mrclab run: the calibrated time_scale {raised['from']:g} did not hold for "
+                f"{name}; its calibration on this fabric now says {raised['to']:g}: the next "
+                f"run of it uses that")
+    return raises
 
 
-def resolve(scn: Scenario, run_transport=None, cache_dir: Path = CACHE_DIR, log=print,
-            measure=None, trial: Scenario | None = None) -> float:
-    """The number a `time_scale = "auto"` scenario runs at: cached, else calibrated now with
-    `trial` (the scenario's short version; default `scn` itself), whose fabric is scn's."""
-    hit = cached(scn, "mrc", cache_dir)
+def resolve(scn: Scenario, transport: str, run_transport=None, cache_dir: Path = CACHE_DIR,
+            log=print, measure=None, trial: Scenario | None = None) -> float:
+    """The number a `time_scale = "auto"` scenario runs `transport` at: cached, else calibrated
+    now with `trial` (the scenario's short version; default `scn` itself), whose fabric is scn's."""
+    hit = cached(scn, transport, cache_dir)
     if hit is not None:
-        log(f"mrclab run: time_scale auto = {hit['time_scale']:g} (calibrated on this machine "
-            f"{hit.get('measured_at', '?')}, cached in {cache_dir})")
+        log(f"mrclab run: {transport}: time_scale auto = {hit['time_scale']:g} (calibrated on "
+            f"this machine {hit.get('measured_at', '?')}, cached in {cache_dir})")
         return float(hit["time_scale"])
-    log("mrclab run: time_scale = \"auto\" and no calibration of this fabric on this machine "
-        "at this build: calibrating once (short mrc runs at k = 1, 2, 4, ..., or from this "
-        "fabric's previous k, until fidelity is \"ok\"; cached afterwards)")
+    log(f"mrclab run: {transport}: time_scale = \"auto\" and no calibration of this fabric for "
+        f"{transport} on this machine at this build: calibrating once (short {transport} runs "
+        f"at k = 1, 2, 4, ..., or from its previous k on this fabric, until fidelity is "
+        f"\"ok\"; cached afterwards)")
     started = time.monotonic()
-    result = calibrate(trial or scn, "mrc", cache_dir, measure=measure,
+    result = calibrate(trial or scn, transport, cache_dir, measure=measure,
                        run_transport=run_transport, log=log)
-    log(f"mrclab run: time_scale auto = {result['time_scale']:g} (calibrated in "
+    log(f"mrclab run: {transport}: time_scale auto = {result['time_scale']:g} (calibrated in "
         f"{time.monotonic() - started:.0f} s over {len(result['trials'])} short runs, cached in "
         f"{cache_dir})")
     return float(result["time_scale"])

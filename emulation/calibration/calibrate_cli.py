@@ -1,4 +1,4 @@
-"""`mrclab calibrate SCENARIO [--json] [--cached]`: the command line of emulation/calibration/calibrate.py
+"""`mrclab calibrate SCENARIO [--transport T] [--json] [--cached]`: the command line of emulation/calibration/calibrate.py
 (the search and the cache live there; trials run through emulation/run/runner.py)."""
 from __future__ import annotations
 
@@ -25,8 +25,12 @@ def scale_at_least_one(text: str) -> float:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("scenario", help="experiments/<name>.toml (its [short] version is run)")
+    parser.add_argument("--transport", default="all",
+                        help="the transport to calibrate (mrc, roce, tcp), or all the "
+                             "scenario's (default): each runs at its own time scale")
     parser.add_argument("--json", action="store_true",
-                        help="print time_scale, each invariant's margin and the trials as JSON")
+                        help="print per transport its time_scale, each invariant's margin and "
+                             "the trials as JSON")
     parser.add_argument("--cached", action="store_true",
                         help="print the cached time scale without running anything (exit 4 "
                              "when there is none)")
@@ -52,32 +56,47 @@ def main(args) -> int:
     except ScenarioError as exc:
         print(f"mrclab calibrate: {exc}", file=sys.stderr)
         return 2
-    log = (lambda text: print(text, file=sys.stderr)) if args.json else print
-    if args.cached:
-        result = calibrate.cached(scn, "mrc", Path(args.cache_dir))
-        if result is None:
-            print(f"mrclab calibrate: no calibration of {scn.name}'s fabric on this machine "
-                  f"in {args.cache_dir}", file=sys.stderr)
-            return calibrate.EXIT_NO_PASS
-    elif os.geteuid() != 0:
+    transports = scn.transports if args.transport == "all" else [args.transport]
+    if args.transport != "all" and args.transport not in scn.transports:
+        print(f"mrclab calibrate: --transport {args.transport}: {scn.name} runs "
+              f"{', '.join(scn.transports)} (or all)", file=sys.stderr)
+        return 2
+    if not args.cached and os.geteuid() != 0:
         print("mrclab calibrate: needs root (its trials build the fabric: namespaces, veths, OVS "
               "bridges); --cached only reads the cache", file=sys.stderr)
         return 2
-    else:
-        from emulation.run.runner import run_transport  # deferred: the fabric, only for trials
-        try:
-            result = calibrate.calibrate(scn, "mrc", Path(args.cache_dir),
-                                         run_transport=run_transport, log=log,
-                                         max_scale=args.max_scale,
-                                         from_previous=not args.from_scratch)
-        except calibrate.CalibrationError as exc:
-            print(f"mrclab calibrate: {exc}", file=sys.stderr)
+    log = (lambda text: print(text, file=sys.stderr)) if args.json else print
+    results = {}
+    for transport in transports:
+        result = _one(scn, transport, args, log)
+        if result is None:
             return calibrate.EXIT_NO_PASS
+        results[transport] = result
+        if not args.json:
+            print(f"{scn.name}: {transport}: time_scale {result['time_scale']:g} (the smallest k "
+                  f"whose short run kept fidelity \"ok\" on this machine)")
     if args.json:
-        print(json.dumps({"time_scale": result["time_scale"], "margins": result["margins"],
-                          "trials": result["trials"], "scenario": scn.name,
-                          "machine": result["machine"]}, indent=2))
-    else:
-        print(f"{scn.name}: time_scale {result['time_scale']:g} (the smallest k whose short run "
-              f"kept fidelity \"ok\" on this machine)")
+        print(json.dumps({"scenario": scn.name, "transports": {
+            t: {"time_scale": r["time_scale"], "margins": r["margins"], "trials": r["trials"],
+                "machine": r["machine"]} for t, r in results.items()}}, indent=2))
     return 0
+
+
+def _one(scn, transport: str, args, log) -> dict | None:
+    """The cached or newly calibrated answer for one transport; None (said why) when there is
+    none."""
+    if args.cached:
+        result = calibrate.cached(scn, transport, Path(args.cache_dir))
+        if result is None:
+            print(f"mrclab calibrate: no calibration of {scn.name}'s fabric for {transport} on "
+                  f"this machine in {args.cache_dir}", file=sys.stderr)
+        return result
+    from emulation.run.runner import run_transport  # deferred: the fabric, only for trials
+    try:
+        return calibrate.calibrate(scn, transport, Path(args.cache_dir),
+                                   run_transport=run_transport, log=log,
+                                   max_scale=args.max_scale,
+                                   from_previous=not args.from_scratch)
+    except calibrate.CalibrationError as exc:
+        print(f"mrclab calibrate: {exc}", file=sys.stderr)
+        return None

@@ -108,8 +108,9 @@ def machine() -> dict:
     }
 
 
-def time_scale(scn) -> float:
-    """The emulated world's slowdown: the scenario's [fabric] time_scale when it has one, else 1."""
+def time_scale(scn) -> float | str:
+    """The emulated world's slowdown as the scenario declares it ([fabric] time_scale: a number,
+    or "auto", which each transport resolves on its own), else 1."""
     value = getattr(scn, "time_scale", None)
     if value is None:
         try:
@@ -143,7 +144,7 @@ def _iso(t: float) -> str:
 class RunRecord:
     """run.json of one run directory: start() writes it, finish() completes it."""
 
-    def __init__(self, run_dir: Path, scn, options: dict):
+    def __init__(self, run_dir: Path, scn, options: dict, scales: dict | None = None):
         self.path = Path(run_dir) / "run.json"
         self.started = time.time()
         self.data = {
@@ -156,7 +157,8 @@ class RunRecord:
             "scenario_path": None if scn.path is None else str(scn.path),
             "scenario_text": scn.text,
             "scenario_resolved": resolved(scn),
-            "time_scale": time_scale(scn),
+            "time_scale": time_scale(scn),            # as declared: a number, or "auto"
+            "time_scales": dict(scales or {}),        # what "auto" resolved to per transport
             "machine": machine(),
             "started": _iso(self.started),
             "ended": None,
@@ -186,8 +188,9 @@ def _package_version(name: str) -> str | None:
         return None
 
 
-def start(run_dir: Path, scn, options: dict) -> RunRecord:
-    """Write run.json for a run that is starting (status "running") and return its record."""
-    record = RunRecord(run_dir, scn, options)
+def start(run_dir: Path, scn, options: dict, scales: dict | None = None) -> RunRecord:
+    """Write run.json for a run that is starting (status "running") and return its record.
+    scales: each transport's time scale when the scenario's "auto" was resolved per transport."""
+    record = RunRecord(run_dir, scn, options, scales)
     record.write()
     return record

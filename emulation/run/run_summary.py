@@ -244,7 +244,7 @@ TOP_SUMMARY_KEYS = ("verified", "partial", "error", "problems", "data_verified",
                     "iterations_completed", "faults_scheduled", "faults_applied", "faults_ok",
                     "faults_failed", "faults_not_reached", "flows", "loss_policy",
                     "evs_retired", "healthy_evs_retired", "nccl", "transport_failure",
-                    "propagation")
+                    "propagation", "time_scale")
 
 
 def top_fidelity(summary: dict) -> dict | None:
@@ -264,7 +264,6 @@ def top_summary(scn: Scenario, run_dir: Path, summaries: list[dict], interrupted
     code, problems = run_verdict(summaries, interrupted, require_fidelity)
     return {
         "scenario": scn.name, "short": scn.short, "run_dir": str(run_dir),
-        "time_scale": float(scn.time_scale),
         # what one plane's port keeps in flight on the longest path (model/propagation.py)
         "bdp_packets_per_plane": round(propagation.bdp_packets(scn.spec), 2),
         "partial": interrupted or any(s.get("partial") for s in summaries),

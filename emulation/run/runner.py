@@ -56,6 +56,7 @@ verdict, exit codes), run_output.py (CSV, table).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shutil
@@ -413,13 +414,17 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         print(f"mrclab run: {problem}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
     auto = scn.time_scale == "auto"
+    transports = scn.transports if args.transport == "all" else [args.transport]
+    scales = {}             # transport -> the k "auto" resolved to for it
     if auto and not args.validate_only:
         from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
         try:           # the trials are short runs: the [short] version when there is one
             trial = calibrate.trial_of(scn, scenario_mod.load(args.scenario, short=True)
                                        if scn.has_short else None)
-            scn.time_scale = calibrate.resolve(scn, run_transport, log=lambda text: print(
-                text, file=sys.stderr, flush=True), trial=trial)
+            for transport in transports:
+                scales[transport] = calibrate.resolve(
+                    scn, transport, run_transport, calibrate.CACHE_DIR, trial=trial,
+                    log=lambda text: print(text, file=sys.stderr, flush=True))
         except calibrate.CalibrationError as exc:
             print(f"mrclab run: {exc}", file=sys.stderr)
             return EXIT_NOT_VERIFIED
@@ -429,7 +434,6 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
               f"{scn.collective.iterations} iterations, transports {', '.join(scn.transports)}"
               f"{', has a [short] version' if scn.has_short and not scn.short else ''})")
         return 0
-    transports = scn.transports if args.transport == "all" else [args.transport]
     stamp = time.strftime("%Y%m%d-%H%M%S")
     label = f"{scn.name}-short" if scn.short else scn.name
     root = Path(args.out_dir) if args.out_dir else results_dir()
@@ -441,18 +445,20 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     run_dir.mkdir(parents=True)
     (run_dir / "scenario.toml").write_text(scn.text)
     options = {k: v for k, v in vars(args).items() if not callable(v)}
-    record = run_record.start(run_dir, scn, options)
+    record = run_record.start(run_dir, scn, options, scales)
     status, code, console = "crashed", None, None
     try:
         code, console = _run_transports(scn, transports, run_dir,
                                         getattr(args, "require_fidelity", False),
+                                        scales=scales,
                                         source=args.scenario, auto=auto,
                                         wide=getattr(args, "wide", False),
                                         as_json=getattr(args, "json", False))
         status = "interrupted" if code == EXIT_INTERRUPTED else "finished"
         if auto and not scn.short and status == "finished":
             from emulation.calibration import calibrate  # deferred: only for "auto"
-            calibrate.learn_after_run(scn, run_dir, log=lambda text: print(text, file=sys.stderr))
+            calibrate.learn_after_run(scn, run_dir, calibrate.CACHE_DIR,
+                                      log=lambda text: print(text, file=sys.stderr))
     except BaseException as exc:
         status = ("interrupted" if isinstance(exc, KeyboardInterrupt)
                   else f"crashed: {type(exc).__name__}: {exc}")
@@ -465,8 +471,9 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
 def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
                     require_fidelity: bool = False, source: str | None = None,
                     auto: bool | None = None, wide: bool = False,
-                    as_json: bool = False) -> tuple[int, str]:
+                    as_json: bool = False, scales: dict | None = None) -> tuple[int, str]:
     """Run every transport into run_dir, write the run's summary.json and print the tables.
+    scales: each transport's time scale where "auto" resolved it (the scenario's own otherwise).
     source, auto: the scenario as the user named it and whether its time scale was "auto" (the
     next step a verdict other than "ok" names); wide: every column and the nccl-tests row;
     as_json: summary.json on stdout, the console on stderr. Returns (exit code, the console as
@@ -475,8 +482,10 @@ def _run_transports(scn: Scenario, transports: list[str], run_dir: Path,
     for transport in transports:
         tdir = run_dir / transport
         print(f"mrclab run: {scn.name} over {transport} -> {tdir}", file=sys.stderr, flush=True)
+        this = scn if transport not in (scales or {}) else dataclasses.replace(
+            scn, time_scale=scales[transport])
         try:
-            summaries.append(run_transport(scn, transport, tdir))
+            summaries.append(run_transport(this, transport, tdir))
         except KeyboardInterrupt:
             interrupted = True
             summaries.append(json.loads((tdir / "summary.json").read_text())

@@ -121,7 +121,7 @@ def test_calibrate_caches_and_resolve_reuses_it(tmp_path):
     # 1 fails, 2 passes; 1.5 fails (2 / 1.5 = 1.33 > 1.25), 1.75 fails (2 / 1.75 = 1.14: done);
     # 2 passes again
     assert ran == [1.0, 2.0, 1.5, 1.75, 2.0]
-    assert C.resolve(scn, None, tmp_path, log=lambda _: None, measure=lambda k: pytest.fail(
+    assert C.resolve(scn, "mrc", None, tmp_path, log=lambda _: None, measure=lambda k: pytest.fail(
         "ran a trial although the cache had the answer")) == 2.0
 
 
@@ -139,17 +139,40 @@ def test_resolve_calibrates_on_the_short_version_once_and_says_how_long_it_took(
         return {"time_scale": scn.time_scale, "fidelity": {"verdict": verdict, "margins": {}}}
 
     lines = []
-    assert C.resolve(full, run_transport, tmp_path, log=lines.append, trial=short) == 2.0
+    assert C.resolve(full, "mrc", run_transport, tmp_path, log=lines.append, trial=short) == 2.0
     assert ran == [(2, 1.0, "mrc"), (2, 2.0, "mrc"), (2, 1.5, "mrc"), (2, 1.75, "mrc"),
                    (2, 2.0, "mrc")]
     assert "calibrating once" in lines[0]
-    assert [line.startswith("mrclab calibrate: time_scale ") for line in lines[1:-1]] == [True] * 5
-    assert re.fullmatch(r"mrclab run: time_scale auto = 2 \(calibrated in \d+ s over 5 short "
-                        r"runs, cached in .*\)", lines[-1]), lines[-1]
+    assert [line.startswith("mrclab calibrate: mrc at time_scale ")
+            for line in lines[1:-1]] == [True] * 5
+    assert re.fullmatch(r"mrclab run: mrc: time_scale auto = 2 \(calibrated in \d+ s over 5 "
+                        r"short runs, cached in .*\)", lines[-1]), lines[-1]
     lines.clear()
-    assert C.resolve(full, lambda *a: pytest.fail("ran a trial with the answer cached"),
+    assert C.resolve(full, "mrc", lambda *a: pytest.fail("ran a trial with the answer cached"),
                      tmp_path, log=lines.append, trial=short) == 2.0
-    assert len(lines) == 1 and "time_scale auto = 2 (calibrated on this machine" in lines[0]
+    assert len(lines) == 1 and "mrc: time_scale auto = 2 (calibrated on this machine" in lines[0]
+
+
+def test_each_transport_is_calibrated_on_its_own_and_cached_apart(tmp_path):
+    """A machine on which MRC keeps up from k = 8 and TCP from k = 1: each transport's trials
+    run that transport, each gets its own k and cache entry, and a cached answer for one does
+    not answer for the other."""
+    scn = S.parse(SCN)
+    ran = []
+
+    def run_transport(trial, transport, tdir):
+        ran.append((transport, trial.time_scale))
+        verdict = "ok" if trial.time_scale >= {"mrc": 8, "tcp": 1}[transport] else "invalid"
+        return {"time_scale": trial.time_scale, "fidelity": {"verdict": verdict, "margins": {}}}
+
+    assert C.resolve(scn, "mrc", run_transport, tmp_path, log=lambda _: None) == 8.0
+    assert {t for t, _ in ran} == {"mrc"}
+    ran.clear()
+    assert C.resolve(scn, "tcp", run_transport, tmp_path, log=lambda _: None) == 1.0
+    assert ran == [("tcp", 1.0), ("tcp", 1.0)]          # the ladder's bottom and its confirmation
+    assert (C.cached(scn, "mrc", tmp_path)["time_scale"],
+            C.cached(scn, "tcp", tmp_path)["time_scale"]) == (8.0, 1.0)
+    assert C.cached(scn, "roce", tmp_path) is None
 
 
 def test_calibrate_without_a_pass_says_what_to_do(tmp_path):
@@ -163,13 +186,21 @@ def test_cli_cached_reports_a_miss_and_prints_a_hit_as_json(tmp_path, capsys):
     path = tmp_path / "c.toml"
     path.write_text(SCN)
     cache = tmp_path / "cache"
-    assert calibrate_cli.main([str(path), "--cached", "--cache-dir", str(cache)]) == C.EXIT_NO_PASS
-    assert "no calibration of c's fabric" in capsys.readouterr().err
+    assert calibrate_cli.main([str(path), "--cached", "--transport", "mrc",
+                               "--cache-dir", str(cache)]) == C.EXIT_NO_PASS
+    assert "no calibration of c's fabric for mrc" in capsys.readouterr().err
     measure, _ = machine(4)
     C.calibrate(S.parse(SCN), "mrc", cache, measure=measure, log=lambda _: None)
-    assert calibrate_cli.main([str(path), "--cached", "--json", "--cache-dir", str(cache)]) == 0
-    out = json.loads(capsys.readouterr().out)
+    assert calibrate_cli.main([str(path), "--cached", "--json", "--transport", "mrc",
+                               "--cache-dir", str(cache)]) == 0
+    out = json.loads(capsys.readouterr().out)["transports"]["mrc"]
     assert out["time_scale"] == 4.0 and out["margins"] == {"timer_lateness": 4 / 3}
+    # every transport of the scenario by default: roce has no calibration yet
+    assert calibrate_cli.main([str(path), "--cached", "--cache-dir", str(cache)]) == C.EXIT_NO_PASS
+    assert "for roce" in capsys.readouterr().err
+    assert calibrate_cli.main([str(path), "--cached", "--transport", "quic",
+                               "--cache-dir", str(cache)]) == 2
+    assert "--transport quic: c runs mrc, roce, tcp (or all)" in capsys.readouterr().err
 
 
 def test_cli_bad_scenario_is_named(tmp_path, capsys):
@@ -234,29 +265,29 @@ def test_a_full_run_that_did_not_hold_raises_the_cached_k_by_one_bisection_step(
     measure, _ = machine(8)                  # doubling: 1, 2, 4 fail, 8 passes; 6, 7 fail
     assert C.calibrate(scn, "mrc", tmp_path, measure=measure,
                        log=lambda _: None)["time_scale"] == 8.0
-    ok = [summary("mrc", 8.0, "ok"), summary("roce", 8.0, "ok")]
-    assert C.raise_after_run(scn, ok, None, tmp_path) is None
+    assert C.raise_after_run(scn, summary("mrc", 8.0, "ok"), None, tmp_path) is None
     assert C.cached(scn, "mrc", tmp_path)["time_scale"] == 8.0
     # 8 x 1.25 = 10
-    raised = C.raise_after_run(scn, [summary("mrc", 8.0, "degraded"), summary("tcp", 8.0, "ok")],
-                               tmp_path / "run-1", tmp_path)
-    assert raised == {"from": 8.0, "to": 10.0, "transports": ["mrc"], "worst_ratio": None}
+    raised = C.raise_after_run(scn, summary("mrc", 8.0, "degraded"), tmp_path / "run-1", tmp_path)
+    assert raised == {"transport": "mrc", "from": 8.0, "to": 10.0, "worst_ratio": None}
     hit = C.cached(scn, "mrc", tmp_path)
     assert hit["time_scale"] == 10.0
     assert hit["raised"][0]["run"] == str(tmp_path / "run-1")
     # an invariant that is not one a CPU's wait breaks: no raise
-    assert C.raise_after_run(scn, [summary("mrc", 10.0, "degraded", "not_a_cpu_invariant")],
+    assert C.raise_after_run(scn, summary("mrc", 10.0, "degraded", "not_a_cpu_invariant"),
                              None, tmp_path) is None
     # summaries that are not what the runner writes say nothing
-    assert C.raise_after_run(scn, [{"fidelity": "degraded"}, {"transport": "mrc",
-                                    "time_scale": "x", "fidelity": {"verdict": "invalid"}}],
-                             None, tmp_path) is None
+    for bad in ({"fidelity": "degraded"}, [], {"transport": "mrc", "time_scale": "x",
+                                               "fidelity": {"verdict": "invalid"}}):
+        assert C.raise_after_run(scn, bad, None, tmp_path) is None
     # a run at another k than the cache's (set by hand) says nothing about it
-    assert C.raise_after_run(scn, [summary("mrc", 8.0, "invalid")], None, tmp_path) is None
+    assert C.raise_after_run(scn, summary("mrc", 8.0, "invalid"), None, tmp_path) is None
+    # another transport's late run raises its own calibration, not this one (roce has none)
+    assert C.raise_after_run(scn, summary("roce", 10.0, "invalid"), None, tmp_path) is None
     # 10 x 1.25 = 12.5: the next whole k, 13; a packet held beyond its queues waited for a CPU
-    assert C.raise_after_run(scn, [summary("roce", 10.0, "invalid", "held_beyond_queue_bound")],
+    assert C.raise_after_run(scn, summary("mrc", 10.0, "invalid", "held_beyond_queue_bound"),
                              None, tmp_path)["to"] == 13.0
-    assert C.resolve(scn, None, tmp_path, log=lambda _: None,
+    assert C.resolve(scn, "mrc", None, tmp_path, log=lambda _: None,
                      measure=lambda k: pytest.fail("calibrated again")) == 13.0
 
 
@@ -268,13 +299,13 @@ def test_a_raise_that_did_not_shrink_the_lateness_is_not_followed_by_another(tmp
     scn = S.parse(SCN)
     C.calibrate(scn, "mrc", tmp_path, measure=machine(8)[0], log=lambda _: None)
     # 8 -> 10 on 1.71; 10 -> 13 on 1.22 (shrank); at 13, 1.37 did not shrink: stays 13
-    assert C.raise_after_run(scn, [summary("mrc", 8.0, "degraded", ratio=1.71)], None,
+    assert C.raise_after_run(scn, summary("mrc", 8.0, "degraded", ratio=1.71), None,
                              tmp_path)["to"] == 10.0
-    assert C.raise_after_run(scn, [summary("mrc", 10.0, "degraded", ratio=1.22),
-                                   summary("roce", 10.0, "ok")], None, tmp_path)["to"] == 13.0
-    stopped = C.raise_after_run(scn, [summary("mrc", 13.0, "degraded", ratio=1.37)],
+    assert C.raise_after_run(scn, summary("mrc", 10.0, "degraded", ratio=1.22), None,
+                             tmp_path)["to"] == 13.0
+    stopped = C.raise_after_run(scn, summary("mrc", 13.0, "degraded", ratio=1.37),
                                 tmp_path / "run-3", tmp_path)
-    assert stopped == {"from": 13.0, "to": 13.0, "transports": ["mrc"], "worst_ratio": 1.37,
+    assert stopped == {"transport": "mrc", "from": 13.0, "to": 13.0, "worst_ratio": 1.37,
                        "previous_ratio": 1.22}
     hit = C.cached(scn, "mrc", tmp_path)
     assert hit["time_scale"] == 13.0 and [r["to"] for r in hit["raised"]] == [10.0, 13.0]
@@ -283,7 +314,8 @@ def test_a_raise_that_did_not_shrink_the_lateness_is_not_followed_by_another(tmp
     run = tmp_path / "run-4" / "mrc"
     run.mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps(summary("mrc", 13.0, "invalid", ratio=2.5)))
-    assert C.learn_after_run(scn, run.parent, tmp_path, log=lines.append)["to"] == 13.0
+    assert [r["to"] for r in C.learn_after_run(scn, run.parent, tmp_path,
+                                               log=lines.append)] == [13.0]
     assert "did not shrink that lateness (1.22x before)" in lines[0]
     assert "stays at 13" in lines[0]
 
@@ -293,8 +325,9 @@ def test_the_raise_stops_at_the_searchs_largest_k(tmp_path):
     measure, _ = machine(C.DOUBLING[-1])
     C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lambda _: None)
     top = C.DOUBLING[-1]
-    assert C.raise_after_run(scn, [summary("mrc", top, "invalid")], None, tmp_path) is None
-    assert C.raise_after_run(S.parse(SCN), [], None, tmp_path / "empty") is None
+    assert C.raise_after_run(scn, summary("mrc", top, "invalid"), None, tmp_path) is None
+    assert C.raise_after_run(S.parse(SCN), summary("mrc", 4.0, "invalid"), None,
+                             tmp_path / "empty") is None
 
 
 def test_after_a_run_its_transports_summaries_raise_the_cache_and_say_so(tmp_path):
@@ -302,17 +335,21 @@ def test_after_a_run_its_transports_summaries_raise_the_cache_and_say_so(tmp_pat
     scn = S.parse(SCN)
     cache = tmp_path / "cache"
     C.calibrate(scn, "mrc", cache, measure=machine(4)[0], log=lambda _: None)
+    C.calibrate(scn, "tcp", cache, measure=machine(2)[0], log=lambda _: None)
     run = tmp_path / "run"
-    for name, verdict in (("mrc", "ok"), ("tcp", "invalid")):
+    for name, k, verdict in (("mrc", 4.0, "ok"), ("tcp", 2.0, "invalid")):
         (run / name).mkdir(parents=True)
-        (run / name / "summary.json").write_text(json.dumps(summary(name, 4.0, verdict)))
+        (run / name / "summary.json").write_text(json.dumps(summary(name, k, verdict)))
     (run / "roce").mkdir()
     (run / "roce" / "summary.json").write_text("{not json")
     lines = []
-    # 4 x 1.25 = 5
-    assert C.learn_after_run(scn, run, cache, log=lines.append)["to"] == 5.0
-    assert lines == ["mrclab run: the calibrated time_scale 4 did not hold for tcp; this "
-                     "fabric's calibration now says 5: the next run of it uses that"]
+    # tcp's own k: 2 x 1.25 = 2.5 -> 3; mrc's stays
+    assert C.learn_after_run(scn, run, cache, log=lines.append) == [
+        {"transport": "tcp", "from": 2.0, "to": 3.0, "worst_ratio": None}]
+    assert lines == ["mrclab run: the calibrated time_scale 2 did not hold for tcp; its "
+                     "calibration on this fabric now says 3: the next run of it uses that"]
+    assert (C.cached(scn, "mrc", cache)["time_scale"],
+            C.cached(scn, "tcp", cache)["time_scale"]) == (4.0, 3.0)
 
 
 def test_every_trial_on_the_fabric_has_a_directory_of_its_own(tmp_path):
@@ -378,8 +415,8 @@ def test_calibrate_starts_at_this_fabrics_newest_calibration_at_any_build(tmp_pa
     # 24 passes, 24 / 1.25 = 19.2 fails (24 / 19.2 = 1.25), 24 passes again
     assert ran == [24.0, 19.2, 24.0]
     assert result["time_scale"] == 24.0 and result["started_at"] == 24.0
-    assert lines == ["mrclab calibrate: this fabric needed time_scale 24 on this machine before "
-                     "(code old2): the search starts at 24"]
+    assert lines == ["mrclab calibrate: mrc on this fabric needed time_scale 24 on this machine "
+                     "before (code old2): the search starts at 24"]
 
 
 def test_calibrate_from_scratch_ignores_the_previous_calibration(tmp_path):
