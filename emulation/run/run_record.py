@@ -158,7 +158,7 @@ class RunRecord:
             "scenario_text": scn.text,
             "scenario_resolved": resolved(scn),
             "time_scale": time_scale(scn),            # as declared: a number, or "auto"
-            "time_scales": dict(scales or {}),        # what "auto" resolved to per transport
+            "time_scales": dict(scales or {}),        # the k each transport runs at
             "machine": machine(),
             "started": _iso(self.started),
             "ended": None,
@@ -190,7 +190,7 @@ def _package_version(name: str) -> str | None:
 
 def start(run_dir: Path, scn, options: dict, scales: dict | None = None) -> RunRecord:
     """Write run.json for a run that is starting (status "running") and return its record.
-    scales: each transport's time scale when the scenario's "auto" was resolved per transport."""
+    scales: the time scale each transport runs at ("auto" resolves one per transport)."""
     record = RunRecord(run_dir, scn, options, scales)
     record.write()
     return record

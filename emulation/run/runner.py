@@ -415,7 +415,7 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         return EXIT_BAD_SCENARIO
     auto = scn.time_scale == "auto"
     transports = scn.transports if args.transport == "all" else [args.transport]
-    scales = {}             # transport -> the k "auto" resolved to for it
+    scales = {}             # transport -> the k it runs at ("auto" resolves one per transport)
     if auto and not args.validate_only:
         from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
         try:           # the trials are short runs: the [short] version when there is one
@@ -434,6 +434,8 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
               f"{scn.collective.iterations} iterations, transports {', '.join(scn.transports)}"
               f"{', has a [short] version' if scn.has_short and not scn.short else ''})")
         return 0
+    if not auto:            # one declared k for every transport
+        scales = {transport: float(scn.time_scale) for transport in transports}
     stamp = time.strftime("%Y%m%d-%H%M%S")
     label = f"{scn.name}-short" if scn.short else scn.name
     root = Path(args.out_dir) if args.out_dir else results_dir()

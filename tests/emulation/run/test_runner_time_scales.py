@@ -49,3 +49,16 @@ def test_each_transport_runs_at_the_k_calibrated_for_it(tmp_path, monkeypatch, c
     ran.clear()
     assert runner.main([str(path), "--out-dir", str(tmp_path / "results")]) == 0
     assert ran == [("mrc", 8.0), ("tcp", 1.0)]
+
+
+def test_a_declared_k_is_every_transports_and_run_json_says_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "run_transport", lambda scn, transport, tdir: {
+        "transport": transport, "verified": True, "faults_ok": True,
+        "time_scale": float(scn.time_scale), "recovery_ms": [],
+        "fidelity": {"verdict": "ok", "violations": [], "margins": {}}})
+    path = tmp_path / "pinned.toml"
+    path.write_text(AUTO.replace("[fabric]\n", "[fabric]\ntime_scale = 3\n"))
+    assert runner.main([str(path), "--out-dir", str(tmp_path)]) == 0
+    run_dir, = tmp_path.glob("auto-*")
+    record = json.loads((run_dir / "run.json").read_text())
+    assert (record["time_scale"], record["time_scales"]) == (3, {"mrc": 3.0, "tcp": 3.0})
