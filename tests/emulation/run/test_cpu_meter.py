@@ -28,6 +28,7 @@ def test_meter_measures_a_process_that_burns_known_cpu():
     burn_s = 0.4
     proc = subprocess.Popen([sys.executable, "-c",
                              "import sys, time\n"
+                             "print('ready', flush=True)\n"
                              "sys.stdin.readline()\n"
                              "t = time.process_time()\n"
                              f"while time.process_time() - t < {burn_s}: pass\n"
@@ -35,6 +36,8 @@ def test_meter_measures_a_process_that_burns_known_cpu():
                              "sys.stdin.readline()\n"],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
+        # the interpreter's own start-up is not the burn: the meter starts once it is over
+        assert proc.stdout.readline() == "ready\n"
         meter = CpuMeter({"burner": lambda: [proc.pid]}, interval_s=0.05).start()
         proc.stdin.write("go\n")
         proc.stdin.flush()
