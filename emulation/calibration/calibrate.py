@@ -61,6 +61,10 @@ NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did
 LATENESS_INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, OVS_STALLS,
                        RECOVERY_WINDOWS, HELD_BEYOND_QUEUE, LINK_PACING)
 EXIT_NO_PASS = 4             # no k of the search kept fidelity "ok"
+# Full runs a cache entry remembers (oldest dropped first), carried from build to build: a
+# short trial can pass at a k a full run of the same fabric does not hold (fewer samples,
+# fewer heavy moments), and that knowledge outlives a change of code (floor_of).
+FULL_RUNS_KEPT = 20
 
 
 class CalibrationError(RuntimeError):
@@ -80,8 +84,8 @@ class Trial:
 
 
 def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
-           confirmations: int = CONFIRMATIONS,
-           start: float | None = None) -> tuple[float | None, list[Trial]]:
+           confirmations: int = CONFIRMATIONS, start: float | None = None,
+           floor: float | None = None) -> tuple[float | None, list[Trial]]:
     """(the smallest k that passed, then passed `confirmations` more times in a row, or None;
     every trial in order). measure(k) -> Trial.
 
@@ -89,7 +93,10 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
     needed here before). From a pass there the search steps down by `ratio` until a k fails,
     so the answer is as close to the threshold as the bisection brings it; from a failure it
     doubles on from the ladder's rungs above it. A recalibration whose answer moved little
-    costs three or four trials near it instead of the whole ladder."""
+    costs three or four trials near it instead of the whole ladder.
+
+    floor: a k known not to hold (floor_of: a full run of this fabric was late there, which its
+    short trials did not show); never tried, counted as a failure, so the answer is above it."""
     trials: list[Trial] = []
 
     def passes(k: float) -> bool:
@@ -97,8 +104,8 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
         trials.append(trial)
         return trial.verdict == OK
 
-    failed, passed = None, None
-    if start is not None:
+    failed, passed = (None if floor is None else float(floor)), None
+    if start is not None and (failed is None or start > failed):
         start = min(max(float(start), doubling[0]), doubling[-1])
         if passes(start):
             passed = start
@@ -253,8 +260,9 @@ def measure_on_fabric(scn: Scenario, transport: str, work_dir: Path, run_transpo
 def previous_scale(scn: Scenario, transport: str = "mrc",
                    cache_dir: Path = CACHE_DIR) -> dict | None:
     """The newest calibration of this fabric on this machine at any build (the cache entry last
-    written whose machine and fabric equal this run's, code aside): {"time_scale", "code"}, or
-    None. A change of code changes the cache key, yet rarely the machine's k by much."""
+    written whose machine and fabric equal this run's, code aside): {"time_scale", "code",
+    "full_runs"}, or None. A change of code changes the cache key, yet rarely the machine's k by
+    much."""
     # as a cache file holds it (JSON: a tuple reads back as a list)
     ours = json.loads(json.dumps(machine_and_fabric(scn, transport)))
     best, best_mtime = None, None
@@ -266,8 +274,34 @@ def previous_scale(scn: Scenario, transport: str = "mrc",
             continue            # not a calibration this build can read: no hint from it
         code = machine.pop("code", None)
         if machine == ours and (best_mtime is None or mtime > best_mtime):
-            best, best_mtime = {"time_scale": float(data["time_scale"]), "code": code}, mtime
+            best, best_mtime = {"time_scale": float(data["time_scale"]), "code": code,
+                                "full_runs": full_runs_of(data)}, mtime
     return best
+
+
+def full_runs_of(entry: dict) -> list[dict]:
+    """The entry's record of full runs at its k, oldest first: [{"k", "held", ...}] (a record
+    that is not one is left out: a cache file is only a hint). An entry written before the
+    record was kept says only where its raises came from: each a late run at its "from"."""
+    runs = entry.get("full_runs") if isinstance(entry, dict) else None
+    if isinstance(entry, dict) and runs is None and isinstance(entry.get("raised"), list):
+        runs = [{"k": r.get("from"), "held": False} for r in entry["raised"]
+                if isinstance(r, dict)]
+    return [r for r in runs if isinstance(r, dict) and isinstance(r.get("held"), bool)
+            and isinstance(r.get("k"), (int, float)) and not isinstance(r["k"], bool)
+            ] if isinstance(runs, list) else []
+
+
+def floor_of(full_runs: list[dict]) -> float | None:
+    """The largest k at which a full run of this fabric was late with no later full run holding
+    at that k or below it (a later build that held there lifts it); None when there is none."""
+    floor = None
+    for i, run in enumerate(full_runs):
+        if run["held"] or any(later["held"] and later["k"] <= run["k"]
+                              for later in full_runs[i + 1:]):
+            continue
+        floor = max(float(run["k"]), floor or 0.0)
+    return floor
 
 
 def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR,
@@ -282,13 +316,18 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     doubling = tuple(k for k in DOUBLING if max_scale is None or k <= max_scale) or DOUBLING[:1]
     previous = previous_scale(scn, transport, cache_dir) if from_previous else None
     start = None if previous is None else min(previous["time_scale"], doubling[-1])
+    full_runs = [] if previous is None else previous["full_runs"]
+    floor = floor_of(full_runs)
     if start is not None:
         log(f"mrclab calibrate: {transport} on this fabric needed time_scale "
             f"{previous['time_scale']:g} on this machine before (code {previous['code']}): the "
             f"search starts at {start:g}")
+    if floor is not None:
+        log(f"mrclab calibrate: a full run of {transport} on this fabric did not hold at "
+            f"time_scale {floor:g}, where its short trials had: the search stays above it")
     with tempfile.TemporaryDirectory(prefix="mrclab-calibrate-") as work:
         measure = measure or measure_on_fabric(scn, transport, Path(work), run_transport, log)
-        k, trials = search(measure, doubling, start=start)
+        k, trials = search(measure, doubling, start=start, floor=floor)
     if k is None:
         raise CalibrationError(
             f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {transport} on "
@@ -299,7 +338,8 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     best = next(t for t in trials if t.time_scale == k)
     result = {"time_scale": k, "margins": best.margins,
               "trials": [dataclasses.asdict(t) for t in trials], "key": key, "machine": what,
-              "started_at": trials[0].time_scale,
+              "started_at": trials[0].time_scale if trials else None, "floor": floor,
+              "full_runs": full_runs[-FULL_RUNS_KEPT:],
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(result, indent=2))
@@ -314,6 +354,8 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
     bisection step (ceil(k x BISECT_RATIO), at most the search's largest k) and its next run on
     this fabric starts at a k that holds. The raise is recorded in the cache with the run that
     showed it. summary: the transport's summary.json (its "transport" names the cache entry).
+    Every full run at the cached k that held or was late is recorded in the entry's
+    "full_runs", which later calibrations of the fabric carry over and search above (floor_of).
 
     A raise must have helped to be followed by another: lateness that comes from sharing the
     CPU is a wall time, so its ratio to an emulated RTT falls as k grows. When the run at a
@@ -326,7 +368,14 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
     if hit is None:
         return None
     k = float(hit["time_scale"])
-    if not _late_at(summary, k) or k >= DOUBLING[-1]:
+    late = _late_at(summary, k)
+    if not late and not _held_at(summary, k):
+        return None             # not a run at this k, or broken for another reason: no record
+    hit["full_runs"] = (full_runs_of(hit) + [{
+        "k": k, "held": not late, "code": (hit.get("machine") or {}).get("code"),
+        "run": None if run_dir is None else str(run_dir)}])[-FULL_RUNS_KEPT:]
+    if not late or k >= DOUBLING[-1]:
+        _write_cache(scn, transport, hit, cache_dir)
         return None
     worst = max(_lateness_ratios(summary, k), default=None)
     entry = {"worst_ratio": worst, "run": None if run_dir is None else str(run_dir),
@@ -348,6 +397,16 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
 def _write_cache(scn: Scenario, transport: str, hit: dict, cache_dir: Path) -> None:
     key, _ = cache_key(scn, transport)
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
+
+
+def _held_at(summary, k: float) -> bool:
+    """Whether a transport's summary says its run at k kept fidelity "ok"."""
+    fid = summary.get("fidelity") if isinstance(summary, dict) else None
+    try:
+        return (isinstance(fid, dict) and fid.get("verdict") == OK
+                and float(summary.get("time_scale") or 0) == k)
+    except (TypeError, ValueError):
+        return False
 
 
 def _late_at(summary, k: float) -> bool:

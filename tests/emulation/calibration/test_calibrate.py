@@ -434,3 +434,66 @@ def test_the_cli_searches_from_scratch_when_asked():
     calibrate_cli.add_arguments(parser)
     assert parser.parse_args(["x.toml", "--from-scratch"]).from_scratch is True
     assert parser.parse_args(["x.toml"]).from_scratch is False
+
+
+def test_a_floor_is_never_tried_and_the_answer_stays_above_it():
+    # 12.8 known not to hold; 16 passes; 16 / 12.8 = 1.25: no bisection; 16 passes again
+    measure, ran = machine(10)
+    assert C.search(measure, start=16.0, floor=12.8)[0] == 16.0
+    assert ran == [16.0, 16.0]
+    # no start: the ladder from the first rung above the floor; 4 / 3 = 1.33 -> 3.5 (1.17)
+    measure, ran = machine(1)
+    assert C.search(measure, floor=3.0)[0] == 3.5
+    assert ran == [4.0, 3.5, 3.5]
+    # a start at or below the floor is not tried: 16, then 14 (16 / 12 = 1.33), 14 again
+    measure, ran = machine(1)
+    assert C.search(measure, start=10.0, floor=12.0)[0] == 14.0
+    assert ran == [16.0, 14.0, 14.0]
+
+
+def run_record(k, held):
+    return {"k": k, "held": held}
+
+
+def test_the_floor_is_the_largest_late_k_no_later_run_held_at_or_below():
+    assert C.floor_of([]) is None
+    assert C.floor_of([run_record(16.0, False), run_record(20.0, True)]) == 16.0
+    # a later build held at 12.8: the late 16 no longer says anything
+    assert C.floor_of([run_record(16.0, False), run_record(12.8, True)]) is None
+    # held at 14 lifts the late 16, not the late 12.8 below it
+    assert C.floor_of([run_record(12.8, False), run_record(16.0, False),
+                       run_record(14.0, True)]) == 12.8
+    # records that are not records are left out, as a hand-edited cache file may hold
+    assert C.full_runs_of({"full_runs": [{"k": "x", "held": False}, {"k": 3, "held": 1},
+                                         run_record(5.0, False), 7]}) == [run_record(5.0, False)]
+    assert C.full_runs_of({"full_runs": "no"}) == []
+    # an entry from before the record: its raises were late runs at their "from"
+    assert C.full_runs_of({"raised": [{"from": 16.0, "to": 20.0}, "x"]}) == [
+        run_record(16.0, False)]
+
+
+def test_a_full_run_that_did_not_hold_keeps_the_next_builds_search_above_its_k(tmp_path):
+    """Short trials pass from k = 8 on this pretend machine, full runs only from 12: the full
+    run at the calibrated 10 is late and raises k to 13 (ceil(12.5)); a held run at 13 is
+    recorded too. The next build (another code) starts at 13 and, with 10 a known failure,
+    answers 11.5 instead of stepping down to what the short trials alone would give."""
+    scn = S.parse(SCN)
+    C.calibrate(scn, "mrc", tmp_path, measure=machine(10)[0], log=lambda _: None)
+    assert C.raise_after_run(scn, summary("mrc", 10.0, "degraded"), None, tmp_path)["to"] == 13.0
+    assert C.raise_after_run(scn, summary("mrc", 13.0, "ok"), None, tmp_path) is None
+    hit = C.cached(scn, "mrc", tmp_path)
+    assert [(r["k"], r["held"]) for r in hit["full_runs"]] == [(10.0, False), (13.0, True)]
+    # the same entry as another build's: its file written under another code's key
+    (tmp_path / "older.json").write_text(json.dumps({**hit, "machine": {**hit["machine"],
+                                                                        "code": "older"}}))
+    (tmp_path / f"{hit['key']}.json").unlink()
+    lines = []
+    measure, ran = machine(8)
+    result = C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lines.append)
+    # 13 passes; 13 / 10 = 1.3 -> 11.5 passes (1.15); 11.5 again
+    assert ran == [13.0, 11.5, 11.5] and result["time_scale"] == 11.5
+    assert result["floor"] == 10.0 and len(result["full_runs"]) == 2
+    assert "did not hold at time_scale 10, where its short trials had" in lines[1]
+    # without the previous calibration (--from-scratch) the floor goes with it
+    assert C.calibrate(scn, "mrc", tmp_path, measure=machine(8)[0], log=lambda _: None,
+                       from_previous=False)["time_scale"] == 8.0
