@@ -399,30 +399,30 @@ def _write_cache(scn: Scenario, transport: str, hit: dict, cache_dir: Path) -> N
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
 
 
-def _held_at(summary, k: float) -> bool:
-    """Whether a transport's summary says its run at k kept fidelity "ok"."""
+def _fidelity_at(summary, k: float) -> dict | None:
+    """A transport's summary's fidelity record when its run was at k, else None (a summary that
+    is not what the runner writes says nothing)."""
     fid = summary.get("fidelity") if isinstance(summary, dict) else None
     try:
-        return (isinstance(fid, dict) and fid.get("verdict") == OK
-                and float(summary.get("time_scale") or 0) == k)
+        return fid if isinstance(fid, dict) and float(summary.get("time_scale") or 0) == k \
+            else None
     except (TypeError, ValueError):
-        return False
+        return None
+
+
+def _held_at(summary, k: float) -> bool:
+    """Whether a transport's summary says its run at k kept fidelity "ok"."""
+    return (_fidelity_at(summary, k) or {}).get("verdict") == OK
 
 
 def _late_at(summary, k: float) -> bool:
-    """Whether a transport's summary says the run at k broke a lateness invariant (a summary
-    that is not what the runner writes says nothing)."""
+    """Whether a transport's summary says the run at k broke a lateness invariant."""
     return bool(_lateness_violations(summary, k))
 
 
 def _lateness_violations(summary, k: float) -> list[dict]:
-    fid = summary.get("fidelity") if isinstance(summary, dict) else None
-    if not isinstance(fid, dict) or fid.get("verdict") not in NOT_HOLDING:
-        return []
-    try:
-        if float(summary.get("time_scale") or 0) != k:
-            return []
-    except (TypeError, ValueError):
+    fid = _fidelity_at(summary, k)
+    if fid is None or fid.get("verdict") not in NOT_HOLDING:
         return []
     return [v for v in fid.get("violations") or []
             if isinstance(v, dict) and v.get("invariant") in LATENESS_INVARIANTS]
