@@ -34,6 +34,7 @@ from analysis import flows, recovery
 from analysis import metric_names
 from analysis.jsonl import contradiction, drop_far_times, parse_json, read_jsonl
 from analysis.timescale import MAX_WORKER_JSON_BYTES
+from model import traffic_end
 from model.events import Event, Phase
 from model.faults import ACTIONS as FAULT_ACTIONS
 from model.safe_read import read_regular
@@ -198,6 +199,17 @@ def describe_not_effective(f: Fault) -> str:
 
 
 # ---------------------------------------------------------------- reading files
+
+
+def _planned(config: dict, tdir: Path, problems: list[str]) -> int | None:
+    """The timed iterations the ranks were to run: the end the runner named after the last
+    fault (model/traffic_end.py), else worker.json's count."""
+    try:
+        named = traffic_end.read(tdir)
+    except traffic_end.TrafficEndError as exc:
+        problems.append(str(exc))
+        named = None
+    return named if named is not None else _int(config.get("iterations"))
 
 
 def _int(value) -> int | None:
@@ -461,7 +473,7 @@ def load_transport(tdir, *, name: str | None = None, faults_scheduled: int | Non
     samples = recovery.aggregate_cumulative({h: s for h, s in goodput.items() if s})
     # a worker that failed before the last iteration stopped its traffic, it did not end it: a
     # fault sent after the last complete iteration then landed in the one that never finished
-    planned = _int(config.get("iterations"))
+    planned = _planned(config, tdir, problems)
     stopped = bool(errors) and (planned is None or len(iterations) < planned)
     outcomes, by_entry = _group_entries(_fault_records(tdir, problems),
                                         None if stopped else traffic_end)

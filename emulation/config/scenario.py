@@ -37,6 +37,7 @@ declared in emulation/config/scenario_schema.py; in outline (every key optional 
                                         #   incast|bisection (first half of the hosts -> second)
     message_bytes = 1048576             # per rank buffer, multiple of 4
     iterations = 30                     # timed iterations (after warmup)
+    iterations_after_faults = 5         # end this many after the last fault (iterations: the most)
     warmup = 2
     qps_per_peer = 2
     timeout_s = 60                      # per wait(): a stuck transport fails the worker
@@ -154,6 +155,7 @@ class CollectiveSpec:
     kind: str = COLLECTIVE["kind"].default
     message_bytes: int = COLLECTIVE["message_bytes"].default
     iterations: int = COLLECTIVE["iterations"].default
+    iterations_after_faults: int | None = None
     warmup: int = COLLECTIVE["warmup"].default
     qps_per_peer: int = COLLECTIVE["qps_per_peer"].default
     timeout_s: float = COLLECTIVE["timeout_s"].default

@@ -1,11 +1,9 @@
 """Every key a scenario file may hold: type, range, default and meaning, one table per TOML table,
 and the checker that applies them with `file:line: [table] key: ...` messages.
 
-Declared rather than hand-checked so that no key can slip through untyped: a key that is not in
-its table's schema is an error naming it, and every value is type- and range-checked before the
-fabric starts (a value that only fails inside a worker costs a minute of fabric start-up, or
-hangs it: a fractional `mpr` leaves the sender a PSN window of less than one packet).
-Cross-key rules (fragment_bytes <= ring_bytes / 2, a victim not the incast target, ...) stay in
+Declared, not hand-checked, so no key slips through untyped: a key not in its table's schema is
+an error naming it; every value is type- and range-checked before the fabric starts (a fractional
+`mpr` would leave the sender a PSN window of less than one packet). Cross-key rules stay in
 emulation/config/scenario.py, next to the model they build."""
 from __future__ import annotations
 
@@ -138,6 +136,8 @@ COLLECTIVE = {
     "kind": Key("str", "allreduce", "the collective", choices=COLLECTIVES),
     "message_bytes": _i(1 << 20, 4, 1 << 30, "per-rank buffer, a multiple of 4 (float32)"),
     "iterations": _i(20, 1, 100000, "timed iterations (after warmup)"),
+    "iterations_after_faults": _i(None, 1, 100000, "end the traffic this many iterations after "
+                                  "the one running when the last fault applies (at most iterations)"),
     "warmup": _i(2, 0, 1000, "untimed iterations first"),
     "qps_per_peer": _i(2, 1, 64, "queue pairs (or TCP connections) per peer"),
     "timeout_s": _n(60.0, 0.1, 3600.0, "per wait(): a stuck transport fails the worker"),

@@ -1,6 +1,8 @@
 """The run's fault schedule: each [[faults]] entry POSTed to the controller when it is due
 (at_s, at_iteration or after_s, timed by the workers' logs), every answer recorded in
-faults-applied.jsonl, and a "reached": false record for each entry never sent, saying why."""
+faults-applied.jsonl, a "reached": false record for each entry never sent, saying why, and,
+with `[collective] iterations_after_faults`, the end of the traffic named once the last entry
+is applied (model/traffic_end.py)."""
 from __future__ import annotations
 
 import json
@@ -13,6 +15,7 @@ from controller.client import ControllerClient, ControllerError
 from emulation.run.run_progress import LogTail
 from emulation.config.scenario import Scenario
 from model import faults as fault_kinds
+from model import traffic_end
 
 POLL_S = 0.01
 # why an entry was never sent, when the traffic stopped before it came due
@@ -69,6 +72,10 @@ class FaultScheduler(threading.Thread):
         self.current: list[int] = []              # entries being sent right now
         self.stop_event = threading.Event()
         self.error: str | None = None
+        self.after = scn.collective.iterations_after_faults
+        self.iterations = scn.collective.iterations
+        self.run_dir = applied_path.parent
+        self.ends_at: int | None = None           # the timed iterations named, once named
 
     def due(self, index: int, entry) -> bool:
         start = self.tail.timed_start_ns
@@ -92,6 +99,8 @@ class FaultScheduler(threading.Thread):
                     for run in batches(due):
                         self._send(run, out)
                     self.stop_event.wait(POLL_S)
+            if not self.pending and self.after is not None and not self.stop_event.is_set():
+                self._end_traffic()
         except Exception as exc:  # noqa: BLE001 - reported in the summary, never kills the run
             self.error = f"fault scheduler failed: {exc!r}"
             answered = {a["entry"] for a in self.applied}
@@ -123,6 +132,18 @@ class FaultScheduler(threading.Thread):
         for index, _, _ in run:
             self.applied_at[index] = done
         self.current = []
+
+    def _end_traffic(self) -> None:
+        """Every entry is applied: name the timed iteration at which every rank stops."""
+        self.tail.poll()
+        self.ends_at = traffic_end.stop_iteration(self.tail.max_done(), self.after,
+                                                  self.iterations)
+        traffic_end.write(self.run_dir, self.ends_at,
+                          f"{self.after} iterations after the last fault entry was applied")
+
+    def planned_iterations(self) -> int:
+        """How many timed iterations the ranks run: the named end, or the scenario's count."""
+        return self.iterations if self.ends_at is None else self.ends_at
 
     def stop(self) -> None:
         self.stop_event.set()

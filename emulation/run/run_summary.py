@@ -137,7 +137,9 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     model = runmodel.load_transport(tdir, name=transport, faults_scheduled=len(scn.faults))
     codes = state.get("exit_codes", {})
     hosts = [h.name for h in scn.topology.hosts]
-    verified = (not state.get("partial") and len(model.iterations) == coll.iterations
+    # the scenario's count, or the end named after the last fault (model/traffic_end.py)
+    planned = state.get("iterations_planned", coll.iterations)
+    verified = (not state.get("partial") and len(model.iterations) == planned
                 and model.data_verified and all(codes.get(h) == 0 for h in hosts))
     error = state.get("error") or state.get("scheduler_error")
     summary = {
@@ -150,7 +152,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
         "world_size": len(hosts),
         "message_bytes": coll.message_bytes,
         "qps_per_peer": coll.qps_per_peer,
-        "iterations_planned": coll.iterations,
+        "iterations_planned": planned,
         "verified": verified,
         "partial": bool(state.get("partial")),
         "error": error,

@@ -208,7 +208,8 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
             scheduler = FaultScheduler(scn, tail, fab.api_port, tdir / "faults-applied.jsonl")
             scheduler.start()
             # the monitor stops before the last iteration: finishing peers stop answering probes
-            control.start(fab.api_port, lambda: tail.max_done() < scn.collective.iterations - 1)
+            control.start(fab.api_port,
+                          lambda: tail.max_done() < scheduler.planned_iterations() - 1)
             metrics = metrics_server.start(scn, transport, tdir, fab.api_port)
             wait_workers(scn, transport, procs, tail, scheduler, state)
             meter.stop()
@@ -229,6 +230,7 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         if scheduler is not None:
             scheduler.stop()
             state["applied"] = scheduler.applied
+            state["iterations_planned"] = scheduler.planned_iterations()
             state["scheduler_error"] = scheduler.error
         _record_unreached(scn, scheduler, state, tail, tdir)
         for p, host in zip(procs, hosts):

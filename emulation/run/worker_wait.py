@@ -62,6 +62,7 @@ def wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
         while True:
             tail.poll()
             codes, finished = [p.poll() for p in procs], tail.finished_ranks()
+            progress.total = scheduler.planned_iterations()
             progress.update(tail.min_done(), total_faults - len(scheduler.pending), total_faults)
             if all(c is not None for c in codes):
                 break

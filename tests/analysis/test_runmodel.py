@@ -152,3 +152,20 @@ def test_a_fault_after_the_last_iteration_of_a_failed_run_landed_in_the_unfinish
     (tmp_path / "worker.json").write_text(json.dumps({**config, "iterations": 31}))
     model = runmodel.load_transport(tmp_path, faults_scheduled=len(scn.faults))
     assert {f.entry: f.status for f in model.faults}[3] == "applied"
+
+
+def test_the_end_named_after_the_last_fault_is_the_planned_count(tmp_path):
+    # 30 iterations logged; a stop file naming 30 plans 30, one naming 31 plans 31 (and the
+    # 30 logged then fall short of it); a broken one is named and worker.json's count stands
+    from model import traffic_end
+    write_run(tmp_path, records(parse_run(TEXT)))
+    traffic_end.write(tmp_path, 30, "test")
+    model = runmodel.load_transport(tmp_path)
+    assert model.iterations_planned == 30 and model.records_verified
+    traffic_end.write(tmp_path, 31, "test")
+    model = runmodel.load_transport(tmp_path)
+    assert model.iterations_planned == 31 and not model.records_verified
+    (tmp_path / traffic_end.STOP_FILE).write_text('{"iterations": -2}')
+    model = runmodel.load_transport(tmp_path)
+    assert model.iterations_planned == 30
+    assert any(traffic_end.STOP_FILE in p for p in model.problems), model.problems

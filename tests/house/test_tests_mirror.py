@@ -71,9 +71,6 @@ UNTESTED_BY_NAME = {
                                    "tests/emulation/run/test_live_state.py",
     "emulation/network/ovs_service.py": "starting Open vSwitch (root): "
                                 "tests/integration/test_fabric_lifecycle.py",
-    "emulation/run/run_faults.py": "the run's fault scheduler: "
-                               "tests/emulation/run/test_run_summary_verdicts.py and "
-                               "tests/emulation/config/test_scenario_short.py",
     "analysis/jsonl.py": "the JSONL reader: tests/analysis/test_timescale.py and every loader test",
 }
 

@@ -19,6 +19,7 @@ from model.events import ControllerLog, Event, Phase
 from model.topology import ev_plane, ev_spine
 from tests.helpers.paths import REPO
 from tests.integration.fidelity_guard import judged_by_fidelity
+from tests.integration.run_files import iteration_spans
 
 pytestmark = pytest.mark.integration
 
@@ -125,6 +126,24 @@ def test_scale_mrc_recovers_from_the_link_down_10x_sooner_than_roce(scale_runs):
     assert 10 * mrc_ms <= (span_ms if roce_ms is None else roce_ms), (mrc_ms, roce_ms)
 
 
+def _planned_iterations(scn, summary: dict, tdir: Path) -> int:
+    """The timed iterations the run was to complete: the scenario's count, or with
+    iterations_after_faults the end the runner named once the last fault was applied: the
+    iteration then in progress plus that many more, so exactly that many timed iterations start
+    after the last fault (or one or two more: the ranks' logs are read every 10 ms, and the
+    end is named after the controller's answer), never more than the scenario's count."""
+    planned, declared = summary["iterations_planned"], scn.collective.iterations
+    after = scn.collective.iterations_after_faults
+    if after is None or not scn.faults:
+        assert planned == declared, summary
+        return planned
+    starts = [first for first, _ in iteration_spans(tdir / "iterations.csv").values()]
+    later = sum(start > max(summary["fault_times_ns"]) for start in starts)
+    assert planned == declared or after <= later <= after + 2, (planned, after, later)
+    assert planned <= declared
+    return planned
+
+
 def check_complete_verified_run(name: str, transport: str, rc: int, out: str,
                                 run_dir: Path) -> None:
     path = EXPERIMENTS / f"{name}.toml"
@@ -140,7 +159,7 @@ def _check_complete_verified_run(name, transport, rc, out, run_dir, scn, summary
     path = EXPERIMENTS / f"{name}.toml"
     tdir = run_dir / transport
     assert rc == 0, (out, summary)
-    iterations = scn.collective.iterations
+    iterations = _planned_iterations(scn, summary, tdir)
     hosts = [h.name for h in scn.topology.hosts]
 
     # scenario copy + top-level summary

@@ -2,9 +2,10 @@
 
 Runs inside the host's network namespace (the runner starts it with fab.popen_in_host). Builds
 the communicator of the configured transport, runs warm-up then timed iterations of the
-collective on float32 buffers with real reduction, checks every result against the exact
-expected value, and writes JSONL events ({"t_ns", "host", "event", ...}), one flushed line at a time, so a
-crashed or interrupted run keeps everything up to the failure.
+collective (fewer when the runner names an earlier end: model/traffic_end.py) on float32
+buffers with real reduction, checks every result against the exact expected value, and
+writes JSONL events ({"t_ns", "host", "event", ...}), one flushed line at a time, so a crashed
+or interrupted run keeps everything up to the failure.
 
 Config: worker.json, one file for all ranks (the rank comes from --rank); its keys and their
 meaning are the fields of traffic/worker_config.WorkerConfig.
@@ -25,6 +26,7 @@ import threading
 import time
 from pathlib import Path
 
+from model import traffic_end
 from model.events import Event, Phase
 from model.threads import SAMPLER_THREAD_NAME, THREAD_NAME_MAX
 from traffic.workload import collectives
@@ -127,7 +129,10 @@ def run(config: WorkerConfig, rank: int) -> int:
             if not ok:
                 return _mismatch(log, f"warm-up: {msg}")
         log.emit(Event.PHASE, phase=Phase.WARMUP_DONE)
+        named_end = traffic_end.StopWatch(config.log_dir)
         for i in range(iterations):
+            if named_end.stops_at(i):
+                break
             it = warmup + i
             buf, expected = prefetch.get(it)
             start = time.monotonic_ns()
@@ -150,6 +155,10 @@ def run(config: WorkerConfig, rank: int) -> int:
         log.emit(Event.ERROR, reason=str(exc), qp_error=True)
         print(f"[{host}] {transport}: the collective failed: {exc}", file=sys.stderr, flush=True)
         return EXIT_QP_ERROR
+    except traffic_end.TrafficEndError as exc:
+        log.emit(Event.ERROR, reason=str(exc))
+        print(f"[{host}] {exc}", file=sys.stderr, flush=True)
+        return EXIT_CONFIG
     except CommError as exc:
         log.emit(Event.ERROR, reason=str(exc))
         print(f"[{host}] TRANSPORT ERROR ({transport}): {exc}", file=sys.stderr, flush=True)

@@ -60,6 +60,9 @@ class FakeTail:
 class FakeScheduler:
     pending = ()
 
+    def planned_iterations(self):
+        return 30
+
 
 def wait(procs, timeout_s=60, finished=None):
     scn = S.parse(TCP_RUN.replace("iterations = 30", f"iterations = 30\ntimeout_s = {timeout_s}"))

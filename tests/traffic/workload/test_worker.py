@@ -150,3 +150,27 @@ def test_the_goodput_sampler_names_its_os_thread_for_the_scheduler(tmp_path):
         assert comm.strip() == SAMPLER_THREAD_NAME
     finally:
         sampler.stop()
+
+
+def test_every_rank_stops_at_the_iteration_the_runner_names(tmp_path):
+    """The runner's named end (model/traffic_end.py) written while the ranks run: each rank
+    stops at that timed iteration, every result verified, exit 0, none waiting for a peer."""
+    import time
+    from model import traffic_end
+    procs = start_workers(tmp_path, 3, iterations=100000, message_bytes=4000)
+    logs = [tmp_path / "logs" / f"worker-h{r}.jsonl" for r in range(3)]
+
+    def done(path):
+        return sum(e["event"] == Event.ITERATION for e in events(path)) if path.exists() else 0
+    deadline = time.monotonic() + 60
+    while min(done(p) for p in logs) < 3:
+        assert time.monotonic() < deadline and all(p.poll() is None for p in procs)
+        time.sleep(0.05)
+    named = traffic_end.stop_iteration(max(done(p) for p in logs), after=20, iterations=100000)
+    traffic_end.write(tmp_path / "logs", named, "test")
+    for p in procs:
+        _, err = p.communicate(timeout=60)
+        assert p.returncode == 0, err
+    for path in logs:
+        its = [e for e in events(path) if e["event"] == Event.ITERATION]
+        assert [e["iter"] for e in its] == list(range(named)) and all(e["verified"] for e in its)
