@@ -5,8 +5,10 @@ and the MRC/RoCE endpoints are Python processes on the same few cores. When the 
 saturated, an iteration time measures the machine, not the fabric or the transport. The runner
 samples /proc/stat and the /proc/<pid>/stat of the processes it knows by role (emulation/
 cpu_meter.py); this module turns two samples into what a reader needs: how busy the cores were
-and how many cores each role used. "other" is what no role accounts for: the kernel's softirq
-work done outside those processes (e.g. TCP's), and any load from outside the experiment.
+and how many cores each role used. "steal" is the time the hypervisor gave this virtual
+machine's cores to something else while they had work: load from outside the machine, which no
+process inside it shows. "other" is what neither accounts for: the kernel's softirq work done
+outside those processes (e.g. TCP's), and any load from outside the experiment.
 
 /proc formats (proc(5)): the first line of /proc/stat is `cpu user nice system idle iowait irq
 softirq steal guest guest_nice` in clock ticks (guest time is already inside user and nice);
@@ -28,10 +30,10 @@ class ProcFormatError(ValueError):
     """A /proc file did not have the layout proc(5) documents."""
 
 
-def parse_proc_stat(text: str) -> tuple[int, int, int]:
-    """(total ticks, idle ticks, number of CPUs) from the text of /proc/stat. Idle counts
-    iowait too (a core waiting for I/O runs nothing); total leaves guest time out (it is
-    already in user/nice)."""
+def parse_proc_stat(text: str) -> tuple[int, int, int, int]:
+    """(total ticks, idle ticks, number of CPUs, steal ticks) from the text of /proc/stat. Idle
+    counts iowait too (a core waiting for I/O runs nothing); total leaves guest time out (it is
+    already in user/nice); steal is 0 where the kernel does not give it (before Linux 2.6.11)."""
     lines = text.splitlines()
     if not lines or not lines[0].startswith("cpu "):
         raise ProcFormatError("/proc/stat does not start with the aggregate 'cpu' line")
@@ -43,8 +45,9 @@ def parse_proc_stat(text: str) -> tuple[int, int, int]:
         raise ProcFormatError(f"/proc/stat 'cpu' line has {len(ticks)} counters, expected >= 5")
     total = sum(ticks[:8])
     idle = ticks[3] + ticks[4]
+    steal = ticks[7] if len(ticks) > 7 else 0
     ncpu = sum(1 for line in lines[1:] if line.startswith("cpu") and line[3:4].isdigit())
-    return total, idle, max(ncpu, 1)
+    return total, idle, max(ncpu, 1), steal
 
 
 def parse_pid_stat(text: str) -> int:
@@ -70,11 +73,13 @@ class CpuSample:
     total_ticks: int
     idle_ticks: int
     role_ticks: dict[str, int] = field(default_factory=dict)
+    steal_ticks: int = 0
 
 
 def usage_between(a: CpuSample, b: CpuSample, *, hz: int, ncpu: int) -> dict:
     """What the CPU did from sample a to sample b: the cores' busy fraction, busy cores, cores
-    used per role and by nothing the roles account for ("other")."""
+    used per role, taken by the hypervisor ("steal") and by nothing else the roles account for
+    ("other")."""
     if b.t_ns <= a.t_ns:
         raise ValueError("usage_between: the second sample must be later than the first")
     machine = b.total_ticks - a.total_ticks
@@ -84,6 +89,7 @@ def usage_between(a: CpuSample, b: CpuSample, *, hz: int, ncpu: int) -> dict:
     roles = {role: max(0, b.role_ticks.get(role, 0) - a.role_ticks.get(role, 0)) / hz / wall_s
              for role in sorted(set(a.role_ticks) | set(b.role_ticks))}
     busy_cores = busy_fraction * ncpu
+    roles["steal"] = max(0, b.steal_ticks - a.steal_ticks) / machine * ncpu if machine > 0 else 0.0
     roles["other"] = max(0.0, busy_cores - sum(roles.values()))
     return {"cores": ncpu, "window_s": round(wall_s, 3),
             "busy_fraction": round(busy_fraction, 3), "busy_cores": round(busy_cores, 3),

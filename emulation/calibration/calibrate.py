@@ -342,7 +342,7 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
               "full_runs": full_runs[-FULL_RUNS_KEPT:],
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     Path(cache_dir).mkdir(parents=True, exist_ok=True)
-    (Path(cache_dir) / f"{key}.json").write_text(json.dumps(result, indent=2))
+    _write_cache(key, result, cache_dir)
     return result
 
 
@@ -364,7 +364,9 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
     Returns {"transport", "from", "to", "worst_ratio"} (plus "previous_ratio" when the raise
     stopped, "to" then equal to "from") when the run broke a lateness invariant, else None."""
     transport = str(summary.get("transport", "")) if isinstance(summary, dict) else ""
-    hit = cached(scn, transport, cache_dir) if transport else None
+    # the key once: it hashes every source file, and the entry is read and written under it
+    key = cache_key(scn, transport)[0] if transport else None
+    hit = _read_entry(Path(cache_dir) / f"{key}.json") if key else None
     if hit is None:
         return None
     k = float(hit["time_scale"])
@@ -375,7 +377,7 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
         "k": k, "held": not late, "code": (hit.get("machine") or {}).get("code"),
         "run": None if run_dir is None else str(run_dir)}])[-FULL_RUNS_KEPT:]
     if not late or k >= DOUBLING[-1]:
-        _write_cache(scn, transport, hit, cache_dir)
+        _write_cache(key, hit, cache_dir)
         return None
     worst = max(_lateness_ratios(summary, k), default=None)
     entry = {"worst_ratio": worst, "run": None if run_dir is None else str(run_dir),
@@ -384,18 +386,17 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
     previous = last.get("worst_ratio") if isinstance(last, dict) and last.get("to") == k else None
     if isinstance(previous, (int, float)) and worst is not None and worst >= previous:
         hit["not_raised"] = {"at_k": k, "previous_ratio": previous, **entry}
-        _write_cache(scn, transport, hit, cache_dir)
+        _write_cache(key, hit, cache_dir)
         return {"transport": transport, "from": k, "to": k, "worst_ratio": worst,
                 "previous_ratio": previous}
     new_k = float(min(math.ceil(k * BISECT_RATIO), DOUBLING[-1]))
     hit["time_scale"] = new_k
     hit.setdefault("raised", []).append({"from": k, "to": new_k, **entry})
-    _write_cache(scn, transport, hit, cache_dir)
+    _write_cache(key, hit, cache_dir)
     return {"transport": transport, "from": k, "to": new_k, "worst_ratio": worst}
 
 
-def _write_cache(scn: Scenario, transport: str, hit: dict, cache_dir: Path) -> None:
-    key, _ = cache_key(scn, transport)
+def _write_cache(key: str, hit: dict, cache_dir: Path) -> None:
     (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
 
 

@@ -56,7 +56,7 @@ def main(args) -> int:
     except ScenarioError as exc:
         print(f"mrclab calibrate: {exc}", file=sys.stderr)
         return 2
-    transports = scn.transports if args.transport == "all" else [args.transport]
+    transports = scn.transports_of(args.transport)
     if args.transport != "all" and args.transport not in scn.transports:
         print(f"mrclab calibrate: --transport {args.transport}: {scn.name} runs "
               f"{', '.join(scn.transports)} (or all)", file=sys.stderr)

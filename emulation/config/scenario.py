@@ -198,6 +198,10 @@ class Scenario:
     def topology(self) -> Topology:
         return Topology(self.spec)
 
+    def transports_of(self, choice: str) -> list[str]:
+        """What `--transport <choice>` runs: every one of [transport] names for "all"."""
+        return list(self.transports) if choice == "all" else [choice]
+
     def routing_for(self, transport: str) -> tuple[str, float | None]:
         """(routing mode, dynamic reconvergence delay) the fabric runs with for a transport."""
         if transport == "mrc":

@@ -56,7 +56,7 @@ class CpuMeter:
 
     def sample(self) -> CpuSample:
         """Take one sample now (also what the thread does every interval)."""
-        total, idle, self.ncpu = parse_proc_stat((self.proc / "stat").read_text())
+        total, idle, self.ncpu, steal = parse_proc_stat((self.proc / "stat").read_text())
         for role, pids in self.roles.items():
             for pid in pids():
                 try:
@@ -67,7 +67,7 @@ class CpuMeter:
         per_role = {role: 0 for role in self.roles}
         for role, ticks in self._last.values():
             per_role[role] += ticks
-        s = CpuSample(time.monotonic_ns(), total, idle, per_role)
+        s = CpuSample(time.monotonic_ns(), total, idle, per_role, steal)
         self.samples.append(s)
         for reader in self.also:
             reader()
@@ -114,7 +114,7 @@ class CpuMeter:
 
     def write_csv(self, path: Path) -> None:
         """One row per sampling interval: its end time, busy fraction and cores per role."""
-        roles = list(self.roles) + ["other"]
+        roles = list(self.roles) + ["steal", "other"]
         with open(path, "w", newline="") as out:
             w = csv.writer(out)
             w.writerow(["t_ns", "busy_fraction"] + [f"{r}_cores" for r in roles])

@@ -22,10 +22,13 @@ through the controller's HTTP API at the right moments, show progress, and write
             faults-applied.jsonl      what the runner asked for and the controller's answers,
                                       and a "reached": false record per entry never sent
             faults.jsonl              the controller's fault log (copied from fabric/)
+            stop-iteration.json       with iterations_after_faults: the timed iterations every
+                                      rank runs, named once the last fault was applied
             fabric/                   controller log, spec, fault log (Fabric's run_dir)
             pcaps/h<n>-p<plane>.pcap  MRC headers only (-s CAPTURE_SNAPLEN)
             iterations.csv, goodput.csv
-            cpu.csv                   the cores' busy share and cores per role, every 0.5 s
+            cpu.csv                   the cores' busy share, cores per role and the
+                                      hypervisor's steal, every 0.5 s
                                       (emulation/run/cpu_meter.py); summary.json "cpu" holds the
                                       same over the collective
                                       summary.json "sched_profile": run-queue wait and CPU per
@@ -38,7 +41,9 @@ through the controller's HTTP API at the right moments, show progress, and write
 
 Fault times: at_s counts from the start of the timed iterations (the first worker's
 warmup_done); at_iteration = N fires as soon as any rank has finished timed iteration N-1;
-after_s = X fires X seconds after the previous entry (file order) was applied.
+after_s = X fires X seconds after the previous entry (file order) was applied; with
+[collective] iterations_after_faults = n every rank stops n iterations after the one in
+progress when the last entry was applied (model/traffic_end.py).
 Ctrl-C or a crash tears the fabric down (Fabric's context manager) and the summary is still
 written from the logs, with "partial": true.
 
@@ -416,7 +421,7 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         print(f"mrclab run: {problem}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
     auto = scn.time_scale == "auto"
-    transports = scn.transports if args.transport == "all" else [args.transport]
+    transports = scn.transports_of(args.transport)
     scales = {}             # transport -> the k it runs at ("auto" resolves one per transport)
     if auto and not args.validate_only:
         from emulation.calibration import calibrate  # deferred: only for an "auto" time scale

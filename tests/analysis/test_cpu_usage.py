@@ -16,7 +16,13 @@ ctxt 999
 
 def test_proc_stat_total_leaves_guest_out_and_idle_counts_iowait():
     # total: user+nice+system+idle+iowait+irq+softirq+steal = 100+5+50+800+20+3+7+0
-    assert parse_proc_stat(PROC_STAT) == (985, 820, 2)
+    assert parse_proc_stat(PROC_STAT) == (985, 820, 2, 0)
+
+
+def test_proc_stat_steal_is_the_eighth_counter_and_zero_where_the_kernel_has_none():
+    assert parse_proc_stat(PROC_STAT.replace("3 7 0 10 0\ncpu0", "3 7 15 10 0\ncpu0")) == \
+        (1000, 820, 2, 15)
+    assert parse_proc_stat("cpu  100 5 50 800 20 3 7\ncpu0 1\n") == (985, 820, 1, 0)
 
 
 def test_pid_stat_reads_fields_14_and_15_after_a_command_name_with_parentheses():
@@ -43,8 +49,18 @@ def test_usage_between_busy_cores_roles_and_other():
     # 400 machine ticks, 40 idle: 90% busy = 1.8 cores; workers 200 ticks / 100 Hz / 2 s = 1.0
     # core, switches 60 / 100 / 2 = 0.3, the remaining 0.5 busy core is nobody's role
     assert u["busy_fraction"] == 0.9 and u["busy_cores"] == 1.8
-    assert u["cores_by_role"] == {"switches": 0.3, "workers": 1.0, "other": 0.5}
+    assert u["cores_by_role"] == {"switches": 0.3, "workers": 1.0, "steal": 0.0, "other": 0.5}
     assert u["saturated"] is True and u["window_s"] == 2.0
+
+
+def test_the_hypervisors_steal_is_its_own_share_not_other():
+    a = CpuSample(0, 1000, 600, {"workers": 100}, steal_ticks=10)
+    b = CpuSample(2_000_000_000, 1400, 640, {"workers": 300}, steal_ticks=50)
+    u = usage_between(a, b, hz=100, ncpu=2)
+    # 400 machine ticks, 360 busy = 1.8 cores; 40 of them stolen: 40 / 400 x 2 = 0.2 core;
+    # workers 1.0 core; what is left of the busy cores, 0.6, is nobody's
+    assert u["cores_by_role"] == {"workers": 1.0, "steal": 0.2, "other": 0.6}
+    assert "steal 0.20" in describe("mrc", u)
 
 
 def test_usage_below_the_saturation_line():

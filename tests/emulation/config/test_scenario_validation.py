@@ -38,6 +38,8 @@ def test_good_scenario_parses_with_defaults():
     assert scn.routing_for("tcp") == ("ecmp", 2.0)
     assert scn.routing_for("roce") == ("ecmp", None)
     assert scn.routing_for("mrc") == ("srv6", None)
+    assert scn.transports_of("all") == ["mrc", "roce", "tcp"]
+    assert scn.transports_of("roce") == ["roce"]
     (entry,) = scn.faults
     assert entry.at_s == 1.5 and entry.commands[0]["action"] == "link_down"
 

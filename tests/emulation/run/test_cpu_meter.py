@@ -7,8 +7,9 @@ import sys
 from emulation.run.cpu_meter import CpuMeter, pids_from_files
 
 
-def _fake_proc(root, total, idle, pids):
-    (root / "stat").write_text(f"cpu  {total - idle} 0 0 {idle} 0 0 0 0 0 0\ncpu0 0\n")
+def _fake_proc(root, total, idle, pids, steal=0):
+    (root / "stat").write_text(f"cpu  {total - idle - steal} 0 0 {idle} 0 0 0 {steal} 0 0\n"
+                               "cpu0 0\n")
     for pid, ticks in pids.items():
         (root / str(pid)).mkdir(exist_ok=True)
         (root / str(pid) / "stat").write_text(f"{pid} (w) S 1 2 3 4 5 6 7 8 9 10 {ticks} 0 0\n")
@@ -66,12 +67,14 @@ def test_meter_writes_one_csv_row_per_interval(tmp_path):
     _fake_proc(proc, 1000, 500, {})
     meter = CpuMeter({"workers": lambda: []}, proc=str(proc))
     meter.sample()
-    _fake_proc(proc, 1200, 550, {})
+    _fake_proc(proc, 1200, 550, {}, steal=20)
     meter.sample()
     meter.write_csv(tmp_path / "cpu.csv")
     rows = (tmp_path / "cpu.csv").read_text().splitlines()
-    assert rows[0] == "t_ns,busy_fraction,workers_cores,other_cores" and len(rows) == 2
-    assert rows[1].split(",")[1] == "0.75"             # 200 ticks, 50 idle
+    assert rows[0] == "t_ns,busy_fraction,workers_cores,steal_cores,other_cores" and len(rows) == 2
+    # 200 ticks, 50 idle: 0.75 of the one core busy; 20 of them stolen by the hypervisor (0.1
+    # core), so 0.65 core busy with nothing the roles or the steal account for
+    assert rows[1].split(",")[1:] == ["0.75", "0.0", "0.1", "0.65"]
 
 
 def test_a_meter_that_cannot_read_proc_records_why_and_never_raises(tmp_path):
