@@ -230,7 +230,7 @@ def _read_entry(path: Path) -> dict | None:
 
 def cached(scn: Scenario, transport: str, cache_dir: Path = CACHE_DIR) -> dict | None:
     key, _ = cache_key(scn, transport)
-    return _read_entry(Path(cache_dir) / f"{key}.json")
+    return _read_entry(_entry_path(cache_dir, key))
 
 
 # ---------------------------------------------------------------- trials on the fabric
@@ -366,7 +366,7 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
     transport = str(summary.get("transport", "")) if isinstance(summary, dict) else ""
     # the key once: it hashes every source file, and the entry is read and written under it
     key = cache_key(scn, transport)[0] if transport else None
-    hit = _read_entry(Path(cache_dir) / f"{key}.json") if key else None
+    hit = _read_entry(_entry_path(cache_dir, key)) if key else None
     if hit is None:
         return None
     k = float(hit["time_scale"])
@@ -396,8 +396,13 @@ def raise_after_run(scn: Scenario, summary: dict, run_dir: Path | None = None,
     return {"transport": transport, "from": k, "to": new_k, "worst_ratio": worst}
 
 
+def _entry_path(cache_dir: Path, key: str) -> Path:
+    """Where the cache keeps the calibration of `key`."""
+    return Path(cache_dir) / f"{key}.json"
+
+
 def _write_cache(key: str, hit: dict, cache_dir: Path) -> None:
-    (Path(cache_dir) / f"{key}.json").write_text(json.dumps(hit, indent=2))
+    _entry_path(cache_dir, key).write_text(json.dumps(hit, indent=2))
 
 
 def _fidelity_at(summary, k: float) -> dict | None:

@@ -138,7 +138,7 @@ def summarize(scn: Scenario, transport: str, tdir: Path, state: dict) -> dict:
     codes = state.get("exit_codes", {})
     hosts = [h.name for h in scn.topology.hosts]
     # the scenario's count, or the end named after the last fault (model/traffic_end.py)
-    planned = state.get("iterations_planned", coll.iterations)
+    planned = coll.iterations if model.iterations_planned is None else model.iterations_planned
     verified = (not state.get("partial") and len(model.iterations) == planned
                 and model.data_verified and all(codes.get(h) == 0 for h in hosts))
     error = state.get("error") or state.get("scheduler_error")

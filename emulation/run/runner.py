@@ -235,7 +235,6 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         if scheduler is not None:
             scheduler.stop()
             state["applied"] = scheduler.applied
-            state["iterations_planned"] = scheduler.planned_iterations()
             state["scheduler_error"] = scheduler.error
         _record_unreached(scn, scheduler, state, tail, tdir)
         for p, host in zip(procs, hosts):
