@@ -12,9 +12,10 @@ a time scale k; it passes when its fidelity verdict is "ok" (the run's summary.j
 emulation's fidelity monitor). The search doubles k from 1 (1, 2, 4, ..., 64) up to the first
 pass, then bisects between the last failure and that pass until they are within BISECT_RATIO
 of each other; the answer is the smallest k that passed, once it has passed again
-(CONFIRMATIONS). Fidelity does not fall off a cliff at one k on a shared machine, so a few trials
-near the threshold are worth more than a precise number, and a k that passed once by luck is not
-one a full run holds.
+(CONFIRMATIONS); a k that fails its confirmation is a failure, and with no pass standing above it
+the search tries one BISECT_RATIO step above it before the ladder's next rung. Fidelity does not
+fall off a cliff at one k on a shared machine, so a few trials near the threshold are worth more
+than a precise number, and a k that passed once by luck is not one a full run holds.
 
 The answer is cached in results/.calibration/<key>.json, the key built from the host name, the
 CPU model, the fabric as declared (every [fabric] key but time_scale, the trimming option, the
@@ -136,6 +137,14 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
         if all(passes(passed) for _ in range(confirmations)):
             return passed, trials
         failed, passed = passed, _smallest_pass_above(trials, passed)
+        near = min(round(failed * ratio, 2), doubling[-1])
+        if passed is None and near > failed:
+            # a k that passed once and then failed sits at the threshold: one step of `ratio`
+            # above it is the likeliest answer, and cheaper to try than the ladder's next rung
+            if passes(near):
+                passed = near
+            else:
+                failed = near
 
 
 def _smallest_pass_above(trials: list[Trial], k: float) -> float | None:

@@ -64,15 +64,24 @@ def test_a_lucky_pass_that_fails_its_confirmation_is_a_failure_and_the_search_go
     assert ran == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 24.0, 20.0, 20.0, 24.0]
 
 
-def test_a_failed_confirmation_bisects_again_up_to_the_next_standing_pass():
+def test_a_failed_confirmation_tries_one_ratio_step_above_before_the_ladder():
     # 4 passes at first; 3 fails (4 / 3 = 1.33 > 1.25), 3.5 fails (1.14); 4 fails its
-    # confirmation and no pass above it stands, so the doubling goes on: 8 passes, bisect 6
-    # (passes), 5 (fails): 6 / 5 = 1.2; 6 passes again
+    # confirmation and no pass above it stands: 4 x 1.25 = 5 passes (5 / 4 = 1.25, no
+    # bisection) and passes again
     measure, ran = scripted({1.0: ["invalid"], 2.0: ["invalid"], 4.0: ["ok", "degraded"],
-                             3.0: ["invalid"], 3.5: ["degraded"], 8.0: ["ok"],
-                             6.0: ["ok", "ok"], 5.0: ["degraded"]})
-    assert C.search(measure)[0] == 6.0
-    assert ran == [1.0, 2.0, 4.0, 3.0, 3.5, 4.0, 8.0, 6.0, 5.0, 6.0]
+                             3.0: ["invalid"], 3.5: ["degraded"], 5.0: ["ok", "ok"]})
+    assert C.search(measure)[0] == 5.0
+    assert ran == [1.0, 2.0, 4.0, 3.0, 3.5, 4.0, 5.0, 5.0]
+
+
+def test_when_the_step_above_a_failed_confirmation_fails_the_ladder_goes_on_above_it():
+    # as above, but 5 fails too: the next rung 8 passes, bisect (5 + 8) / 2 = 6.5 (passes,
+    # 6.5 / 5 = 1.3 > 1.25), 5.75 (fails, 6.5 / 5.75 = 1.13); 6.5 passes again
+    measure, ran = scripted({1.0: ["invalid"], 2.0: ["invalid"], 4.0: ["ok", "degraded"],
+                             3.0: ["invalid"], 3.5: ["degraded"], 5.0: ["degraded"],
+                             8.0: ["ok"], 6.5: ["ok", "ok"], 5.75: ["degraded"]})
+    assert C.search(measure)[0] == 6.5
+    assert ran == [1.0, 2.0, 4.0, 3.0, 3.5, 4.0, 5.0, 8.0, 6.5, 5.75, 6.5]
 
 
 def test_a_top_k_that_fails_its_confirmation_leaves_no_answer():
