@@ -61,6 +61,9 @@ def main(argv=None) -> int:
     parser.add_argument("--endpoint-dir", required=True,
                         help="the only directory whose control sockets POST /endpoints takes")
     parser.add_argument("--buckets", type=int, default=None, help="ECMP buckets (power of two)")
+    parser.add_argument("--of-host", default="127.0.0.1",
+                        help="the address OpenFlow listens on: this machine's loopback, or "
+                             "0.0.0.0 for a fabric whose switches are also on other servers")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
@@ -78,7 +81,7 @@ def main(argv=None) -> int:
         open(args.fault_log, "a").close()
 
     cfg.CONF(args=[], project="os_ken")
-    cfg.CONF.set_override("ofp_listen_host", "127.0.0.1")
+    cfg.CONF.set_override("ofp_listen_host", args.of_host)
     # TLS only, client certificates required: os-ken then listens on the SSL port alone, and a
     # peer without a switch certificate signed by this fabric's CA never gets to say its dpid.
     cfg.CONF.set_override("ofp_ssl_listen_port", args.of_port)
@@ -89,8 +92,8 @@ def main(argv=None) -> int:
     cfg.CONF.set_override("ca_certs", args.of_ca)
 
     api = ApiServer(controller, args.api_port, token).start()
-    LOG.info("API on 127.0.0.1:%d, OpenFlow on 127.0.0.1:%d, routing %s",
-             api.port, args.of_port, args.routing)
+    LOG.info("API on 127.0.0.1:%d, OpenFlow on %s:%d, routing %s",
+             api.port, args.of_host, args.of_port, args.routing)
 
     stopping = threading.Lock()
 

@@ -42,10 +42,28 @@ def add_fabric_parser(sub) -> argparse.ArgumentParser:
                         "temporary directory)")
     add_deprecated(f, "--run-dir", "--out-dir")
     f.add_argument("--check", action="store_true", help="verify forwarding, print one line, exit")
+    f.add_argument("--servers", default=None, metavar="A,B,...",
+                   help="spread the fabric over these servers ([user@]host, comma-separated; "
+                        "the first is this machine; docs/cluster.md): switches, hosts and the "
+                        "VXLAN tunnels between them, controlled from this machine")
+    f.add_argument("--placement", default="plane", choices=("plane", "pod"),
+                   help="with --servers: whole planes per server, or a group's T0s and hosts "
+                        "per server with the T1s spread (default plane)")
     # Accepted only to explain why they cannot work here (no sch_netem on this kernel).
     f.add_argument("--delay", default=None, help=argparse.SUPPRESS)
     f.add_argument("--loss", default=None, help=argparse.SUPPRESS)
     return f
+
+
+def _placement(spec, servers: str | None, mode: str):
+    """The placement of `mrclab fabric --servers` (None without it); PlacementError (a
+    ValueError) names what cannot be placed."""
+    if not servers:
+        return None
+    from emulation.cluster.placement import place  # deferred: only with --servers
+    from model.topology import Topology  # deferred: only with --servers
+    placement = place(Topology(spec), servers, mode)
+    return placement if len(placement.servers) > 1 else None
 
 
 def add_clean_parser(sub) -> argparse.ArgumentParser:
@@ -92,15 +110,20 @@ def _fabric(args) -> int:
                           fabric_link_mbit=args.fabric_link_mbit, mtu=args.mtu)
         buffer_bytes = validate_buffer_bytes(
             None if args.switch_buffer_kb is None else args.switch_buffer_kb * 1024)
-    except (SpecError, LinkOptionError, QueueConfigError) as e:
+        placement = _placement(spec, getattr(args, "servers", None),
+                               getattr(args, "placement", "plane"))
+    except (SpecError, LinkOptionError, QueueConfigError, ValueError) as e:
         print(f"mrclab fabric: {e}", file=sys.stderr)
         return EXIT_USAGE
+    if placement is not None:
+        print(placement.describe(), file=sys.stderr, flush=True)
     if args.check:
         if buffer_bytes is not None:
             print("mrclab fabric: --switch-buffer-kb has no effect on --check (probes only)",
                   file=sys.stderr)
         from emulation.network.check import run_check  # deferred: only for this subcommand
-        return run_check(spec, args.routing, args.dynamic_convergence_s, args.out_dir)
+        return run_check(spec, args.routing, args.dynamic_convergence_s, args.out_dir,
+                         placement=placement)
     from mininet.cli import CLI
     from mininet.log import setLogLevel
 
@@ -121,7 +144,8 @@ def _fabric(args) -> int:
 
     from emulation.network.fabric import Fabric  # deferred: only for this subcommand
     with Fabric(spec, routing=args.routing, dynamic_convergence_s=args.dynamic_convergence_s,
-                run_dir=args.out_dir, switch_buffer_bytes=buffer_bytes) as fab:
+                run_dir=args.out_dir, switch_buffer_bytes=buffer_bytes,
+                placement=placement) as fab:
         print(f"mrclab: fabric up ({args.routing}): {len(fab.topo.hosts)} hosts, "
               f"{len(fab.topo.switches)} switches; controller API http://127.0.0.1:"
               f"{fab.api_port}; logs in {fab.run_dir}. `exit` or Ctrl-D tears it down.")

@@ -60,5 +60,6 @@ def announce(scn, args) -> str | None:
     print(placement.describe(), file=sys.stdout if validate_only else sys.stderr, flush=True)
     if validate_only:
         return None
-    return ("building the fabric over several servers is not supported yet (docs/cluster.md): "
-            "the placement above is checked, and --validate-only prints it without running")
+    return ("a run over several servers is not supported yet (docs/cluster.md): the placement "
+            "above is checked, --validate-only prints it without running, and `mrclab fabric "
+            "--servers` builds the fabric alone over them")

@@ -223,10 +223,11 @@ def check_fabric(fab) -> str:
             + f", {time.monotonic() - t0:.1f} s")
 
 
-def run_check(spec, routing: str, dynamic_convergence_s=None, run_dir=None) -> int:
+def run_check(spec, routing: str, dynamic_convergence_s=None, run_dir=None,
+              placement=None) -> int:
     try:
         with Fabric(spec, routing=routing, dynamic_convergence_s=dynamic_convergence_s,
-                    run_dir=run_dir) as fab:
+                    run_dir=run_dir, placement=placement) as fab:
             print(check_fabric(fab), flush=True)
         return 0
     except CheckFailed as e:

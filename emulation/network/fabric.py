@@ -32,6 +32,8 @@ from pathlib import Path
 
 from controller.client import ControllerClient, ControllerError
 from controller import api_auth
+from emulation.cluster import remote
+from emulation.cluster.fabric_servers import FabricServers
 from emulation.network import (cgroups, cleanup, control_secrets, hostnet, ovs_service, ovs_sndbuf,
                                switchqueue)
 from emulation.network.scheduling import DEFAULT_SCHEDULING, SchedulingError
@@ -89,14 +91,17 @@ class Fabric:
                  api_port: int = API_PORT, ready_timeout_s: float = 60.0,
                  trimming=None, switch_buffer_bytes: int | None = None, shaped: bool = True,
                  time_scale: float = 1.0, control_class: bool = True,
-                 scheduling: str = DEFAULT_SCHEDULING):
+                 scheduling: str = DEFAULT_SCHEDULING, placement=None):
         """time_scale: the spec's rates are a dilated run's wall rates (emulation/calibration/time_scale.py);
         the switches' thresholds and TCP's minimum RTO follow the emulated world's.
         control_class: every port (host and switch ends) serves SACKs, NACKs and probes
         (model/dscp.py DSCP_CONTROL) ahead of data.
         scheduling: how the fabric's processes share the CPU (emulation/network/scheduling.py):
         "hifi" places ovs-vswitchd, the controller, the captures and whatever popen_in_host
-        starts with a `role` in CPU groups, undone at teardown."""
+        starts with a `role` in CPU groups, undone at teardown.
+        placement: the servers the fabric spreads over (emulation/cluster/placement.py; None or
+        one server: this machine alone). Over several, trimming and a scheduling other than
+        "none" are refused: both act on this machine's processes and ports alone."""
         if routing not in ("srv6", "ecmp"):
             raise ValueError(f"routing must be 'srv6' or 'ecmp', got {routing!r}")
         if dynamic_convergence_s is not None and dynamic_convergence_s < 0:
@@ -119,6 +124,11 @@ class Fabric:
             raise ValueError(str(err)) from None
         self.topo = spec if isinstance(spec, Topology) else Topology(spec)
         self.spec = self.topo.spec
+        self.servers = FabricServers(self.topo, placement, FabricError)
+        if self.servers.clustered and (self.trimming is not None
+                                       or self.scheduling.setting != "none"):
+            raise ValueError("a fabric over several servers runs without trimming and with "
+                             "scheduling \"none\" (docs/cluster.md)")
         self.routing = routing
         self.dynamic_convergence_s = dynamic_convergence_s
         self.run_dir = Path(run_dir) if run_dir else None
@@ -142,15 +152,17 @@ class Fabric:
     def host(self, n: int):
         return self.net.get(self.topo.host(n).name)
 
-    def _nsenter(self, n: int) -> list[str]:
-        return ["nsenter", "--target", str(self.host(n).pid), "--net", "--"]
+    def _in_host(self, n: int, argv: list[str]) -> list[str]:
+        """argv in host n's network namespace, on the host's server."""
+        name = self.topo.host(n).name
+        return self.servers.in_host_argv(self.servers.server_of(name), self.host(n).pid, argv)
 
     def popen_in_host(self, n: int, argv: list[str], role: str | None = None,
                       **kw) -> subprocess.Popen:
         """Start argv in host n's network namespace; killed at teardown if still running.
         role: what the process is to the fabric's scheduling ("endpoints" for a process whose
         main thread runs a packet loop, "captures"; emulation/network/scheduling.py)."""
-        proc = subprocess.Popen(self._nsenter(n) + list(argv), **kw)
+        proc = subprocess.Popen(self._in_host(n, list(argv)), **kw)
         self._children.append(proc)
         if role is not None:
             self._place(proc.pid, role)
@@ -164,7 +176,7 @@ class Fabric:
 
     def cmd_in_host(self, n: int, argv: list[str], timeout: float = 60) -> str:
         """Run argv in host n's namespace; raise FabricError (command + stderr) on failure."""
-        return run_checked(self._nsenter(n) + list(argv), timeout=timeout,
+        return run_checked(self._in_host(n, list(argv)), timeout=timeout,
                            what=self.topo.host(n).name)
 
     def capture(self, n: int, plane: int, path: str | Path, snaplen: int = 256) -> Capture:
@@ -193,11 +205,19 @@ class Fabric:
             except ovs_service.OvsNotRunning as err:
                 raise FabricError(str(err)) from None
             cleanup.clean()
+            self._clean_other_servers()
             self._start()
         except BaseException:
             self._teardown(raise_errors=False)
             raise
         return self
+
+    def _clean_other_servers(self) -> None:
+        """A crashed fabric's leftovers on the other servers go first, as this machine's do."""
+        if self.servers.clustered:
+            failed = remote.clean_others(self.servers.servers, say=lambda line: None)
+            if failed:
+                raise FabricError("cleaning the other servers: " + "; ".join(failed))
 
     def __exit__(self, exc_type, exc, tb) -> None:
         self._teardown(raise_errors=exc_type is None)
@@ -244,20 +264,24 @@ class Fabric:
         net = Mininet(topo=None, controller=None, build=False, switch=OVSSwitch, host=Host,
                       link=Link, autoSetMacs=False, autoStaticArp=False, cleanup=False)
         self.net = net
+        where = self.servers
         for h in self.topo.hosts:
-            net.addHost(h.name, ip=None)
+            net.addHost(h.name, ip=None, **where.node_params(h.name, host=True))
         for sw in self.topo.switches.values():
-            net.addSwitch(sw.name, cls=OVSSwitch, dpid=f"{sw.dpid:016x}", datapath="user",
+            net.addSwitch(sw.name, **{"cls": OVSSwitch, **where.node_params(sw.name, host=False)},
+                          dpid=f"{sw.dpid:016x}", datapath="user",
                           protocols="OpenFlow13,OpenFlow15", failMode="secure")
         for link in self.topo.links:
             if link.kind == "host":
                 host_n = self.topo.host(link.a).index
                 net.addLink(link.a, link.b, port1=link.plane, port2=link.b_port,
                             intfName1=link.a_intf, intfName2=link.b_intf,
-                            addr1=self.topo.nic_mac(host_n, link.plane))
+                            addr1=self.topo.nic_mac(host_n, link.plane),
+                            **where.link_params(link))
             else:
                 net.addLink(link.a, link.b, port1=link.a_port, port2=link.b_port,
-                            intfName1=link.a_intf, intfName2=link.b_intf)
+                            intfName1=link.a_intf, intfName2=link.b_intf,
+                            **where.link_params(link))
         # Every switch port's receive socket is born while its port is added: with rmem_default
         # raised it holds RX_FRAMES_PER_PORT frames of this MTU (emulation/network/ovs_sndbuf.py).
         try:
@@ -273,19 +297,31 @@ class Fabric:
             self._shaped = True      # from here on teardown snapshots the queue counters
             self._shape_links()
         self._attach_trimming()
-        current = control_secrets.parse_get_ssl(run_checked(
-            control_secrets.ovs_get_ssl_argv(), what="reading Open vSwitch's SSL configuration"))
-        foreign = control_secrets.foreign_ssl_error(current)
-        if foreign is not None:
-            raise FabricError(foreign)
-        self._ovs_ssl_ours = True
-        run_checked(control_secrets.ovs_ssl_argv(self._pki),
-                    what="giving the switches their OpenFlow TLS key")
-        run_checked(hostnet.set_controller_argv(list(self.topo.switches),
-                                                control_secrets.controller_target(self.of_port)),
-                    what="pointing bridges at the controller")
+        self._connect_switches()
         self._wait_controller_ready()
-        self.controller.register_hosts({h.name: self.host(h.index).pid for h in self.topo.hosts})
+        # a host on another server is not the controller's to enter (its faults act here)
+        self.controller.register_hosts({h.name: self.host(h.index).pid for h in self.topo.hosts
+                                        if where.is_local(where.server_of(h.name))})
+
+    def _connect_switches(self) -> None:
+        """Every server's Open vSwitch: the fabric's TLS key (refused when OVS has a foreign
+        one), then its bridges pointed at the controller."""
+        where = self.servers
+        for server in where.servers:
+            current = control_secrets.parse_get_ssl(where.run(
+                server, control_secrets.ovs_get_ssl_argv(),
+                what="reading Open vSwitch's SSL configuration"))
+            foreign = control_secrets.foreign_ssl_error(current)
+            if foreign is not None:
+                raise FabricError(f"{server}: {foreign}" if where.clustered else foreign)
+        self._ovs_ssl_ours = True        # from here on teardown undoes it on every server
+        where.install_switch_keys(self._pki)
+        for server in where.servers:
+            where.run(server, control_secrets.ovs_ssl_argv(self._pki),
+                      what="giving the switches their OpenFlow TLS key")
+            where.run(server, hostnet.set_controller_argv(
+                where.bridges_on(server), where.controller_target(server, self.of_port)),
+                what="pointing bridges at the controller")
 
     def _start_scheduling(self) -> None:
         """The scheduling's CPU groups, ovs-vswitchd in its own (nothing under "none"); after
@@ -319,6 +355,7 @@ class Fabric:
         argv = [sys.executable, "-m", "controller.app", "--spec-json", str(spec_file),
                 "--routing", self.routing, "--of-port", str(self.of_port),
                 "--api-port", str(self.api_port), "--token-file", token_file,
+                "--of-host", self.servers.controller_listen_host(),
                 "--of-ca", pki.ca_cert, "--of-key", pki.controller_key,
                 "--of-cert", pki.controller_cert, "--endpoint-dir", control_secrets.ENDPOINT_DIR,
                 "--fault-log", str(self.run_dir / "faults.jsonl")]
@@ -364,7 +401,9 @@ class Fabric:
             if link.kind == "fabric":
                 ends.append((link.a_intf, link.a_port))
             for intf, port in ends:
-                got = run_checked(hostnet.ofport_query_argv(intf), what="ofport check").strip()
+                got = self.servers.run(self.servers.server_of_intf(intf),
+                                       hostnet.ofport_query_argv(intf),
+                                       what="ofport check").strip()
                 if got != str(port):
                     raise FabricError(f"OpenFlow port of {intf} is {got}, topology says {port}")
 
@@ -374,10 +413,10 @@ class Fabric:
                 self.cmd_in_host(h.index, argv)
 
     def _configure_switch_intfs(self) -> None:
-        for link in self.topo.links:
-            for intf in ([link.b_intf] if link.kind == "host" else [link.a_intf, link.b_intf]):
-                for argv in hostnet.switch_intf_argvs(intf, self.topo.spec.mtu):
-                    run_checked(argv, what=f"configuring {intf}")
+        self.servers.run_per_server(
+            [(intf, argv) for intf in self.switch_intfs()
+             for argv in hostnet.switch_intf_argvs(intf, self.topo.spec.mtu)],
+            what="configuring the switch ports")
 
     def _switch_port_qdisc(self, intf: str, mbit: float) -> list[list[str]]:
         if self.trimming is not None:
@@ -400,9 +439,10 @@ class Fabric:
 
     def queue_counters(self) -> dict:
         """{switch egress interface: its queue's counters} (sent, dropped, backlog) from tc."""
+        where = self.servers
         return {intf: switchqueue.parse_root_stats(
-                    run_checked(switchqueue.stats_argv(intf), what=f"queue counters of {intf}"),
-                    intf)
+                    where.run(where.server_of_intf(intf), switchqueue.stats_argv(intf),
+                              what=f"queue counters of {intf}"), intf)
                 for intf in self.switch_intfs()}
 
     def _snapshot_queue_counters(self) -> list[str]:
@@ -422,18 +462,19 @@ class Fabric:
         """HTB on both ends of every link (host ends inside the host namespace); switch ends
         get the header-priority HTB when trimming is on; every end a control class
         (control_class)."""
+        switch_ends = []
         for link in self.topo.links:
             if link.kind == "host":
                 n = self.topo.host(link.a).index
                 for argv in hostnet.htb_argvs(link.a_intf, link.mbit, self.spec.mtu,
                                               self.control_class):
                     self.cmd_in_host(n, argv)
-                for argv in self._switch_port_qdisc(link.b_intf, link.mbit):
-                    run_checked(argv, what=f"shaping {link.b_intf}")
+                switch_ends.append((link.b_intf, link.mbit))
             else:
-                for intf in (link.a_intf, link.b_intf):
-                    for argv in self._switch_port_qdisc(intf, link.mbit):
-                        run_checked(argv, what=f"shaping {intf}")
+                switch_ends += [(link.a_intf, link.mbit), (link.b_intf, link.mbit)]
+        self.servers.run_per_server(
+            [(intf, argv) for intf, mbit in switch_ends
+             for argv in self._switch_port_qdisc(intf, mbit)], what="shaping the switch ports")
 
     def _attach_trimming(self) -> None:
         """BPF virtual queue on every switch egress port (root namespace), when asked for."""
@@ -512,15 +553,7 @@ class Fabric:
                 except FileNotFoundError:
                     pass
             if self.net is not None:
-                try:
-                    # One OVS transaction for all bridges: a per-bridge del-br (what net.stop
-                    # does) is one slow transaction per bridge with the userspace datapath.
-                    argv = ["ovs-vsctl", "--timeout=30"]
-                    for sw in self.topo.switches:
-                        argv += ["--", "--if-exists", "del-br", sw]
-                    run_checked(argv, what="teardown")
-                except FabricError as e:
-                    errors.append(str(e))
+                errors += self.servers.delete_bridges()
                 try:
                     self.net.stop()
                 except Exception as e:  # keep going: the sweep below removes the rest
@@ -528,10 +561,7 @@ class Fabric:
                 self.net = None
             if self._ovs_ssl_ours:
                 self._ovs_ssl_ours = False
-                try:
-                    run_checked(control_secrets.ovs_del_ssl_argv(), what="teardown")
-                except FabricError as e:
-                    errors.append(str(e))
+                errors += self.servers.remove_switch_keys()
             errors += [f"undoing the scheduling: {e}" for e in self.scheduling.stop()]
             control_secrets.remove(self.api_port)
             try:

@@ -10,6 +10,7 @@ import pytest
 
 from emulation.cluster import local_server as L
 from emulation.cluster import preflight, server_clock
+from tests.helpers.local_servers import local_server_up, on_server
 
 pytestmark = pytest.mark.integration
 
@@ -18,18 +19,12 @@ NAME, INDEX = "mrclab-t", 61
 
 @pytest.fixture
 def local(monkeypatch):
-    L.down(NAME, quiet=True)                  # left up by a crashed test session, if any
-    srv = L.up(NAME, INDEX)
-    monkeypatch.setenv(preflight.SSH_CONFIG_ENV, str(L.SSH_CONFIG))
-    try:
+    with local_server_up(monkeypatch, NAME, INDEX) as srv:
         yield srv
-    finally:
-        assert L.down(NAME)
 
 
 def ssh(*command: str) -> str:
-    return subprocess.run(preflight.ssh_argv(NAME, list(command)), capture_output=True,
-                          text=True, timeout=60, check=True).stdout.strip()
+    return on_server(NAME, *command).strip()
 
 
 def system_id() -> str:

@@ -105,8 +105,8 @@ def test_host_link_down_is_a_cable_pull_and_up_restores_the_plane(fab):
     peer = fab.topo.nic_addr(3, 1)
     deadline = time.monotonic() + 10
     while True:
-        ping = subprocess.run(fab._nsenter(0) + ["ping", "-6", "-c", "1", "-W", "1", "-I", "h0-p1",
-                                                  peer], capture_output=True, text=True)
+        ping = subprocess.run(fab._in_host(0, ["ping", "-6", "-c", "1", "-W", "1", "-I", "h0-p1",
+                                               peer]), capture_output=True, text=True)
         if ping.returncode == 0 or time.monotonic() > deadline:
             break
         time.sleep(0.2)

@@ -70,8 +70,9 @@ def test_the_fabric_shapes_host_ends_with_the_control_class(monkeypatch):
         fab = Fabric(FabricSpec(), control_class=control)
         host_cmds, switch_cmds = [], []
         monkeypatch.setattr(fab, "cmd_in_host", lambda n, argv: host_cmds.append(argv))
-        monkeypatch.setattr("emulation.network.fabric.run_checked",
-                            lambda argv, what=None: switch_cmds.append(argv))
+        # the switch ends' commands run on their server: this machine's, one at a time
+        monkeypatch.setattr("emulation.cluster.fabric_servers.run_checked",
+                            lambda argv, **kw: switch_cmds.append(argv))
         fab._shape_links()
         filters = [a for a in host_cmds + switch_cmds if a[1] == "filter"]
         # every host end and every switch end of every link: 8 host links, 8 fabric links
