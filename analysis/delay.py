@@ -2,9 +2,12 @@
 
 A data packet is matched between the sender's capture (direction "tx") and the receiver's
 (direction "rx") by (source address, destination address, destination QP, PSN, retransmission
-flag): a retransmission reuses the PSN but carries the flag, so the original and the retry are
-two packets; a packet sent on one plane and received on another cannot happen (a plane is a
-separate network), so the plane is not part of the key. Captures' time_ns must share one clock
+flag): an MRC retransmission reuses the PSN but carries the flag, so the original and the retry
+are two packets; a packet sent on one plane and received on another cannot happen (a plane is a
+separate network), so the plane is not part of the key. RoCE's go-back-N resends a PSN without
+any flag, so one key can leave several times: its first arrival is paired with the latest
+departure at or before it, the copy that arrived (the first departure of a lost original would
+make the retry's arrival look held for a whole ACK timeout). Captures' time_ns must share one clock
 (analysis/pcap.load_captures aligns them to CLOCK_MONOTONIC with the run's clock.json).
 Packets seen only on one side (lost, or outside one capture's window) are not delays and are
 left out; trimmed packets are kept (their header crossed the fabric: that delay is real).
@@ -32,13 +35,23 @@ def data_packet_delays_ns(packets: pd.DataFrame) -> np.ndarray:
                        direction=data["direction"].astype(str))
     sent = frame[frame["direction"] == "tx"].drop(columns="direction")
     received = frame[frame["direction"] == "rx"].drop(columns="direction")
-    # A key seen twice on one side would be a duplicate (e.g. the same port captured twice):
-    # keep the first departure and first arrival.
-    sent = sent.groupby(MATCH_KEY, sort=False, observed=True)["time_ns"].min()
-    received = received.groupby(MATCH_KEY, sort=False, observed=True)["time_ns"].min()
-    both = pd.concat([sent.rename("sent"), received.rename("received")], axis=1,
-                     join="inner")
-    return (both["received"] - both["sent"]).to_numpy(dtype=np.int64)
+    both = pair_arrivals(sent.rename(columns={"time_ns": "sent_ns"}),
+                         received.rename(columns={"time_ns": "received_ns"}))
+    return (both["received_ns"] - both["sent_ns"]).to_numpy(dtype=np.int64)
+
+
+def pair_arrivals(sent: pd.DataFrame, received: pd.DataFrame) -> pd.DataFrame:
+    """Each key's first arrival (a row of `received`: MATCH_KEY, received_ns and its other
+    columns) with the latest departure of that key at or before it (the row of `sent`:
+    MATCH_KEY, sent_ns and its other columns); keys never sent before they arrived are left
+    out. The key columns must have the same types on both sides."""
+    first = (received.sort_values("received_ns", kind="stable")
+             .groupby(MATCH_KEY, sort=False, observed=True).first().reset_index())
+    both = pd.merge_asof(first.sort_values("received_ns", kind="stable"),
+                         sent.sort_values("sent_ns", kind="stable"), left_on="received_ns",
+                         right_on="sent_ns", by=MATCH_KEY, direction="backward")
+    both = both.dropna(subset=["sent_ns"])
+    return both.astype({"sent_ns": "int64", "received_ns": "int64"})
 
 
 def delay_percentile_ms(delays_ns, percentile: float = 99.9) -> float:

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import pcap
+from analysis.delay import MATCH_KEY, pair_arrivals
 from analysis.fidelity_verdict import HELD_BEYOND_QUEUE, LINK_PACING, Check
 from model.propagation import bdp_bytes
 from model.switchport import default_port_config
@@ -91,13 +92,10 @@ class FabricFacts:
                               / self.fabric_link_mbit, 0.0)
 
 
-MATCH_KEY = ["src", "dst", "qp", "psn", "retx"]
-
-
 def matched_data(packets, start_ns, end_ns, facts: FabricFacts):
-    """One row per MRC data packet seen leaving one host port and arriving at another, sent in
+    """One row per data packet seen leaving one host port and arriving at another, sent in
     [start_ns, end_ns]: sent_ns, received_ns, size, sender, receiver, plane, cross_group.
-    (analysis/delay.py matches the same way; here the hosts and sizes are kept.)"""
+    (Matched as analysis/delay.py matches: pair_arrivals; here the hosts and sizes are kept.)"""
     is_data = (packets["is_data"] if "is_data" in packets.columns
                else packets["opcode"].isin(pcap.DATA_OPCODES))
     data = packets[is_data]
@@ -106,14 +104,13 @@ def matched_data(packets, start_ns, end_ns, facts: FabricFacts):
         time_ns=data["time_ns"].astype("int64"), host=data["host"].astype(str),
         plane=data["plane"].astype(int), size=data["size"].astype("int64"),
         direction=data["direction"].astype(str))
-    sent = (frame[frame["direction"] == "tx"].sort_values("time_ns")
-            .groupby(MATCH_KEY, sort=False, observed=True).first())
-    recv = (frame[frame["direction"] == "rx"].sort_values("time_ns")
-            .groupby(MATCH_KEY, sort=False, observed=True).first())
-    both = sent[["time_ns", "host", "plane", "size"]].rename(
-        columns={"time_ns": "sent_ns", "host": "sender"}).join(
-        recv[["time_ns", "host"]].rename(columns={"time_ns": "received_ns", "host": "receiver"}),
-        how="inner")
+    sent = frame[frame["direction"] == "tx"][[*MATCH_KEY, "time_ns", "host", "plane", "size"]]
+    recv = frame[frame["direction"] == "rx"][[*MATCH_KEY, "time_ns", "host"]]
+    both = pair_arrivals(
+        sent.rename(columns={"time_ns": "sent_ns", "host": "sender"}),
+        recv.rename(columns={"time_ns": "received_ns", "host": "receiver"}))
+    both = both.astype({"plane": "int64", "size": "int64"})[
+        ["sent_ns", "sender", "plane", "size", "received_ns", "receiver"]]
     if start_ns is not None:
         both = both[both["sent_ns"] >= start_ns]
     if end_ns is not None:

@@ -27,6 +27,18 @@ def test_delays_match_psn_and_retransmission_flag():
     assert sorted(data_packet_delays_ns(table)) == [1_500, 3_000, 7_000]
 
 
+def test_a_psn_resent_without_a_flag_pairs_its_arrival_with_the_copy_that_arrived():
+    # RoCE's go-back-N: PSN 7 sent at 1 ms into a black hole, sent again 4.29 s later (no
+    # retransmission flag) and received 2 ms after that: 2 ms, not 4.292 s; PSN 8 sent twice
+    # and received after the first copy: 500 us (the resend is a duplicate, not a delay)
+    table = pd.DataFrame([
+        row("tx", 1_000_000, 7), row("tx", 4_291_000_000, 7), row("rx", 4_293_000_000, 7),
+        row("tx", 2_000_000, 8), row("rx", 2_500_000, 8), row("tx", 4_292_000_000, 8),
+        row("rx", 4_294_000_000, 8),
+    ])
+    assert sorted(data_packet_delays_ns(table)) == [500_000, 2_000_000]
+
+
 def test_nearest_rank_percentile_by_hand():
     # 1000 delays 1..1000 ms (in ns): rank ceil(0.999 * 1000) = 999 -> 999 ms.
     delays = [ms * 1_000_000 for ms in range(1, 1001)]
