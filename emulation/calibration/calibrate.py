@@ -9,7 +9,9 @@ One k for all would run RoCE's and TCP's seconds-long stalls as slowly as MRC ne
 fidelity in return; every result is in emulated time, so transports run at different k compare.
 A trial is a short run of the scenario ([short] version when it has one) over that transport at
 a time scale k; it passes when its fidelity verdict is "ok" (the run's summary.json `fidelity`,
-emulation's fidelity monitor). The search doubles k from 1 (1, 2, 4, ..., 64) up to the first
+emulation's fidelity monitor). A trial must judge what a full run will: one too short for the
+workers' lateness check to have its samples (an invariant without samples does not vote) runs
+again with the iterations it needs, and so does every later trial. The search doubles k from 1 (1, 2, 4, ..., 64) up to the first
 pass, then bisects between the last failure and that pass until they are within BISECT_RATIO
 of each other; the answer is the smallest k that passed, once it has passed again
 (CONFIRMATIONS); a k that fails its confirmation is a failure, and with no pass standing above it
@@ -34,6 +36,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from analysis.fidelity import LATENESS_MIN_SAMPLES
 from analysis.fidelity_verdict import (DEGRADED, HELD_BEYOND_QUEUE, INVALID, LINK_PACING, OK,
                                        OVS_STALLS, RECEIVE_LATENESS, RECOVERY_WINDOWS,
                                        TIMER_LATENESS, WORKER_LATENESS)
@@ -53,6 +56,9 @@ BISECT_RATIO = 1.25
 # (docs/results/2026-11-30-calibration-confirmation.md). A failed confirmation makes that k a
 # failure and the search goes on above it.
 CONFIRMATIONS = 1
+# How many times the samples the lateness checks need a trial is sized for: its duration is
+# measured once, and a later trial at a larger k or a busier moment may run a little shorter.
+SAMPLE_MARGIN = 2.0
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
 NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold
 # The invariants a process that waited for a CPU breaks, each given more room by a larger k: its
@@ -245,19 +251,61 @@ def cached(scn: Scenario, transport: str, cache_dir: Path = CACHE_DIR) -> dict |
 # ---------------------------------------------------------------- trials on the fabric
 
 
+def iterations_for_samples(summary: dict, iterations: int,
+                           goodput_interval_ms: float) -> int | None:
+    """The iterations a trial needs when its workers logged too few goodput samples for their
+    lateness to be judged (the invariant then does not vote, and a full run, which has the
+    samples, can find the k late): SAMPLE_MARGIN times the samples the check needs over the
+    trial's measured emulated duration, scaled from its iterations. None when the invariant
+    was measured, or the trial's duration is unknown."""
+    fid = summary.get("fidelity") if isinstance(summary, dict) else None
+    unmeasured = fid.get("unmeasured") if isinstance(fid, dict) else None
+    if not isinstance(unmeasured, dict) or WORKER_LATENESS not in unmeasured:
+        return None
+    start, end = summary.get("timed_start_ns"), summary.get("traffic_end_ns")
+    if not all(isinstance(t, int) and not isinstance(t, bool) for t in (start, end)) \
+            or end <= start:
+        return None
+    need_ns = SAMPLE_MARGIN * LATENESS_MIN_SAMPLES * goodput_interval_ms * 1e6
+    return max(iterations + 1, math.ceil(iterations * need_ns / (end - start)))
+
+
 def measure_on_fabric(scn: Scenario, transport: str, work_dir: Path, run_transport, log=print):
     """measure(k) for search(): one short run of `transport` at time scale k, through the
-    runner's run_transport (passed in: the runner itself resolves "auto" through this module)."""
+    runner's run_transport (passed in: the runner itself resolves "auto" through this module).
+    A trial too short for the workers' lateness to be judged is run again at once with the
+    iterations it needs (iterations_for_samples), and so is every later trial."""
 
     trials_at: dict[float, int] = {}
+    # the trials' scenario; "extend" off once more iterations did not bring the samples (a
+    # schedule whose traffic ends a few iterations after its last fault is not lengthened so)
+    trial_scn = {"scn": scn, "extend": True}
 
-    def measure(k: float) -> Trial:
+    def run(k: float) -> dict:
         # a trial of its own directory: a second one at k over the first's logs would read
         # the workers done at once and judge the first trial's files again
         n = trials_at[k] = trials_at.get(k, 0) + 1
         tdir = Path(work_dir) / (f"k{k:g}" if n == 1 else f"k{k:g}-{n}") / transport
+        return run_transport(dataclasses.replace(trial_scn["scn"], time_scale=k), transport,
+                             tdir)
+
+    def measure(k: float) -> Trial:
         started = time.monotonic()
-        summary = run_transport(dataclasses.replace(scn, time_scale=k), transport, tdir)
+        summary = run(k)
+        current = trial_scn["scn"]
+        more = iterations_for_samples(summary, current.collective.iterations,
+                                      current.goodput_interval_ms)
+        if more is not None and trial_scn["extend"]:
+            log(f"mrclab calibrate: {transport}'s trial was too short for its workers' "
+                f"lateness to be judged: the trials run {more} iterations from here")
+            trial_scn["scn"] = dataclasses.replace(current, collective=dataclasses.replace(
+                current.collective, iterations=more))
+            summary = run(k)
+            if iterations_for_samples(summary, more, current.goodput_interval_ms) is not None:
+                trial_scn.update(scn=current, extend=False)     # longer bought nothing
+                log(f"mrclab calibrate: {transport}'s longer trial still lacks the samples: "
+                    f"the workers' lateness stays unjudged in its trials, back to "
+                    f"{current.collective.iterations} iterations")
         trial = verdict_of([summary])
         trial.time_scale = k
         log(f"mrclab calibrate: {transport} at time_scale {k:g}: fidelity {trial.verdict} "

@@ -506,3 +506,60 @@ def test_a_full_run_that_did_not_hold_keeps_the_next_builds_search_above_its_k(t
     # without the previous calibration (--from-scratch) the floor goes with it
     assert C.calibrate(scn, "mrc", tmp_path, measure=machine(8)[0], log=lambda _: None,
                        from_previous=False)["time_scale"] == 8.0
+
+
+def test_a_trial_too_short_for_the_workers_lateness_is_run_again_long_enough(tmp_path):
+    """4 iterations of 50 ms of emulated time: 20 goodput samples of 10 ms, where the check
+    needs 100; sized for twice that, 2 x 100 x 10 ms = 2 s, the trials run 4 x 2 / 0.2 = 40
+    iterations: at once at the same k, and from then on."""
+    scn = S.parse(SCN)
+    ran = []
+
+    def run_transport(trial, transport, tdir):
+        n = trial.collective.iterations
+        ran.append((trial.time_scale, n))
+        fidelity = {"verdict": "ok" if trial.time_scale >= 2 else "degraded", "margins": {}}
+        if n < 40:              # too few samples: the check did not vote
+            fidelity["unmeasured"] = {"worker_lateness": "no worker logged 100+ goodput samples"}
+        return {"fidelity": fidelity, "time_scale": trial.time_scale,
+                "timed_start_ns": 10**9, "traffic_end_ns": 10**9 + n * 50 * 10**6}
+
+    said = []
+    measure = C.measure_on_fabric(scn, "mrc", tmp_path, run_transport, log=said.append)
+    assert measure(1.0).verdict == "degraded"
+    assert measure(2.0).verdict == "ok"
+    assert ran == [(1.0, 4), (1.0, 40), (2.0, 40)]
+    assert "the trials run 40 iterations from here" in said[0]
+
+
+def test_a_trial_that_measured_the_workers_lateness_keeps_its_iterations():
+    summary = {"fidelity": {"unmeasured": {"recovery_window_stalls": "no fault"}},
+               "timed_start_ns": 0, "traffic_end_ns": 10**8}
+    assert C.iterations_for_samples(summary, 6, 10.0) is None
+    unmeasured = {"fidelity": {"unmeasured": {"worker_lateness": "too few"}}}
+    assert C.iterations_for_samples(unmeasured, 6, 10.0) is None       # no duration: no guess
+    # 6 iterations in 3 s, yet unmeasured (a worker's samples outside the timed window): at
+    # least one more iteration
+    assert C.iterations_for_samples({**unmeasured, "timed_start_ns": 0,
+                                     "traffic_end_ns": 3 * 10**9}, 6, 10.0) == 7
+
+
+def test_a_trial_that_more_iterations_do_not_lengthen_is_extended_once_only(tmp_path):
+    """A schedule whose traffic stops a few iterations after its last fault lasts as long with
+    40 iterations as with 4: the trial is run again once, then the search goes on with its 4."""
+    scn = S.parse(SCN)
+    ran = []
+
+    def run_transport(trial, transport, tdir):
+        ran.append(trial.collective.iterations)
+        return {"fidelity": {"verdict": "ok", "margins": {},
+                             "unmeasured": {"worker_lateness": "too few samples"}},
+                "time_scale": trial.time_scale, "timed_start_ns": 0,
+                "traffic_end_ns": 200 * 10**6}
+
+    said = []
+    measure = C.measure_on_fabric(scn, "mrc", tmp_path, run_transport, log=said.append)
+    measure(1.0)
+    measure(2.0)
+    assert ran == [4, 40, 4]
+    assert "stays unjudged" in said[1]
