@@ -27,6 +27,7 @@ from os_ken import cfg
 from controller import api_auth, openflow_app
 from controller import routing as R
 from controller.api import ApiServer
+from controller.servers import RemoteNodes
 from controller.service import FabricController
 from model.topology import FabricSpec, Topology
 
@@ -44,7 +45,7 @@ def _load_spec(path: str) -> FabricSpec:
     return FabricSpec.from_dict(data)
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m controller.app", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--spec-json", required=True, help="FabricSpec as JSON (to_dict())")
@@ -64,15 +65,24 @@ def main(argv=None) -> int:
     parser.add_argument("--of-host", default="127.0.0.1",
                         help="the address OpenFlow listens on: this machine's loopback, or "
                              "0.0.0.0 for a fabric whose switches are also on other servers")
+    parser.add_argument("--remote-nodes-json", default=None,
+                        help="a fabric over several servers: {node: server} of the nodes not on "
+                             "this machine, whose fault commands run there over ssh")
     parser.add_argument("--log-level", default="INFO")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
         spec = _load_spec(args.spec_json)
-        controller = FabricController(Topology(spec), args.routing, args.dynamic_convergence_s,
+        topo = Topology(spec)
+        controller = FabricController(topo, args.routing, args.dynamic_convergence_s,
                                       args.fault_log, args.buckets,
-                                      endpoint_dir=args.endpoint_dir)
+                                      endpoint_dir=args.endpoint_dir,
+                                      remote=RemoteNodes.from_file(args.remote_nodes_json, topo))
         token = api_auth.read_token(args.token_file)
     except (OSError, ValueError, api_auth.TokenError) as err:
         print(f"controller: {err}", file=sys.stderr)

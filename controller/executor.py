@@ -22,12 +22,15 @@ def run_checked(argv: list[str]) -> str:
 
 class Executor:
     """run(argv) -> stdout raises on failure; openflow() returns the adapter's handle (install,
-    delete_cookie) or None; start_flap / cancel_flap take the StartFlap / CancelFlap command."""
+    delete_cookie) or None; start_flap / cancel_flap take the StartFlap / CancelFlap command;
+    where(node, argv) -> the argv that runs argv on the node's server (unchanged by default)."""
 
     def __init__(self, run: Callable[[list[str]], str], openflow: Callable[[], object],
                  start_flap: Callable[[StartFlap], None],
-                 cancel_flap: Callable[[CancelFlap], None]):
+                 cancel_flap: Callable[[CancelFlap], None],
+                 where: Callable[[str | None, list[str]], list[str]] = lambda node, argv: argv):
         self.run = run
+        self.where = where
         self.openflow = openflow
         self.start_flap = start_flap
         self.cancel_flap = cancel_flap
@@ -42,7 +45,7 @@ class Executor:
         for cmd in commands:
             match cmd:
                 case RunArgv():
-                    self.run(list(cmd.argv))
+                    self.run(self.where(cmd.node, list(cmd.argv)))
                 case InstallRules():
                     self._require_openflow().install(cmd.switch, list(cmd.rules))
                 case DeleteCookie():

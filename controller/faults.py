@@ -143,6 +143,11 @@ def egress_ports(topo: Topology, fault: dict, host_pids: dict) -> list[tuple[lis
 # ---------------------------------------------------------------- link state
 
 
+def switch_ends(topo: Topology, a: str, b: str) -> list[tuple[str, str]]:
+    """(switch, peer) of each switch end of the link a-b, the ends link_set_commands sets."""
+    return [(node, peer) for node, peer in ((a, b), (b, a)) if not is_host(topo, node)]
+
+
 def link_set_commands(topo: Topology, a: str, b: str, up: bool, host_pids: dict) -> list[list[str]]:
     """`ip link set dev X up|down` on the switch ends of the link. A host end is never set
     administratively down: that would make the kernel delete the NIC's IPv6 address, its plane
@@ -152,7 +157,7 @@ def link_set_commands(topo: Topology, a: str, b: str, up: bool, host_pids: dict)
     host_pids is accepted for symmetry with the other builders and unused."""
     state = "up" if up else "down"
     return [["ip", "link", "set", "dev", intf_of(topo, node, peer), state]
-            for node, peer in ((a, b), (b, a)) if not is_host(topo, node)]
+            for node, peer in switch_ends(topo, a, b)]
 
 
 def flap_schedule(period_s: float, count: int) -> list[tuple[float, bool]]:

@@ -97,8 +97,10 @@ def link_state_step(state: FaultState, topo: Topology, a: str, b: str, up: bool)
     """Set the link administratively up or down (also one step of a flap)."""
     pair = frozenset((a, b))
     down = state.admin_down - {pair} if up else state.admin_down | {pair}
-    return Step(tuple(run_all(F.link_set_commands(topo, a, b, up, {}))),
-                replace(state, admin_down=down))
+    ends = [node for node, _ in F.switch_ends(topo, a, b)]
+    commands = [RunArgv(tuple(argv), node)
+                for node, argv in zip(ends, F.link_set_commands(topo, a, b, up, {}))]
+    return Step(tuple(commands), replace(state, admin_down=down))
 
 
 def _plan_link(action, state, ctx, up: bool) -> Plan:
@@ -139,7 +141,8 @@ def _plan_gray_loss(action: GrayLoss, state, ctx) -> Plan:
     steps = []
     for (s, r), ns, intf in _egress(action, ctx):
         state = state.with_active(("gray_loss", s, r), {"percent": action.percent})
-        steps.append(Step(tuple(run_all(F.gray_loss_commands(ns, intf, action.percent))), state))
+        steps.append(Step(tuple(run_all(F.gray_loss_commands(ns, intf, action.percent), s)),
+                          state))
     return Plan(tuple(steps))
 
 
@@ -149,7 +152,7 @@ def _plan_nft_clear(action, state, ctx) -> Plan:
     for (s, r), ns, intf in _clear_egress(action, state, ctx, kind):
         state = state.with_active((kind, s, r), None)
         cmds = F.nft_clear_commands(ns, R.kind(kind).nft_table, intf)
-        steps.append(Step(tuple(run_all(cmds)), state))
+        steps.append(Step(tuple(run_all(cmds, s)), state))
     return Plan(tuple(steps))
 
 
@@ -168,7 +171,8 @@ def _plan_ecn_mark(action: EcnMark, state, ctx) -> Plan:
     for (s, r), ns, intf in _egress(action, ctx):
         notes.append(ecn_marker_note(intf, not ns and intf in ctx.bpf_marker_ports))
         state = state.with_active(("ecn_mark", s, r), {"rate_mbit": action.rate_mbit})
-        steps.append(Step(tuple(run_all(F.ecn_mark_commands(ns, intf, action.rate_mbit))), state))
+        steps.append(Step(tuple(run_all(F.ecn_mark_commands(ns, intf, action.rate_mbit), s)),
+                          state))
     return Plan(tuple(steps), _frozen({"marker": "nftables-fallback", "notes": notes}))
 
 
@@ -202,7 +206,7 @@ def _plan_degrade(action: Degrade, state, ctx) -> Plan:
                         if "qdisc" not in c]
         state = state.with_degraded(pair, port).with_active(
             ("degrade", *pair), {"fraction": action.fraction, "mbit": mbit})
-        steps.append(Step(tuple(run_all(cmds)), state))
+        steps.append(Step(tuple(run_all(cmds, pair[0])), state))
     return Plan(tuple(steps))
 
 
@@ -214,7 +218,7 @@ def _plan_degrade_clear(action: DegradeClear, state, ctx) -> Plan:
         port = state.degraded[pair]
         cmds = F.degrade_clear_commands(ns, intf, list(port.leaves), link_mbit, port.own_qdisc)
         state = state.with_degraded(pair, None).with_active((kind, *pair), None)
-        steps.append(Step(tuple(run_all(cmds)), state))
+        steps.append(Step(tuple(run_all(cmds, pair[0])), state))
     return Plan(tuple(steps))
 
 
@@ -285,24 +289,31 @@ def _active_changes(before: FaultState, after: FaultState) -> list[tuple[tuple, 
             if before.active.get(key) != after.active.get(key)]
 
 
-def merge_nft_steps(before: FaultState, steps, budget: int = NFT_SCRIPT_BUDGET) -> tuple[Step, ...]:
+def merge_nft_steps(before: FaultState, steps, budget: int = NFT_SCRIPT_BUDGET,
+                    server_of=lambda node: None) -> tuple[Step, ...]:
     """Steps of nftables faults (each one nft command on one port) as one step per network
     namespace: its scripts in their order, one nft transaction, so a fault on many ports costs
     the machine one process per namespace instead of one per port, and each namespace changes
     at one instant. Tables of different namespaces are independent, so only the order within
     a namespace is kept; a script past `budget` bytes starts another step. Each merged step's
     state holds its own changes and those of the steps before it, so a failure leaves the
-    state describing what was applied. ValueError for a step that is not one nft command."""
-    groups: dict[tuple[str, ...], list[tuple[str, list]]] = {}
+    state describing what was applied. ValueError for a step that is not one nft command.
+    server_of(node): the server a node's commands run on (None: this machine); the root
+    namespaces of two servers are two namespaces, merged apart."""
+    groups: dict[tuple, list[tuple[str, list]]] = {}
+    nodes: dict[tuple, str | None] = {}
     previous = before
     for step in steps:
         if len(step.commands) != 1 or not isinstance(step.commands[0], RunArgv):
             raise ValueError(f"not a single nft command: {step.commands!r}")
         prefix, script = F.split_nft_argv(step.commands[0].argv)
-        groups.setdefault(prefix, []).append((script, _active_changes(previous, step.state)))
+        group = (server_of(step.commands[0].node), prefix)
+        nodes.setdefault(group, step.commands[0].node)
+        groups.setdefault(group, []).append((script, _active_changes(previous, step.state)))
         previous = step.state
     merged, state = [], before
-    for prefix, items in groups.items():
+    for group, items in groups.items():
+        prefix = group[1]
         chunk: list[str] = []
         size = 0                          # len("; ".join(chunk)), kept as the chunk grows
         for i, (script, changes) in enumerate(items):
@@ -313,7 +324,8 @@ def merge_nft_steps(before: FaultState, steps, budget: int = NFT_SCRIPT_BUDGET) 
             last = i + 1 == len(items)
             if last or size + len(NFT_JOIN) + len(items[i + 1][0]) > budget:
                 merged.append(Step((RunArgv(tuple(F.nft_argv(list(prefix),
-                                                              NFT_JOIN.join(chunk)))),), state))
+                                                              NFT_JOIN.join(chunk))),
+                                            nodes[group]),), state))
                 chunk, size = [], 0
     if steps and merged[-1].state != previous:
         raise ValueError("merged steps do not reach the state the steps did: a step changed "

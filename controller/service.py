@@ -24,6 +24,7 @@ from controller.denylist import DenylistService
 from controller.executor import Executor, run_checked
 from controller.fault_log import FaultLog
 from controller.host_namespaces import checked_host_namespaces
+from controller.servers import RemoteNodes
 from controller.routing_state import RoutingState
 from controller.scheduler import Scheduler
 from model import faults as fault_kinds
@@ -41,7 +42,7 @@ class FabricController:
 
     def __init__(self, topo: Topology, routing_mode: str, dynamic_convergence_s: float | None,
                  fault_log_path: str | None, buckets: int | None = None, run=run_checked,
-                 endpoint_dir: str | None = None):
+                 endpoint_dir: str | None = None, remote: RemoteNodes | None = None):
         if routing_mode not in R.ROUTING_MODES:
             raise ValueError(f"routing must be one of {R.ROUTING_MODES}, got {routing_mode!r}")
         if dynamic_convergence_s is not None and routing_mode != "ecmp":
@@ -55,12 +56,15 @@ class FabricController:
                                     else R.default_buckets(topo.spec.spines))
         self.state = P.FaultState()
         self.host_namespaces: dict = {}     # host name -> HostNamespace (an open handle)
+        self.remote = remote or RemoteNodes()   # the nodes on other servers
+        self.remote_host_pids: dict = {}    # host name -> its shell's pid there
         self.run = run
         self.openflow = None
         self.lock = threading.RLock()
         self.fault_log = FaultLog(fault_log_path)
         self.scheduler = Scheduler()
-        self.executor = Executor(run, lambda: self.openflow, self._start_flap, self._cancel_flap)
+        self.executor = Executor(run, lambda: self.openflow, self._start_flap, self._cancel_flap,
+                                 self.remote.argv)
         self.dpid_to_switch = {sw.dpid: name for name, sw in topo.switches.items()}
         self.denylist = DenylistService(topo, socket_dir=endpoint_dir)
 
@@ -157,7 +161,7 @@ class FabricController:
                 steps += plan.steps
                 state = plan.state
                 extras.append(dict(plan.log_extra))
-            for step in P.merge_nft_steps(self.state, steps):
+            for step in P.merge_nft_steps(self.state, steps, server_of=self.remote.server_of):
                 self.executor.execute(step.commands)
                 self.state = step.state
             for note in (n for extra in extras for n in extra.get("notes", ())):
@@ -172,14 +176,15 @@ class FabricController:
         of = self.openflow
         connected = None if of is None else frozenset(
             name for name in self.topo.switches if of.is_connected(name))
-        ctx = P.PlanContext(self.topo, {name: ns.path for name, ns in self.host_namespaces.items()},
-                            connected)
-        leaves = {pair: F.htb_leaf_classes(self.run(argv))
+        pids = {name: ns.path for name, ns in self.host_namespaces.items()}
+        ctx = P.PlanContext(self.topo, {**pids, **self.remote_host_pids}, connected)
+        leaves = {pair: F.htb_leaf_classes(self.run(self.remote.argv(pair[0], argv)))
                   for pair, argv in P.degrade_queries(action, self.state, ctx).items()}
         markers = frozenset()
         if isinstance(action, A.EcnMark):
+            # the BPF markers are this machine's (a fabric over servers runs without them)
             ports = [F.intf_of(self.topo, s, r) for s, r in action.directed_pairs()
-                     if not F.is_host(self.topo, s)]
+                     if not F.is_host(self.topo, s) and not self.remote.is_remote(s)]
             markers = frozenset(p for p in ports if counters.marker_active(p, run_checked))
         return P.PlanContext(self.topo, ctx.host_pids, connected, leaves, markers)
 
@@ -239,14 +244,17 @@ class FabricController:
                 "dynamic_convergence_s": self.convergence_s, "ecmp_buckets": self.buckets}
 
     def register_hosts(self, pids) -> dict:
-        clean = checked_host_namespaces(self.topo, pids)
+        remote = self.remote.host_pids(self.topo, pids) if isinstance(pids, dict) else {}
+        here = pids if not remote else {n: p for n, p in pids.items() if n not in remote}
+        clean = checked_host_namespaces(self.topo, here) if here or not remote else {}
         with self.lock:
+            self.remote_host_pids.update(remote)
             for name, ns in clean.items():
                 old = self.host_namespaces.get(name)
                 if old is not None:
                     old.close()
                 self.host_namespaces[name] = ns
-            return {"ok": True, "hosts": sorted(self.host_namespaces)}
+            return {"ok": True, "hosts": sorted({*self.host_namespaces, *self.remote_host_pids})}
 
     def links(self) -> list:
         with self.lock:

@@ -20,12 +20,17 @@ from emulation.cluster import vxlan
 from emulation.cluster.placement import Placement
 from emulation.cluster.server_commands import Servers
 from emulation.network import control_secrets
+from model import ssh
 from model.proc import run_checked
 from model.topology import Topology
 
 LOCAL = "localhost"            # Mininet's cluster name for the machine it runs on
 LOOPBACK = "127.0.0.1"
 ANY_ADDRESS = "0.0.0.0"
+
+
+def _in_netns(pid: int, argv: list[str]) -> list[str]:
+    return ["nsenter", "--target", str(pid), "--net", "--", *argv]
 
 
 class FabricServers:
@@ -107,8 +112,23 @@ class FabricServers:
 
     def in_host_argv(self, server: str, pid: int, argv: list[str]) -> list[str]:
         """argv in the network namespace of process `pid` (a host's shell) on `server`."""
-        inner = ["nsenter", "--target", str(pid), "--net", "--", *argv]
+        inner = _in_netns(pid, argv)
         return inner if self.is_local(server) else self.commands.argv_on(server, inner)
+
+    def remote_nodes(self) -> dict[str, str]:
+        """{node: server} of every node not on this machine (what the controller reads)."""
+        return {node: server for node, server in self.placement.server_of.items()
+                if not self.is_local(server)} if self.placement else {}
+
+    def popen_in_host_argv(self, server: str, pid: int,
+                           argv: list[str]) -> tuple[list[str], bool]:
+        """(the argv that starts argv in a host's namespace on `server`, whether its stdin must
+        be a pipe kept open). On another server the command is tied to its ssh connection
+        (model/ssh.py), so killing the ssh here stops it there: it needs ssh's stdin open."""
+        if self.is_local(server):
+            return _in_netns(pid, argv), False
+        tied = ssh.tied_to_connection(_in_netns(pid, argv))
+        return self.commands.argv_on(server, tied, stdin=True), True
 
     def bridges_on(self, server: str) -> list[str]:
         return [sw for sw in self.topo.switches if self.server_of(sw) == server]

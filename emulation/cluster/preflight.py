@@ -17,19 +17,15 @@ rules are tested on text; run() is the part that runs the commands.
 """
 from __future__ import annotations
 
-import os
 import shlex
 import subprocess
 from pathlib import Path
 
 from emulation.cluster import vxlan
 from emulation.cluster.placement import parse_servers
+from model.ssh import SSH, SSH_CONFIG_ENV, as_root, ssh_argv, ssh_base  # noqa: F401 - the API
 
 REPO = Path(__file__).resolve().parents[2]
-SSH = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
-# An ssh_config of the cluster's own (keys, users, addresses per server), passed to every ssh
-# mrclab runs, when set: `mrclab local-server up` writes one for its servers.
-SSH_CONFIG_ENV = "MRCLAB_SSH_CONFIG"
 SSH_FAILED = 255                  # ssh's own exit status when it cannot log in
 TIMEOUT_S = 30
 FACTS = ("sudo", "ovs", "mininet", "vxlan", "python", "commit", "dirty")
@@ -138,23 +134,6 @@ def run_command(argv: list[str], script: str) -> tuple[int, str, str]:
     except OSError as exc:
         return SSH_FAILED, "", f"{argv[0]}: {exc.strerror}"
     return done.returncode, done.stdout, done.stderr
-
-
-def ssh_base(environ=os.environ) -> list[str]:
-    """ssh with mrclab's options, and the cluster's ssh_config when SSH_CONFIG_ENV names one."""
-    config = environ.get(SSH_CONFIG_ENV)
-    return SSH + (["-F", config] if config else [])
-
-
-def ssh_argv(server: str, command: list[str]) -> list[str]:
-    return ssh_base() + [server, shlex.join(command)]
-
-
-def as_root(command: list[str]) -> list[str]:
-    """command run as root on a server: as it is when ssh logged in as root (a server need not
-    have sudo), else through `sudo -n`."""
-    return ["sh", "-c", 'if [ "$(id -u)" = 0 ]; then exec "$@"; else exec sudo -n "$@"; fi',
-            "as_root", *command]
 
 
 def run(servers, addresses: dict[str, str], fabric_mtu: int, repo: str | Path = REPO,

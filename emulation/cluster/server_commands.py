@@ -1,5 +1,5 @@
 """Commands on the servers of a fabric spread over several: on the first server (this machine)
-as they are, on another one over mrclab's ssh as root (emulation/cluster/preflight.py).
+as they are, on another one over mrclab's ssh as root (model/ssh.py).
 
 Why batches: a fabric configures every switch port with several `ip`, `tc` and `ovs-vsctl`
 commands, and one ssh login per command would cost a few hundred logins per remote server.
@@ -18,6 +18,7 @@ import subprocess
 
 from emulation.cluster import preflight
 from emulation.cluster.placement import Placement
+from model import ssh
 from model.proc import run_checked
 
 FAILED_MARK = "mrclab-batch-failed:"   # the batch script's line naming the command that failed
@@ -93,13 +94,11 @@ class Servers:
         return [s for s in self.placement.servers if not self.is_local(s)]
 
     def argv_on(self, server: str, argv: list[str], stdin: bool = False) -> list[str]:
-        """argv as it runs on `server`: unchanged here, over ssh as root elsewhere. Without
-        `stdin`, ssh reads none (-n): a command started beside a terminal must not take its
-        input."""
+        """argv as it runs on `server`: unchanged here, over ssh as root elsewhere (reading
+        its stdin only when `stdin`: model/ssh.py root_argv)."""
         if self.is_local(server):
             return list(argv)
-        full = preflight.ssh_argv(server, preflight.as_root(list(argv)))
-        return full if stdin else [full[0], "-n", *full[1:]]
+        return ssh.root_argv(server, argv, stdin)
 
     def run(self, server: str, argv: list[str], what: str = "",
             timeout: float = DEFAULT_TIMEOUT_S) -> str:

@@ -36,6 +36,7 @@ from emulation.cluster import remote
 from emulation.cluster.fabric_servers import FabricServers
 from emulation.network import (cgroups, cleanup, control_secrets, hostnet, ovs_service, ovs_sndbuf,
                                switchqueue)
+from emulation.network.capture import Capture
 from emulation.network.scheduling import DEFAULT_SCHEDULING, SchedulingError
 from emulation.network import trimming as trim_mod
 from emulation.network.fabric_lock import (  # noqa: F401 - the fabric's API
@@ -57,29 +58,6 @@ def _tail(path: Path, lines: int = 30) -> str:
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
-
-
-class Capture:
-    """A tcpdump running in a host namespace; stop() flushes and closes the pcap."""
-
-    def __init__(self, proc: subprocess.Popen, path: Path, intf: str):
-        self.proc, self.path, self.intf = proc, path, intf
-
-    def stop(self, timeout: float = 5.0) -> Path:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.path
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.stop()
 
 
 class Fabric:
@@ -139,6 +117,7 @@ class Fabric:
         self.controller_proc: subprocess.Popen | None = None
         self._lock_fd: int | None = None
         self._children: list[subprocess.Popen] = []
+        self._ties: list = []             # the open stdins that keep remote processes alive
         self._old_handlers: dict = {}
         self._tmpdir = None
         self._trim_attached = False
@@ -162,7 +141,15 @@ class Fabric:
         """Start argv in host n's network namespace; killed at teardown if still running.
         role: what the process is to the fabric's scheduling ("endpoints" for a process whose
         main thread runs a packet loop, "captures"; emulation/network/scheduling.py)."""
-        proc = subprocess.Popen(self._in_host(n, list(argv)), **kw)
+        name = self.topo.host(n).name
+        full, tied = self.servers.popen_in_host_argv(self.servers.server_of(name),
+                                                     self.host(n).pid, list(argv))
+        if tied:                # its ssh's stdin, kept open while it runs (fabric_servers.py)
+            kw = {**kw, "stdin": subprocess.PIPE}
+        proc = subprocess.Popen(full, **kw)
+        if tied:                # held here, out of reach of communicate(), which would close it
+            self._ties.append(proc.stdin)
+            proc.stdin = None
         self._children.append(proc)
         if role is not None:
             self._place(proc.pid, role)
@@ -299,9 +286,9 @@ class Fabric:
         self._attach_trimming()
         self._connect_switches()
         self._wait_controller_ready()
-        # a host on another server is not the controller's to enter (its faults act here)
-        self.controller.register_hosts({h.name: self.host(h.index).pid for h in self.topo.hosts
-                                        if where.is_local(where.server_of(h.name))})
+        # a host of another server by its shell's pid there (the controller's faults enter it
+        # there, controller/servers.py)
+        self.controller.register_hosts({h.name: self.host(h.index).pid for h in self.topo.hosts})
 
     def _connect_switches(self) -> None:
         """Every server's Open vSwitch: the fabric's TLS key (refused when OVS has a foreign
@@ -361,6 +348,10 @@ class Fabric:
                 "--fault-log", str(self.run_dir / "faults.jsonl")]
         if self.dynamic_convergence_s is not None:
             argv += ["--dynamic-convergence-s", str(self.dynamic_convergence_s)]
+        if self.servers.clustered:
+            remote_file = self.run_dir / "remote_nodes.json"
+            remote_file.write_text(json.dumps(self.servers.remote_nodes()))
+            argv += ["--remote-nodes-json", str(remote_file)]
         self._controller_log = log
         with open(log, "ab") as out:
             self.controller_proc = subprocess.Popen(argv, cwd=REPO_ROOT, stdout=out,
@@ -535,6 +526,9 @@ class Fabric:
                 except subprocess.TimeoutExpired:
                     errors.append(f"child pid {proc.pid} did not exit")
             self._children = []
+            for tie in self._ties:
+                tie.close()
+            self._ties = []
             if self.net is not None:
                 if self._shaped:
                     errors += self._snapshot_queue_counters()

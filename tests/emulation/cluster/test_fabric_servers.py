@@ -62,3 +62,16 @@ def test_commands_go_to_the_server_of_their_port(monkeypatch):
     assert sent == [("b", [["tc", "a"], ["tc", "b"], ["tc", "c"]])]
     with pytest.raises(LookupError, match="exit 1"):
         c.run_per_server([("t0p0g0-e1", ["false"])], "shaping")
+
+
+def test_a_process_in_a_host_of_another_server_is_tied_to_its_ssh():
+    import shlex
+    c = cluster()
+    here, tied = c.popen_in_host_argv("localhost", 42, ["tcpdump", "-i", "h0-p0"])
+    assert here == ["nsenter", "--target", "42", "--net", "--", "tcpdump", "-i", "h0-p0"]
+    assert not tied
+    there, tied = c.popen_in_host_argv("b", 42, ["tcpdump", "-i", "h2-p0"])
+    assert tied and there[0] == "ssh" and "-n" not in there      # its stdin is the tie
+    words = shlex.split(there[-1])
+    assert words[words.index("tied") + 1:] == ["nsenter", "--target", "42", "--net", "--",
+                                               "tcpdump", "-i", "h2-p0"]
