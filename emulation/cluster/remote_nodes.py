@@ -10,6 +10,8 @@ accepts a root login without sudo; so do these nodes.
 """
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 
 from mininet.examples.cluster import RemoteMixin, RemoteOVSSwitch
@@ -19,6 +21,7 @@ from emulation.cluster import preflight
 
 ROOT = "root"
 SHELL_TIMEOUT_S = 30          # ssh's log-in and a shell's start on a loaded server take seconds
+SHELL_EXIT_S = 5              # a hung-up remote shell's ssh exits at once when its server answers
 
 
 class RemoteNodeError(RuntimeError):
@@ -64,6 +67,23 @@ class MrclabSSH(RemoteMixin):
                 f"{self.name} on {self.server}: a shell cannot start there ("
                 f"{said.strip()[-200:] or f'exit status {code}'}); check the server with the "
                 f"preflight (mrclab run ... --servers ... --validate-only)")
+
+    def terminate(self):
+        """Mininet's terminate hangs up the shell's process group and its cleanup then waits
+        for the shell without end: an ssh whose connection no longer answers would hold the
+        fabric's teardown forever, so a remote shell's ssh still running SHELL_EXIT_S after the
+        hang-up is killed first."""
+        shell = self.shell
+        if self.isRemote and shell is not None and shell.poll() is None:
+            try:
+                os.killpg(shell.pid, signal.SIGHUP)
+                shell.wait(SHELL_EXIT_S)
+            except subprocess.TimeoutExpired:
+                shell.kill()
+                shell.wait()
+            except ProcessLookupError:
+                pass
+        super().terminate()
 
     def _popen(self, cmd, sudo=True, tt=True, **params):
         if self.isRemote:               # root there needs no sudo, and a server need not have it
