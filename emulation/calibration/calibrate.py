@@ -56,8 +56,8 @@ BISECT_RATIO = 1.25
 # (docs/results/2026-11-30-calibration-confirmation.md). A failed confirmation makes that k a
 # failure and the search goes on above it.
 CONFIRMATIONS = 1
-# How many times the samples the lateness checks need a trial is sized for: its duration is
-# measured once, and a later trial at a larger k or a busier moment may run a little shorter.
+# How many times the samples the lateness checks need a trial is sized for: the size comes from
+# one trial's duration, and a later trial at a larger k or a busier moment may run shorter.
 SAMPLE_MARGIN = 2.0
 SOURCE_PACKAGES = ("model", "traffic", "controller", "emulation")
 NOT_HOLDING = (DEGRADED, INVALID)          # the verdicts that say a run's k did not hold
