@@ -94,10 +94,14 @@ class RoceSenderQP(PostedWrites):
         return None
 
     def set_local_port(self, plane: int, up: bool, now_ns: int) -> None:
+        """The QP's port: while it is down nothing is sent; when it comes back the QP polls at
+        once, since a WRITE posted meanwhile with nothing outstanding has no timer to wake it."""
         if plane == self.plane and self.local_up != up:
             self.local_up = up
             self.emit({"t_ns": now_ns, "event": Event.PORT, "plane": plane, "up": up,
                        "side": "local", "qp": self.qp_num})
+            if up:
+                self._wake_ns = -1
 
     def next_deadline(self, now_ns: int) -> int | None:
         if self.error is not None:

@@ -169,3 +169,21 @@ def test_the_ack_timeout_exponent_is_4_096_us_times_2_to_the_n():
 
 def _paths():
     return PathInfo(planes=(0, 1), spines=2)
+
+
+def test_a_write_posted_while_the_port_is_down_goes_out_once_it_is_up():
+    """Nothing outstanding and the QP's port down when a WRITE is posted: there is no ACK timer
+    to wake the QP, and the endpoint polls a QP only at its next deadline, so the port's return
+    must be one. (In a switch-down run a RoCE QP whose port went down between two WRITEs never
+    sent the second one after the port came back.)"""
+    h = roce()
+    region = h.registry.register(bytearray(3000))
+    now = h.clock.now_ns
+    h.sender.set_local_port(h.sender.plane, False, now)
+    h.sender.post_write(bytes(3000), region.va, region.rkey)
+    assert data_of(h.sender.poll(now)) == []
+    assert h.sender.next_deadline(now) is None          # no busy loop while the port is down
+    h.sender.set_local_port(h.sender.plane, True, now + 1)
+    due = h.sender.next_deadline(now + 1)
+    assert due is not None and due <= now + 1
+    assert [p.psn for p in data_of(h.sender.poll(now + 1))] == [0, 1, 2]
