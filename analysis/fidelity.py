@@ -84,7 +84,7 @@ LATENESS_MIN_SAMPLES = 100          # fewer samples than this say nothing about 
 # than the protocol's RTT. ovs-vswitchd logs only poll intervals of 1000 ms and more
 # (lib/timeval.c), so any logged stall during the timed iterations breaks this bound ~100x.
 OVS_STALL_BOUND_RTTS = 1.0
-OVS_LOG = Path("/var/log/openvswitch/ovs-vswitchd.log")
+OVS_LOG = windows.OVS_LOG
 OVS_STALLS_FILE = windows.OVS_STALLS_FILE     # in a transport's run directory
 _OVS_STALL = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?)Z\|\d+\|timeval[^|]*\|WARN\|"
                         r"Unreasonably long (\d+)ms poll interval")
@@ -237,10 +237,16 @@ def ovs_stalls_in(text: str, start_realtime_ns: int, end_realtime_ns: int) -> li
 def record_ovs_stalls(tdir: Path, start_realtime_ns: int | None, end_realtime_ns: int | None,
                       log_path: Path = OVS_LOG) -> dict:
     """Write the transport's ovs_stalls.json: the stalls ovs-vswitchd logged in the window, or
-    why they could not be read (the analysis then says the invariant was not measured)."""
+    why they could not be read (the analysis then says the invariant was not measured); in a
+    run over servers also each other server's, from its stall lines in the run directory (each
+    stall then names its server)."""
     record: dict = {"log": str(log_path), "window_realtime_ns": [start_realtime_ns,
                                                                  end_realtime_ns],
                     "stalls": [], "error": None}
+    others = sorted(Path(tdir).glob(f"{windows.OTHER_OVS_LOG_PREFIX}*"
+                                    f"{windows.OTHER_OVS_LOG_SUFFIX}"))
+    if others:
+        record["other_logs"] = [p.name for p in others]
     if start_realtime_ns is None or end_realtime_ns is None:
         record["error"] = "the run has no timed window (no iteration logged)"
     else:
@@ -250,6 +256,11 @@ def record_ovs_stalls(tdir: Path, start_realtime_ns: int | None, end_realtime_ns
             record["error"] = f"cannot read {log_path}: {exc.strerror or exc}"
         else:
             record["stalls"] = ovs_stalls_in(text, start_realtime_ns, end_realtime_ns)
+        for path in others:
+            server = path.name[len(windows.OTHER_OVS_LOG_PREFIX):-len(
+                windows.OTHER_OVS_LOG_SUFFIX)]
+            record["stalls"] += [{**stall, "server": server} for stall in ovs_stalls_in(
+                path.read_text(errors="replace"), start_realtime_ns, end_realtime_ns)]
     (Path(tdir) / OVS_STALLS_FILE).write_text(json.dumps(record, indent=1))
     return record
 

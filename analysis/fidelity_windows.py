@@ -64,6 +64,16 @@ WINDOW_MIN_INTERVALS = 20
 OVS_STALL_RTTS = 1.0
 DEFAULT_GOODPUT_INTERVAL_MS = 10.0  # the workers' sampling grid when worker.json has none
 OVS_STALLS_FILE = "ovs_stalls.json"
+OVS_LOG = Path("/var/log/openvswitch/ovs-vswitchd.log")   # on every server
+# A run over servers: each other server's stall lines, brought into the run directory with their
+# stamps on this machine's wall clock (emulation/cluster/run_servers.py)
+OTHER_OVS_LOG_PREFIX = "ovs-vswitchd@"
+OTHER_OVS_LOG_SUFFIX = ".log"
+
+
+def other_ovs_log(server: str) -> str:
+    """The run directory's file of a server's ovs-vswitchd stall lines."""
+    return f"{OTHER_OVS_LOG_PREFIX}{server}{OTHER_OVS_LOG_SUFFIX}"
 CPU_CSV = "cpu.csv"
 
 

@@ -30,6 +30,8 @@ BENCHES = {
              "cost of the in-fabric trimming program per packet"),
     "timescale": ("emulation.benches.timescale", "add_timescale_arguments", "timescale_main",
                   "mrclab calibrate on the demo fabric: the time scale this machine needs"),
+    "tunnel": ("emulation.benches.tunnel", "add_tunnel_arguments", "tunnel_main",
+               "a link between servers (VXLAN) against one on a server (veth): CPU per frame"),
     "fidelity": ("emulation.benches.fidelity", "add_fidelity_arguments", "fidelity_main",
                  "the demo's short version idle and with busy processes: MRC's median "
                  "iteration, their ratio, both fidelity verdicts"),

@@ -51,6 +51,12 @@ class Event:
                      COUNTERS, PHASE, ITERATION, ERROR})
 
 
+# The fields of an endpoint or worker log line that hold a time of the writer's CLOCK_MONOTONIC
+# (every other *_ns field is a duration): what moves when a server's log is put on another
+# machine's clock (model/retime.py).
+CLOCK_FIELDS = ("t_ns", "start_ns", "end_ns", "until_ns")
+
+
 class Phase:
     """The "phase" of a worker's PHASE event, in the order a worker reaches them."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 
 SSH = ["ssh", "-o", "BatchMode=yes", "-o", "ConnectTimeout=5"]
 # An ssh_config of the cluster's own, passed to every ssh mrclab runs when set.
@@ -32,21 +33,37 @@ def as_root(command: list[str]) -> list[str]:
             "as_root", *command]
 
 
-# A command that ends with its ssh connection: ssh's stdin stays open and silent while the
-# connection lives, and reads end-of-file once it drops (the local ssh killed, the network gone);
-# a watcher in the remote shell then stops the command. Without it, a remote process outlives
-# the ssh that started it (sshd gives a command without a terminal no hang-up signal). The
-# watcher is a subshell blocked in the shell's own `read`, so stopping it leaves no process.
+# A command that ends with its ssh connection: ssh's stdin stays open while the connection lives,
+# and reads end-of-file once it drops (the local ssh killed, the network gone); a watcher in the
+# remote shell then stops the command. Without it, a remote process outlives the ssh that started
+# it (sshd gives a command without a terminal no hang-up signal). The same channel carries the
+# signals ssh does not forward: a line naming one of FORWARDED_SIGNALS is sent to the command
+# (signal_line()). The watcher is a subshell blocked in the shell's own `read`, so stopping it
+# leaves no process.
+FORWARDED_SIGNALS = ("USR1", "USR2", "INT", "TERM")
 TIED_SCRIPT = ('exec 3<&0 </dev/null; "$@" & child=$!; '
-               '( read -r _ <&3; kill -TERM "$child" 2>/dev/null ) & watcher=$!; '
+               '( while read -r sig <&3; do case "$sig" in '
+               + "|".join(FORWARDED_SIGNALS) +
+               ') kill -"$sig" "$child" 2>/dev/null;; esac; done; '
+               'kill -TERM "$child" 2>/dev/null ) & watcher=$!; '
                'wait "$child"; status=$?; kill "$watcher" 2>/dev/null; '
                'wait "$watcher" 2>/dev/null; exit "$status"')
 
 
 def tied_to_connection(command: list[str]) -> list[str]:
-    """command, stopped (SIGTERM) when its ssh connection's stdin reaches end-of-file; its own
-    stdin is /dev/null, its exit status the shell's."""
+    """command, stopped (SIGTERM) when its ssh connection's stdin reaches end-of-file, and sent
+    each signal whose signal_line() arrives there; its own stdin is /dev/null, its exit status
+    the shell's."""
     return ["sh", "-c", TIED_SCRIPT, "tied", *command]
+
+
+def signal_line(signum: int) -> bytes:
+    """What to write into a tied command's connection to send it signal `signum`; ValueError
+    for a signal the tie does not forward."""
+    name = signal.Signals(signum).name.removeprefix("SIG")
+    if name not in FORWARDED_SIGNALS:
+        raise ValueError(f"a tied command is sent only {', '.join(FORWARDED_SIGNALS)}; not {name}")
+    return f"{name}\n".encode()
 
 
 def root_argv(server: str, command: list[str], stdin: bool = False,

@@ -207,19 +207,24 @@ def code_digest(root: Path = REPO_ROOT) -> str:
 def fabric_description(scn: Scenario, transport: str) -> dict:
     """What of the scenario sets the machine's load per emulated second."""
     spec = scn.spec.to_dict()
-    return {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
+    what = {"fabric": spec, "routing": scn.routing, "trimming": scn.trimming,
             "switch_buffer_kb": scn.switch_buffer_kb, "scheduling": scn.scheduling,
             "capture": scn.capture,
             "transport": transport}
+    if scn.cluster is not None and len(scn.cluster.servers) > 1:   # the servers share the load
+        what["cluster"] = {"servers": list(scn.cluster.servers),
+                           "placement": scn.cluster.placement}
+    return what
 
 
 def trial_of(run: Scenario, short: Scenario | None) -> Scenario:
     """The scenario the trials run: the short version (fewer iterations; its [fabric], so its
-    cache key, is the run's) with the run's captures, or the run itself when it has none. A
-    trial loads the machine as the run will: a tcpdump per host port is work on the same cores,
-    and a k found without it leaves the first full run late (raise_after_run would only mend
-    the next one)."""
-    return run if short is None else dataclasses.replace(short, capture=run.capture)
+    cache key, is the run's) with the run's captures and servers, or the run itself when it
+    has none. A trial loads the machines as the run will: a tcpdump per host port is work on
+    the same cores, and a k found without it leaves the first full run late (raise_after_run
+    would only mend the next one); a run over servers shares its load among them."""
+    return run if short is None else dataclasses.replace(short, capture=run.capture,
+                                                         cluster=run.cluster)
 
 
 def machine_and_fabric(scn: Scenario, transport: str) -> dict:

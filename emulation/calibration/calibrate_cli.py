@@ -1,5 +1,6 @@
-"""`mrclab calibrate SCENARIO [--transport T] [--json] [--cached]`: the command line of emulation/calibration/calibrate.py
-(the search and the cache live there; trials run through emulation/run/runner.py)."""
+"""`mrclab calibrate SCENARIO [--transport T] [--json] [--cached] [--servers A,B]`: the command line
+of emulation/calibration/calibrate.py (the search and the cache live there; trials run through
+emulation/run/runner.py, over the servers of the scenario's [cluster] or of --servers)."""
 from __future__ import annotations
 
 import argparse
@@ -9,6 +10,7 @@ import sys
 from pathlib import Path
 
 from emulation.calibration import calibrate
+from emulation.cluster import options as cluster_options
 from emulation.config import scenario as scenario_mod
 from emulation.config.scenario import ScenarioError
 from model import timescale
@@ -42,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the k it needed last, at any build)")
     parser.add_argument("--cache-dir", default=str(calibrate.CACHE_DIR),
                         help="where calibrations are kept (default: results/.calibration)")
+    cluster_options.add_arguments(parser)
 
 
 def main(args) -> int:
@@ -51,7 +54,11 @@ def main(args) -> int:
         args = parser.parse_args(args)
     try:
         scn = scenario_mod.load(args.scenario)
-        scn = calibrate.trial_of(scn, scenario_mod.load(args.scenario, short=True)
+        problem, placement = cluster_options.announce(scn, args)
+        if problem:
+            raise ScenarioError(problem)
+        scn = calibrate.trial_of(cluster_options.with_placement(scn, placement),
+                                 scenario_mod.load(args.scenario, short=True)
                                  if scn.has_short else None)
     except ScenarioError as exc:
         print(f"mrclab calibrate: {exc}", file=sys.stderr)

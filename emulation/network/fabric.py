@@ -41,6 +41,7 @@ from emulation.network.scheduling import DEFAULT_SCHEDULING, SchedulingError
 from emulation.network import trimming as trim_mod
 from emulation.network.fabric_lock import (  # noqa: F401 - the fabric's API
     LOCK_FILE, FabricError, FabricLockTimeout, acquire_fabric_lock, release_fabric_lock)
+from model import ssh
 from model.ports import API_PORT, OF_PORT
 from model.proc import run_checked as run_command
 from model.topology import FabricSpec, Topology
@@ -117,7 +118,7 @@ class Fabric:
         self.controller_proc: subprocess.Popen | None = None
         self._lock_fd: int | None = None
         self._children: list[subprocess.Popen] = []
-        self._ties: list = []             # the open stdins that keep remote processes alive
+        self._ties: dict = {}             # pid -> the open stdin that keeps a remote process alive
         self._old_handlers: dict = {}
         self._tmpdir = None
         self._trim_attached = False
@@ -142,18 +143,31 @@ class Fabric:
         role: what the process is to the fabric's scheduling ("endpoints" for a process whose
         main thread runs a packet loop, "captures"; emulation/network/scheduling.py)."""
         name = self.topo.host(n).name
-        full, tied = self.servers.popen_in_host_argv(self.servers.server_of(name),
-                                                     self.host(n).pid, list(argv))
+        server = self.servers.server_of(name)
+        if "cwd" in kw and not self.servers.is_local(server):   # there, not in the ssh here
+            argv = ["env", "-C", str(kw.pop("cwd")), *argv]
+        full, tied = self.servers.popen_in_host_argv(server, self.host(n).pid, list(argv))
         if tied:                # its ssh's stdin, kept open while it runs (fabric_servers.py)
             kw = {**kw, "stdin": subprocess.PIPE}
         proc = subprocess.Popen(full, **kw)
         if tied:                # held here, out of reach of communicate(), which would close it
-            self._ties.append(proc.stdin)
+            self._ties[proc.pid] = proc.stdin
             proc.stdin = None
         self._children.append(proc)
         if role is not None:
             self._place(proc.pid, role)
         return proc
+
+    def send_signal(self, proc: subprocess.Popen, signum: int) -> None:
+        """Signal a process popen_in_host started: on another server through its tie (ssh
+        forwards no signal; model/ssh.py), here directly."""
+        tie = self._ties.get(proc.pid)
+        if tie is None:
+            proc.send_signal(signum)
+            return
+        line = ssh.signal_line(signum)
+        tie.write(line if "b" in getattr(tie, "mode", "b") else line.decode())
+        tie.flush()
 
     def _place(self, pid: int, role: str) -> None:
         try:
@@ -526,9 +540,9 @@ class Fabric:
                 except subprocess.TimeoutExpired:
                     errors.append(f"child pid {proc.pid} did not exit")
             self._children = []
-            for tie in self._ties:
+            for tie in self._ties.values():
                 tie.close()
-            self._ties = []
+            self._ties = {}
             if self.net is not None:
                 if self._shaped:
                     errors += self._snapshot_queue_counters()

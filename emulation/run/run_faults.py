@@ -59,8 +59,12 @@ def batches(due: list) -> list[list[tuple[int, object, dict]]]:
 class FaultScheduler(threading.Thread):
     """Applies the scenario's fault schedule at the right times; records every answer."""
 
-    def __init__(self, scn: Scenario, tail: LogTail, api_port: int, applied_path: Path):
+    def __init__(self, scn: Scenario, tail: LogTail, api_port: int, applied_path: Path,
+                 publish=None):
+        """publish(path): copies the stop file where ranks of other servers read it (None:
+        every rank reads the run directory here)."""
         super().__init__(daemon=True, name="fault-scheduler")
+        self.publish = publish
         self.pending = list(enumerate(scn.faults))
         self.tail = tail
         self.api_port = api_port
@@ -138,8 +142,10 @@ class FaultScheduler(threading.Thread):
         self.tail.poll()
         self.ends_at = traffic_end.stop_iteration(self.tail.max_done(), self.after,
                                                   self.iterations)
-        traffic_end.write(self.run_dir, self.ends_at,
-                          f"{self.after} iterations after the last fault entry was applied")
+        path = traffic_end.write(self.run_dir, self.ends_at,
+                                 f"{self.after} iterations after the last fault entry was applied")
+        if self.publish is not None:
+            self.publish(path)
 
     def planned_iterations(self) -> int:
         """How many timed iterations the ranks run: the named end, or the scenario's count."""

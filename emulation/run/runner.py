@@ -71,6 +71,7 @@ import time
 from pathlib import Path
 
 from emulation.cluster import options as cluster_options
+from emulation.cluster.run_servers import RunServers
 from emulation.network import path_monitor
 from emulation.run import metrics_server, run_record
 from emulation.config import scenario as scenario_mod
@@ -174,9 +175,10 @@ def worker_config(scn: Scenario, transport: str, log_dir: Path) -> WorkerConfig:
 
 
 def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
-    """Run one transport of `scn` (as declared) into `tdir`. The fabric, workers, fault
-    schedule and control plane get the wall world (emulation/calibration/time_scale.py); the summary is
-    the emulated world's (analysis reads the run's files back through analysis/timescale.py)."""
+    """Run one transport of `scn` (as declared) into `tdir`, over the servers of its [cluster]
+    (emulation/cluster/options.py; none: this machine). The fabric, workers, fault schedule and
+    control plane get the wall world (emulation/calibration/time_scale.py); the summary is the
+    emulated world's (analysis reads the run's files back through analysis/timescale.py)."""
     from emulation.network.fabric import Fabric  # deferred: Mininet, only once a run starts (not --validate-only)
 
     declared, scn = scn, time_scale_mod.wall_scenario(scn)
@@ -193,30 +195,32 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     fabric_kw = {"trimming": scn.trimming_for(transport),
                  "switch_buffer_bytes": (None if scn.switch_buffer_kb is None
                                          else scn.switch_buffer_kb * 1024)}
-    scheduler = None
-    meter = sched = None
+    scheduler = meter = sched = metrics = servers = None
     sched_record = {"scheduling": scn.scheduling}
-    metrics = None
     procs: list[subprocess.Popen] = []
     stderr_files = []
     try:
         with Fabric(scn.spec, routing=routing, dynamic_convergence_s=convergence,
                     run_dir=tdir / "fabric", time_scale=k, control_class=scn.control_class,
                     scheduling=scn.scheduling,
+                    placement=cluster_options.placement_for(scn),
                     **fabric_kw) as fab:
+            servers = RunServers(fab, tdir, control.dir and str(control.dir))
+            servers.prepare(tdir / "worker.json")
             captures = []
             meter, sched = _meters(fab, procs, captures)
             meter.start()
             if scn.capture:
-                _start_captures(scn, fab, tdir, captures)
-            _start_workers(fab, hosts, tdir, procs, stderr_files)
-            scheduler = FaultScheduler(scn, tail, fab.api_port, tdir / "faults-applied.jsonl")
+                _start_captures(scn, fab, servers, captures)
+            _start_workers(fab, hosts, servers, procs, stderr_files)
+            scheduler = FaultScheduler(scn, tail, fab.api_port, tdir / "faults-applied.jsonl",
+                                       publish=servers.publish if servers.clustered else None)
             scheduler.start()
             # the monitor stops before the last iteration: finishing peers stop answering probes
             control.start(fab.api_port,
                           lambda: tail.max_done() < scheduler.planned_iterations() - 1)
             metrics = metrics_server.start(scn, transport, tdir, fab.api_port)
-            wait_workers(scn, transport, procs, tail, scheduler, state)
+            wait_workers(scn, transport, procs, tail, scheduler, state, fab.send_signal)
             meter.stop()
             sched_record = fab.scheduling.record()
             scheduler.stop()
@@ -231,11 +235,10 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
     finally:
         if metrics is not None:
             metrics.stop()
+        if servers is not None:     # what the other servers hold, fetched back (or recorded)
+            servers.collect()
         state["monitor_error"] = control.stop()
-        if scheduler is not None:
-            scheduler.stop()
-            state["applied"] = scheduler.applied
-            state["scheduler_error"] = scheduler.error
+        _stop_scheduler(scheduler, state)
         _record_unreached(scn, scheduler, state, tail, tdir)
         for p, host in zip(procs, hosts):
             state["exit_codes"].setdefault(host, p.poll())
@@ -246,9 +249,29 @@ def run_transport(scn: Scenario, transport: str, tdir: Path) -> dict:
         if meter is not None:
             _add_cpu(summary, meter, k, tdir)
             _add_sched(summary, sched, k, sched_record)
+        _add_cluster(summary, servers, k)
         summary.update(metric_names.of_summary(summary))   # every metric under its one name
         (tdir / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _stop_scheduler(scheduler, state: dict) -> None:
+    """The fault scheduler stopped, what it applied and its error into the run's state."""
+    if scheduler is not None:
+        scheduler.stop()
+        state["applied"] = scheduler.applied
+        state["scheduler_error"] = scheduler.error
+
+
+def _add_cluster(summary: dict, servers: RunServers | None, k: float) -> None:
+    """A run over servers: its record (each server's clock and CPU over the timed iterations,
+    wall times) and what failed on a server, among the problems."""
+    if servers is None or not servers.clustered:
+        return
+    summary["cluster"] = servers.record(*(timescale.wall_ns(t, k) for t in (
+        summary.get("timed_start_ns"), summary.get("traffic_end_ns"))))
+    summary["problems"] = list(summary.get("problems") or []) + [
+        f"cluster: {error}" for error in servers.errors]
 
 
 def _prepare_run_dir(tdir: Path) -> None:
@@ -283,23 +306,26 @@ def _meters(fab, procs: list, captures: list) -> tuple[CpuMeter, SchedMeter]:
     return cpu, sched
 
 
-def _start_captures(scn: Scenario, fab, tdir: Path, captures: list) -> None:
-    """One capture per host port, appended to `captures` as each starts."""
+def _start_captures(scn: Scenario, fab, servers: RunServers, captures: list) -> None:
+    """One capture per host port, appended to `captures` as each starts; each writes where
+    its host's server keeps the run's files (fetched back at the end)."""
     for h in scn.topology.hosts:
         for p in range(scn.spec.planes):
-            captures.append(fab.capture(h.index, p, tdir / "pcaps" / f"{h.name}-p{p}.pcap",
-                                        snaplen=CAPTURE_SNAPLEN))
+            path = servers.dir_of(h.name) / "pcaps" / f"{h.name}-p{p}.pcap"
+            captures.append(fab.capture(h.index, p, path, snaplen=CAPTURE_SNAPLEN))
 
 
-def _start_workers(fab, hosts, tdir: Path, procs: list, stderr_files: list) -> None:
-    """One worker process per rank, appended to `procs` (its stderr file to `stderr_files`)."""
+def _start_workers(fab, hosts, servers: RunServers, procs: list, stderr_files: list) -> None:
+    """One worker process per rank, appended to `procs` (its stderr file here to
+    `stderr_files`); the event log of a worker on another server followed here."""
     for rank, host in enumerate(hosts):
-        err = open(tdir / f"worker-{host}.stderr", "w")
+        err = open(servers.tdir / f"worker-{host}.stderr", "w")
         stderr_files.append(err)
         procs.append(fab.popen_in_host(
             rank, [sys.executable, "-m", "traffic.workload.worker", "--config",
-                   str(tdir / "worker.json"), "--rank", str(rank)],
+                   str(servers.dir_of(host) / "worker.json"), "--rank", str(rank)],
             role="endpoints", cwd=REPO_ROOT, stdin=subprocess.DEVNULL, stdout=err, stderr=err))
+        servers.follow(host)
 
 
 def _record_unreached(scn: Scenario, scheduler, state: dict, tail, tdir: Path) -> None:
@@ -415,10 +441,11 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
     except ScenarioError as exc:
         print(f"mrclab run: {exc}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
-    problem = cluster_options.announce(scn, args)
+    problem, placement = cluster_options.announce(scn, args)
     if problem:
         print(f"mrclab run: {problem}", file=sys.stderr)
         return EXIT_BAD_SCENARIO
+    scn = cluster_options.with_placement(scn, placement)
     auto = scn.time_scale == "auto"
     transports = scn.transports_of(args.transport)
     scales = {}             # transport -> the k it runs at ("auto" resolves one per transport)
@@ -426,7 +453,7 @@ def main(args: argparse.Namespace | list[str] | None = None) -> int:
         from emulation.calibration import calibrate  # deferred: only for an "auto" time scale
         try:           # the trials are short runs: the [short] version when there is one
             trial = calibrate.trial_of(scn, scenario_mod.load(args.scenario, short=True)
-                                       if scn.has_short else None)
+                                       if scn.has_short else None)   # placed as the run
             for transport in transports:
                 scales[transport] = calibrate.resolve(
                     scn, transport, run_transport, calibrate.CACHE_DIR, trial=trial,

@@ -45,13 +45,16 @@ WAIT_SLACK_S = 5.0
 STOP_GRACE_S = 5.0
 
 
-def wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
+def wait_workers(scn, transport, procs, tail, scheduler, state, send_signal=None) -> None:
     """Wait for every worker. A worker that exits on a QP error (EXIT_QP_ERROR) failed the
     job as an RDMA job fails on an error completion: the others are stopped at once rather
     than left to time out waiting for it (the collective's timeout_s); that is the transport's
     outcome (summary "transport_failure"), not an error of the run. Once every worker is done
     or gone, the ones still answering their peers (traffic/workload/comm.py RELEASED) are
-    told to close (SIGUSR1); a worker already done is released, never stopped."""
+    told to close (SIGUSR1); a worker already done is released, never stopped.
+    send_signal(proc, signum): how a worker is signalled (the fabric's: a worker on another
+    server through its tie); by default proc.send_signal."""
+    send_signal = send_signal or (lambda proc, signum: proc.send_signal(signum))
     coll = scn.collective
     wait_s = wait_timeout_s(scn, transport)
     deadline = time.monotonic() + longest_run_s(dataclasses.replace(coll, timeout_s=wait_s))
@@ -73,13 +76,13 @@ def wait_workers(scn, transport, procs, tail, scheduler, state) -> None:
                 released = True
                 for p in procs:
                     if p.poll() is None:
-                        p.send_signal(signal.SIGUSR1)
+                        send_signal(p, signal.SIGUSR1)
             if stopped is None and EXIT_QP_ERROR in codes:
                 stopped = now
                 for p, done in zip(procs, finished):
                     if p.poll() is None:
                         if done:
-                            p.send_signal(signal.SIGUSR1)
+                            send_signal(p, signal.SIGUSR1)
                         else:
                             p.terminate()
             # a failed worker makes its peers fail by timeout; do not wait longer than that

@@ -232,6 +232,20 @@ def test_ovs_stalls_in_window(tmp_path):
     assert check.measured == 0 and check.verdict == F.OK
 
 
+def test_another_servers_stall_counts_and_names_its_server(tmp_path):
+    """A run over servers: the other server's stall lines, in the run directory, judged in the
+    same window as this machine's (whose log has none in it)."""
+    here = tmp_path / "ovs.log"
+    here.write_text(OVS_TEXT.splitlines()[0] + "\n")
+    (tmp_path / "ovs-vswitchd@b.log").write_text(OVS_TEXT.splitlines()[1] + "\n")
+    record = F.record_ovs_stalls(tmp_path, T0 + 1_000_000_000, T0 + 5_000_000_000,
+                                 log_path=here)
+    assert [(s["ms"], s["server"]) for s in record["stalls"]] == [(1234, "b")]
+    assert record["other_logs"] == ["ovs-vswitchd@b.log"]
+    check = F.ovs_check(tmp_path, RTT_NS, {}, {})
+    assert check.measured == pytest.approx(617) and check.verdict == FV.INVALID
+
+
 def test_ovs_log_unreadable_is_unmeasured(tmp_path):
     F.record_ovs_stalls(tmp_path, 1, 2, log_path=tmp_path / "missing.log")
     u = {}

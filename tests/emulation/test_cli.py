@@ -18,7 +18,7 @@ from tests.helpers.cli import run_mrclab as run
 from tests.helpers.paths import REPO
 
 # The README's benchmarks (`make bench` runs them all).
-BENCH_NAMES = ("codec", "goodput", "failover", "memory", "pcap", "trim")
+BENCH_NAMES = ("codec", "goodput", "failover", "memory", "pcap", "trim", "tunnel")
 # Options hidden on purpose: accepted only to explain that netem does not exist on this kernel.
 HIDDEN = {("mrclab fabric", "--delay"), ("mrclab fabric", "--loss")}
 

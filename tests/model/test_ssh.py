@@ -7,6 +7,8 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from model import ssh
 
 
@@ -60,3 +62,30 @@ def _zombie(pid: int) -> bool:
             return f.read().split(")")[-1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_a_signal_line_reaches_the_tied_command_and_the_connection_stays(tmp_path):
+    """ssh forwards no signal: the tie carries it. The command (a shell standing for a worker)
+    records SIGUSR1 and keeps running; the connection's end still stops it."""
+    mark = tmp_path / "usr1"
+    proc = subprocess.Popen(ssh.tied_to_connection(
+        ["sh", "-c", f"trap 'echo got > {mark}' USR1; echo up > {tmp_path}/up; "
+                     "while :; do sleep 0.05; done"]), stdin=subprocess.PIPE)
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "up").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    proc.stdin.write(ssh.signal_line(signal.SIGUSR1))
+    proc.stdin.flush()
+    while not mark.exists():
+        assert time.monotonic() < deadline, "SIGUSR1 never arrived"
+        time.sleep(0.05)
+    assert proc.poll() is None                          # a forwarded signal, not the end
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 128 + signal.SIGTERM
+
+
+def test_only_the_forwarded_signals_have_a_line():
+    assert ssh.signal_line(signal.SIGUSR1) == b"USR1\n"
+    with pytest.raises(ValueError, match="not KILL"):
+        ssh.signal_line(signal.SIGKILL)

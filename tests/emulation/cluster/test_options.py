@@ -4,6 +4,7 @@ import argparse
 
 import pytest
 
+from emulation.calibration import calibrate
 from emulation.cluster import options as O
 from emulation.cluster.placement import PlacementError
 from emulation.config import scenario as S
@@ -45,28 +46,62 @@ def test_an_explicit_map_on_other_servers_is_refused():
         O.placement_for(S.parse(EXPLICIT), servers="x,y")
 
 
+def ready(scn, placement):
+    return None                 # every server ready: the preflight itself is
+                                # tests/emulation/cluster/test_preflight.py's
+
+
 def _args(**kw):
     return argparse.Namespace(**{"servers": None, "placement": None, "validate_only": False,
                                  **kw})
 
 
-def test_announce_prints_the_placement_and_refuses_a_run(capsys):
-    problem = O.announce(S.parse(BASE), _args(servers="a,b"))
+RUNNABLE = BASE + "[options]\ntrimming = false\n"
+
+
+def test_announce_prints_the_placement_and_lets_a_runnable_scenario_go(capsys):
+    problem, placement = O.announce(S.parse(RUNNABLE), _args(servers="a,b"), check=ready)
     out, err = capsys.readouterr()
-    assert "not supported yet" in problem and "--validate-only" in problem
+    assert problem is None and placement.servers == ("a", "b")
     assert out == "" and 'cluster: 2 servers, placement "plane"' in err
 
 
-def test_announce_with_validate_only_prints_on_stdout_and_goes_on(capsys):
-    assert O.announce(S.parse(BASE), _args(servers="a,b", validate_only=True)) is None
+@pytest.mark.parametrize("old, new, words", [
+    ("[options]\ntrimming = false\n", "", "trimming = true over several servers"),
+    ("time_scale = 1", 'time_scale = 1\nscheduling = "hifi"',
+     'scheduling = "hifi" over several servers')])
+def test_what_a_run_over_servers_cannot_do_yet_is_refused_by_name(old, new, words):
+    text = RUNNABLE.replace(old, new, 1)
+    problem, _ = O.announce(S.parse(text), _args(servers="a,b"), check=ready)
+    assert words in problem
+    assert O.announce(S.parse(text), _args()) == (None, None)     # on one server: no limit
+
+
+def test_the_chosen_placement_travels_with_the_scenario_into_the_calibration_key():
+    scn = S.parse(RUNNABLE)
+    assert O.with_placement(scn, None) is scn
+    placed = O.with_placement(scn, O.placement_for(scn, servers="localhost,b", mode="pod"))
+    assert placed.cluster.servers == ("localhost", "b") and placed.cluster.placement == "pod"
+    assert O.placement_for(placed).server_of["h2"] == "b"   # what run_transport builds
+    # another cluster is another calibration; one server keys as before
+    assert calibrate.cache_key(placed, "mrc")[0] != calibrate.cache_key(scn, "mrc")[0]
+    assert "cluster" not in calibrate.fabric_description(scn, "mrc")
+    assert calibrate.trial_of(placed, scn).cluster == placed.cluster
+
+
+def test_announce_with_validate_only_prints_on_stdout(capsys):
+    assert O.announce(S.parse(RUNNABLE), _args(servers="a,b", validate_only=True),
+                      check=ready)[0] is None
     assert "tunnels: 4 links cross servers" in capsys.readouterr().out
 
 
 def test_mrclab_run_prints_the_placement_before_anything_starts(capsys, tmp_path):
     demo = str(REPO / "experiments" / "demo.toml")
-    assert runner.main([demo, "--servers", "a,b", "--placement", "pod", "--validate-only"]) == 0
-    out = capsys.readouterr().out
-    assert "ok (" in out and 'placement "pod"' in out
+    # the demo's short version trims: refused over servers, with the placement printed first
+    assert runner.main([demo, "--short", "--servers", "a,b", "--placement", "pod",
+                        "--validate-only"]) == runner.EXIT_BAD_SCENARIO
+    out, err = capsys.readouterr()
+    assert 'placement "pod"' in out and "trimming = true" in err
     code = runner.main([demo, "--servers", "a,b,c", "--out-dir", str(tmp_path)])
     assert code == runner.EXIT_BAD_SCENARIO
     assert "3 servers for 2 planes" in capsys.readouterr().err

@@ -1,0 +1,54 @@
+"""Another server's CPU meter (emulation/cluster/server_meter.py): its workers found by the
+marker in their command line, its line format read back, and the meter itself run on this
+machine's /proc until its input ends."""
+import subprocess
+import sys
+
+import pytest
+
+from analysis.cpu_usage import CpuSample
+from emulation.cluster import server_meter as M
+from tests.helpers.paths import REPO
+
+
+def fake_proc(tmp_path, cmdlines):
+    for pid, cmd in cmdlines.items():
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "cmdline").write_bytes(cmd)
+    (tmp_path / "self").mkdir()
+    return tmp_path
+
+
+def test_the_workers_are_the_processes_carrying_the_marker_but_the_meter(tmp_path):
+    marker = "/var/tmp/mrclab-runs/b/demo-1/mrc/worker.json"
+    proc = fake_proc(tmp_path, {
+        10: f"python\0-m\0traffic.workload.worker\0--config\0{marker}\0".encode(),
+        11: b"tail\0-F\0/var/tmp/mrclab-runs/b/demo-1/mrc/worker-h2.jsonl\0",
+        12: f"python\0-m\0emulation.cluster.server_meter\0--marker\0{marker}\0".encode(),
+        13: b"ovs-vswitchd\0"})
+    assert sorted(M.pids_with(marker, proc, own=12)) == [10]
+
+
+def test_a_sample_line_reads_back_as_it_was_written():
+    s = CpuSample(123, 1000, 400, {"workers": 7, "switches": 9}, 3)
+    assert M.parse_line(M.sample_line(s, 100, 2) + "\n") == (s, 100, 2)
+
+
+@pytest.mark.parametrize("line", ["not json", '{"t_ns": 1}', '[1, 2]',
+                                  '{"t_ns": 1, "total": 2, "idle": 1, "steal": 0, '
+                                  '"roles": 5, "hz": 100, "ncpu": 2}'])
+def test_what_is_not_a_sample_is_named(line):
+    with pytest.raises(M.MeterLineError, match="not a CPU sample line"):
+        M.parse_line(line)
+
+
+def test_the_meter_samples_this_machine_until_its_input_ends():
+    done = subprocess.run([sys.executable, "-m", "emulation.cluster.server_meter", "--marker",
+                           "no-such-run", "--interval", "0.05"], input="", capture_output=True,
+                          text=True, timeout=60, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines
+    sample, hz, ncpu = M.parse_line(lines[0])
+    assert hz > 0 and ncpu >= 1 and sample.total_ticks > 0
+    assert sample.role_ticks == {"switches": sample.role_ticks["switches"], "workers": 0}
