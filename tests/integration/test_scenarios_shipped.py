@@ -394,7 +394,10 @@ def _scenario_evidence(name: str, scn, tdir: Path, summary: dict) -> None:
         # and 16-38% in short ones (the first round trips of every iteration count too)
         share = {f["src"]: f["sent_share_by_path"] for f in flows}
         assert share["h1"].get(pinned, 0) >= 0.8, share
-        assert share["h0"].get(pinned, 0) < 0.45, share
+        # how far ECN moves h0 depends on when its marks come back: a run whose fidelity is not
+        # "ok" measures the machine (one degraded short run at k = 1 kept 49% there)
+        with judged_by_fidelity(summary, excused=("degraded", "invalid")):
+            assert share["h0"].get(pinned, 0) < 0.45, share
     elif name == "incast-shallow":
         # 64 KiB drop-tail switch buffers, trimming off: what trimming exists for. Congestion
         # drops at the incast's last hops, and MRC cannot tell them from failures (drops and
