@@ -104,8 +104,8 @@ class RunServers:
 
     def prepare(self, worker_json: Path) -> None:
         """Every other server's staging directory with its copy of the worker config (log_dir
-        pointing there), its control socket directory, the forwards of its endpoints' sockets,
-        and its clock's start measurement."""
+        pointing there), its control socket directory, its clock's start measurement, its
+        publishing connection, the forwards of its endpoints' sockets and its CPU meter."""
         for server in self.remote:
             self._run(server, ["sh", "-c", self._mkdirs_script(server)], "the staging directory")
             config = json.loads(worker_json.read_text())
