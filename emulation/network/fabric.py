@@ -166,8 +166,11 @@ class Fabric:
             proc.send_signal(signum)
             return
         line = ssh.signal_line(signum)
-        tie.write(line if "b" in getattr(tie, "mode", "b") else line.decode())
-        tie.flush()
+        try:
+            tie.write(line if "b" in getattr(tie, "mode", "b") else line.decode())
+            tie.flush()
+        except OSError:         # its ssh has ended, and the command there with it
+            pass
 
     def _place(self, pid: int, role: str) -> None:
         try:
