@@ -65,8 +65,9 @@ OVS_STALL_RTTS = 1.0
 DEFAULT_GOODPUT_INTERVAL_MS = 10.0  # the workers' sampling grid when worker.json has none
 OVS_STALLS_FILE = "ovs_stalls.json"
 OVS_LOG = Path("/var/log/openvswitch/ovs-vswitchd.log")   # on every server
-# A run over servers: each other server's stall lines, brought into the run directory with their
-# stamps on this machine's wall clock (emulation/cluster/run_servers.py)
+# In a run over servers each other server's stall lines are kept under this name, so the OVS
+# check judges every server's switches; their stamps must be on this machine's wall clock first,
+# since the check's window is read on it (emulation/cluster/run_servers.py does both)
 OTHER_OVS_LOG_PREFIX = "ovs-vswitchd@"
 OTHER_OVS_LOG_SUFFIX = ".log"
 
