@@ -25,6 +25,8 @@ they break). Every invariant here is a ratio to a time constant of the protocol 
                     each fault's recovery window judged on its own (analysis/fidelity_windows.py):
                     the worst lateness inside it over its bound; a window above 1 voids that
                     fault's recovery_ms
+  clock_alignment   a run over servers: the least certain server clock's alignment bound
+                    (model/clockalign.py), in base RTTs
   fabric_link_pacing  never measured (T0-T1 links have no captures and no timed counters):
                     listed under `unmeasured` with what can and cannot be checked there
 
@@ -62,13 +64,14 @@ from analysis import fidelity_windows as windows
 from analysis import fidelity_words
 from analysis.cpu_usage import SATURATED_BUSY_FRACTION
 from analysis.fidelity_captures import FabricFacts, capture_checks
-from analysis.fidelity_verdict import (DEGRADED, FABRIC_PACING, HELD_BEYOND_QUEUE, LINK_PACING,
-                                       OK, OVS_STALLS, RECEIVE_LATENESS, RECOVERY_WINDOWS,
-                                       TIMER_LATENESS, WORKER_LATENESS, Check, assemble, worst)
+from analysis.fidelity_verdict import (CLOCK_ALIGNMENT, DEGRADED, FABRIC_PACING,
+                                       HELD_BEYOND_QUEUE, LINK_PACING, OK, OVS_STALLS,
+                                       RECEIVE_LATENESS, RECOVERY_WINDOWS, TIMER_LATENESS,
+                                       WORKER_LATENESS, Check, assemble, worst)
 from analysis.fidelity_windows import histogram_percentile_ns, window_histograms
 from analysis.jsonl import read_jsonl
 from analysis.timescale import time_scale_of
-from model import timescale
+from model import clockalign, timescale
 from model.events import Event
 from model.propagation import variable_rtt_ns
 from model.transport_defaults import MIN_BASE_RTT_NS
@@ -106,6 +109,9 @@ VOIDS = {
                 "recovery times in that window are the machine's, not the scenario's faults'",
     RECOVERY_WINDOWS: "this machine stalled inside a fault's recovery window, so that fault's "
                       "recovery time measures the stall, not the transport (void in the tables)",
+    CLOCK_ALIGNMENT: "a server's clock may be off by more than a quarter of a base RTT, so the "
+                     "merged logs and captures may order events across servers wrongly: "
+                     "one-way delays and recovery times that span servers are uncertain",
 }
 # What the per-port evidence cannot show on the fabric's own links (docs/fidelity.md, Limits).
 FABRIC_PACING_UNMEASURED = (
@@ -243,8 +249,7 @@ def record_ovs_stalls(tdir: Path, start_realtime_ns: int | None, end_realtime_ns
     record: dict = {"log": str(log_path), "window_realtime_ns": [start_realtime_ns,
                                                                  end_realtime_ns],
                     "stalls": [], "error": None}
-    others = sorted(Path(tdir).glob(f"{windows.OTHER_OVS_LOG_PREFIX}*"
-                                    f"{windows.OTHER_OVS_LOG_SUFFIX}"))
+    others = sorted(Path(tdir).glob(windows.other_ovs_log("*")))
     if others:
         record["other_logs"] = [p.name for p in others]
     if start_realtime_ns is None or end_realtime_ns is None:
@@ -257,8 +262,7 @@ def record_ovs_stalls(tdir: Path, start_realtime_ns: int | None, end_realtime_ns
         else:
             record["stalls"] = ovs_stalls_in(text, start_realtime_ns, end_realtime_ns)
         for path in others:
-            server = path.name[len(windows.OTHER_OVS_LOG_PREFIX):-len(
-                windows.OTHER_OVS_LOG_SUFFIX)]
+            server = windows.server_of_other_ovs_log(path.name)
             record["stalls"] += [{**stall, "server": server} for stall in ovs_stalls_in(
                 path.read_text(errors="replace"), start_realtime_ns, end_realtime_ns)]
     (Path(tdir) / OVS_STALLS_FILE).write_text(json.dumps(record, indent=1))
@@ -289,6 +293,40 @@ def ovs_check(tdir: Path, rtt_ns: int, measurements: dict, unmeasured: dict,
                  "longest poll interval, base RTTs without propagation",
                  "a switch that does not poll for a base RTT holds every packet through it "
                  "longer than the protocol's RTT (ovs-vswitchd logs only stalls >= 1 s)")
+
+
+# ---------------------------------------------------------------- clocks (a run over servers)
+
+
+def clock_check(tdir: Path, rtt_ns: int, measurements: dict, unmeasured: dict,
+                k: float = 1.0) -> Check | None:
+    """clock_alignment: every other server's logs and captures were moved onto this machine's
+    clock by its alignment (clockalign.CLOCKS_FILE, written when the run's files were fetched);
+    the least certain one's bound (start and end error plus drift, wall ns) over the base RTT
+    (wall ns at time scale k). Past CLOCK_BOUND_RTTS a packet could seem to arrive on one
+    server before it left another (model/clockalign.py)."""
+    path = Path(tdir) / clockalign.CLOCKS_FILE
+    try:
+        alignments = clockalign.alignments_from_dict(json.loads(path.read_text()))
+    except FileNotFoundError:
+        unmeasured[CLOCK_ALIGNMENT] = "a run on one machine: one clock, nothing to align"
+        return None
+    except (OSError, ValueError) as exc:          # clockalign.ClockError is a ValueError
+        unmeasured[CLOCK_ALIGNMENT] = f"{clockalign.CLOCKS_FILE} unreadable: {exc}"
+        return None
+    if not alignments:
+        unmeasured[CLOCK_ALIGNMENT] = "no other server's clock was measured"
+        return None
+    server, rtts = clockalign.worst_bound_rtts(alignments, timescale.wall_time(rtt_ns, k))
+    measurements[CLOCK_ALIGNMENT] = {
+        "worst_server": server,
+        "servers": {s: {"bound_ms": round(a.bound_ns / 1e6, 4), "drift_ppm": round(a.drift_ppm, 3)}
+                    for s, a in alignments.items()}}
+    return Check(CLOCK_ALIGNMENT, rtts, clockalign.CLOCK_BOUND_RTTS,
+                 "least certain server clock's alignment bound (wall), base RTTs (wall)",
+                 "two servers' clocks each known to within a quarter of a base RTT are within "
+                 "half of one of each other, less than any packet's one-way trip, so the merged "
+                 "timeline keeps every packet's departure before its arrival")
 
 
 # ---------------------------------------------------------------- one transport
@@ -351,7 +389,8 @@ def transport_fidelity(tdir, facts: FabricFacts, start_ns: int | None, end_ns: i
         measurements["stall_fraction"] = stalls
     recovery = recovery_window_check(tdir, logs, rtt_ns, faults, end_ns, measurements,
                                      unmeasured, workers, spans, packet_rtt_ns, start_ns)
-    checks += [c for c in (worker, ovs, recovery) if c is not None]
+    clocks = clock_check(tdir, rtt_ns, measurements, unmeasured, k)
+    checks += [c for c in (worker, ovs, recovery, clocks) if c is not None]
     return assemble(checks, measurements, unmeasured, problems)
 
 

@@ -27,8 +27,9 @@ LINK_PACING = "link_pacing"
 OVS_STALLS = "ovs_stalls"
 RECOVERY_WINDOWS = "recovery_window_stalls"
 FABRIC_PACING = "fabric_link_pacing"      # T0-T1 links: named, no evidence exists (docs/fidelity.md)
+CLOCK_ALIGNMENT = "clock_alignment"       # a run over servers: their clocks against this one's
 INVARIANTS = (TIMER_LATENESS, RECEIVE_LATENESS, WORKER_LATENESS, HELD_BEYOND_QUEUE, LINK_PACING,
-              OVS_STALLS, RECOVERY_WINDOWS, FABRIC_PACING)
+              OVS_STALLS, RECOVERY_WINDOWS, FABRIC_PACING, CLOCK_ALIGNMENT)
 
 
 def severity(ratio: float) -> str:

@@ -75,6 +75,16 @@ OTHER_OVS_LOG_SUFFIX = ".log"
 def other_ovs_log(server: str) -> str:
     """The run directory's file of a server's ovs-vswitchd stall lines."""
     return f"{OTHER_OVS_LOG_PREFIX}{server}{OTHER_OVS_LOG_SUFFIX}"
+
+
+def server_of_other_ovs_log(name: str) -> str:
+    """other_ovs_log's inverse: the server a stall-line file's name names."""
+    if not (name.startswith(OTHER_OVS_LOG_PREFIX) and name.endswith(OTHER_OVS_LOG_SUFFIX)):
+        raise ValueError(f"{name!r} is not a server's stall-line file "
+                         f"({other_ovs_log('<server>')})")
+    return name[len(OTHER_OVS_LOG_PREFIX):-len(OTHER_OVS_LOG_SUFFIX)]
+
+
 CPU_CSV = "cpu.csv"
 
 

@@ -35,6 +35,9 @@ from dataclasses import dataclass
 
 CLOCK_BOUND_RTTS = 0.25
 PPM = 1e6
+# A transport's run directory file: {server: Alignment.to_dict()} of every other server, written
+# when the run's files are collected and read by the fidelity monitor (analysis/fidelity.py).
+CLOCKS_FILE = "clocks.json"
 
 
 class ClockError(ValueError):
@@ -164,6 +167,20 @@ class Alignment:
             count = count if isinstance(count, int) and not isinstance(count, bool) else 1
             parts.append(Estimate(*values, exchanges=max(1, count)))
         return cls(*parts)
+
+
+def alignments_from_dict(data) -> dict[str, Alignment]:
+    """{server: Alignment} of a CLOCKS_FILE's content; ClockError naming the server whose entry
+    is not one."""
+    if not isinstance(data, dict):
+        raise ClockError(f"the clocks must be a table of servers, got {type(data).__name__}")
+    out = {}
+    for server, entry in data.items():
+        try:
+            out[server] = Alignment.from_dict(entry)
+        except ClockError as exc:
+            raise ClockError(f"server {server}: {exc}") from None
+    return out
 
 
 def align(start_exchanges, end_exchanges) -> Alignment:

@@ -92,7 +92,8 @@ class Trial:
 
 def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
            confirmations: int = CONFIRMATIONS, start: float | None = None,
-           floor: float | None = None) -> tuple[float | None, list[Trial]]:
+           floor: float | None = None,
+           least: float | None = None) -> tuple[float | None, list[Trial]]:
     """(the smallest k that passed, then passed `confirmations` more times in a row, or None;
     every trial in order). measure(k) -> Trial.
 
@@ -103,7 +104,10 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
     costs three or four trials near it instead of the whole ladder.
 
     floor: a k known not to hold (floor_of: a full run of this fabric was late there, which its
-    short trials did not show); never tried, counted as a failure, so the answer is above it."""
+    short trials did not show); never tried, counted as a failure, so the answer is above it.
+    least: the smallest answer allowed; no k below it is tried (least_above: where the late
+    full run's raise put this fabric, since short trials pass below what full runs hold)."""
+    lowest = max(doubling[0], least or doubling[0])
     trials: list[Trial] = []
 
     def passes(k: float) -> bool:
@@ -113,20 +117,21 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
 
     failed, passed = (None if floor is None else float(floor)), None
     if start is not None and (failed is None or start > failed):
-        start = min(max(float(start), doubling[0]), doubling[-1])
+        start = min(max(float(start), lowest), doubling[-1])
         if passes(start):
             passed = start
         else:
             failed = start
-        while failed is None and passed > doubling[0]:
-            below = max(doubling[0], round(passed / ratio, 2))
+        while failed is None and passed > lowest:
+            below = max(lowest, round(passed / ratio, 2))
             if passes(below):
                 passed = below
             else:
                 failed = below
     while True:
         if passed is None:
-            step = next((k for k in doubling if failed is None or k > failed), None)
+            step = next((k for k in doubling if (failed is None or k > failed) and k >= lowest),
+                        None)
             if step is None:
                 return None, trials
             if passes(step):
@@ -134,8 +139,8 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
             else:
                 failed = step
             continue
-        while failed is not None and passed / failed > ratio:
-            mid = round((failed + passed) / 2, 2)
+        while failed is not None and passed / failed > ratio and passed > lowest:
+            mid = max(lowest, round((failed + passed) / 2, 2))
             if passes(mid):
                 passed = mid
             else:
@@ -143,7 +148,7 @@ def search(measure, doubling=DOUBLING, ratio: float = BISECT_RATIO,
         if all(passes(passed) for _ in range(confirmations)):
             return passed, trials
         failed, passed = passed, _smallest_pass_above(trials, passed)
-        near = min(round(failed * ratio, 2), doubling[-1])
+        near = min(max(round(failed * ratio, 2), lowest), doubling[-1])
         if passed is None and near > failed:
             # a k that passed once and then failed sits at the threshold: one step of `ratio`
             # above it is the likeliest answer, and cheaper to try than the ladder's next rung
@@ -366,6 +371,16 @@ def floor_of(full_runs: list[dict]) -> float | None:
     return floor
 
 
+def least_above(floor: float | None, doubling=DOUBLING) -> float | None:
+    """The smallest k a search may answer above a floor: one bisection step over it, rounded up,
+    as raise_after_run moved the fabric after the late full run there. Short trials pass below
+    what full runs hold (fewer samples, fewer heavy moments), so an answer between the floor
+    and that step would repeat the late run."""
+    if floor is None:
+        return None
+    return float(min(math.ceil(floor * BISECT_RATIO), doubling[-1]))
+
+
 def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR,
               measure=None, run_transport=None, log=print, max_scale: float | None = None,
               from_previous: bool = True) -> dict:
@@ -380,16 +395,18 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     start = None if previous is None else min(previous["time_scale"], doubling[-1])
     full_runs = [] if previous is None else previous["full_runs"]
     floor = floor_of(full_runs)
+    least = least_above(floor, doubling)
     if start is not None:
         log(f"mrclab calibrate: {transport} on this fabric needed time_scale "
             f"{previous['time_scale']:g} on this machine before (code {previous['code']}): the "
             f"search starts at {start:g}")
     if floor is not None:
         log(f"mrclab calibrate: a full run of {transport} on this fabric did not hold at "
-            f"time_scale {floor:g}, where its short trials had: the search stays above it")
+            f"time_scale {floor:g}, where its short trials had: the search answers "
+            f"{least:g} or more, one step above it")
     with tempfile.TemporaryDirectory(prefix="mrclab-calibrate-") as work:
         measure = measure or measure_on_fabric(scn, transport, Path(work), run_transport, log)
-        k, trials = search(measure, doubling, start=start, floor=floor)
+        k, trials = search(measure, doubling, start=start, floor=floor, least=least)
     if k is None:
         raise CalibrationError(
             f"no time scale up to {doubling[-1]:g} kept fidelity \"ok\" for {transport} on "
@@ -401,6 +418,7 @@ def calibrate(scn: Scenario, transport: str = "mrc", cache_dir: Path = CACHE_DIR
     result = {"time_scale": k, "margins": best.margins,
               "trials": [dataclasses.asdict(t) for t in trials], "key": key, "machine": what,
               "started_at": trials[0].time_scale if trials else None, "floor": floor,
+              "least": least,
               "full_runs": full_runs[-FULL_RUNS_KEPT:],
               "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z")}
     Path(cache_dir).mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ from analysis.cpu_usage import usage_in_window
 from analysis.fidelity_windows import OVS_LOG, other_ovs_log
 from emulation.cluster import preflight, server_clock, server_meter
 from model import retime, ssh, traffic_end
-from model.clockalign import Alignment, ClockError, Estimate
+from model.clockalign import CLOCKS_FILE, Alignment, ClockError, Estimate
 
 STAGING_ROOT = "/var/tmp/mrclab-runs"
 FORWARD_READY_S = 15.0          # how long the socket forwards may take to listen here
@@ -242,6 +242,8 @@ class RunServers:
                             if step == self._fetch else "")
                     self.errors.append(f"{server}: {exc}{kept}")
         self.stop()
+        if self.clustered:        # the fidelity monitor's evidence (analysis/fidelity.py)
+            (self.tdir / CLOCKS_FILE).write_text(json.dumps(self.clocks(), indent=1))
         for server in self._fetched:          # a staging directory not fetched stays there
             staging = shlex.quote(self.staging(server))
             try:
@@ -283,8 +285,23 @@ class RunServers:
         self._fetched.append(server)
 
     def _wall_shift(self, server: str) -> int:
-        return retime.wall_shift_ns(self.wall_minus_mono[server], _here_wall_minus_mono(),
+        return retime.wall_shift_ns(self.wall_minus_mono[server], self._here_wall_minus_mono(),
                                          self.alignment(server).offset_at(time.monotonic_ns()))
+
+    def _here_wall_minus_mono(self) -> int:
+        """This machine's wall clock minus its monotonic one as the run directory's clock.json
+        records it: the analysis maps every capture stamp to the monotonic clock by that value
+        (analysis/pcap.py), so a server's stamps moved onto this wall clock by the same value
+        land where its logs do, even if the wall clock was stepped since. A fresh reading when
+        clock.json is missing or not the runner's."""
+        try:
+            data = json.loads((self.tdir / "clock.json").read_text())
+            wall, mono = data["realtime_ns"], data["monotonic_ns"]
+            if all(isinstance(v, int) and not isinstance(v, bool) for v in (wall, mono)):
+                return wall - mono
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        return _wall_minus_mono_now()
 
     def _fetch_ovs_stalls(self, server: str) -> None:
         """The server's ovs-vswitchd stall lines, stamped on this machine's wall clock, where
@@ -301,6 +318,12 @@ class RunServers:
             end = Estimate(start.offset_ns, start.error_ns, start.at_ns + 1, start.exchanges)
         return Alignment(start, end)
 
+    def clocks(self) -> dict:
+        """{server: its alignment as recorded} of every other server whose clock was measured
+        (CLOCKS_FILE in the transport's directory, the summary's `cluster.clocks`)."""
+        return {server: self.alignment(server).to_dict()
+                for server in self.remote if server in self.start}
+
     def record(self, start_ns: int | None = None, end_ns: int | None = None) -> dict | None:
         """What the summary keeps: the placement's servers, each host's server, each other
         server's clock alignment (model/clockalign.py) and its CPU over [start_ns, end_ns]
@@ -308,14 +331,9 @@ class RunServers:
         server."""
         if not self.clustered:
             return None
-        clocks, cpu = {}, {}
-        for server in self.remote:
-            if server not in self.start:
-                continue
-            align = self.alignment(server)
-            clocks[server] = align.to_dict()
-            cpu[server] = self._cpu_usage(server, align, start_ns, end_ns)
-        return {"servers": list(self.servers.servers), "clocks": clocks, "cpu": cpu,
+        cpu = {server: self._cpu_usage(server, self.alignment(server), start_ns, end_ns)
+               for server in self.remote if server in self.start}
+        return {"servers": list(self.servers.servers), "clocks": self.clocks(), "cpu": cpu,
                 "hosts": {h.name: self.servers.server_of(h.name)
                           for h in self.servers.topo.hosts},
                 "errors": list(self.errors)}
@@ -379,7 +397,7 @@ def _safe(server: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", server)
 
 
-def _here_wall_minus_mono() -> int:
+def _wall_minus_mono_now() -> int:
     m = time.monotonic_ns()
     w = time.time_ns()
     return w - m - (time.monotonic_ns() - m) // 2

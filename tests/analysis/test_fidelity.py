@@ -1,5 +1,6 @@
 """The fidelity monitor (analysis/fidelity.py): each invariant on synthetic logs, captures and
 OVS log lines whose expected values are worked out by hand in the comments."""
+import dataclasses
 import json
 
 import numpy as np
@@ -371,3 +372,50 @@ def test_worker_lateness_from_the_goodput_grid(tmp_path):
     u = {}
     assert F.worker_lateness_check(tmp_path, RTT_NS, 1_000_000_000, 1_500_000_000, {}, u) is None
     assert F.WORKER_LATENESS in u
+
+
+# ---------------------------------------------------------------- clocks of a run over servers
+
+def _clocks(tmp_path, start_error_ns, end_error_ns, drift_ns):
+    entry = {"start": {"offset_ns": 5_000.0, "error_ns": start_error_ns, "at_ns": 0.0},
+             "end": {"offset_ns": 5_000.0 + drift_ns, "error_ns": end_error_ns,
+                     "at_ns": 60e9}}
+    steady = {"start": {"offset_ns": 0.0, "error_ns": 1_000.0, "at_ns": 0.0},
+              "end": {"offset_ns": 0.0, "error_ns": 1_000.0, "at_ns": 60e9}}
+    (tmp_path / "clocks.json").write_text(json.dumps({"b": entry, "c": steady}))
+
+
+def test_a_server_clock_known_to_a_fifth_of_a_base_rtt_is_ok(tmp_path):
+    # k = 1 and a 400 us base RTT: b's bound is the larger error (30 us) plus its drift (50 us)
+    # = 80 us = 0.2 base RTT, within the quarter the merged timeline needs (ratio 0.8)
+    _clocks(tmp_path, 20_000.0, 30_000.0, 50_000.0)
+    measured = {}
+    check = F.clock_check(tmp_path, 400_000, measured, {}, 1.0)
+    assert check.measured == pytest.approx(0.2) and check.verdict == F.OK
+    assert measured[FV.CLOCK_ALIGNMENT]["worst_server"] == "b"
+    assert measured[FV.CLOCK_ALIGNMENT]["servers"]["b"]["bound_ms"] == 0.08
+
+
+def test_the_clock_bound_is_judged_against_the_base_rtt_in_wall_time(tmp_path):
+    # b's bound 150 us (wall). At k = 1 against a 400 us RTT: 0.375 base RTT, ratio 1.5
+    # (degraded); at k = 2 the RTT lasts 800 us of wall time: 0.1875, ok
+    _clocks(tmp_path, 50_000.0, 50_000.0, -100_000.0)
+    assert F.clock_check(tmp_path, 400_000, {}, {}, 1.0).verdict == F.DEGRADED
+    assert F.clock_check(tmp_path, 400_000, {}, {}, 2.0).measured == pytest.approx(0.1875)
+    # and it votes in the transport's verdict
+    fid = F.transport_fidelity(tmp_path, dataclasses.replace(FACTS, frame_rtt_ns=400_000), None,
+                               None)
+    assert [v["invariant"] for v in fid["violations"]] == [FV.CLOCK_ALIGNMENT]
+    assert fid["verdict"] == F.DEGRADED
+
+
+def test_a_run_on_one_machine_has_no_clocks_to_judge_and_a_bad_file_names_the_server(tmp_path):
+    unmeasured = {}
+    assert F.clock_check(tmp_path, 400_000, {}, unmeasured) is None
+    assert "one machine" in unmeasured[FV.CLOCK_ALIGNMENT]
+    (tmp_path / "clocks.json").write_text(json.dumps({"b": {"start": {}, "end": {}}}))
+    assert F.clock_check(tmp_path, 400_000, {}, unmeasured) is None
+    assert "server b" in unmeasured[FV.CLOCK_ALIGNMENT]
+    (tmp_path / "clocks.json").write_text("[1, 2")
+    assert F.clock_check(tmp_path, 400_000, {}, unmeasured) is None
+    assert "unreadable" in unmeasured[FV.CLOCK_ALIGNMENT]

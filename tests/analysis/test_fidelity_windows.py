@@ -224,3 +224,11 @@ def test_a_window_later_than_the_run_ever_is_elsewhere_is_a_stall(tmp_path):
     # highest of them with numpy's "higher" rule: 3 ms' bucket, the worst ordinary second
     ordinary = W.ordinary_lateness(logs, (1_000 * MS, 31_000 * MS))
     assert W.ordinary_late_ns(ordinary, "h0", "timer", 8_500 * MS, 8_510 * MS) == 3_145_728
+
+
+def test_a_servers_stall_file_name_gives_its_server_back():
+    name = W.other_ovs_log("root@b.example")
+    assert name == "ovs-vswitchd@root@b.example.log"
+    assert W.server_of_other_ovs_log(name) == "root@b.example"
+    with pytest.raises(ValueError, match="ovs_stalls.json"):
+        W.server_of_other_ovs_log("ovs_stalls.json")

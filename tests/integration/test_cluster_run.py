@@ -8,7 +8,8 @@ First at k = 1: the run verifies with its fault applied, as on one machine; the 
 logged into the staging directory there, and their logs and captures came back into the run
 directory here (followed while the run went on, fetched whole at the end), on this machine's
 clock; the controller heard their EV events through the forwarded control sockets; the
-server's clock is recorded; nothing is left in the staging directory.
+server's clock is recorded and judged by the fidelity monitor; nothing is left in the staging
+directory.
 
 Then on one server and on two at the same k, fabric-bound (k = 16, well above what this
 fabric needs on a 2-core machine): fidelity "ok" both times, MRC's median iteration within 10%
@@ -25,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analysis import fidelity_verdict as FV
 from emulation.cluster.run_servers import STAGING_ROOT
 from model.retime import PCAP_MAGICS
 from model.events import ControllerLog, Event
@@ -92,6 +94,10 @@ def test_the_demo_runs_over_two_servers_and_comes_back_whole(local, tmp_path):
     cluster = summary["cluster"]
     assert cluster["hosts"]["h2"] == NAME and cluster["errors"] == []
     assert cluster["clocks"][NAME]["bound_ns"] < 5e6     # ssh over a veth: well under 5 ms
+    # the fidelity monitor judged that clock (a quarter of a base RTT of 1 ms and more at k = 1)
+    judged = summary["fidelity"]["measurements"][FV.CLOCK_ALIGNMENT]
+    assert judged["worst_server"] == NAME and FV.CLOCK_ALIGNMENT not in summary["fidelity"].get(
+        "unmeasured", {})
 
     # the server's ranks: their logs came back, every timed iteration verified
     for host in ("h2", "h3"):

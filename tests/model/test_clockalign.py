@@ -120,3 +120,14 @@ def test_the_worst_server_against_the_bound():
     assert C.worst_bound_rtts({}, 400_000) == (None, 0.0)
     with pytest.raises(C.ClockError, match="base RTT must be > 0"):
         C.worst_bound_rtts({}, 0)
+
+
+def test_a_clocks_file_maps_each_server_to_its_alignment_and_names_a_bad_one():
+    good = C.align([C.Exchange(0, 1_500, 1_600, 1_000)], [C.Exchange(10**9, 10**9 + 1_700,
+                                                                     10**9 + 1_800, 10**9 + 1_000)])
+    back = C.alignments_from_dict({"b": good.to_dict()})
+    assert back["b"].bound_ns == good.bound_ns
+    with pytest.raises(C.ClockError, match="server c: .*start must be a table"):
+        C.alignments_from_dict({"b": good.to_dict(), "c": {"end": {}}})
+    with pytest.raises(C.ClockError, match="table of servers"):
+        C.alignments_from_dict([good.to_dict()])

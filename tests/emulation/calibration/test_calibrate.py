@@ -460,6 +460,25 @@ def test_a_floor_is_never_tried_and_the_answer_stays_above_it():
     assert ran == [16.0, 14.0, 14.0]
 
 
+def test_above_a_floor_the_answer_is_at_least_one_step_up():
+    # floor 3, least ceil(3 x 1.25) = 4: the rung 4 passes and, at the least allowed, is
+    # confirmed; 3.5 (between the late full run and its raise) is never tried
+    measure, ran = machine(1)
+    assert C.search(measure, floor=3.0, least=4.0)[0] == 4.0
+    assert ran == [4.0, 4.0]
+    # from a start above it the bisection stops at the least: 8 passes, (4 + 8) / 2 = 6 passes,
+    # (4 + 6) / 2 = 5 passes (5 / 4 = 1.25), 5 again; not 4.5 below the least
+    measure, ran = machine(1)
+    assert C.search(measure, start=8.0, floor=4.0, least=5.0)[0] == 5.0
+    assert ran == [8.0, 6.0, 5.0, 5.0]
+    # and clamps a midpoint below it: floor 4, least 7 -> 8, then max(7, 6) = 7, 7 again
+    measure, ran = machine(1)
+    assert C.search(measure, start=8.0, floor=4.0, least=7.0)[0] == 7.0
+    assert ran == [8.0, 7.0, 7.0]
+    assert [C.least_above(f) for f in (None, 3.0, 3.5, 10.0, 60.0)] == [None, 4.0, 5.0, 13.0,
+                                                                        64.0]
+
+
 def run_record(k, held):
     return {"k": k, "held": held}
 
@@ -485,7 +504,8 @@ def test_a_full_run_that_did_not_hold_keeps_the_next_builds_search_above_its_k(t
     """Short trials pass from k = 8 on this pretend machine, full runs only from 12: the full
     run at the calibrated 10 is late and raises k to 13 (ceil(12.5)); a held run at 13 is
     recorded too. The next build (another code) starts at 13 and, with 10 a known failure,
-    answers 11.5 instead of stepping down to what the short trials alone would give."""
+    answers 13 (one step above it, where the raise put it) instead of stepping down to what the
+    short trials alone would give, or bisecting to 11.5, where a full run would be late."""
     scn = S.parse(SCN)
     C.calibrate(scn, "mrc", tmp_path, measure=machine(10)[0], log=lambda _: None)
     assert C.raise_after_run(scn, summary("mrc", 10.0, "degraded"), None, tmp_path)["to"] == 13.0
@@ -499,9 +519,10 @@ def test_a_full_run_that_did_not_hold_keeps_the_next_builds_search_above_its_k(t
     lines = []
     measure, ran = machine(8)
     result = C.calibrate(scn, "mrc", tmp_path, measure=measure, log=lines.append)
-    # 13 passes; 13 / 10 = 1.3 -> 11.5 passes (1.15); 11.5 again
-    assert ran == [13.0, 11.5, 11.5] and result["time_scale"] == 11.5
-    assert result["floor"] == 10.0 and len(result["full_runs"]) == 2
+    # 13 passes, the least allowed: 13 again
+    assert ran == [13.0, 13.0] and result["time_scale"] == 13.0
+    assert result["floor"] == 10.0 and result["least"] == 13.0
+    assert len(result["full_runs"]) == 2
     assert "did not hold at time_scale 10, where its short trials had" in lines[1]
     # without the previous calibration (--from-scratch) the floor goes with it
     assert C.calibrate(scn, "mrc", tmp_path, measure=machine(8)[0], log=lambda _: None,

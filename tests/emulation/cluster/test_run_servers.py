@@ -10,7 +10,7 @@ from analysis.cpu_usage import CpuSample
 from emulation.cluster import run_servers as R
 from emulation.cluster.fabric_servers import FabricServers
 from emulation.cluster.placement import place
-from model.clockalign import Estimate
+from model.clockalign import CLOCKS_FILE, Estimate
 from model.topology import FabricSpec, Topology
 
 TOPO = Topology(FabricSpec())         # 2 planes x 2 groups x 2 spines x 2 hosts
@@ -30,6 +30,7 @@ def test_one_server_keeps_every_file_in_the_run_directory_and_does_nothing(tmp_p
     one.publish(tmp_path / "x")
     one.collect()
     assert one.record() is None and one.errors == []
+    assert not (tmp_path / "mrc" / CLOCKS_FILE).exists()    # one clock: nothing for the monitor
 
 
 def test_a_host_of_another_server_keeps_its_files_in_that_servers_staging(tmp_path):
@@ -98,3 +99,16 @@ def test_the_publish_loop_writes_each_file_in_one_rename_and_answers(tmp_path):
     assert out.splitlines() == ["ok stop-iteration.json"] * 2 and proc.returncode == 0
     assert (tmp_path / "stop-iteration.json").read_text() == '{"iterations": 47}\n'
     assert [p.name for p in tmp_path.iterdir()] == ["stop-iteration.json"]   # no temporary left
+
+
+def test_this_machines_wall_minus_monotonic_is_the_one_the_analysis_maps_captures_by(tmp_path):
+    r = runs(tmp_path)
+    r.tdir.mkdir(parents=True)
+    # clock.json taken at the run's start: wall 5_000_000_007 at monotonic 2_000_000_000; a wall
+    # clock stepped since must not move the servers' stamps away from where the analysis puts
+    # this machine's own (analysis/pcap.py ClockOffset)
+    (r.tdir / "clock.json").write_text('{"monotonic_ns": 2000000000, "realtime_ns": 5000000007}')
+    assert r._here_wall_minus_mono() == 3_000_000_007
+    (r.tdir / "clock.json").write_text('{"monotonic_ns": "x"}')
+    now = R._wall_minus_mono_now()
+    assert abs(r._here_wall_minus_mono() - now) < 10**8     # not the runner's: a fresh reading
