@@ -26,7 +26,6 @@ from __future__ import annotations
 import collections
 import gc
 import random
-import select
 import time
 
 from model.events import Event
@@ -58,6 +57,7 @@ from traffic.core.messages import DataPacket, Nack, Probe, Sack
 from traffic.core.nscc import PlanePacer
 from traffic.core.path_prober import PathProber
 from traffic.nic.queue_pair import QueuePair
+from traffic.nic.readiness import Readiness
 from traffic.core.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
 
 RX_BATCH = 256             # frames read per port per loop turn (bounds the turn's latency)
@@ -131,10 +131,10 @@ class Endpoint(EndpointProbes):
         self._next_goodput = now
         self._next_lateness_log = now + LATENESS_LOG_INTERVAL_NS
         self._next_port_poll = now
-        self._poller = select.poll()
+        self._readiness = Readiness()
         self._fd_plane = {}
         for p, port in self.ports.items():
-            self._poller.register(port.fileno(), select.POLLIN)
+            self._readiness.register(port.fileno())
             self._fd_plane[port.fileno()] = p
         self._extra_fds: dict[int, callable] = {}
         self.on_turn = None                         # callable run after every loop turn
@@ -311,11 +311,11 @@ class Endpoint(EndpointProbes):
     def add_fd(self, fd: int, callback) -> None:
         """Watch another fd (control socket) in the same loop; callback() when readable."""
         self._extra_fds[fd] = callback
-        self._poller.register(fd, select.POLLIN)
+        self._readiness.register(fd)
 
     def remove_fd(self, fd: int) -> None:
         if self._extra_fds.pop(fd, None) is not None:
-            self._poller.unregister(fd)
+            self._readiness.unregister(fd)
 
     def local_port_status(self) -> int:
         bits = 0
@@ -497,10 +497,8 @@ class Endpoint(EndpointProbes):
     def run_once(self, max_wait_s: float = 0.01) -> None:
         now = self.clock()
         wake = min(self._next_wakeup(now), now + int(max_wait_s * 1e9))
-        timeout_ms = max(0, (wake - now) / 1e6)
-        events = self._poller.poll(timeout_ms) if timeout_ms > 0 else self._poller.poll(0)
         ready = []
-        for fd, _ in events:
+        for fd in self._readiness.wait((wake - now) / 1e9):
             plane = self._fd_plane.get(fd)
             if plane is None:
                 cb = self._extra_fds.get(fd)
