@@ -37,6 +37,7 @@ from pathlib import Path
 
 from analysis.cpu_usage import usage_in_window
 from analysis.fidelity_windows import OVS_LOG, other_ovs_log
+from analysis.sched_profile import profile_in_window
 from emulation.cluster import preflight, server_clock, server_meter
 from model import retime, ssh, traffic_end
 from model.clockalign import CLOCKS_FILE, Alignment, ClockError, Estimate
@@ -76,6 +77,7 @@ class RunServers:
         self._streams: list[_RemoteLines] = []
         self._open: list = []
         self.cpu_samples: dict[str, list] = {}     # server -> [(CpuSample, hz, ncpu)]
+        self.sched_samples: dict[str, list] = {}   # server -> [SchedSample]
         self._forwards: list[subprocess.Popen] = []
         self._fetched: list[str] = []
         self._publishers: dict[str, subprocess.Popen] = {}
@@ -185,15 +187,21 @@ class RunServers:
                 line, lambda t: round(t - offset))), f"follow-{host}"))
 
     def _start_meters(self) -> None:
-        """Each other server's CPU meter (emulation/cluster/server_meter.py), streaming here."""
+        """Each other server's CPU and scheduler meter (emulation/cluster/server_meter.py),
+        streaming here."""
         for server in self.remote:
             samples = self.cpu_samples.setdefault(server, [])
+            sched = self.sched_samples.setdefault(server, [])
 
-            def keep(line, samples=samples, server=server):
+            def keep(line, samples=samples, sched=sched, server=server):
                 try:
                     samples.append(server_meter.parse_line(line))
+                    reading = server_meter.parse_sched(line)
                 except server_meter.MeterLineError as exc:
                     self.errors.append(f"{server}: CPU meter: {exc}")
+                    return
+                if reading is not None:
+                    sched.append(reading)
             self._streams.append(_RemoteLines(
                 server, ["env", "-C", str(preflight.REPO), str(preflight.REPO / ".venv/bin/python"),
                          "-m", "emulation.cluster.server_meter", "--marker",
@@ -326,14 +334,17 @@ class RunServers:
 
     def record(self, start_ns: int | None = None, end_ns: int | None = None) -> dict | None:
         """What the summary keeps: the placement's servers, each host's server, each other
-        server's clock alignment (model/clockalign.py) and its CPU over [start_ns, end_ns]
-        (this machine's clock, wall time; analysis/cpu_usage.py), and what failed; None on one
-        server."""
+        server's clock alignment (model/clockalign.py), its CPU and its scheduling profile
+        over [start_ns, end_ns] (this machine's clock, wall time; analysis/cpu_usage.py,
+        analysis/sched_profile.py), and what failed; None on one server."""
         if not self.clustered:
             return None
+        measured = [server for server in self.remote if server in self.start]
         cpu = {server: self._cpu_usage(server, self.alignment(server), start_ns, end_ns)
-               for server in self.remote if server in self.start}
+               for server in measured}
+        sched = {server: self._sched_profile(server, start_ns, end_ns) for server in measured}
         return {"servers": list(self.servers.servers), "clocks": self.clocks(), "cpu": cpu,
+                "sched_profile": sched,
                 "hosts": {h.name: self.servers.server_of(h.name)
                           for h in self.servers.topo.hosts},
                 "errors": list(self.errors)}
@@ -350,6 +361,16 @@ class RunServers:
         except ValueError as exc:
             self.errors.append(f"{server}: CPU over the timed window: {exc}")
             return None
+
+    def _sched_profile(self, server: str, start_ns, end_ns) -> dict | None:
+        """The server's scheduling profile over [start_ns, end_ns], its samples moved onto
+        this machine's clock (None without a window or two samples)."""
+        if start_ns is None or end_ns is None:
+            return None
+        align = self.alignment(server)
+        return profile_in_window([dataclasses.replace(s, t_ns=align.to_reference_ns(s.t_ns))
+                                  for s in self.sched_samples.get(server) or []],
+                                 start_ns, end_ns)
 
     def stop(self) -> None:
         """Stop the followers, the publishers and the forwards (also when the run failed)."""

@@ -98,6 +98,9 @@ def test_the_demo_runs_over_two_servers_and_comes_back_whole(local, tmp_path):
     judged = summary["fidelity"]["measurements"][FV.CLOCK_ALIGNMENT]
     assert judged["worst_server"] == NAME and FV.CLOCK_ALIGNMENT not in summary["fidelity"].get(
         "unmeasured", {})
+    # the server's scheduling profile: its two workers' packet loops (h2, h3) ran there
+    loops = cluster["sched_profile"][NAME]["classes"]["endpoint_loops"]
+    assert loops["tasks"] == 2 and loops["cores"] > 0
 
     # the server's ranks: their logs came back, every timed iteration verified
     for host in ("h2", "h3"):

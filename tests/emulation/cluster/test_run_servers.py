@@ -7,6 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from analysis.cpu_usage import CpuSample
+from analysis.sched_profile import SchedSample, TaskStat
 from emulation.cluster import run_servers as R
 from emulation.cluster.fabric_servers import FabricServers
 from emulation.cluster.placement import place
@@ -72,6 +73,26 @@ def test_a_servers_cpu_is_judged_over_the_window_on_this_machines_clock(tmp_path
     # 100 ticks, 1 core
     cpu = r.record(int(1e9), int(2e9))["cpu"]["root@b.example"]
     assert cpu["busy_fraction"] == 1.0 and cpu["cores_by_role"]["workers"] == 1.0
+
+
+def test_a_servers_scheduling_profile_is_taken_over_the_window_on_this_machines_clock(
+        tmp_path):
+    r = runs(tmp_path)
+    # the server's clock is 1 s ahead; its loops' counters at its 1, 2 and 3 s
+    r.start["root@b.example"] = Estimate(1e9, 10.0, 0.0, 16)
+    r.sched_samples["root@b.example"] = [
+        SchedSample(int(1e9 * t), {"endpoint_loops": TaskStat(on, wait, slices, wakeups, 0)},
+                    {"endpoint_loops": 2})
+        for t, on, wait, slices, wakeups in ((1, 0, 0, 0, 0), (2, 10**8, 2 * 10**7, 100, 50),
+                                             (3, 5 * 10**8, 4 * 10**7, 300, 250))]
+    # our window [1 s, 2 s] is the server's [2 s, 3 s]: 0.4 s on a CPU, 20 ms waiting,
+    # 200 wake-ups, over 1 s
+    profile = r.record(int(1e9), int(2e9))["sched_profile"]["root@b.example"]
+    loops = profile["classes"]["endpoint_loops"]
+    assert profile["window_s"] == 1.0 and loops["cores"] == 0.4
+    assert loops["wait_cores"] == 0.02 and loops["wakeups_per_s"] == 200.0
+    assert loops["wait_per_wakeup_us"] == 100.0 and loops["tasks"] == 2
+    assert r.record()["sched_profile"] == {"root@b.example": None}     # no window
 
 
 def test_the_alignment_interpolates_between_start_and_end(tmp_path):

@@ -1,12 +1,13 @@
 """Another server's CPU meter (emulation/cluster/server_meter.py): its workers found by the
-marker in their command line, its line format read back, and the meter itself run on this
-machine's /proc until its input ends."""
+marker in their command line, its line format (CPU and scheduler counters) read back, and the
+meter itself run on this machine's /proc until its input ends."""
 import subprocess
 import sys
 
 import pytest
 
 from analysis.cpu_usage import CpuSample
+from analysis.sched_profile import SchedSample, TaskStat
 from emulation.cluster import server_meter as M
 from tests.helpers.paths import REPO
 
@@ -32,6 +33,21 @@ def test_the_workers_are_the_processes_carrying_the_marker_but_the_meter(tmp_pat
 def test_a_sample_line_reads_back_as_it_was_written():
     s = CpuSample(123, 1000, 400, {"workers": 7, "switches": 9}, 3)
     assert M.parse_line(M.sample_line(s, 100, 2) + "\n") == (s, 100, 2)
+    assert M.parse_sched(M.sample_line(s, 100, 2)) is None        # no scheduler counters
+    sched = SchedSample(123, {"endpoint_loops": TaskStat(5_000, 700, 9, 8, 1),
+                              "ovs_vswitchd": TaskStat(9_000, 100, 3, 2, 1)},
+                        {"endpoint_loops": 2, "ovs_vswitchd": 36})
+    line = M.sample_line(s, 100, 2, sched)
+    assert M.parse_line(line) == (s, 100, 2) and M.parse_sched(line) == sched
+
+
+@pytest.mark.parametrize("sched", ['{"endpoint_loops": [1, 2, 3]}', '{"x": "no"}', '[1]',
+                                   '{"x": [1, 2, 3, 4, "five"]}'])
+def test_scheduler_counters_that_are_not_five_integers_are_named(sched):
+    line = ('{"t_ns": 1, "total": 2, "idle": 1, "steal": 0, "roles": {}, "hz": 100, '
+            f'"ncpu": 2, "sched": {sched}}}')
+    with pytest.raises(M.MeterLineError, match="not a scheduler sample line"):
+        M.parse_sched(line)
 
 
 @pytest.mark.parametrize("line", ["not json", '{"t_ns": 1}', '[1, 2]',
@@ -52,3 +68,9 @@ def test_the_meter_samples_this_machine_until_its_input_ends():
     sample, hz, ncpu = M.parse_line(lines[0])
     assert hz > 0 and ncpu >= 1 and sample.total_ticks > 0
     assert sample.role_ticks == {"switches": sample.role_ticks["switches"], "workers": 0}
+    # the scheduler counters of the classes this machine's runner profiles, none of whose
+    # workers run here
+    sched = M.parse_sched(lines[0])
+    assert set(sched.classes) == {"endpoint_loops", "worker_threads", "ovs_vswitchd",
+                                  "ovsdb_server"}
+    assert sched.tasks["endpoint_loops"] == 0 and sched.t_ns == sample.t_ns
