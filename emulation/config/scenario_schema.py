@@ -198,15 +198,15 @@ MRC_ENDPOINT = {
     "pacing_burst_packets": _i(None, 1, 1024, "pacer burst"),
     "fast_path": _b(None, "receive through a PACKET_MMAP ring (false: one recv() per frame)"),
     "max_payload": _i(None, 64, 9000, "per-packet payload cap (the port MTU also caps it)"),
-    "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT of every QP (omit: measured with "
-                       "probes)"),
+    "base_rtt_ns": _i(None, 1, NS_MAX, "fixed base RTT of every QP (omit: probed)"),
     "default_base_rtt_ns": _i(None, 1, NS_MAX, "base RTT if probing gets no answer"),
     "rtt_probe_count": _i(None, 1, 1000, "probes that measure the base RTT"),
     "min_base_rtt_ns": _i(None, 1, NS_MAX, "an optional floor of a QP's base RTT (and [mrc.qp] "
                            "nscc_min_base_rtt_ns defaults to it); unset: none, the timers start "
                            "from the probes' RTT plus a full frame's serialization"),
-    # below 0.1 ms the endpoint would read the port state on every loop turn (0 ns apart)
-    "port_poll_ms": _n(None, 0.1, 10000.0, "NIC port state poll period, ms"),
+    "port_poll_ms": _n(None, 0.1, 10000.0, "port state poll period without link events, ms"),
+    "port_poll_backstop_ms": _n(None, 0.1, 100000.0, "port state poll period beside the "
+                                "kernel's link events (rtnetlink), ms"),
     "seed": _i(None, 0, (1 << 63) - 1, "EV choice seed (omit: from the clock)"),
     "path_probe_interval_ms": _period(None, "path prober: one probe per path to every "
                                  "peer this often, ms (0: off; on: the run's path monitor "

@@ -48,6 +48,7 @@ from traffic.nic.endpoint_support import (
     peer_delays_ns,
     qp_timers,
     rx_buffer_bytes,
+    socket_drops,
     trimming_bounds,
 )
 from traffic.nic.endpoint_probes import EndpointProbes
@@ -57,6 +58,7 @@ from traffic.core.messages import DataPacket, Nack, Probe, Sack
 from traffic.core.nscc import PlanePacer
 from traffic.core.path_prober import PathProber
 from traffic.nic.queue_pair import QueuePair
+from traffic.nic.link_events import LinkEvents
 from traffic.nic.readiness import Readiness
 from traffic.core.reliability import MemoryRegistry, MRCConfig, QPError, ReceiverQP, SenderQP
 
@@ -99,8 +101,11 @@ class Endpoint(EndpointProbes):
         # "ev_subscribe", "ev_events")
         self.ev_events = EvEventQueue(rate_per_s=config.ev_event_rate_per_s)
         self.counters = Counters()
+        # the ports' link changes as the kernel announces them, for ports opened here
+        self._link_events = None
         if ports is None and open_ports:
             ports = {p: open_port(config, host_intf(self.host, p), p) for p in config.planes}
+            self._link_events = LinkEvents()
         self.ports = ports or {}
         now = clock()
         rate_bps = config.port_rate_mbit * 1e6     # QPs pace below this; this is a safety net
@@ -137,6 +142,8 @@ class Endpoint(EndpointProbes):
             self._readiness.register(port.fileno())
             self._fd_plane[port.fileno()] = p
         self._extra_fds: dict[int, callable] = {}
+        if self._link_events is not None:
+            self.add_fd(self._link_events.fileno(), self._on_link_event)
         self.on_turn = None                         # callable run after every loop turn
         self.max_payload = self._max_payload()
         self.denylist = Denylist(self.topo)
@@ -455,6 +462,10 @@ class Endpoint(EndpointProbes):
                 for qp in self.qps.values():
                     qp.set_local_port(plane, up, now)
 
+    def _on_link_event(self) -> None:
+        if self._link_events.drain():
+            self._next_port_poll = 0              # read the ports in this turn
+
     def _emit_goodput(self, now: int) -> None:
         c = self.counters
         self.log.emit(Event.GOODPUT, t_ns=now, rx_bytes=c.rx_bytes, tx_bytes=c.tx_bytes,
@@ -511,7 +522,9 @@ class Endpoint(EndpointProbes):
         if self.delay_line is not None:
             self._release_delayed(now)
         if now >= self._next_port_poll:
-            self._next_port_poll = now + int(self.config.port_poll_ms * 1e6)
+            self._next_port_poll = now + int(1e6 * (self.config.port_poll_ms if
+                                                    self._link_events is None else
+                                                    self.config.port_poll_backstop_ms))
             self._poll_ports(now)
         self._pump_qps(now)
         if self.prober is not None and self.qps:
@@ -563,19 +576,6 @@ class Endpoint(EndpointProbes):
             self.run_once(0.01)
         return True
 
-    def socket_drops(self) -> dict:
-        """Frames the kernel dropped at each NIC port's socket (receive buffer full), by plane."""
-        out = {}
-        for plane, port in self.ports.items():
-            stats = getattr(port, "kernel_stats", None)
-            if stats is None:
-                continue
-            try:
-                out[plane] = stats()[1]
-            except OSError:
-                pass
-        return out
-
     def close(self) -> None:
         if self.closed:
             return
@@ -584,13 +584,13 @@ class Endpoint(EndpointProbes):
         self._emit_goodput(now)
         self._emit_lateness(now)
         final = self.counters.as_dict()
-        final["socket_drops"] = self.socket_drops()
+        final["socket_drops"] = socket_drops(self.ports)
         if self.delay_line is not None:
             final["delay_line_held_max"] = self.delay_line.held_max
         final["qps"] = {qpn: qp.stats() for qpn, qp in self.qps.items()}
         self.log.emit(Event.COUNTERS, t_ns=now, **final)
         self.log.close()
-        for port in self.ports.values():
+        for port in (*self.ports.values(), self._link_events):
             close = getattr(port, "close", None)
             if close:
                 close()

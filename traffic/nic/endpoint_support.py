@@ -165,7 +165,12 @@ class EndpointConfig:
     # None: none. The timers start from what the probes measure plus a full frame's
     # serialization on the path (MRCConfig.nscc_frame_rtt_ns), both facts of the fabric.
     min_base_rtt_ns: int | None = None
+    # The ports' link state is read at every link change the kernel announces (rtnetlink:
+    # traffic/nic/link_events.py) and polled every port_poll_backstop_ms besides, for an
+    # announcement lost; without the announcements (ports not opened by the endpoint, as a
+    # test's) it is polled every port_poll_ms.
     port_poll_ms: float = 2.0
+    port_poll_backstop_ms: float = 100.0
     goodput_interval_ms: float = 10.0
     seed: int | None = None                         # EV choice; None: from the clock
     qp: dict = field(default_factory=dict)          # MRCConfig fields, over the defaults above
@@ -208,7 +213,8 @@ class EndpointConfig:
                 for p in self.planes):
             raise ConfigError(f"planes must be a non-empty list of plane numbers "
                               f"0..{self.spec.planes - 1}, got {self.planes!r}")
-        for name in ("pacing_fraction", "port_poll_ms", "goodput_interval_ms",
+        for name in ("pacing_fraction", "port_poll_ms", "port_poll_backstop_ms",
+                     "goodput_interval_ms",
                      "path_probe_margin_ms", "ev_event_rate_per_s"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
@@ -504,6 +510,20 @@ class Counters:
             "send_failed": self.send_failed,
             "dropped_malformed": self.dropped_malformed, "dropped_by_reason": dict(self.dropped),
         }
+
+
+def socket_drops(ports: dict) -> dict:
+    """Frames the kernel dropped at each NIC port's socket (receive buffer full), by plane."""
+    out = {}
+    for plane, port in ports.items():
+        stats = getattr(port, "kernel_stats", None)
+        if stats is None:
+            continue
+        try:
+            out[plane] = stats()[1]
+        except OSError:
+            pass
+    return out
 
 
 def rss_bytes(pid: int | None = None) -> int:

@@ -119,6 +119,7 @@ READERS = {
         "min_base_rtt_ns": (4_000_000, lambda w: w.qp.base_rtt_ns),
         "fast_path": (False, lambda w: port_class_for(w.ep.config).__name__ == "RingPort"),
         "port_poll_ms": (5.0, lambda w: w.ep.config.port_poll_ms),
+        "port_poll_backstop_ms": (250.0, lambda w: w.ep.config.port_poll_backstop_ms),
         "seed": (12345, lambda w: w.ep._seed),
         "path_probe_interval_ms": (30.0, lambda w: w.ep.prober and w.ep.prober.interval_ns / 1e6),
         "path_probe_timeout_ms": (300.0, lambda w: w.ep.prober and w.ep.prober.timeout_ns / 1e6),
