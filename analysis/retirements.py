@@ -14,10 +14,12 @@ ACK timeout before its detection, and an ACK timeout never exceeds MRCConfig.rto
 default lookback.
 
 A retirement on an ACK timeout whose own path was whole is put down to the fault too when the
-fault impaired a link of any path the peer's ACKs can take back to it in that plane: the
-receiver's reverse EVs are drawn at random over the plane's T1s, so its SACKs may cross the dead
-link while the data does not (its `fault` then starts with "ACK path:", and summary.json counts
-it in `evs_retired_for_lost_acks`). A SACK gap is no such case: a later packet's SACK came back.
+fault impaired a link of any path the peer's ACKs can take back to it: the receiver sends a SACK
+on the plane of the data packet that triggered it, covering the QP's packets of every plane
+(traffic/core/receiver.py), over a reverse EV of any of that plane's T1s
+(traffic/core/reverse_paths.py), so a packet's acknowledgment may cross a dead link of another
+plane and another T1 than the packet did (its `fault` then starts with "ACK path:", and
+summary.json counts it in `evs_retired_for_lost_acks`). A SACK gap is no such case: a later packet's SACK came back.
 Every other retirement retired a healthy EV.
 
 Not retirements: an EV the control plane allowed again (DENIED -> ASSUMED_BAD, reason
@@ -35,7 +37,7 @@ from typing import Iterable, Mapping
 from analysis.jsonl import read_jsonl
 from model import faults as fault_kinds
 from model.events import Event
-from model.topology import Topology, ev_plane, ev_spine, t0_name, t1_name
+from model.topology import Topology, ev_plane, ev_spine, make_ev, t0_name, t1_name
 from model.transport_defaults import RTO_MAX_NS
 
 DEFAULT_LOOKBACK_NS = RTO_MAX_NS                 # MRCConfig.rto_max_ns's default
@@ -136,6 +138,15 @@ def path_links(topology: Topology, src: str, dst: str, ev: int, ecmp: bool = Fal
     return links
 
 
+def ack_path_links(topology: Topology, receiver: str, sender: str) -> set:
+    """Every link an acknowledgment from receiver to sender can cross: any plane (a SACK leaves
+    on the plane of the packet that triggered it and covers every plane's packets), any T1."""
+    links = set()
+    for plane in range(topology.spec.planes):
+        links |= path_links(topology, receiver, sender, make_ev(plane, 0, 1), ecmp=True)
+    return links
+
+
 def judge_retirements(events_by_host: Mapping[str, Iterable[Mapping]],
                       faults: list[Impairment], topology: Topology | None, *,
                       lookback_ns: int = DEFAULT_LOOKBACK_NS,
@@ -180,8 +191,7 @@ def _judge(topology, host, peer, ev, start_ns, end_ns, faults, ecmp, ack_timeout
         return None, None
     try:
         links = path_links(topology, host, peer, ev, ecmp)
-        # the peer's ACKs come back over any T1 of the plane (its reverse EVs are random)
-        ack_links = path_links(topology, peer, host, ev, ecmp=True) if ack_timeout else set()
+        ack_links = ack_path_links(topology, peer, host) if ack_timeout else set()
     except (KeyError, ValueError):
         return None, None
     for imp in faults:

@@ -32,7 +32,7 @@ def suspect(t, host, num, ev):
 
 
 def logs():
-    """Ten ASSUMED_BAD transitions; the comment on each says how it must be judged."""
+    """Eleven ASSUMED_BAD transitions; the comment on each says how it must be judged."""
     return {
         "h0": [qp(0, "h0", 1, "h2"),
                # h0 -> h2 on plane 0 via t1p0s0: crosses the dead t0p0g0~t1p0s0 -> justified
@@ -44,6 +44,10 @@ def logs():
                retire(12 * S, "h0", 1, make_ev(0, 1, 0xC009), reason="sack_gap"),
                # plane 1: whole -> healthy
                retire(12 * S, "h0", 1, P1S0, reason="sack_gap"),
+               # plane 1 on a timeout: the SACK that covers a plane-1 packet leaves on the plane
+               # of the packet that triggered it, so it may come back on plane 0 over t1p0s0
+               # into the dead link -> justified (ACK path)
+               retire(12 * S, "h0", 1, make_ev(1, 1, 0xC00A)),
                # 0.5 s before the link went down, and the lookback only looks back -> healthy
                retire(int(9.5 * S), "h0", 1, make_ev(0, 0, 0xC005)),
                # detected 0.8 s after the repair, retired 1.5 s after it: the lookback from the
@@ -78,6 +82,7 @@ def test_each_retirement_is_judged_from_its_path_and_the_fault_times():
         ("h0", make_ev(0, 1, 0xC004), 12 * S): False,
         ("h0", make_ev(0, 1, 0xC009), 12 * S): True,
         ("h0", P1S0, 12 * S): True,
+        ("h0", make_ev(1, 1, 0xC00A), 12 * S): False,
         ("h0", make_ev(0, 0, 0xC005), int(9.5 * S)): True,
         ("h0", make_ev(0, 0, 0xC006), int(21.5 * S)): False,
         ("h0", make_ev(0, 0, 0xC007), int(22.5 * S)): True,
@@ -88,11 +93,12 @@ def test_each_retirement_is_judged_from_its_path_and_the_fault_times():
 
 
 def test_summary_counts():
-    # data EVs: 9 retirements (h0's seven, h1's, h3's); healthy: h0's sack_gap via s1, on
+    # data EVs: 10 retirements (h0's eight, h1's, h3's); healthy: h0's sack_gap via s1, on
     # plane 1 (sack_gap), at 9.5 s and at 22.5 s, and h1's: 5, three of them timeouts; h0's
-    # timeout via s1 is put down to its ACK path; reverse: 1, justified; h3's unjudged
+    # timeouts via s1 and on plane 1 are put down to their ACK paths; reverse: 1, justified;
+    # h3's unjudged
     out = R.summarize(judged(), LOOKBACK)
-    assert out == {"evs_retired": 9, "healthy_evs_retired": 5, "evs_retired_for_lost_acks": 1,
+    assert out == {"evs_retired": 10, "healthy_evs_retired": 5, "evs_retired_for_lost_acks": 2,
                    "reverse_evs_retired": 1, "healthy_reverse_evs_retired": 0,
                    "healthy_evs_retired_by_reason": {"timeout": 3, "sack_gap": 2},
                    "retirements_unjudged": 1, "retirement_lookback_ms": 1000.0}
@@ -103,6 +109,8 @@ def test_the_justifying_fault_is_named():
     assert first.fault == "link_down t0p0g0~t1p0s0"
     by_ack = next(r for r in judged() if r.host == "h0" and r.ev == make_ev(0, 1, 0xC004))
     assert by_ack.fault == "ACK path: link_down t0p0g0~t1p0s0"
+    other_plane = next(r for r in judged() if r.ev == make_ev(1, 1, 0xC00A))
+    assert other_plane.fault == "ACK path: link_down t0p0g0~t1p0s0"
     assert first.peer == "h2" and first.detected_ns == 12 * S
 
 
@@ -115,13 +123,13 @@ def test_over_ecmp_every_t1_of_the_plane_counts():
 
 def test_without_faults_every_judged_retirement_is_healthy():
     out = R.summarize(judged(faults=()), LOOKBACK)
-    assert out["healthy_evs_retired"] == 8 and out["healthy_reverse_evs_retired"] == 1
+    assert out["healthy_evs_retired"] == 9 and out["healthy_reverse_evs_retired"] == 1
     assert out["evs_retired_for_lost_acks"] == 0
 
 
 def test_without_a_topology_nothing_is_judged():
     rs = R.judge_retirements(logs(), [], None)
-    assert [r.healthy for r in rs] == [None] * 10
+    assert [r.healthy for r in rs] == [None] * 11
 
 
 def test_a_cleared_suspicion_does_not_move_the_detection_time():
@@ -174,7 +182,7 @@ def test_a_transport_directory_is_read_from_its_files(tmp_path):
             "".join(json.dumps(e) + "\n" for e in events) + '{"t_ns": 1, "cut mid-li')
     (tmp_path / "faults.jsonl").write_text(json.dumps(DOWN) + "\n" + json.dumps(UP) + "\n")
     out = R.transport_retirements(tmp_path, TOPO, lookback_ns=LOOKBACK)
-    assert (out["evs_retired"], out["healthy_evs_retired"]) == (9, 5)
+    assert (out["evs_retired"], out["healthy_evs_retired"]) == (10, 5)
 
 
 def test_the_runner_summarises_mrc_retirements_and_shows_them_per_transport(tmp_path):
@@ -187,11 +195,11 @@ def test_the_runner_summarises_mrc_retirements_and_shows_them_per_transport(tmp_
     test_a_transport_directory_is_read_from_its_files(tmp_path)   # writes the logs
     mrc = run_summary.retirement_fields(scn, "mrc", tmp_path)
     # a 3 s lookback from h0's 22.5 s retirement reaches back past the repair at 20 s: justified
-    assert (mrc["evs_retired"], mrc["healthy_evs_retired"]) == (9, 4)
+    assert (mrc["evs_retired"], mrc["healthy_evs_retired"]) == (10, 4)
     assert mrc["retirement_lookback_ms"] == 3000.0
     assert set(run_summary.retirement_fields(scn, "tcp", tmp_path).values()) == {None}
     top = run_summary.top_summary(scn, tmp_path, [
         {"transport": "mrc", "verified": True, "loss_policy": "ocp", **mrc}], False)
     assert {k: top["transports"]["mrc"][k] for k in
             ("loss_policy", "evs_retired", "healthy_evs_retired")} == {
-        "loss_policy": "ocp", "evs_retired": 9, "healthy_evs_retired": 4}
+        "loss_policy": "ocp", "evs_retired": 10, "healthy_evs_retired": 4}
