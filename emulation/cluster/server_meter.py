@@ -7,8 +7,9 @@ with each, the scheduler meter's per-class counters of its processes there
 ovsdb-server), so each server gets the run's scheduling profile too.
 
 `python -m emulation.cluster.server_meter --marker PATH` runs on the server as root and prints
-one JSON line per sample every --interval seconds until its input ends (it runs tied to its
-ssh connection, model/ssh.py) or it is stopped: {"t_ns", "total", "idle", "steal", "roles":
+one JSON line per sample every --interval seconds until it is stopped (SIGTERM or SIGINT; the
+tie to its ssh connection sends SIGTERM when the connection's input ends, model/ssh.py, and
+gives it /dev/null for its own input, so that input says nothing of when to stop): {"t_ns", "total", "idle", "steal", "roles":
 {role: ticks}, "hz", "ncpu", "sched": {class: [on-CPU ns, run-queue wait ns, timeslices,
 voluntary, nonvoluntary switches]}, "tasks": {class: count}}, t_ns on the server's
 CLOCK_MONOTONIC. Its workers are the processes whose command line holds PATH (the run's staging
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 from pathlib import Path
@@ -114,7 +116,8 @@ def main(argv: list[str] | None = None) -> int:
     meter = CpuMeter({"switches": lambda: pids_from_files([SWITCHD_PID_FILE, DB_PID_FILE]),
                       "workers": workers}, interval_s=args.interval, also=[sched.sample])
     stop = threading.Event()
-    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     while True:
         try:
             sample = meter.sample()

@@ -1,6 +1,7 @@
 """Another server's CPU meter (emulation/cluster/server_meter.py): its workers found by the
 marker in their command line, its line format (CPU and scheduler counters) read back, and the
 meter itself run on this machine's /proc until its input ends."""
+import signal
 import subprocess
 import sys
 
@@ -58,13 +59,20 @@ def test_what_is_not_a_sample_is_named(line):
         M.parse_line(line)
 
 
-def test_the_meter_samples_this_machine_until_its_input_ends():
-    done = subprocess.run([sys.executable, "-m", "emulation.cluster.server_meter", "--marker",
-                           "no-such-run", "--interval", "0.05"], input="", capture_output=True,
-                          text=True, timeout=60, cwd=REPO)
-    assert done.returncode == 0, done.stderr
-    lines = done.stdout.splitlines()
-    assert lines
+def test_the_meter_samples_this_machine_until_it_is_stopped():
+    """As the tie to its ssh connection runs it (model/ssh.py): its own input /dev/null, which
+    must not stop it; SIGTERM does."""
+    meter = subprocess.Popen([sys.executable, "-m", "emulation.cluster.server_meter",
+                              "--marker", "no-such-run", "--interval", "0.05"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True, cwd=REPO)
+    try:
+        lines = [meter.stdout.readline() for _ in range(3)]
+        assert all(line.endswith("\n") for line in lines), (lines, meter.stderr.read())
+    finally:
+        meter.send_signal(signal.SIGTERM)
+        rc = meter.wait(60)
+    assert rc == 0
     sample, hz, ncpu = M.parse_line(lines[0])
     assert hz > 0 and ncpu >= 1 and sample.total_ticks > 0
     assert sample.role_ticks == {"switches": sample.role_ticks["switches"], "workers": 0}
