@@ -39,18 +39,27 @@ class MeterLineError(ValueError):
     """A line that is not one of the meter's samples."""
 
 
-def pids_with(marker: str, proc: Path = Path("/proc"), own: int | None = None) -> list[int]:
-    """The pids whose command line holds `marker`, but `own` (the meter, which carries it)."""
+WORKER_MODULE = "traffic.workload.worker"
+
+
+def pids_with(marker: str, proc: Path = Path("/proc"), own: int | None = None,
+              module: str = WORKER_MODULE) -> list[int]:
+    """The pids of the processes running `python -m module` whose command line holds `marker`,
+    but `own` (the meter, which carries it). Only the interpreter itself: the shells and
+    launchers around a remote worker (the ssh tie, mnexec) carry the same words in their
+    arguments, and their threads would count as packet loops."""
     found = []
     needle = marker.encode()
     for entry in proc.iterdir():
         if not entry.name.isdigit() or int(entry.name) == own:
             continue
         try:
-            if needle in (entry / "cmdline").read_bytes():
-                found.append(int(entry.name))
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue                       # gone between the listing and the read
+        argv = cmdline.split(b"\0")
+        if needle in cmdline and argv[1:3] == [b"-m", module.encode()]:
+            found.append(int(entry.name))
     return found
 
 

@@ -21,13 +21,18 @@ def fake_proc(tmp_path, cmdlines):
     return tmp_path
 
 
-def test_the_workers_are_the_processes_carrying_the_marker_but_the_meter(tmp_path):
+def test_the_workers_are_the_interpreters_carrying_the_marker_not_their_wrappers(tmp_path):
     marker = "/var/tmp/mrclab-runs/b/demo-1/mrc/worker.json"
     proc = fake_proc(tmp_path, {
         10: f"python\0-m\0traffic.workload.worker\0--config\0{marker}\0".encode(),
         11: b"tail\0-F\0/var/tmp/mrclab-runs/b/demo-1/mrc/worker-h2.jsonl\0",
         12: f"python\0-m\0emulation.cluster.server_meter\0--marker\0{marker}\0".encode(),
-        13: b"ovs-vswitchd\0"})
+        13: b"ovs-vswitchd\0",
+        # the ssh tie's shell around a worker carries the worker's whole command line
+        14: f"sh\0-c\0...\0tied\0python\0-m\0traffic.workload.worker\0--config\0{marker}\0"
+            .encode(),
+        15: f"mnexec\0-a\0123\0python\0-m\0traffic.workload.worker\0--config\0{marker}\0"
+            .encode()})
     assert sorted(M.pids_with(marker, proc, own=12)) == [10]
 
 
