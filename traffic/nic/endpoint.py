@@ -105,7 +105,7 @@ class Endpoint(EndpointProbes):
         self._link_events = None
         if ports is None and open_ports:
             ports = {p: open_port(config, host_intf(self.host, p), p) for p in config.planes}
-            self._link_events = LinkEvents()
+            self._link_events = LinkEvents.open()
         self.ports = ports or {}
         now = clock()
         rate_bps = config.port_rate_mbit * 1e6     # QPs pace below this; this is a safety net

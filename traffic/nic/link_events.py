@@ -30,6 +30,15 @@ class LinkEvents:
             self.sock.close()
             raise
 
+    @classmethod
+    def open(cls) -> "LinkEvents | None":
+        """The announcements, or None where rtnetlink cannot be subscribed to (the endpoint
+        then polls its ports every port_poll_ms)."""
+        try:
+            return cls()
+        except OSError:
+            return None
+
     def fileno(self) -> int:
         return self.sock.fileno()
 

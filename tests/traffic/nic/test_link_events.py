@@ -57,7 +57,8 @@ def test_a_port_that_loses_its_carrier_and_gets_it_back_is_seen_at_once(tmp_path
 
 
 def test_nothing_announced_is_nothing_to_read():
-    events = LinkEvents()
+    events = LinkEvents.open()
+    assert isinstance(events, LinkEvents)
     try:
         assert events.fileno() >= 0 and events.drain() is False
     finally:
