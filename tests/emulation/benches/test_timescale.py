@@ -82,3 +82,59 @@ def test_a_setting_that_keeps_no_k_ok_is_reported_and_the_bench_goes_on(tmp_path
     assert "none 24 (24, 24, 24); hifi above 64 (above 64, 20, above 64)" in \
         capsys.readouterr().out
     assert bench.median_k([None, 20.0, 16.0]) == 20.0
+
+
+def _spinning_children() -> list[int]:
+    """PIDs of this process's children running the bench's busy loop (from /proc)."""
+    import os
+    from pathlib import Path
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"while True: pass" in cmdline:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def test_busy_processes_spin_through_every_calibration_and_its_cache_is_its_own(
+        tmp_path, monkeypatch, capsys):
+    """--busy 1: one spinning process during each calibration, stopped after the bench; the
+    calibrations get a cache directory that is not the machine's and is gone afterwards."""
+    path = tmp_path / "s.toml"
+    path.write_text('name = "s"\n' + SMALL_FABRIC)
+    seen = []
+
+    def fake(scn, transport, **kw):
+        seen.append((len(_spinning_children()), kw.get("cache_dir")))
+        return {"time_scale": 6.0, "margins": {}, "trials": []}
+
+    monkeypatch.setattr(calibrate, "calibrate", fake)
+    args = argparse.Namespace(scenario=str(path), scheduling="none", repeat=2, json=False,
+                              busy=1)
+    figures = bench.timescale_main(args)
+    assert [n for n, _ in seen] == [1, 1]
+    caches = {c for _, c in seen}
+    assert len(caches) == 1 and None not in caches and calibrate.CACHE_DIR not in caches
+    assert not next(iter(caches)).exists()
+    assert _spinning_children() == []
+    assert figures["busy_processes"] == 1 and figures["scheduling"]["none"]["time_scale"] == 6.0
+    assert "(100 Mbit/s links, 1 busy process(es) beside it)" in capsys.readouterr().out
+
+
+def test_without_busy_processes_the_machines_cache_is_used(tmp_path, monkeypatch):
+    path = tmp_path / "s.toml"
+    path.write_text('name = "s"\n' + SMALL_FABRIC)
+    seen = []
+
+    def fake(scn, transport, **kw):
+        seen.append((len(_spinning_children()), kw.get("cache_dir")))
+        return {"time_scale": 4.0, "margins": {}, "trials": []}
+
+    monkeypatch.setattr(calibrate, "calibrate", fake)
+    args = argparse.Namespace(scenario=str(path), scheduling="none", repeat=1, json=False)
+    assert bench.timescale_main(args)["busy_processes"] == 0
+    assert seen == [(0, None)]
